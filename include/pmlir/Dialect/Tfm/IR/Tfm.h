@@ -1,0 +1,34 @@
+//===- Tfm.h - The tfm transformer dialect ------------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_DIALECT_TFM_IR_TFM_H
+#define PMLIR_DIALECT_TFM_IR_TFM_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "pmlir/Dialect/Tfm/IR/TfmDialect.h.inc"
+#include "pmlir/Dialect/Tfm/IR/TfmEnums.h.inc"
+
+#define GET_OP_CLASSES
+#include "pmlir/Dialect/Tfm/IR/TfmOps.h.inc"
+
+namespace pmlir::tfm {
+
+/// Argument attribute naming a weight's checkpoint tensor ("h.0.ln_1.weight").
+inline constexpr llvm::StringLiteral kNameAttr = "tfm.name";
+/// Argument attribute giving each dimension's role (["in", "out"]).
+inline constexpr llvm::StringLiteral kDimsAttr = "tfm.dims";
+
+} // namespace pmlir::tfm
+
+#endif // PMLIR_DIALECT_TFM_IR_TFM_H

@@ -1,0 +1,404 @@
+//===- TfmOps.td - tfm operation definitions ---------------*- tablegen -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_DIALECT_TFM_IR_TFMOPS_TD
+#define PMLIR_DIALECT_TFM_IR_TFMOPS_TD
+
+include "pmlir/Dialect/Tfm/IR/TfmDialect.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Types and attributes
+//===----------------------------------------------------------------------===//
+
+def Tfm_Float : AnyTypeOf<[F32, BF16, F16]>;
+def Tfm_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def Tfm_IdTensor : RankedTensorOf<[I32, I64]>;
+def Tfm_ScalarFloatTensor : 0DTensorOf<[F32, BF16, F16]>;
+
+def Tfm_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "form of the GELU nonlinearity", [
+      I32EnumAttrCase<"erf", 0>,
+      I32EnumAttrCase<"tanh", 1>
+    ]> {
+  let cppNamespace = "::pmlir::tfm";
+}
+
+class Tfm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tfm_Dialect, mnemonic, traits>;
+
+// Pure elementwise ops whose result has the type of their one operand.
+class Tfm_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and positions
+//===----------------------------------------------------------------------===//
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+  let summary = "gathers rows of an embedding table by token id";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]`. The table is `[vocab, hidden]`;
+    `ids` has any rank and the result appends the hidden dimension to it. An
+    id outside `[0, vocab)` is a runtime error, not undefined behaviour.
+
+    ```mlir
+    %x = tfm.embedding %wte[%ids]
+        : tensor<50257x768xf32>, tensor<1x128xi64> -> tensor<1x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IdTensor:$ids);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_ArangeOp : Tfm_Op<"arange", [Pure]> {
+  let summary = "the positions start, start + 1, ..., start + n - 1";
+  let description = [{
+    A rank-1 integer tensor of consecutive positions. GPT-2 feeds it to the
+    position embedding and Llama to `tfm.rope`; under sequence sharding each
+    rank's slice carries the global positions of its tokens.
+
+    ```mlir
+    %pos = tfm.arange start = 0 : tensor<128xi64>
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start);
+  let results = (outs 1DTensorOf<[I32, I64]>:$result);
+  let assemblyFormat = "`start` `=` $start attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul and elementwise
+//===----------------------------------------------------------------------===//
+
+def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product with optional transposed operands";
+  let description = [{
+    `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`);
+    `rhs` is `[K, N]`, shared by every batch element (a weight), or
+    `[batch..., K, N]` with the same batch dimensions as `lhs`
+    (`[..., N, K]` with `transpose_rhs`). The result is `[batch..., M, N]`.
+    `transpose_rhs` lets Llama's `[out, in]` Linear weights and a tied LM head
+    be used as stored.
+
+    ```mlir
+    %y = tfm.matmul %x, %w
+        : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+    %l = tfm.matmul %h, %wte transpose_rhs
+        : tensor<1x128x768xf32>, tensor<50257x768xf32> -> tensor<1x128x50257xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+// Binary elementwise ops: `rhs` is `lhs`'s shape or a trailing suffix of it
+// (a bias or a position table), broadcast over the leading dimensions.
+class Tfm_BinaryOp<string mnemonic, string what>
+    : Tfm_Op<mnemonic, [Pure,
+        TypesMatchWith<"result has the type of lhs", "lhs", "result", "$_self">]> {
+  let summary = "elementwise " # what # " with trailing-dimension broadcast";
+  let description = [{
+    `result = lhs }] # what # [{ broadcast(rhs)`, where the shape of `rhs` equals
+    the trailing dimensions of `lhs`: `[B, S, H]` with `[H]` adds a bias,
+    with `[S, H]` a position table, with `[B, S, H]` a residual.
+
+    ```mlir
+    %y = tfm.}] # mnemonic # [{ %x, %b : tensor<1x128x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+}
+
+def Tfm_AddOp : Tfm_BinaryOp<"add", "+">;
+def Tfm_SubOp : Tfm_BinaryOp<"sub", "-">;
+def Tfm_MulOp : Tfm_BinaryOp<"mul", "*">;
+
+def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiplies every element by a constant";
+  let description = [{
+    ```mlir
+    %y = tfm.scale %x, 0.125 : tensor<1x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $factor attr-dict `:` type($input)";
+}
+
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu"> {
+  let summary = "Gaussian error linear unit, exact (erf) or tanh form";
+  let description = [{
+    `erf`: `0.5 x (1 + erf(x / sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
+    `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %y = tfm.gelu %x tanh : tensor<1x128x3072xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                       Tfm_GeluApproximation:$approximation);
+  let assemblyFormat = "$input $approximation attr-dict `:` type($input)";
+}
+
+def Tfm_SiluOp : Tfm_UnaryOp<"silu"> {
+  let summary = "x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = tfm.silu %x : tensor<1x128x11008xf32>
+    ```
+  }];
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Tfm_LayerNormOp : Tfm_Op<"layernorm",
+    [Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta`, with the biased
+    variance over the last dimension; `gamma` and `beta` are `[hidden]`.
+
+    ```mlir
+    %y = tfm.layernorm %x, %g, %b eps = 1.0e-05
+        : tensor<1x128x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$gamma,
+                       Tfm_FloatTensor:$beta, F64Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `eps` `=` $epsilon attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * gamma`; `gamma` is `[hidden]`.
+
+    ```mlir
+    %y = tfm.rmsnorm %x, %g eps = 1.0e-06 : tensor<1x128x4096xf32>, tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$gamma,
+                       F64Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `eps` `=` $epsilon attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax"> {
+  let summary = "softmax over the last dimension";
+  let description = [{
+    ```mlir
+    %p = tfm.softmax %s : tensor<1x12x128x128xf32>
+    ```
+  }];
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure]> {
+  let summary = "[B, S, A*D] -> [B, A, S, D]";
+  let description = [{
+    Splits the hidden dimension into `heads` heads and moves the head
+    dimension before the sequence.
+
+    ```mlir
+    %q = tfm.split_heads %x heads = 12
+        : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `heads` `=` $heads attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure]> {
+  let summary = "[B, A, S, D] -> [B, S, A*D]";
+  let description = [{
+    The inverse of `tfm.split_heads`.
+
+    ```mlir
+    %x = tfm.merge_heads %o : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding, Hugging Face rotate-half convention";
+  let description = [{
+    For `x` of shape `[B, A, S, D]` (D even) and `positions` of shape `[S]`:
+    with `inv_freq[i] = theta^(-2i/D)` for `i < D/2` and
+    `angle[s, j] = positions[s] * inv_freq[j mod D/2]`,
+    `result = x * cos(angle) + rotate_half(x) * sin(angle)`, where
+    `rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])`. This is
+    `apply_rotary_pos_emb` of Hugging Face's Llama.
+
+    ```mlir
+    %q2 = tfm.rope %q, %pos theta = 1.0e+04
+        : tensor<1x32x128x128xf32>, tensor<128xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_IdTensor:$positions,
+                       F64Attr:$theta);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `theta` `=` $theta attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, causal and grouped-query";
+  let description = [{
+    `query` is `[B, Hq, S, D]`, `key` is `[B, Hkv, Skv, D]`, `value` is
+    `[B, Hkv, Skv, Dv]`; the result is `[B, Hq, S, Dv]`. `Hq` is a multiple of
+    `Hkv`: query head `h` reads key/value head `h / (Hq / Hkv)` (grouped-query
+    attention; `Hkv = 1` is multi-query). With `causal`, query `i` attends to
+    keys `j <= i + (Skv - S)`, the last query seeing every key.
+
+    `result = softmax(scale * query @ key^T + mask) @ value`.
+
+    ```mlir
+    %o = tfm.attention %q, %k, %v causal scale = 1.250000e-01
+        : tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+        -> tensor<1x32x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? `scale` `=` $scale attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Tfm_SplitOp : Tfm_Op<"split", [Pure]> {
+  let summary = "splits a tensor into equal parts along one dimension";
+  let description = [{
+    GPT-2 stores the query, key and value projections as one `[H, 3H]` Conv1D
+    weight; `tfm.split` cuts it into three `[H, H]` weights so that each
+    projection is its own matmul.
+
+    ```mlir
+    %wq, %wk, %wv = tfm.split %w dim = 1
+        : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs Variadic<Tfm_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $input `dim` `=` $dim attr-dict `:` type($input) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_LayerOp : Tfm_Op<"layer", [SingleBlockImplicitTerminator<"YieldOp">,
+                                   RecursiveMemoryEffects]> {
+  let summary = "one transformer block";
+  let description = [{
+    Marks the boundary of transformer block `index`. The body uses values
+    from above (the residual stream and the weights) and yields the block's
+    outputs. Pipeline partitioning cuts between layers and clusters them;
+    lowering inlines the body.
+
+    ```mlir
+    %h1 = tfm.layer 0 : tensor<1x128x768xf32> {
+      ...
+      tfm.yield %out : tensor<1x128x768xf32>
+    }
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$index attr-dict `:` type($results) $body";
+  let hasVerifier = 1;
+}
+
+def Tfm_YieldOp : Tfm_Op<"yield", [Pure, Terminator, HasParent<"LayerOp">,
+                                   ReturnLike]> {
+  let summary = "returns the outputs of a tfm.layer";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure]> {
+  let summary = "mean token cross entropy with an ignore index";
+  let description = [{
+    `logits` is `[..., V]`, `labels` has `logits`' shape without the last
+    dimension. The result is the mean of `logsumexp(logits) - logits[label]`
+    over the tokens whose label is not `ignore_index` (PyTorch's
+    `cross_entropy(reduction="mean")`); with no such token it is NaN, as in
+    PyTorch.
+
+    ```mlir
+    %loss = tfm.cross_entropy %logits, %labels ignore_index = -100
+        : tensor<1x128x50257xf32>, tensor<1x128xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_IdTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Tfm_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `ignore_index` `=` $ignore_index attr-dict
+    `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // PMLIR_DIALECT_TFM_IR_TFMOPS_TD

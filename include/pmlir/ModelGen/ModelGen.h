@@ -1,0 +1,77 @@
+//===- ModelGen.h - Whole transformer models as tfm IR ------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// Builds GPT-2 and Llama forward passes at global shapes. Every weight is an
+// argument of @forward named after its Hugging Face checkpoint tensor, in the
+// checkpoint's layout, so that real checkpoints bind to the IR by name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_MODELGEN_MODELGEN_H
+#define PMLIR_MODELGEN_MODELGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace pmlir {
+
+/// A GPT-2 model (Hugging Face GPT2LMHeadModel, LM head tied to wte).
+struct Gpt2Config {
+  int64_t layers = 12;
+  int64_t hidden = 768;
+  int64_t heads = 12;
+  int64_t vocab = 50257;
+  int64_t seq = 1024;
+  int64_t batch = 1;
+  int64_t maxPositions = 1024;
+  double layerNormEps = 1e-5;
+};
+
+/// A Llama model (Hugging Face LlamaForCausalLM).
+struct LlamaConfig {
+  int64_t layers = 32;
+  int64_t hidden = 4096;
+  int64_t heads = 32;
+  int64_t kvHeads = 32;
+  int64_t ffn = 11008;
+  int64_t vocab = 32000;
+  int64_t seq = 2048;
+  int64_t batch = 1;
+  double rmsEps = 1e-6;
+  double ropeTheta = 10000.0;
+  bool tieEmbeddings = false;
+};
+
+/// One weight argument of @forward.
+struct WeightSpec {
+  std::string name;               ///< checkpoint tensor name
+  std::vector<int64_t> shape;     ///< checkpoint layout
+  std::vector<std::string> dims;  ///< role of each dimension ("in", "out", ...)
+
+  int64_t numElements() const;
+};
+
+/// An error naming the pmlir-gen flag at fault and the constraint it breaks,
+/// or success.
+llvm::Error validate(const Gpt2Config &config);
+llvm::Error validate(const LlamaConfig &config);
+
+/// The weights of @forward in argument order (after input_ids).
+std::vector<WeightSpec> gpt2Weights(const Gpt2Config &config);
+std::vector<WeightSpec> llamaWeights(const LlamaConfig &config);
+
+/// A module holding @forward(input_ids, weights...) -> logits [B, S, V].
+/// The config must have passed validate().
+mlir::OwningOpRef<mlir::ModuleOp> buildGpt2(mlir::MLIRContext *context,
+                                            const Gpt2Config &config);
+mlir::OwningOpRef<mlir::ModuleOp> buildLlama(mlir::MLIRContext *context,
+                                             const LlamaConfig &config);
+
+} // namespace pmlir
+
+#endif // PMLIR_MODELGEN_MODELGEN_H

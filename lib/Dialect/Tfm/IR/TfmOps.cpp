@@ -1,0 +1,312 @@
+//===- TfmOps.cpp - tfm dialect and op verifiers --------------------------===//
+//
+// Part of pmlir.
+//
+// Every verifier message names the operand, result or attribute at fault and
+// prints the expected and the actual shape or type, so that a user reading a
+// diagnostic on generated IR can find the mistake without reading this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+#include "pmlir/Dialect/Tfm/IR/TfmDialect.cpp.inc"
+#include "pmlir/Dialect/Tfm/IR/TfmEnums.cpp.inc"
+
+void TfmDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "pmlir/Dialect/Tfm/IR/TfmOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// `what` (e.g. "result" or "operand 'gamma'") must have `expected` shape.
+LogicalResult expectShape(Operation *op, StringRef what, ArrayRef<int64_t> expected,
+                          ArrayRef<int64_t> actual, StringRef why = "") {
+  if (shapesAgree(expected, actual))
+    return success();
+  InFlightDiagnostic diag = op->emitOpError()
+                            << what << " shape: expected " << formatShape(expected);
+  if (!why.empty())
+    diag << " (" << why << ")";
+  return diag << ", got " << formatShape(actual);
+}
+
+LogicalResult expectRank(Operation *op, StringRef what, int64_t rank,
+                         StringRef layout, ArrayRef<int64_t> actual) {
+  if (static_cast<int64_t>(actual.size()) == rank)
+    return success();
+  return op->emitOpError() << what << ": expected rank " << rank << " "
+                           << layout << ", got " << formatShape(actual);
+}
+
+/// `what` must have the element type of `reference`, named `referenceName`.
+LogicalResult expectElementType(Operation *op, StringRef what, Value actual,
+                                StringRef referenceName, Value reference) {
+  Type want = tensorType(reference).getElementType();
+  Type got = tensorType(actual).getElementType();
+  if (want == got)
+    return success();
+  return op->emitOpError() << what << " element type: expected " << want
+                           << " (that of " << referenceName << "), got " << got;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  ArrayRef<int64_t> table = tensorType(getTable()).getShape();
+  if (failed(expectRank(*this, "operand 'table'", 2, "[vocab, hidden]", table)))
+    return failure();
+  if (failed(expectElementType(*this, "result", getResult(), "operand 'table'",
+                               getTable())))
+    return failure();
+  Shape expected(tensorType(getIds()).getShape());
+  expected.push_back(table[1]);
+  return expectShape(*this, "result", expected,
+                     tensorType(getResult()).getShape(),
+                     "ids shape followed by hidden");
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(expectElementType(*this, "operand 'rhs'", getRhs(), "operand 'lhs'",
+                               getLhs())) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'lhs'",
+                               getLhs())))
+    return failure();
+  std::string error;
+  std::optional<Shape> expected = inferMatmulShape(
+      tensorType(getLhs()).getShape(), tensorType(getRhs()).getShape(),
+      getTransposeLhs(), getTransposeRhs(), error);
+  if (!expected)
+    return emitOpError() << error;
+  return expectShape(*this, "result", *expected,
+                     tensorType(getResult()).getShape(), "[batch..., M, N]");
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinaryOp(Operation *op, Value lhs, Value rhs) {
+  if (failed(expectElementType(op, "operand 'rhs'", rhs, "operand 'lhs'", lhs)))
+    return failure();
+  ArrayRef<int64_t> lhsShape = tensorType(lhs).getShape();
+  ArrayRef<int64_t> rhsShape = tensorType(rhs).getShape();
+  if (isTrailingSuffix(lhsShape, rhsShape))
+    return success();
+  return op->emitOpError()
+         << "operand 'rhs' shape: expected the trailing dimensions of 'lhs' "
+         << formatShape(lhsShape) << ", got " << formatShape(rhsShape);
+}
+
+LogicalResult AddOp::verify() { return verifyBinaryOp(*this, getLhs(), getRhs()); }
+LogicalResult SubOp::verify() { return verifyBinaryOp(*this, getLhs(), getRhs()); }
+LogicalResult MulOp::verify() { return verifyBinaryOp(*this, getLhs(), getRhs()); }
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Norms normalize the last dimension and scale it by a [hidden] vector.
+static LogicalResult verifyNormOp(Operation *op, Value input, Value gamma,
+                                  double epsilon) {
+  ArrayRef<int64_t> shape = tensorType(input).getShape();
+  if (shape.empty())
+    return op->emitOpError() << "operand 'input': expected rank >= 1, got "
+                             << formatShape(shape);
+  if (failed(expectElementType(op, "operand 'gamma'", gamma, "operand 'input'",
+                               input)))
+    return failure();
+  if (failed(expectShape(op, "operand 'gamma'", {shape.back()},
+                         tensorType(gamma).getShape(),
+                         "the last dimension of 'input'")))
+    return failure();
+  if (!(epsilon > 0.0))
+    return op->emitOpError() << "attribute 'epsilon': expected > 0, got "
+                             << epsilon;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNormOp(*this, getInput(), getGamma(),
+                      getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNormOp(*this, getInput(), getGamma(),
+                      getEpsilon().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// Heads, rope, attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitHeadsOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  if (failed(expectRank(*this, "operand 'input'", 3, "[B, S, A*D]", in)) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'input'",
+                               getInput())))
+    return failure();
+  int64_t heads = getHeads();
+  int64_t headDim = ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(in[2])) {
+    if (in[2] % heads != 0)
+      return emitOpError() << "attribute 'heads': " << heads
+                           << " does not divide the hidden dimension " << in[2]
+                           << " of operand 'input'";
+    headDim = in[2] / heads;
+  }
+  return expectShape(*this, "result", {in[0], heads, in[1], headDim},
+                     tensorType(getResult()).getShape(), "[B, A, S, D]");
+}
+
+LogicalResult MergeHeadsOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  if (failed(expectRank(*this, "operand 'input'", 4, "[B, A, S, D]", in)) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'input'",
+                               getInput())))
+    return failure();
+  int64_t hidden = ShapedType::isDynamic(in[1]) || ShapedType::isDynamic(in[3])
+                       ? ShapedType::kDynamic
+                       : in[1] * in[3];
+  return expectShape(*this, "result", {in[0], in[2], hidden},
+                     tensorType(getResult()).getShape(), "[B, S, A*D]");
+}
+
+LogicalResult RopeOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  if (failed(expectRank(*this, "operand 'input'", 4, "[B, A, S, D]", in)))
+    return failure();
+  if (!ShapedType::isDynamic(in[3]) && in[3] % 2 != 0)
+    return emitOpError() << "operand 'input': head dimension must be even to "
+                            "rotate halves, got "
+                         << in[3] << " in " << formatShape(in);
+  if (failed(expectShape(*this, "operand 'positions'", {in[2]},
+                         tensorType(getPositions()).getShape(),
+                         "[S] of 'input'")))
+    return failure();
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError() << "attribute 'theta': expected > 0, got "
+                         << getTheta().convertToDouble();
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  ArrayRef<int64_t> q = tensorType(getQuery()).getShape();
+  ArrayRef<int64_t> k = tensorType(getKey()).getShape();
+  ArrayRef<int64_t> v = tensorType(getValue()).getShape();
+  if (failed(expectRank(*this, "operand 'query'", 4, "[B, Hq, S, D]", q)) ||
+      failed(expectRank(*this, "operand 'key'", 4, "[B, Hkv, Skv, D]", k)) ||
+      failed(expectRank(*this, "operand 'value'", 4, "[B, Hkv, Skv, Dv]", v)))
+    return failure();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"operand 'key'", getKey()},
+                             {"operand 'value'", getValue()},
+                             {"result", getResult()}})
+    if (failed(expectElementType(*this, name, value, "operand 'query'",
+                                 getQuery())))
+      return failure();
+  if (failed(expectShape(*this, "operand 'key'", {q[0], k[1], k[2], q[3]}, k,
+                         "batch and head dimension of 'query'")) ||
+      failed(expectShape(*this, "operand 'value'", {q[0], k[1], k[2], v[3]}, v,
+                         "batch, heads and sequence of 'key'")))
+    return failure();
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError() << "query heads (" << q[1]
+                         << ") must be a multiple of key/value heads (" << k[1]
+                         << ") for grouped-query attention";
+  return expectShape(*this, "result", {q[0], q[1], q[2], v[3]},
+                     tensorType(getResult()).getShape(), "[B, Hq, S, Dv]");
+}
+
+//===----------------------------------------------------------------------===//
+// SplitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  int64_t dim = getDim();
+  if (dim >= static_cast<int64_t>(in.size()))
+    return emitOpError() << "attribute 'dim': expected < " << in.size()
+                         << " (the rank of 'input'), got " << dim;
+  int64_t parts = getNumResults();
+  if (parts == 0)
+    return emitOpError() << "expected at least one result";
+  Shape expected(in);
+  if (!ShapedType::isDynamic(in[dim])) {
+    if (in[dim] % parts != 0)
+      return emitOpError() << parts << " results do not divide dimension "
+                           << dim << " of operand 'input' " << formatShape(in);
+    expected[dim] = in[dim] / parts;
+  }
+  for (auto [i, result] : llvm::enumerate(getResults())) {
+    std::string what = "result #" + std::to_string(i);
+    if (failed(expectElementType(*this, what, result, "operand 'input'",
+                                 getInput())) ||
+        failed(expectShape(*this, what, expected,
+                           tensorType(result).getShape())))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerOp::verify() {
+  auto yield = cast<YieldOp>(getBody().front().getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "body yields (" << yield.getValues().getTypes()
+                         << ") but the layer returns (" << getResultTypes()
+                         << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (logits.empty())
+    return emitOpError() << "operand 'logits': expected rank >= 1 ([..., V]), "
+                            "got []";
+  if (failed(expectShape(*this, "operand 'labels'", logits.drop_back(),
+                         tensorType(getLabels()).getShape(),
+                         "'logits' without its last dimension")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'logits'",
+                           getLogits());
+}
+
+#define GET_OP_CLASSES
+#include "pmlir/Dialect/Tfm/IR/TfmOps.cpp.inc"

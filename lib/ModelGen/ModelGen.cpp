@@ -1,0 +1,413 @@
+//===- ModelGen.cpp - Whole transformer models as tfm IR ------------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/ModelGen/ModelGen.h"
+#include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace pmlir;
+
+int64_t WeightSpec::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Collects the first broken constraint, phrased with pmlir-gen's flag names.
+class FlagChecker {
+public:
+  void positive(llvm::StringRef flag, int64_t value) {
+    if (value <= 0)
+      fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
+  }
+  void positive(llvm::StringRef flag, double value) {
+    if (!(value > 0.0))
+      fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
+  }
+  void divides(llvm::StringRef divisorFlag, int64_t divisor,
+               llvm::StringRef flag, int64_t value, llvm::StringRef why) {
+    if (divisor > 0 && value > 0 && value % divisor != 0)
+      fail(llvm::formatv("--{0} {1} is not divisible by --{2} {3} ({4})", flag,
+                         value, divisorFlag, divisor, why));
+  }
+  void fail(std::string message) {
+    if (error.empty())
+      error = std::move(message);
+  }
+  llvm::Error take() {
+    if (error.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+  }
+
+private:
+  std::string error;
+};
+
+} // namespace
+
+llvm::Error pmlir::validate(const Gpt2Config &c) {
+  FlagChecker check;
+  check.positive("layers", c.layers);
+  check.positive("hidden", c.hidden);
+  check.positive("heads", c.heads);
+  check.positive("vocab", c.vocab);
+  check.positive("seq", c.seq);
+  check.positive("batch", c.batch);
+  check.positive("max-positions", c.maxPositions);
+  check.positive("layer-norm-eps", c.layerNormEps);
+  check.divides("heads", c.heads, "hidden", c.hidden,
+                "each head gets hidden / heads channels");
+  if (c.seq > 0 && c.maxPositions > 0 && c.seq > c.maxPositions)
+    check.fail(llvm::formatv("--seq {0} exceeds --max-positions {1} (the rows "
+                             "of the position embedding wpe)",
+                             c.seq, c.maxPositions));
+  return check.take();
+}
+
+llvm::Error pmlir::validate(const LlamaConfig &c) {
+  FlagChecker check;
+  check.positive("layers", c.layers);
+  check.positive("hidden", c.hidden);
+  check.positive("heads", c.heads);
+  check.positive("kv-heads", c.kvHeads);
+  check.positive("ffn", c.ffn);
+  check.positive("vocab", c.vocab);
+  check.positive("seq", c.seq);
+  check.positive("batch", c.batch);
+  check.positive("rms-eps", c.rmsEps);
+  check.positive("rope-theta", c.ropeTheta);
+  check.divides("heads", c.heads, "hidden", c.hidden,
+                "each head gets hidden / heads channels");
+  check.divides("kv-heads", c.kvHeads, "heads", c.heads,
+                "grouped-query attention shares each key/value head among "
+                "heads / kv-heads query heads");
+  if (c.hidden > 0 && c.heads > 0 && c.hidden % c.heads == 0 &&
+      (c.hidden / c.heads) % 2 != 0)
+    check.fail(llvm::formatv("--hidden {0} / --heads {1} = {2} must be even "
+                             "(rotary embeddings rotate half of each head)",
+                             c.hidden, c.heads, c.hidden / c.heads));
+  return check.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Weight lists
+//===----------------------------------------------------------------------===//
+
+std::vector<WeightSpec> pmlir::gpt2Weights(const Gpt2Config &c) {
+  int64_t h = c.hidden;
+  std::vector<WeightSpec> w = {
+      {"wte.weight", {c.vocab, h}, {"vocab", "hidden"}},
+      {"wpe.weight", {c.maxPositions, h}, {"position", "hidden"}},
+  };
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string p = "h." + std::to_string(i) + ".";
+    // Conv1D weights are stored [in, out].
+    std::vector<WeightSpec> layer = {
+        {p + "ln_1.weight", {h}, {"hidden"}},
+        {p + "ln_1.bias", {h}, {"hidden"}},
+        {p + "attn.c_attn.weight", {h, 3 * h}, {"in", "out"}},
+        {p + "attn.c_attn.bias", {3 * h}, {"out"}},
+        {p + "attn.c_proj.weight", {h, h}, {"in", "out"}},
+        {p + "attn.c_proj.bias", {h}, {"out"}},
+        {p + "ln_2.weight", {h}, {"hidden"}},
+        {p + "ln_2.bias", {h}, {"hidden"}},
+        {p + "mlp.c_fc.weight", {h, 4 * h}, {"in", "out"}},
+        {p + "mlp.c_fc.bias", {4 * h}, {"out"}},
+        {p + "mlp.c_proj.weight", {4 * h, h}, {"in", "out"}},
+        {p + "mlp.c_proj.bias", {h}, {"out"}},
+    };
+    w.insert(w.end(), layer.begin(), layer.end());
+  }
+  w.push_back({"ln_f.weight", {h}, {"hidden"}});
+  w.push_back({"ln_f.bias", {h}, {"hidden"}});
+  return w;
+}
+
+std::vector<WeightSpec> pmlir::llamaWeights(const LlamaConfig &c) {
+  int64_t h = c.hidden, d = c.hidden / c.heads;
+  std::vector<WeightSpec> w = {
+      {"model.embed_tokens.weight", {c.vocab, h}, {"vocab", "hidden"}}};
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    // Linear weights are stored [out, in].
+    std::vector<WeightSpec> layer = {
+        {p + "input_layernorm.weight", {h}, {"hidden"}},
+        {p + "self_attn.q_proj.weight", {c.heads * d, h}, {"out", "in"}},
+        {p + "self_attn.k_proj.weight", {c.kvHeads * d, h}, {"out", "in"}},
+        {p + "self_attn.v_proj.weight", {c.kvHeads * d, h}, {"out", "in"}},
+        {p + "self_attn.o_proj.weight", {h, c.heads * d}, {"out", "in"}},
+        {p + "post_attention_layernorm.weight", {h}, {"hidden"}},
+        {p + "mlp.gate_proj.weight", {c.ffn, h}, {"out", "in"}},
+        {p + "mlp.up_proj.weight", {c.ffn, h}, {"out", "in"}},
+        {p + "mlp.down_proj.weight", {h, c.ffn}, {"out", "in"}},
+    };
+    w.insert(w.end(), layer.begin(), layer.end());
+  }
+  w.push_back({"model.norm.weight", {h}, {"hidden"}});
+  if (!c.tieEmbeddings)
+    w.push_back({"lm_head.weight", {c.vocab, h}, {"vocab", "hidden"}});
+  return w;
+}
+
+//===----------------------------------------------------------------------===//
+// IR construction
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Creates @forward with the ids and weights as named arguments and offers
+/// shape-inferring helpers for the ops the model bodies use. Ops are located
+/// at the checkpoint prefix of the module they belong to ("h.3.attn"), so a
+/// diagnostic on generated IR points at the model part.
+class ForwardBuilder {
+public:
+  ForwardBuilder(MLIRContext *ctx, int64_t batch, int64_t seq, int64_t vocab,
+                 const std::vector<WeightSpec> &weights)
+      : b(ctx), f32(b.getF32Type()) {
+    module = ModuleOp::create(b.getUnknownLoc());
+    b.setInsertionPointToEnd(module->getBody());
+
+    SmallVector<Type> argTypes = {
+        RankedTensorType::get({batch, seq}, b.getI64Type())};
+    SmallVector<Attribute> argAttrs = {argAttr("input_ids", {"batch", "seq"})};
+    for (const WeightSpec &w : weights) {
+      argTypes.push_back(RankedTensorType::get(w.shape, f32));
+      argAttrs.push_back(argAttr(w.name, w.dims));
+    }
+    auto resultType = RankedTensorType::get({batch, seq, vocab}, f32);
+    auto type = b.getFunctionType(argTypes, {resultType});
+    func = func::FuncOp::create(b, loc("forward"), "forward", type);
+    func.setAllArgAttrs(argAttrs);
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ids = entry->getArgument(0);
+    for (auto [w, arg] : llvm::zip(weights, entry->getArguments().drop_front()))
+      byName[w.name] = arg;
+  }
+
+  OpBuilder b;
+  Type f32;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  Value ids;
+  Location here = UnknownLoc::get(b.getContext());
+
+  Value weight(const std::string &name) const {
+    auto it = byName.find(name);
+    assert(it != byName.end() && "weight not declared");
+    return it->second;
+  }
+  Location loc(llvm::StringRef name) {
+    return NameLoc::get(b.getStringAttr(name));
+  }
+
+  static llvm::ArrayRef<int64_t> shape(Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  }
+  RankedTensorType tensor(llvm::ArrayRef<int64_t> s, Type elt = {}) {
+    return RankedTensorType::get(s, elt ? elt : f32);
+  }
+
+  Value embedding(Value table, Value indices) {
+    tfm::Shape s(shape(indices));
+    s.push_back(shape(table)[1]);
+    return tfm::EmbeddingOp::create(b, here, tensor(s), table, indices);
+  }
+  Value arange(int64_t n) {
+    return tfm::ArangeOp::create(b, here, tensor({n}, b.getI64Type()),
+                                 b.getI64IntegerAttr(0));
+  }
+  Value matmul(Value x, Value w, bool transposeRhs = false) {
+    std::string error;
+    std::optional<tfm::Shape> s =
+        tfm::inferMatmulShape(shape(x), shape(w), false, transposeRhs, error);
+    assert(s && "generator built an ill-shaped matmul");
+    return tfm::MatmulOp::create(b, here, tensor(*s), x, w, false, transposeRhs);
+  }
+  Value add(Value x, Value y) { return tfm::AddOp::create(b, here, x, y); }
+  Value mul(Value x, Value y) { return tfm::MulOp::create(b, here, x, y); }
+  Value layerNorm(Value x, Value g, Value beta, double eps) {
+    return tfm::LayerNormOp::create(b, here, x, g, beta,
+                                    b.getF64FloatAttr(eps));
+  }
+  Value rmsNorm(Value x, Value g, double eps) {
+    return tfm::RmsNormOp::create(b, here, x, g, b.getF64FloatAttr(eps));
+  }
+  Value splitHeads(Value x, int64_t heads) {
+    llvm::ArrayRef<int64_t> s = shape(x);
+    return tfm::SplitHeadsOp::create(b, here,
+                                     tensor({s[0], heads, s[1], s[2] / heads}),
+                                     x, b.getI64IntegerAttr(heads));
+  }
+  Value mergeHeads(Value x) {
+    llvm::ArrayRef<int64_t> s = shape(x);
+    return tfm::MergeHeadsOp::create(b, here, tensor({s[0], s[2], s[1] * s[3]}),
+                                     x);
+  }
+  Value attention(Value q, Value k, Value v) {
+    double scale = 1.0 / std::sqrt(static_cast<double>(shape(q)[3]));
+    return tfm::AttentionOp::create(b, here, q.getType(), q, k, v,
+                                    /*causal=*/b.getUnitAttr(),
+                                    b.getF64FloatAttr(scale));
+  }
+  Value rope(Value x, Value positions, double theta) {
+    return tfm::RopeOp::create(b, here, x, positions, b.getF64FloatAttr(theta));
+  }
+  SmallVector<Value> split(Value x, int64_t dim, int64_t parts) {
+    tfm::Shape s(shape(x));
+    s[dim] /= parts;
+    SmallVector<Type> types(parts, tensor(s));
+    auto op = tfm::SplitOp::create(b, here, types, x, b.getI64IntegerAttr(dim));
+    return SmallVector<Value>(op.getResults());
+  }
+
+  /// Builds one transformer block inside a tfm.layer and returns its output.
+  Value layer(int64_t index, Value input,
+              llvm::function_ref<Value(Value)> body) {
+    auto op = tfm::LayerOp::create(b, here, TypeRange{input.getType()},
+                                   b.getI64IntegerAttr(index));
+    Block *block = b.createBlock(&op.getBody());
+    b.setInsertionPointToStart(block);
+    Value out = body(input);
+    tfm::YieldOp::create(b, here, ValueRange{out});
+    b.setInsertionPointAfter(op);
+    return op.getResult(0);
+  }
+
+  OwningOpRef<ModuleOp> finish(Value logits) {
+    func::ReturnOp::create(b, loc("forward"), logits);
+    return std::move(module);
+  }
+
+private:
+  DictionaryAttr argAttr(llvm::StringRef name,
+                         llvm::ArrayRef<std::string> dims) {
+    SmallVector<Attribute> dimAttrs;
+    for (const std::string &d : dims)
+      dimAttrs.push_back(b.getStringAttr(d));
+    return b.getDictionaryAttr(
+        {b.getNamedAttr(tfm::kNameAttr, b.getStringAttr(name)),
+         b.getNamedAttr(tfm::kDimsAttr, b.getArrayAttr(dimAttrs))});
+  }
+
+  llvm::StringMap<Value> byName;
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
+  ctx->loadDialect<tfm::TfmDialect, func::FuncDialect>();
+  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, gpt2Weights(c));
+  double eps = c.layerNormEps;
+
+  fb.here = fb.loc("wte");
+  Value tokens = fb.embedding(fb.weight("wte.weight"), fb.ids);
+  fb.here = fb.loc("wpe");
+  Value positions = fb.embedding(fb.weight("wpe.weight"), fb.arange(c.seq));
+  Value hidden = fb.add(tokens, positions);
+
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string p = "h." + std::to_string(i) + ".";
+    auto w = [&](llvm::StringRef name) { return fb.weight(p + name.str()); };
+    fb.here = fb.loc(p.substr(0, p.size() - 1));
+    hidden = fb.layer(i, hidden, [&](Value residual) {
+      fb.here = fb.loc(p + "ln_1");
+      Value x = fb.layerNorm(residual, w("ln_1.weight"), w("ln_1.bias"), eps);
+      // c_attn holds [W_q | W_k | W_v]; one matmul per projection keeps each
+      // a plain column-parallel candidate.
+      fb.here = fb.loc(p + "attn");
+      SmallVector<Value> qkvW = fb.split(w("attn.c_attn.weight"), 1, 3);
+      SmallVector<Value> qkvB = fb.split(w("attn.c_attn.bias"), 0, 3);
+      Value heads[3];
+      for (int j = 0; j < 3; ++j)
+        heads[j] = fb.splitHeads(fb.add(fb.matmul(x, qkvW[j]), qkvB[j]), c.heads);
+      Value attn = fb.mergeHeads(fb.attention(heads[0], heads[1], heads[2]));
+      attn = fb.add(fb.matmul(attn, w("attn.c_proj.weight")),
+                    w("attn.c_proj.bias"));
+      residual = fb.add(residual, attn);
+
+      fb.here = fb.loc(p + "ln_2");
+      x = fb.layerNorm(residual, w("ln_2.weight"), w("ln_2.bias"), eps);
+      fb.here = fb.loc(p + "mlp");
+      Value up = fb.add(fb.matmul(x, w("mlp.c_fc.weight")), w("mlp.c_fc.bias"));
+      up = tfm::GeluOp::create(fb.b, fb.here, up, tfm::GeluApproximation::tanh);
+      Value down = fb.add(fb.matmul(up, w("mlp.c_proj.weight")),
+                          w("mlp.c_proj.bias"));
+      return fb.add(residual, down);
+    });
+  }
+
+  fb.here = fb.loc("ln_f");
+  hidden = fb.layerNorm(hidden, fb.weight("ln_f.weight"),
+                        fb.weight("ln_f.bias"), eps);
+  fb.here = fb.loc("lm_head");
+  Value logits = fb.matmul(hidden, fb.weight("wte.weight"), /*transposeRhs=*/true);
+  return fb.finish(logits);
+}
+
+OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) {
+  ctx->loadDialect<tfm::TfmDialect, func::FuncDialect>();
+  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, llamaWeights(c));
+
+  fb.here = fb.loc("model.embed_tokens");
+  Value hidden = fb.embedding(fb.weight("model.embed_tokens.weight"), fb.ids);
+  Value positions = fb.arange(c.seq);
+
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    auto w = [&](llvm::StringRef name) { return fb.weight(p + name.str()); };
+    fb.here = fb.loc(p.substr(0, p.size() - 1));
+    hidden = fb.layer(i, hidden, [&](Value residual) {
+      fb.here = fb.loc(p + "input_layernorm");
+      Value x = fb.rmsNorm(residual, w("input_layernorm.weight"), c.rmsEps);
+      fb.here = fb.loc(p + "self_attn");
+      // Linear weights are [out, in]: x @ W^T.
+      Value q = fb.splitHeads(fb.matmul(x, w("self_attn.q_proj.weight"), true),
+                              c.heads);
+      Value k = fb.splitHeads(fb.matmul(x, w("self_attn.k_proj.weight"), true),
+                              c.kvHeads);
+      Value v = fb.splitHeads(fb.matmul(x, w("self_attn.v_proj.weight"), true),
+                              c.kvHeads);
+      q = fb.rope(q, positions, c.ropeTheta);
+      k = fb.rope(k, positions, c.ropeTheta);
+      Value attn = fb.mergeHeads(fb.attention(q, k, v));
+      residual = fb.add(residual,
+                        fb.matmul(attn, w("self_attn.o_proj.weight"), true));
+
+      fb.here = fb.loc(p + "post_attention_layernorm");
+      x = fb.rmsNorm(residual, w("post_attention_layernorm.weight"), c.rmsEps);
+      fb.here = fb.loc(p + "mlp");
+      Value gate = fb.matmul(x, w("mlp.gate_proj.weight"), true);
+      gate = tfm::SiluOp::create(fb.b, fb.here, gate);
+      Value up = fb.matmul(x, w("mlp.up_proj.weight"), true);
+      Value down = fb.matmul(fb.mul(gate, up), w("mlp.down_proj.weight"), true);
+      return fb.add(residual, down);
+    });
+  }
+
+  fb.here = fb.loc("model.norm");
+  hidden = fb.rmsNorm(hidden, fb.weight("model.norm.weight"), c.rmsEps);
+  fb.here = fb.loc("lm_head");
+  Value head = fb.weight(c.tieEmbeddings ? "model.embed_tokens.weight"
+                                         : "lm_head.weight");
+  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true));
+}

@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration of the pmlir regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "pmlir"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.pmlir_binary_dir, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs", "Unit"]
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%pmlir_src", config.pmlir_source_dir))
+config.substitutions.append(("%pmlir_build", config.pmlir_binary_dir))
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["pmlir-opt", "pmlir-gen"], [config.pmlir_tools_dir]
+)
+
+if config.pmlir_has_cuda:
+    config.available_features.add("cuda")

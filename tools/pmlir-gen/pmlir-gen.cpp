@@ -1,0 +1,151 @@
+//===- pmlir-gen.cpp - Writes whole transformer models as tfm IR ----------===//
+//
+// Part of pmlir.
+//
+//   pmlir-gen gpt2 --layers L --hidden H --heads A --vocab V --seq S
+//                  --batch B [--max-positions P] -o FILE
+//   pmlir-gen llama --layers L --hidden H --heads A --kv-heads K --ffn F
+//                   --vocab V --seq S --batch B [--rms-eps E]
+//                   [--rope-theta T] [--tie-embeddings] -o FILE
+//
+// The output starts with a comment holding the command that regenerates it.
+// Nothing is written unless the model is valid and verifies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/ModelGen/ModelGen.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face GPT2LMHeadModel, "
+                                          "LM head tied to wte)");
+static cl::SubCommand llamaCommand("llama",
+                                   "Llama (Hugging Face LlamaForCausalLM)");
+
+static cl::OptionCategory modelCategory("Model options");
+
+static cl::opt<int64_t> layersFlag("layers", cl::desc("transformer blocks"),
+                               cl::Required, cl::sub(gpt2Command),
+                               cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> hiddenFlag("hidden", cl::desc("hidden size"), cl::Required,
+                               cl::sub(gpt2Command), cl::sub(llamaCommand),
+                               cl::cat(modelCategory));
+static cl::opt<int64_t> headsFlag("heads", cl::desc("attention (query) heads"),
+                              cl::Required, cl::sub(gpt2Command),
+                              cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> vocabFlag("vocab", cl::desc("vocabulary size"),
+                              cl::Required, cl::sub(gpt2Command),
+                              cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> seqFlag("seq", cl::desc("sequence length"), cl::Required,
+                            cl::sub(gpt2Command), cl::sub(llamaCommand),
+                            cl::cat(modelCategory));
+static cl::opt<int64_t> batchFlag("batch", cl::desc("batch size"), cl::Required,
+                              cl::sub(gpt2Command), cl::sub(llamaCommand),
+                              cl::cat(modelCategory));
+static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for stdout)"),
+                                       cl::value_desc("FILE"), cl::init("-"),
+                                       cl::sub(gpt2Command),
+                                       cl::sub(llamaCommand),
+                                       cl::cat(modelCategory));
+
+static cl::opt<int64_t> maxPositionsFlag(
+    "max-positions", cl::desc("rows of the position embedding (default: --seq)"),
+    cl::init(0), cl::sub(gpt2Command), cl::cat(modelCategory));
+
+static cl::opt<int64_t> kvHeadsFlag("kv-heads", cl::desc("key/value heads"),
+                                cl::Required, cl::sub(llamaCommand),
+                                cl::cat(modelCategory));
+static cl::opt<int64_t> ffnFlag("ffn", cl::desc("MLP intermediate size"),
+                            cl::Required, cl::sub(llamaCommand),
+                            cl::cat(modelCategory));
+static cl::opt<double> rmsEpsFlag("rms-eps", cl::desc("RMSNorm epsilon"),
+                              cl::init(1e-6), cl::sub(llamaCommand),
+                              cl::cat(modelCategory));
+static cl::opt<double> ropeThetaFlag("rope-theta", cl::desc("RoPE base"),
+                                 cl::init(10000.0), cl::sub(llamaCommand),
+                                 cl::cat(modelCategory));
+static cl::opt<bool> tieEmbeddingsFlag(
+    "tie-embeddings", cl::desc("LM head shares model.embed_tokens.weight"),
+    cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "pmlir-gen") << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(modelCategory);
+  cl::ParseCommandLineOptions(argc, argv, "pmlir model generator\n");
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string command;
+  if (gpt2Command) {
+    pmlir::Gpt2Config c;
+    c.layers = layersFlag;
+    c.hidden = hiddenFlag;
+    c.heads = headsFlag;
+    c.vocab = vocabFlag;
+    c.seq = seqFlag;
+    c.batch = batchFlag;
+    c.maxPositions =
+        maxPositionsFlag.getNumOccurrences() ? maxPositionsFlag : seqFlag;
+    if (Error err = pmlir::validate(c))
+      return fail(toString(std::move(err)));
+    command = formatv("pmlir-gen gpt2 --layers {0} --hidden {1} --heads {2} "
+                      "--vocab {3} --seq {4} --batch {5} --max-positions {6}",
+                      c.layers, c.hidden, c.heads, c.vocab, c.seq, c.batch,
+                      c.maxPositions);
+    module = pmlir::buildGpt2(&context, c);
+  } else if (llamaCommand) {
+    pmlir::LlamaConfig c;
+    c.layers = layersFlag;
+    c.hidden = hiddenFlag;
+    c.heads = headsFlag;
+    c.kvHeads = kvHeadsFlag;
+    c.ffn = ffnFlag;
+    c.vocab = vocabFlag;
+    c.seq = seqFlag;
+    c.batch = batchFlag;
+    c.rmsEps = rmsEpsFlag;
+    c.ropeTheta = ropeThetaFlag;
+    c.tieEmbeddings = tieEmbeddingsFlag;
+    if (Error err = pmlir::validate(c))
+      return fail(toString(std::move(err)));
+    command = formatv("pmlir-gen llama --layers {0} --hidden {1} --heads {2} "
+                      "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
+                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
+                      c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab,
+                      c.seq, c.batch, c.rmsEps, c.ropeTheta,
+                      c.tieEmbeddings ? " --tie-embeddings" : "");
+    module = pmlir::buildLlama(&context, c);
+  } else {
+    return fail("expected a model: 'pmlir-gen gpt2 ...' or 'pmlir-gen llama "
+                "...' (see --help)");
+  }
+  if (failed(mlir::verify(*module)))
+    return fail("the generated module does not verify");
+
+  std::string error;
+  std::unique_ptr<ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  output->os() << "// " << command << "\n";
+  module->print(output->os());
+  output->os().flush();
+  if (output->os().has_error())
+    return fail("could not write '" + outputFile + "'");
+  output->keep();
+  return 0;
+}
