@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -39,8 +40,11 @@ public:
       fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
   }
   void positive(llvm::StringRef flag, double value) {
-    if (!(value > 0.0))
-      fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
+    if (!(value > 0.0)) {
+      std::string text;
+      llvm::raw_string_ostream(text) << llvm::format("%g", value);
+      fail(llvm::formatv("--{0} must be positive, got {1}", flag, text));
+    }
   }
   void divides(llvm::StringRef divisorFlag, int64_t divisor,
                llvm::StringRef flag, int64_t value, llvm::StringRef why) {

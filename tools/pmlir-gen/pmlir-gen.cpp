@@ -24,6 +24,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace llvm;
 
 static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face GPT2LMHeadModel, "
@@ -77,6 +80,18 @@ static cl::opt<bool> tieEmbeddingsFlag(
     "tie-embeddings", cl::desc("LM head shares model.embed_tokens.weight"),
     cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
 
+/// The shortest decimal that reads back as `value`, so that the regenerate
+/// command on the first line of the output reproduces the model exactly.
+static std::string shortest(double value) {
+  char text[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value)
+      break;
+  }
+  return text;
+}
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "pmlir-gen") << message << "\n";
   return 1;
@@ -126,7 +141,8 @@ int main(int argc, char **argv) {
                       "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
                       "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
                       c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab,
-                      c.seq, c.batch, c.rmsEps, c.ropeTheta,
+                      c.seq, c.batch, shortest(c.rmsEps),
+                      shortest(c.ropeTheta),
                       c.tieEmbeddings ? " --tie-embeddings" : "");
     module = pmlir::buildLlama(&context, c);
   } else {

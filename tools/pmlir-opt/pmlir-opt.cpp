@@ -3,7 +3,9 @@
 // Part of pmlir.
 //
 // mlir-opt with the tfm dialect, the upstream dialects pmlir programs use, and
-// every pmlir pass and pipeline.
+// every pmlir pass and pipeline. The output file is written under a temporary
+// name and renamed into place on success, so a failing run leaves no partial
+// file and an existing file untouched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -30,6 +34,29 @@ int main(int argc, char **argv) {
   // Upstream canonicalize, cse, inline, ... next to the pmlir passes.
   mlir::registerTransformsPasses();
   pmlir::registerPMLIRPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "pmlir optimizer driver\n", registry));
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "pmlir optimizer driver\n", registry);
+  if (output == "-")
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, input, output, registry));
+
+  llvm::SmallString<128> temporary;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          output + ".%%%%%%.tmp", temporary)) {
+    llvm::WithColor::error(llvm::errs(), "pmlir-opt")
+        << "cannot write '" << output << "': " << ec.message() << "\n";
+    return EXIT_FAILURE;
+  }
+  // On failure MlirOptMain removes the file it was given.
+  if (mlir::failed(mlir::MlirOptMain(argc, argv, input, temporary, registry))) {
+    llvm::sys::fs::remove(temporary);
+    return EXIT_FAILURE;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, output)) {
+    llvm::sys::fs::remove(temporary);
+    llvm::WithColor::error(llvm::errs(), "pmlir-opt")
+        << "cannot write '" << output << "': " << ec.message() << "\n";
+    return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
 }

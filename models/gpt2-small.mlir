@@ -1,0 +1,336 @@
+// pmlir-gen gpt2 --layers 12 --hidden 768 --heads 12 --vocab 50257 --seq 128 --batch 1 --max-positions 1024
+module {
+  func.func @forward(%arg0: tensor<1x128xi64> {tfm.dims = ["batch", "seq"], tfm.name = "input_ids"}, %arg1: tensor<50257x768xf32> {tfm.dims = ["vocab", "hidden"], tfm.name = "wte.weight"}, %arg2: tensor<1024x768xf32> {tfm.dims = ["position", "hidden"], tfm.name = "wpe.weight"}, %arg3: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.0.ln_1.weight"}, %arg4: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.0.ln_1.bias"}, %arg5: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.0.attn.c_attn.weight"}, %arg6: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.0.attn.c_attn.bias"}, %arg7: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.0.attn.c_proj.weight"}, %arg8: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.0.attn.c_proj.bias"}, %arg9: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.0.ln_2.weight"}, %arg10: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.0.ln_2.bias"}, %arg11: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.0.mlp.c_fc.weight"}, %arg12: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.0.mlp.c_fc.bias"}, %arg13: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.0.mlp.c_proj.weight"}, %arg14: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.0.mlp.c_proj.bias"}, %arg15: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.1.ln_1.weight"}, %arg16: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.1.ln_1.bias"}, %arg17: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.1.attn.c_attn.weight"}, %arg18: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.1.attn.c_attn.bias"}, %arg19: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.1.attn.c_proj.weight"}, %arg20: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.1.attn.c_proj.bias"}, %arg21: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.1.ln_2.weight"}, %arg22: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.1.ln_2.bias"}, %arg23: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.1.mlp.c_fc.weight"}, %arg24: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.1.mlp.c_fc.bias"}, %arg25: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.1.mlp.c_proj.weight"}, %arg26: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.1.mlp.c_proj.bias"}, %arg27: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.2.ln_1.weight"}, %arg28: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.2.ln_1.bias"}, %arg29: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.2.attn.c_attn.weight"}, %arg30: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.2.attn.c_attn.bias"}, %arg31: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.2.attn.c_proj.weight"}, %arg32: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.2.attn.c_proj.bias"}, %arg33: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.2.ln_2.weight"}, %arg34: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.2.ln_2.bias"}, %arg35: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.2.mlp.c_fc.weight"}, %arg36: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.2.mlp.c_fc.bias"}, %arg37: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.2.mlp.c_proj.weight"}, %arg38: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.2.mlp.c_proj.bias"}, %arg39: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.3.ln_1.weight"}, %arg40: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.3.ln_1.bias"}, %arg41: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.3.attn.c_attn.weight"}, %arg42: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.3.attn.c_attn.bias"}, %arg43: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.3.attn.c_proj.weight"}, %arg44: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.3.attn.c_proj.bias"}, %arg45: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.3.ln_2.weight"}, %arg46: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.3.ln_2.bias"}, %arg47: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.3.mlp.c_fc.weight"}, %arg48: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.3.mlp.c_fc.bias"}, %arg49: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.3.mlp.c_proj.weight"}, %arg50: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.3.mlp.c_proj.bias"}, %arg51: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.4.ln_1.weight"}, %arg52: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.4.ln_1.bias"}, %arg53: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.4.attn.c_attn.weight"}, %arg54: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.4.attn.c_attn.bias"}, %arg55: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.4.attn.c_proj.weight"}, %arg56: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.4.attn.c_proj.bias"}, %arg57: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.4.ln_2.weight"}, %arg58: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.4.ln_2.bias"}, %arg59: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.4.mlp.c_fc.weight"}, %arg60: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.4.mlp.c_fc.bias"}, %arg61: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.4.mlp.c_proj.weight"}, %arg62: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.4.mlp.c_proj.bias"}, %arg63: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.5.ln_1.weight"}, %arg64: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.5.ln_1.bias"}, %arg65: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.5.attn.c_attn.weight"}, %arg66: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.5.attn.c_attn.bias"}, %arg67: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.5.attn.c_proj.weight"}, %arg68: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.5.attn.c_proj.bias"}, %arg69: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.5.ln_2.weight"}, %arg70: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.5.ln_2.bias"}, %arg71: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.5.mlp.c_fc.weight"}, %arg72: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.5.mlp.c_fc.bias"}, %arg73: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.5.mlp.c_proj.weight"}, %arg74: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.5.mlp.c_proj.bias"}, %arg75: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.6.ln_1.weight"}, %arg76: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.6.ln_1.bias"}, %arg77: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.6.attn.c_attn.weight"}, %arg78: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.6.attn.c_attn.bias"}, %arg79: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.6.attn.c_proj.weight"}, %arg80: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.6.attn.c_proj.bias"}, %arg81: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.6.ln_2.weight"}, %arg82: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.6.ln_2.bias"}, %arg83: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.6.mlp.c_fc.weight"}, %arg84: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.6.mlp.c_fc.bias"}, %arg85: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.6.mlp.c_proj.weight"}, %arg86: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.6.mlp.c_proj.bias"}, %arg87: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.7.ln_1.weight"}, %arg88: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.7.ln_1.bias"}, %arg89: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.7.attn.c_attn.weight"}, %arg90: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.7.attn.c_attn.bias"}, %arg91: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.7.attn.c_proj.weight"}, %arg92: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.7.attn.c_proj.bias"}, %arg93: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.7.ln_2.weight"}, %arg94: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.7.ln_2.bias"}, %arg95: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.7.mlp.c_fc.weight"}, %arg96: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.7.mlp.c_fc.bias"}, %arg97: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.7.mlp.c_proj.weight"}, %arg98: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.7.mlp.c_proj.bias"}, %arg99: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.8.ln_1.weight"}, %arg100: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.8.ln_1.bias"}, %arg101: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.8.attn.c_attn.weight"}, %arg102: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.8.attn.c_attn.bias"}, %arg103: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.8.attn.c_proj.weight"}, %arg104: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.8.attn.c_proj.bias"}, %arg105: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.8.ln_2.weight"}, %arg106: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.8.ln_2.bias"}, %arg107: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.8.mlp.c_fc.weight"}, %arg108: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.8.mlp.c_fc.bias"}, %arg109: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.8.mlp.c_proj.weight"}, %arg110: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.8.mlp.c_proj.bias"}, %arg111: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.9.ln_1.weight"}, %arg112: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.9.ln_1.bias"}, %arg113: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.9.attn.c_attn.weight"}, %arg114: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.9.attn.c_attn.bias"}, %arg115: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.9.attn.c_proj.weight"}, %arg116: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.9.attn.c_proj.bias"}, %arg117: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.9.ln_2.weight"}, %arg118: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.9.ln_2.bias"}, %arg119: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.9.mlp.c_fc.weight"}, %arg120: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.9.mlp.c_fc.bias"}, %arg121: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.9.mlp.c_proj.weight"}, %arg122: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.9.mlp.c_proj.bias"}, %arg123: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.10.ln_1.weight"}, %arg124: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.10.ln_1.bias"}, %arg125: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.10.attn.c_attn.weight"}, %arg126: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.10.attn.c_attn.bias"}, %arg127: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.10.attn.c_proj.weight"}, %arg128: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.10.attn.c_proj.bias"}, %arg129: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.10.ln_2.weight"}, %arg130: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.10.ln_2.bias"}, %arg131: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.10.mlp.c_fc.weight"}, %arg132: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.10.mlp.c_fc.bias"}, %arg133: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.10.mlp.c_proj.weight"}, %arg134: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.10.mlp.c_proj.bias"}, %arg135: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.11.ln_1.weight"}, %arg136: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.11.ln_1.bias"}, %arg137: tensor<768x2304xf32> {tfm.dims = ["in", "out"], tfm.name = "h.11.attn.c_attn.weight"}, %arg138: tensor<2304xf32> {tfm.dims = ["out"], tfm.name = "h.11.attn.c_attn.bias"}, %arg139: tensor<768x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.11.attn.c_proj.weight"}, %arg140: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.11.attn.c_proj.bias"}, %arg141: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.11.ln_2.weight"}, %arg142: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "h.11.ln_2.bias"}, %arg143: tensor<768x3072xf32> {tfm.dims = ["in", "out"], tfm.name = "h.11.mlp.c_fc.weight"}, %arg144: tensor<3072xf32> {tfm.dims = ["out"], tfm.name = "h.11.mlp.c_fc.bias"}, %arg145: tensor<3072x768xf32> {tfm.dims = ["in", "out"], tfm.name = "h.11.mlp.c_proj.weight"}, %arg146: tensor<768xf32> {tfm.dims = ["out"], tfm.name = "h.11.mlp.c_proj.bias"}, %arg147: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "ln_f.weight"}, %arg148: tensor<768xf32> {tfm.dims = ["hidden"], tfm.name = "ln_f.bias"}) -> tensor<1x128x50257xf32> {
+    %0 = tfm.embedding %arg1[%arg0] : tensor<50257x768xf32>, tensor<1x128xi64> -> tensor<1x128x768xf32>
+    %1 = tfm.arange start = 0 : tensor<128xi64>
+    %2 = tfm.embedding %arg2[%1] : tensor<1024x768xf32>, tensor<128xi64> -> tensor<128x768xf32>
+    %3 = tfm.add %0, %2 : tensor<1x128x768xf32>, tensor<128x768xf32>
+    %4 = tfm.layer 0 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %3, %arg3, %arg4 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg5 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg6 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg7 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg8 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %3, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg9, %arg10 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg11 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg12 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg13 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg14 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %5 = tfm.layer 1 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %4, %arg15, %arg16 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg17 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg18 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg19 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg20 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %4, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg21, %arg22 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg23 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg24 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg25 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg26 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %6 = tfm.layer 2 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %5, %arg27, %arg28 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg29 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg30 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg31 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg32 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %5, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg33, %arg34 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg35 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg36 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg37 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg38 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %7 = tfm.layer 3 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %6, %arg39, %arg40 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg41 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg42 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg43 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg44 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %6, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg45, %arg46 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg47 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg48 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg49 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg50 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %8 = tfm.layer 4 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %7, %arg51, %arg52 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg53 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg54 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg55 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg56 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %7, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg57, %arg58 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg59 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg60 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg61 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg62 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %9 = tfm.layer 5 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %8, %arg63, %arg64 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg65 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg66 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg67 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg68 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %8, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg69, %arg70 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg71 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg72 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg73 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg74 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %10 = tfm.layer 6 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %9, %arg75, %arg76 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg77 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg78 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg79 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg80 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %9, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg81, %arg82 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg83 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg84 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg85 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg86 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %11 = tfm.layer 7 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %10, %arg87, %arg88 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg89 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg90 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg91 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg92 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %10, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg93, %arg94 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg95 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg96 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg97 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg98 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %12 = tfm.layer 8 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %11, %arg99, %arg100 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg101 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg102 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg103 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg104 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %11, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg105, %arg106 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg107 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg108 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg109 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg110 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %13 = tfm.layer 9 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %12, %arg111, %arg112 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg113 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg114 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg115 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg116 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %12, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg117, %arg118 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg119 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg120 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg121 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg122 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %14 = tfm.layer 10 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %13, %arg123, %arg124 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg125 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg126 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg127 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg128 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %13, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg129, %arg130 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg131 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg132 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg133 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg134 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %15 = tfm.layer 11 : tensor<1x128x768xf32> {
+      %18 = tfm.layernorm %14, %arg135, %arg136 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %19:3 = tfm.split %arg137 dim = 1 : tensor<768x2304xf32> -> tensor<768x768xf32>, tensor<768x768xf32>, tensor<768x768xf32>
+      %20:3 = tfm.split %arg138 dim = 0 : tensor<2304xf32> -> tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+      %21 = tfm.matmul %18, %19#0 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %22 = tfm.add %21, %20#0 : tensor<1x128x768xf32>, tensor<768xf32>
+      %23 = tfm.split_heads %22 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %24 = tfm.matmul %18, %19#1 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %25 = tfm.add %24, %20#1 : tensor<1x128x768xf32>, tensor<768xf32>
+      %26 = tfm.split_heads %25 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %27 = tfm.matmul %18, %19#2 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %28 = tfm.add %27, %20#2 : tensor<1x128x768xf32>, tensor<768xf32>
+      %29 = tfm.split_heads %28 heads = 12 : tensor<1x128x768xf32> -> tensor<1x12x128x64xf32>
+      %30 = tfm.attention %23, %26, %29 causal scale = 1.250000e-01 : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+      %31 = tfm.merge_heads %30 : tensor<1x12x128x64xf32> -> tensor<1x128x768xf32>
+      %32 = tfm.matmul %31, %arg139 : tensor<1x128x768xf32>, tensor<768x768xf32> -> tensor<1x128x768xf32>
+      %33 = tfm.add %32, %arg140 : tensor<1x128x768xf32>, tensor<768xf32>
+      %34 = tfm.add %14, %33 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      %35 = tfm.layernorm %34, %arg141, %arg142 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+      %36 = tfm.matmul %35, %arg143 : tensor<1x128x768xf32>, tensor<768x3072xf32> -> tensor<1x128x3072xf32>
+      %37 = tfm.add %36, %arg144 : tensor<1x128x3072xf32>, tensor<3072xf32>
+      %38 = tfm.gelu %37 tanh : tensor<1x128x3072xf32>
+      %39 = tfm.matmul %38, %arg145 : tensor<1x128x3072xf32>, tensor<3072x768xf32> -> tensor<1x128x768xf32>
+      %40 = tfm.add %39, %arg146 : tensor<1x128x768xf32>, tensor<768xf32>
+      %41 = tfm.add %34, %40 : tensor<1x128x768xf32>, tensor<1x128x768xf32>
+      tfm.yield %41 : tensor<1x128x768xf32>
+    }
+    %16 = tfm.layernorm %15, %arg147, %arg148 eps = 1.000000e-05 : tensor<1x128x768xf32>, tensor<768xf32>
+    %17 = tfm.matmul %16, %arg1 transpose_rhs : tensor<1x128x768xf32>, tensor<50257x768xf32> -> tensor<1x128x50257xf32>
+    return %17 : tensor<1x128x50257xf32>
+  }
+}

@@ -1,0 +1,56 @@
+// pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 101 --seq 16 --batch 2 --rms-eps 1e-06 --rope-theta 1e+04
+module {
+  func.func @forward(%arg0: tensor<2x16xi64> {tfm.dims = ["batch", "seq"], tfm.name = "input_ids"}, %arg1: tensor<101x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.name = "model.embed_tokens.weight"}, %arg2: tensor<64xf32> {tfm.dims = ["hidden"], tfm.name = "model.layers.0.input_layernorm.weight"}, %arg3: tensor<64x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.q_proj.weight"}, %arg4: tensor<16x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.k_proj.weight"}, %arg5: tensor<16x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.v_proj.weight"}, %arg6: tensor<64x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.o_proj.weight"}, %arg7: tensor<64xf32> {tfm.dims = ["hidden"], tfm.name = "model.layers.0.post_attention_layernorm.weight"}, %arg8: tensor<176x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.mlp.gate_proj.weight"}, %arg9: tensor<176x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.mlp.up_proj.weight"}, %arg10: tensor<64x176xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.mlp.down_proj.weight"}, %arg11: tensor<64xf32> {tfm.dims = ["hidden"], tfm.name = "model.layers.1.input_layernorm.weight"}, %arg12: tensor<64x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.self_attn.q_proj.weight"}, %arg13: tensor<16x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.self_attn.k_proj.weight"}, %arg14: tensor<16x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.self_attn.v_proj.weight"}, %arg15: tensor<64x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.self_attn.o_proj.weight"}, %arg16: tensor<64xf32> {tfm.dims = ["hidden"], tfm.name = "model.layers.1.post_attention_layernorm.weight"}, %arg17: tensor<176x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.mlp.gate_proj.weight"}, %arg18: tensor<176x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.mlp.up_proj.weight"}, %arg19: tensor<64x176xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.1.mlp.down_proj.weight"}, %arg20: tensor<64xf32> {tfm.dims = ["hidden"], tfm.name = "model.norm.weight"}, %arg21: tensor<101x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.name = "lm_head.weight"}) -> tensor<2x16x101xf32> {
+    %0 = tfm.embedding %arg1[%arg0] : tensor<101x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+    %1 = tfm.arange start = 0 : tensor<16xi64>
+    %2 = tfm.layer 0 : tensor<2x16x64xf32> {
+      %6 = tfm.rmsnorm %0, %arg2 eps = 9.9999999999999995E-7 : tensor<2x16x64xf32>, tensor<64xf32>
+      %7 = tfm.matmul %6, %arg3 transpose_rhs : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
+      %8 = tfm.split_heads %7 heads = 8 : tensor<2x16x64xf32> -> tensor<2x8x16x8xf32>
+      %9 = tfm.matmul %6, %arg4 transpose_rhs : tensor<2x16x64xf32>, tensor<16x64xf32> -> tensor<2x16x16xf32>
+      %10 = tfm.split_heads %9 heads = 2 : tensor<2x16x16xf32> -> tensor<2x2x16x8xf32>
+      %11 = tfm.matmul %6, %arg5 transpose_rhs : tensor<2x16x64xf32>, tensor<16x64xf32> -> tensor<2x16x16xf32>
+      %12 = tfm.split_heads %11 heads = 2 : tensor<2x16x16xf32> -> tensor<2x2x16x8xf32>
+      %13 = tfm.rope %8, %1 theta = 1.000000e+04 : tensor<2x8x16x8xf32>, tensor<16xi64>
+      %14 = tfm.rope %10, %1 theta = 1.000000e+04 : tensor<2x2x16x8xf32>, tensor<16xi64>
+      %15 = tfm.attention %13, %14, %12 causal scale = 0.35355339059327373 : tensor<2x8x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x8x16x8xf32>
+      %16 = tfm.merge_heads %15 : tensor<2x8x16x8xf32> -> tensor<2x16x64xf32>
+      %17 = tfm.matmul %16, %arg6 transpose_rhs : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
+      %18 = tfm.add %0, %17 : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      %19 = tfm.rmsnorm %18, %arg7 eps = 9.9999999999999995E-7 : tensor<2x16x64xf32>, tensor<64xf32>
+      %20 = tfm.matmul %19, %arg8 transpose_rhs : tensor<2x16x64xf32>, tensor<176x64xf32> -> tensor<2x16x176xf32>
+      %21 = tfm.silu %20 : tensor<2x16x176xf32>
+      %22 = tfm.matmul %19, %arg9 transpose_rhs : tensor<2x16x64xf32>, tensor<176x64xf32> -> tensor<2x16x176xf32>
+      %23 = tfm.mul %21, %22 : tensor<2x16x176xf32>, tensor<2x16x176xf32>
+      %24 = tfm.matmul %23, %arg10 transpose_rhs : tensor<2x16x176xf32>, tensor<64x176xf32> -> tensor<2x16x64xf32>
+      %25 = tfm.add %18, %24 : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      tfm.yield %25 : tensor<2x16x64xf32>
+    }
+    %3 = tfm.layer 1 : tensor<2x16x64xf32> {
+      %6 = tfm.rmsnorm %2, %arg11 eps = 9.9999999999999995E-7 : tensor<2x16x64xf32>, tensor<64xf32>
+      %7 = tfm.matmul %6, %arg12 transpose_rhs : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
+      %8 = tfm.split_heads %7 heads = 8 : tensor<2x16x64xf32> -> tensor<2x8x16x8xf32>
+      %9 = tfm.matmul %6, %arg13 transpose_rhs : tensor<2x16x64xf32>, tensor<16x64xf32> -> tensor<2x16x16xf32>
+      %10 = tfm.split_heads %9 heads = 2 : tensor<2x16x16xf32> -> tensor<2x2x16x8xf32>
+      %11 = tfm.matmul %6, %arg14 transpose_rhs : tensor<2x16x64xf32>, tensor<16x64xf32> -> tensor<2x16x16xf32>
+      %12 = tfm.split_heads %11 heads = 2 : tensor<2x16x16xf32> -> tensor<2x2x16x8xf32>
+      %13 = tfm.rope %8, %1 theta = 1.000000e+04 : tensor<2x8x16x8xf32>, tensor<16xi64>
+      %14 = tfm.rope %10, %1 theta = 1.000000e+04 : tensor<2x2x16x8xf32>, tensor<16xi64>
+      %15 = tfm.attention %13, %14, %12 causal scale = 0.35355339059327373 : tensor<2x8x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x8x16x8xf32>
+      %16 = tfm.merge_heads %15 : tensor<2x8x16x8xf32> -> tensor<2x16x64xf32>
+      %17 = tfm.matmul %16, %arg15 transpose_rhs : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
+      %18 = tfm.add %2, %17 : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      %19 = tfm.rmsnorm %18, %arg16 eps = 9.9999999999999995E-7 : tensor<2x16x64xf32>, tensor<64xf32>
+      %20 = tfm.matmul %19, %arg17 transpose_rhs : tensor<2x16x64xf32>, tensor<176x64xf32> -> tensor<2x16x176xf32>
+      %21 = tfm.silu %20 : tensor<2x16x176xf32>
+      %22 = tfm.matmul %19, %arg18 transpose_rhs : tensor<2x16x64xf32>, tensor<176x64xf32> -> tensor<2x16x176xf32>
+      %23 = tfm.mul %21, %22 : tensor<2x16x176xf32>, tensor<2x16x176xf32>
+      %24 = tfm.matmul %23, %arg19 transpose_rhs : tensor<2x16x176xf32>, tensor<64x176xf32> -> tensor<2x16x64xf32>
+      %25 = tfm.add %18, %24 : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      tfm.yield %25 : tensor<2x16x64xf32>
+    }
+    %4 = tfm.rmsnorm %3, %arg20 eps = 9.9999999999999995E-7 : tensor<2x16x64xf32>, tensor<64xf32>
+    %5 = tfm.matmul %4, %arg21 transpose_rhs : tensor<2x16x64xf32>, tensor<101x64xf32> -> tensor<2x16x101xf32>
+    return %5 : tensor<2x16x101xf32>
+  }
+}
