@@ -7,6 +7,7 @@
 //   pmlir-gen llama --layers L --hidden H --heads A --kv-heads K --ffn F
 //                   --vocab V --seq S --batch B [--rms-eps E]
 //                   [--rope-theta T] [--tie-embeddings] -o FILE
+//   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
 // The output starts with a comment holding the command that regenerates it.
 // Nothing is written unless the model is valid and verifies.
@@ -59,6 +60,13 @@ static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for stdou
                                        cl::sub(gpt2Command),
                                        cl::sub(llamaCommand),
                                        cl::cat(modelCategory));
+
+static cl::opt<bool> locationsFlag(
+    "locations",
+    cl::desc("print op locations (checkpoint prefixes such as \"h.3.attn\"), "
+             "so that diagnostics on the IR name the model part"),
+    cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand),
+    cl::cat(modelCategory));
 
 static cl::opt<int64_t> maxPositionsFlag(
     "max-positions", cl::desc("rows of the position embedding (default: --seq)"),
@@ -149,6 +157,9 @@ int main(int argc, char **argv) {
     return fail("expected a model: 'pmlir-gen gpt2 ...' or 'pmlir-gen llama "
                 "...' (see --help)");
   }
+  if (locationsFlag)
+    command += " --locations";
+
   if (failed(mlir::verify(*module)))
     return fail("the generated module does not verify");
 
@@ -158,7 +169,10 @@ int main(int argc, char **argv) {
   if (!output)
     return fail(error);
   output->os() << "// " << command << "\n";
-  module->print(output->os());
+  mlir::OpPrintingFlags flags;
+  if (locationsFlag)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module->print(output->os(), flags);
   output->os().flush();
   if (output->os().has_error())
     return fail("could not write '" + outputFile + "'");
