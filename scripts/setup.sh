@@ -10,6 +10,8 @@ packages=(
   cmake ninja-build g++ ccache lld-22 python3
   # LLVM/MLIR 22: headers, static libraries, mlir-tblgen, lit and FileCheck
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools zlib1g-dev libzstd-dev
+  # safetensors headers
+  nlohmann-json3-dev
   # unit tests
   libgtest-dev
 )

@@ -1,0 +1,101 @@
+//===- SafeTensors.h - Memory-mapped safetensors files ------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// Reads and writes the safetensors format (an 8-byte little-endian header
+// length, a JSON header mapping tensor names to dtype, shape and byte range,
+// then the raw data). Files are memory-mapped, so a tensor's bytes are read in
+// place and a checkpoint is never copied whole. This library does not link
+// MLIR: the per-rank runtime uses it to read each rank's own slices.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_SUPPORT_SAFETENSORS_H
+#define PMLIR_SUPPORT_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pmlir {
+
+enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
+
+/// The safetensors spelling ("F32", "BF16", ...).
+const char *dtypeName(DType dtype);
+std::optional<DType> parseDType(std::string_view name);
+size_t dtypeSize(DType dtype);
+
+/// Prints a shape as "[2, 8, 768]".
+std::string formatDims(const std::vector<int64_t> &shape);
+
+/// One tensor of a mapped file; `data` points into the mapping.
+struct TensorView {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const uint8_t *data;
+  size_t bytes;
+
+  int64_t numElements() const;
+};
+
+class SafeTensorsFile {
+public:
+  /// Maps `path` and validates its header: valid JSON, known dtypes,
+  /// non-negative shapes, and byte ranges that lie inside the data section,
+  /// hold exactly dtype size x elements bytes and do not overlap. On failure
+  /// returns null with `error` naming the file and the fault.
+  static std::unique_ptr<SafeTensorsFile> open(const std::string &path,
+                                               std::string &error);
+  ~SafeTensorsFile();
+  SafeTensorsFile(const SafeTensorsFile &) = delete;
+  SafeTensorsFile &operator=(const SafeTensorsFile &) = delete;
+
+  const std::string &path() const { return filePath; }
+  /// Null when the file has no tensor of that name.
+  const TensorView *find(std::string_view name) const;
+  /// In header order of their data offsets.
+  const std::vector<TensorView> &tensors() const { return views; }
+  const std::map<std::string, std::string> &metadata() const { return meta; }
+
+private:
+  SafeTensorsFile() = default;
+
+  std::string filePath;
+  void *mapping = nullptr;
+  size_t mappingSize = 0;
+  std::vector<TensorView> views;
+  std::map<std::string, std::string> meta;
+};
+
+/// Converts a floating-point tensor (F64, F32, F16, BF16) to f32 in `out`,
+/// which holds `view.numElements()` floats. Integer tensors are an error.
+bool convertToF32(const TensorView &view, float *out, std::string &error);
+
+/// IEEE half and bfloat16 bit patterns to float.
+float halfToFloat(uint16_t bits);
+float bfloat16ToFloat(uint16_t bits);
+
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const void *data; ///< dtypeSize(dtype) x elements bytes
+};
+
+/// Writes `tensors` to `path` through a temporary file renamed into place, so
+/// a failed write leaves no partial file and an existing file untouched. The
+/// header is padded to a multiple of 8 bytes, as the format recommends.
+bool writeSafeTensors(const std::string &path,
+                      const std::vector<TensorToWrite> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      std::string &error);
+
+} // namespace pmlir
+
+#endif // PMLIR_SUPPORT_SAFETENSORS_H

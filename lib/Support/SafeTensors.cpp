@@ -1,0 +1,366 @@
+//===- SafeTensors.cpp - Memory-mapped safetensors files ------------------===//
+//
+// Part of pmlir.
+//
+// The header is parsed without exceptions (the project builds with
+// -fno-exceptions): every JSON value is type-checked before it is read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Support/SafeTensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace pmlir;
+
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  size_t size;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F64, "F64", 8}, {DType::F32, "F32", 4}, {DType::F16, "F16", 2},
+    {DType::BF16, "BF16", 2}, {DType::I64, "I64", 8}, {DType::I32, "I32", 4},
+    {DType::I16, "I16", 2}, {DType::I8, "I8", 1},   {DType::U8, "U8", 1},
+    {DType::Bool, "BOOL", 1},
+};
+
+const DTypeInfo &info(DType dtype) {
+  return kDTypes[static_cast<size_t>(dtype)];
+}
+
+// The header length is capped as in the reference implementation (100 MB), so
+// a corrupt length cannot make us read or allocate past reason.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+} // namespace
+
+const char *pmlir::dtypeName(DType dtype) { return info(dtype).name; }
+size_t pmlir::dtypeSize(DType dtype) { return info(dtype).size; }
+
+std::optional<DType> pmlir::parseDType(std::string_view name) {
+  for (const DTypeInfo &d : kDTypes)
+    if (name == d.name)
+      return d.dtype;
+  return std::nullopt;
+}
+
+std::string pmlir::formatDims(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads one header entry into `view`, or returns a sentence on what is wrong.
+std::string parseEntry(const std::string &name, const nlohmann::json &entry,
+                       uint64_t dataBytes, TensorView &view, uint64_t &begin,
+                       uint64_t &end) {
+  if (!entry.is_object())
+    return "entry is not an object";
+  auto dtype = entry.find("dtype");
+  if (dtype == entry.end() || !dtype->is_string())
+    return "missing string 'dtype'";
+  std::optional<DType> parsed = parseDType(dtype->get<std::string>());
+  if (!parsed)
+    return "unknown dtype '" + dtype->get<std::string>() + "'";
+  view.dtype = *parsed;
+
+  auto shape = entry.find("shape");
+  if (shape == entry.end() || !shape->is_array())
+    return "missing array 'shape'";
+  uint64_t elements = 1;
+  for (const nlohmann::json &d : *shape) {
+    if (!d.is_number_unsigned())
+      return "shape " + shape->dump() + " holds a value that is not a "
+             "non-negative integer";
+    uint64_t dim = d.get<uint64_t>();
+    if (dim > (1ull << 48) || __builtin_mul_overflow(elements, dim, &elements))
+      return "shape " + shape->dump() + " is too large";
+    view.shape.push_back(static_cast<int64_t>(dim));
+  }
+
+  auto offsets = entry.find("data_offsets");
+  if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
+    return "missing 'data_offsets' [begin, end] of non-negative integers";
+  begin = (*offsets)[0].get<uint64_t>();
+  end = (*offsets)[1].get<uint64_t>();
+  if (begin > end || end > dataBytes)
+    return "data_offsets [" + std::to_string(begin) + ", " +
+           std::to_string(end) + "] outside the " + std::to_string(dataBytes) +
+           "-byte data section";
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(elements, dtypeSize(view.dtype), &expected) ||
+      end - begin != expected)
+    return "data_offsets hold " + std::to_string(end - begin) +
+           " bytes, but dtype " + dtypeName(view.dtype) + " and shape " +
+           formatDims(view.shape) + " need " + std::to_string(expected);
+  view.bytes = end - begin;
+  return "";
+}
+
+} // namespace
+
+std::unique_ptr<SafeTensorsFile>
+SafeTensorsFile::open(const std::string &path, std::string &error) {
+  auto fail = [&](const std::string &why) {
+    error = path + ": " + why;
+    return nullptr;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    return fail("truncated: " + std::to_string(size) +
+                " bytes, shorter than the 8-byte header length");
+  }
+  void *mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapping == MAP_FAILED)
+    return fail(std::string("cannot map: ") + std::strerror(errno));
+
+  std::unique_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  file->filePath = path;
+  file->mapping = mapping;
+  file->mappingSize = size;
+
+  const uint8_t *bytes = static_cast<const uint8_t *>(mapping);
+  uint64_t headerBytes = 0;
+  for (int i = 7; i >= 0; --i)
+    headerBytes = (headerBytes << 8) | bytes[i];
+  if (headerBytes > kMaxHeaderBytes || headerBytes > size - 8)
+    return fail("corrupt header: it claims " + std::to_string(headerBytes) +
+                " bytes, but the file has " + std::to_string(size - 8) +
+                " after the length");
+  const char *text = reinterpret_cast<const char *>(bytes + 8);
+  nlohmann::json header =
+      nlohmann::json::parse(text, text + headerBytes, nullptr,
+                            /*allow_exceptions=*/false);
+  if (header.is_discarded())
+    return fail("corrupt header: not valid JSON");
+  if (!header.is_object())
+    return fail("corrupt header: not a JSON object");
+
+  const uint8_t *data = bytes + 8 + headerBytes;
+  uint64_t dataBytes = size - 8 - headerBytes;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object())
+        return fail("corrupt header: '__metadata__' is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string())
+          return fail("corrupt header: metadata '" + m.key() +
+                      "' is not a string");
+        file->meta[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    TensorView view;
+    view.name = it.key();
+    uint64_t begin = 0, end = 0;
+    std::string why = parseEntry(it.key(), *it, dataBytes, view, begin, end);
+    if (!why.empty())
+      return fail("corrupt header: tensor '" + it.key() + "': " + why);
+    view.data = data + begin;
+    file->views.push_back(std::move(view));
+    ranges.push_back({begin, end});
+  }
+
+  // Order by data offset, and refuse overlapping byte ranges.
+  std::vector<size_t> order(file->views.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  std::vector<TensorView> sorted;
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t i = order[k];
+    if (k > 0 && ranges[i].first < ranges[order[k - 1]].second &&
+        ranges[i].first != ranges[i].second)
+      return fail("corrupt header: tensors '" + file->views[order[k - 1]].name +
+                  "' and '" + file->views[i].name + "' overlap");
+    sorted.push_back(std::move(file->views[i]));
+  }
+  file->views = std::move(sorted);
+  return file;
+}
+
+SafeTensorsFile::~SafeTensorsFile() {
+  if (mapping)
+    munmap(mapping, mappingSize);
+}
+
+const TensorView *SafeTensorsFile::find(std::string_view name) const {
+  for (const TensorView &v : views)
+    if (v.name == name)
+      return &v;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Conversion
+//===----------------------------------------------------------------------===//
+
+float pmlir::bfloat16ToFloat(uint16_t bits) {
+  uint32_t word = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, sizeof(f));
+  return f;
+}
+
+float pmlir::halfToFloat(uint16_t bits) {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1f;
+  uint32_t mantissa = bits & 0x3ff;
+  uint32_t word;
+  if (exponent == 0x1f) { // inf or nan
+    word = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent != 0) { // normal
+    word = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) { // zero
+    word = sign;
+  } else { // subnormal: normalize
+    int shift = 0;
+    while (!(mantissa & 0x400)) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    mantissa &= 0x3ff;
+    word = sign | ((113 - shift) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &word, sizeof(f));
+  return f;
+}
+
+bool pmlir::convertToF32(const TensorView &view, float *out,
+                         std::string &error) {
+  int64_t n = view.numElements();
+  const uint8_t *p = view.data;
+  switch (view.dtype) {
+  case DType::F32:
+    std::memcpy(out, p, n * sizeof(float));
+    return true;
+  case DType::F64:
+    for (int64_t i = 0; i < n; ++i) {
+      double d;
+      std::memcpy(&d, p + 8 * i, 8);
+      out[i] = static_cast<float>(d);
+    }
+    return true;
+  case DType::F16:
+  case DType::BF16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, p + 2 * i, 2);
+      out[i] = view.dtype == DType::F16 ? halfToFloat(bits)
+                                        : bfloat16ToFloat(bits);
+    }
+    return true;
+  default:
+    error = "tensor '" + view.name + "': dtype " + dtypeName(view.dtype) +
+            " is not a floating-point type";
+    return false;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+bool pmlir::writeSafeTensors(const std::string &path,
+                             const std::vector<TensorToWrite> &tensors,
+                             const std::map<std::string, std::string> &metadata,
+                             std::string &error) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  std::vector<uint64_t> sizes;
+  for (const TensorToWrite &t : tensors) {
+    uint64_t elements = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) {
+        error = path + ": tensor '" + t.name + "' has negative shape " +
+                formatDims(t.shape);
+        return false;
+      }
+      elements *= static_cast<uint64_t>(d);
+    }
+    uint64_t bytes = elements * dtypeSize(t.dtype);
+    header[t.name] = {{"dtype", dtypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    sizes.push_back(bytes);
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::string temporary = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0666);
+  if (fd < 0) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    return false;
+  }
+  auto writeAll = [&](const void *data, size_t size) {
+    const char *p = static_cast<const char *>(data);
+    while (size > 0) {
+      ssize_t n = ::write(fd, p, size);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return false;
+      p += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  };
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  bool ok = writeAll(length, 8) && writeAll(text.data(), text.size());
+  for (size_t i = 0; ok && i < tensors.size(); ++i)
+    ok = writeAll(tensors[i].data, sizes[i]);
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    ::unlink(temporary.c_str());
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,232 @@
+//===- SafeTensorsTest.cpp - safetensors reading and writing --------------===//
+//
+// Part of pmlir.
+//
+// Files are built byte by byte from the format's definition, independently of
+// the writer, and corrupt files are built by damaging valid ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Support/SafeTensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace pmlir;
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "pmlir-st-" + std::to_string(getpid()) + "-" +
+         name;
+}
+
+/// A safetensors file from its parts: length, header text, data bytes.
+std::string fileBytes(const std::string &header, const std::string &data) {
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<char>(n >> (8 * i));
+  return out + header + data;
+}
+
+void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string floatsAsBytes(std::initializer_list<float> values) {
+  std::string out;
+  for (float v : values)
+    out.append(reinterpret_cast<const char *>(&v), sizeof(v));
+  return out;
+}
+
+/// The error SafeTensorsFile::open gives for a file with these bytes.
+std::string openError(const std::string &bytes) {
+  std::string path = tempPath("corrupt");
+  writeFile(path, bytes);
+  std::string error;
+  auto file = SafeTensorsFile::open(path, error);
+  std::remove(path.c_str());
+  EXPECT_FALSE(file) << "opened a corrupt file";
+  return error;
+}
+
+} // namespace
+
+TEST(SafeTensors, ReadsAFileBuiltFromTheSpec) {
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},)"
+      R"("b":{"dtype":"F32","shape":[3],"data_offsets":[8,20]},)"
+      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string path = tempPath("spec");
+  writeFile(path, fileBytes(header, floatsAsBytes({1, 2, 3, 4, 5})));
+  std::string error;
+  auto file = SafeTensorsFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  ASSERT_EQ(file->tensors().size(), 2u);
+  EXPECT_EQ(file->tensors()[0].name, "a"); // ordered by data offset
+  const TensorView *b = file->find("b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->shape, (std::vector<int64_t>{3}));
+  float out[3];
+  ASSERT_TRUE(convertToF32(*b, out, error)) << error;
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(out[2], 5.0f);
+  EXPECT_EQ(file->metadata().at("format"), "pt");
+  EXPECT_EQ(file->find("c"), nullptr);
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensors, WriterOutputFollowsTheSpecAndReadsBack) {
+  std::string path = tempPath("write");
+  float w[6] = {0.5f, -1, 2, 3, 4, 5};
+  int64_t ids[2] = {7, 50256};
+  std::string error;
+  ASSERT_TRUE(writeSafeTensors(path,
+                               {{"w", DType::F32, {2, 3}, w},
+                                {"input_ids", DType::I64, {1, 2}, ids}},
+                               {}, error))
+      << error;
+  std::string bytes = readFile(path);
+  uint64_t headerBytes = 0;
+  for (int i = 7; i >= 0; --i)
+    headerBytes = (headerBytes << 8) | static_cast<uint8_t>(bytes[i]);
+  EXPECT_EQ(headerBytes % 8, 0u) << "header padded to 8 bytes";
+  std::string header = bytes.substr(8, headerBytes);
+  EXPECT_NE(header.find(R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]})"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find(R"("input_ids":{"dtype":"I64","shape":[1,2],"data_offsets":[24,40]})"),
+            std::string::npos)
+      << header;
+  EXPECT_EQ(bytes.size(), 8 + headerBytes + 40);
+
+  auto file = SafeTensorsFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  const TensorView *t = file->find("input_ids");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->dtype, DType::I64);
+  EXPECT_EQ(reinterpret_cast<const int64_t *>(t->data)[1], 50256);
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensors, FailedWriteLeavesExistingFileUntouched) {
+  std::string error;
+  float x = 1;
+  EXPECT_FALSE(writeSafeTensors("/nonexistent-dir/x.safetensors",
+                                {{"x", DType::F32, {1}, &x}}, {}, error));
+  EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
+  std::string path = tempPath("keep");
+  writeFile(path, "keep");
+  EXPECT_FALSE(writeSafeTensors(path, {{"x", DType::F32, {-1}, &x}}, {}, error));
+  EXPECT_EQ(readFile(path), "keep");
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensors, HalfAndBfloat16Conversion) {
+  EXPECT_EQ(halfToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(halfToFloat(0xc000), -2.0f);
+  EXPECT_EQ(halfToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24)); // smallest subnormal
+  EXPECT_EQ(halfToFloat(0x03ff), std::ldexp(1023.0f, -24)); // largest subnormal
+  EXPECT_EQ(halfToFloat(0x8000), -0.0f);
+  EXPECT_TRUE(std::isinf(halfToFloat(0x7c00)));
+  EXPECT_TRUE(std::isnan(halfToFloat(0x7e00)));
+  EXPECT_EQ(bfloat16ToFloat(0x3f80), 1.0f);
+  EXPECT_EQ(bfloat16ToFloat(0xc0a0), -5.0f);
+  EXPECT_EQ(bfloat16ToFloat(0x3e20), 0.15625f);
+
+  std::string path = tempPath("half");
+  uint16_t halfs[3] = {0x3c00, 0x3800, 0xbc00};   // 1, 0.5, -1
+  uint16_t bf16s[2] = {0x4049, 0xbf00};           // 3.140625, -0.5
+  double f64s[2] = {0.25, -8};
+  std::string error;
+  ASSERT_TRUE(writeSafeTensors(path,
+                               {{"h", DType::F16, {3}, halfs},
+                                {"b", DType::BF16, {2}, bf16s},
+                                {"d", DType::F64, {2}, f64s}},
+                               {}, error));
+  auto file = SafeTensorsFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  float out[3];
+  ASSERT_TRUE(convertToF32(*file->find("h"), out, error));
+  EXPECT_EQ(out[1], 0.5f);
+  EXPECT_EQ(out[2], -1.0f);
+  ASSERT_TRUE(convertToF32(*file->find("b"), out, error));
+  EXPECT_EQ(out[0], 3.140625f);
+  ASSERT_TRUE(convertToF32(*file->find("d"), out, error));
+  EXPECT_EQ(out[1], -8.0f);
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensors, IntegerTensorsDoNotConvertToFloat) {
+  int32_t v[1] = {3};
+  TensorView view{"ids", DType::I32, {1},
+                  reinterpret_cast<const uint8_t *>(v), 4};
+  float out[1];
+  std::string error;
+  EXPECT_FALSE(convertToF32(view, out, error));
+  EXPECT_EQ(error, "tensor 'ids': dtype I32 is not a floating-point type");
+}
+
+TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
+  const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  const std::string data = floatsAsBytes({1, 2});
+
+  EXPECT_NE(openError("abc").find("truncated: 3 bytes"), std::string::npos);
+  // Header length larger than the file.
+  std::string big = fileBytes(ok, data);
+  big[0] = static_cast<char>(0xff);
+  big[1] = static_cast<char>(0xff);
+  EXPECT_NE(openError(big).find("corrupt header: it claims 65535 bytes"),
+            std::string::npos);
+  // The file cut in the middle of the header.
+  EXPECT_NE(openError(fileBytes(ok, data).substr(0, 20)).find("corrupt header"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes("{not json", "")).find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes("[1,2]", "")).find("not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", data))
+                .find("tensor 'a': missing string 'dtype'"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F31","shape":[2],"data_offsets":[0,8]}})", data))
+                .find("tensor 'a': unknown dtype 'F31'"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data))
+                .find("not a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data))
+                .find("missing 'data_offsets'"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", data))
+                .find("data_offsets [0, 16] outside the 8-byte data section"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data))
+                .find("data_offsets hold 8 bytes, but dtype F32 and shape [3] need 12"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                data))
+                .find("overlap"),
+            std::string::npos);
+  EXPECT_NE(openError(fileBytes(R"({"__metadata__":{"n":1}})", ""))
+                .find("metadata 'n' is not a string"),
+            std::string::npos);
+  std::string error;
+  EXPECT_FALSE(SafeTensorsFile::open("/nonexistent.safetensors", error));
+  EXPECT_NE(error.find("cannot open: No such file or directory"), std::string::npos);
+}
