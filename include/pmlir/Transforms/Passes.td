@@ -38,4 +38,52 @@ def PrintModelSummary : Pass<"pmlir-print-model-summary", "mlir::ModuleOp"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering
+//===----------------------------------------------------------------------===//
+
+def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
+  let summary = "lowers tfm ops to linalg on tensors";
+  let description = [{
+    Rewrites every `tfm` op with static shapes into `linalg.generic` ops and
+    `tensor` reshapes and slices, in the op's element type:
+
+    - elementwise ops (with trailing broadcast) and activations: one parallel
+      generic each;
+    - `layernorm`/`rmsnorm`/`softmax`: row reductions over the last dimension,
+      then one normalizing generic;
+    - `matmul`: a contraction generic (batch..., m, n, k) honouring the
+      transposes and a shared rank-2 rhs;
+    - `attention`: scores (grouped-query through `h floordiv G` in the key
+      map), scale and causal mask, softmax, and the value contraction;
+    - `rope`, `embedding`, `cross_entropy`: generics that read their partner
+      element, table row or label logit with `tensor.extract`;
+    - `split_heads`/`merge_heads`: reshape plus `linalg.transpose`; `split`:
+      `tensor.extract_slice`; `tfm.layer` is inlined.
+
+    Before:
+    ```mlir
+    %y = tfm.add %x, %b : tensor<2x8x16xf32>, tensor<16xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<2x8x16xf32>
+    %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                                          affine_map<(d0, d1, d2) -> (d2)>,
+                                          affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                         iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%x, %b : tensor<2x8x16xf32>, tensor<16xf32>) outs(%e : tensor<2x8x16xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %s = arith.addf %in, %in_0 : f32
+      linalg.yield %s : f32
+    } -> tensor<2x8x16xf32>
+    ```
+    Ops with dynamic shapes are left alone and the pass fails on them.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 #endif // PMLIR_TRANSFORMS_PASSES_TD

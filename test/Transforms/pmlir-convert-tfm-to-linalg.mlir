@@ -1,0 +1,85 @@
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --split-input-file --verify-diagnostics | FileCheck %s
+
+// CHECK-DAG: #[[ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[LAST:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func @bias_add_broadcasts_the_trailing_dim
+func.func @bias_add_broadcasts_the_trailing_dim(%x: tensor<2x8x16xf32>, %b: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  // CHECK: linalg.generic {indexing_maps = [#[[ID3]], #[[LAST]], #[[ID3]]], iterator_types = ["parallel", "parallel", "parallel"]}
+  // CHECK: arith.addf
+  // CHECK-NOT: tfm.
+  %0 = tfm.add %x, %b : tensor<2x8x16xf32>, tensor<16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+// The [out, in] weight is read as (n, k); the weight is shared by the batch.
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func @matmul_transpose_rhs
+func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) -> tensor<2x3x8xf32> {
+  // CHECK: %[[ZERO:.*]] = linalg.fill
+  // CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+  // CHECK-SAME: outs(%[[ZERO]]
+  %0 = tfm.matmul %x, %w transpose_rhs : tensor<2x3x16xf32>, tensor<8x16xf32> -> tensor<2x3x8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Query head h reads key/value head h floordiv (Hq / Hkv); query s sees keys
+// up to s + (Skv - S).
+// CHECK-DAG: #[[KEY:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
+// CHECK-DAG: #[[VAL:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d4, d3)>
+// CHECK-LABEL: func @grouped_query_causal_attention
+func.func @grouped_query_causal_attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x4x3x4xf32> {
+  // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[KEY]], #{{.*}}]
+  // CHECK: %[[S:.*]] = linalg.index 2
+  // CHECK: %[[T:.*]] = linalg.index 3
+  // CHECK: %[[LAST:.*]] = arith.addi %[[S]], %c2
+  // CHECK: arith.cmpi sgt, %[[T]], %[[LAST]]
+  // CHECK: arith.maximumf
+  // CHECK: math.exp
+  // CHECK: arith.divf
+  // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[VAL]], #{{.*}}]
+  %o = tfm.attention %q, %k, %v causal scale = 0.5 : tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32> -> tensor<1x4x3x4xf32>
+  return %o : tensor<1x4x3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @heads_and_split
+func.func @heads_and_split(%x: tensor<2x7x32xf32>, %w: tensor<16x48xf32>) -> (tensor<2x7x32xf32>, tensor<16x16xf32>) {
+  // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [2, 7, 4, 8]
+  // CHECK: linalg.transpose ins(%{{.*}} : tensor<2x7x4x8xf32>) outs(%{{.*}} : tensor<2x4x7x8xf32>) permutation = [0, 2, 1, 3]
+  // CHECK: linalg.transpose ins(%{{.*}} : tensor<2x4x7x8xf32>) outs(%{{.*}} : tensor<2x7x4x8xf32>) permutation = [0, 2, 1, 3]
+  // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<2x7x4x8xf32> into tensor<2x7x32xf32>
+  // CHECK: tensor.extract_slice %{{.*}}[0, 16] [16, 16] [1, 1]
+  %h = tfm.split_heads %x heads = 4 : tensor<2x7x32xf32> -> tensor<2x4x7x8xf32>
+  %m = tfm.merge_heads %h : tensor<2x4x7x8xf32> -> tensor<2x7x32xf32>
+  %p:3 = tfm.split %w dim = 1 : tensor<16x48xf32> -> tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+  return %m, %p#1 : tensor<2x7x32xf32>, tensor<16x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @layer_is_inlined
+func.func @layer_is_inlined(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  // CHECK-NOT: tfm.
+  // CHECK: math.rsqrt
+  // CHECK: return
+  %0 = tfm.layer 0 : tensor<4x16xf32> {
+    %n = tfm.rmsnorm %x, %g eps = 1.0e-06 : tensor<4x16xf32>, tensor<16xf32>
+    tfm.yield %n : tensor<4x16xf32>
+  }
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dynamic_shapes_are_refused(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{failed to legalize operation 'tfm.silu' that was explicitly marked illegal}}
+  %0 = tfm.silu %x : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
