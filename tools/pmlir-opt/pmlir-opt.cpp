@@ -31,9 +31,11 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
                   mlir::math::MathDialect, mlir::scf::SCFDialect,
                   mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
+  pmlir::registerCpuLoweringInterfaces(registry);
   // Upstream canonicalize, cse, inline, ... next to the pmlir passes.
   mlir::registerTransformsPasses();
   pmlir::registerPMLIRPasses();
+  pmlir::registerPipelines();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "pmlir optimizer driver\n", registry);
   if (output == "-")

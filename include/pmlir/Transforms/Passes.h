@@ -23,6 +23,16 @@ namespace pmlir {
 /// tfm ops with static shapes to linalg, tensor, arith and math.
 void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
+/// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT.
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+
+/// The external interface models the CPU pipeline needs (bufferization and
+/// deallocation of arith, func, linalg, memref, scf, tensor, cf).
+void registerCpuLoweringInterfaces(mlir::DialectRegistry &registry);
+
+/// Registers the pmlir pipelines (pmlir-cpu-pipeline) with the pass registry.
+void registerPipelines();
+
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Transforms/Passes.h.inc"
 

@@ -1,0 +1,21 @@
+// The CPU pipeline takes whole models to the LLVM dialect.
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline | FileCheck %s
+// RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-cpu-pipeline | FileCheck %s
+// RUN: pmlir-opt %s --pmlir-cpu-pipeline | FileCheck %s --check-prefix=SMALL
+
+// CHECK: llvm.func @forward
+// CHECK-NOT: tfm.
+// CHECK-NOT: linalg.
+// CHECK-NOT: memref.
+// CHECK-NOT: tensor.
+
+// Intermediate buffers are freed; the returned one is the caller's.
+// SMALL-LABEL: llvm.func @gelu_of_norm
+// SMALL: llvm.call @malloc
+// SMALL: llvm.call @free
+// SMALL: llvm.return
+func.func @gelu_of_norm(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %n = tfm.rmsnorm %x, %g eps = 1.0e-06 : tensor<4x16xf32>, tensor<16xf32>
+  %y = tfm.gelu %n tanh : tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
