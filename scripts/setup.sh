@@ -12,8 +12,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools zlib1g-dev libzstd-dev
   # safetensors headers
   nlohmann-json3-dev
-  # unit tests
-  libgtest-dev
+  # unit tests; the PyTorch reference of the model tests
+  libgtest-dev python3-torch
 )
 
 missing=()

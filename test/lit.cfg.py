@@ -11,16 +11,18 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pmlir_binary_dir, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs", "reference.py"]
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%pmlir_src", config.pmlir_source_dir))
 config.substitutions.append(("%pmlir_build", config.pmlir_binary_dir))
+# The reference implementations use Debian's python3-torch.
+config.substitutions.append(("%python", "/usr/bin/python3"))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pmlir_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["pmlir-opt", "pmlir-gen"], [config.pmlir_tools_dir]
+    ["pmlir-opt", "pmlir-gen", "pmlir-run"], [config.pmlir_tools_dir]
 )
 
 if config.pmlir_has_cuda:

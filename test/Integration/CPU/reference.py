@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Checks pmlir-run's logits for a pmlir-gen model against an independent
+PyTorch implementation in float64.
+
+  reference.py MODEL.mlir PMLIR_RUN WORKDIR [--seed N] [--tol T] [--tie]
+
+The model's first line is the pmlir-gen command that made it; the config is
+read from there. Random weights under the Hugging Face names and random token
+ids are written as safetensors, pmlir-run computes the logits, and this script
+computes them again from the same f32 values in f64 with torch. It prints the
+relative error ||got - ref|| / ||ref|| and exits non-zero above the tolerance.
+"""
+import argparse
+import json
+import math
+import shlex
+import struct
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.contiguous()
+        dtype = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        assert entry["dtype"] == "F32", entry
+        b, e = entry["data_offsets"]
+        data = bytearray(raw[8 + n + b:8 + n + e])
+        out[name] = torch.frombuffer(data, dtype=torch.float32).reshape(entry["shape"])
+    return out
+
+
+def parse_config(model_path):
+    with open(model_path) as f:
+        first = f.readline()
+    words = shlex.split(first.lstrip("/ ").strip())
+    assert words[0] == "pmlir-gen", first
+    kind, flags = words[1], {}
+    i = 2
+    while i < len(words):
+        key = words[i].lstrip("-").replace("-", "_")
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            flags[key] = float(words[i + 1]) if "." in words[i + 1] or "e" in words[i + 1] else int(words[i + 1])
+            i += 2
+        else:
+            flags[key] = True
+            i += 1
+    return kind, flags
+
+
+def gpt2_weights(c, g):
+    h, w = c["hidden"], {}
+    w["wte.weight"] = torch.randn(c["vocab"], h, generator=g) * 0.1
+    w["wpe.weight"] = torch.randn(c["max_positions"], h, generator=g) * 0.1
+    for i in range(c["layers"]):
+        p = f"h.{i}."
+        for ln in ("ln_1", "ln_2"):
+            w[p + ln + ".weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+            w[p + ln + ".bias"] = 0.1 * torch.randn(h, generator=g)
+        for name, shape in (("attn.c_attn", (h, 3 * h)), ("attn.c_proj", (h, h)),
+                            ("mlp.c_fc", (h, 4 * h)), ("mlp.c_proj", (4 * h, h))):
+            w[p + name + ".weight"] = torch.randn(*shape, generator=g) / math.sqrt(shape[0])
+            w[p + name + ".bias"] = 0.1 * torch.randn(shape[1], generator=g)
+    w["ln_f.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+    w["ln_f.bias"] = 0.1 * torch.randn(h, generator=g)
+    return w
+
+
+def gpt2_forward(c, w, ids):
+    B, S = ids.shape
+    H, A = c["hidden"], c["heads"]
+    D = H // A
+    eps = 1e-5
+    x = w["wte.weight"][ids] + w["wpe.weight"][:S]
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    for i in range(c["layers"]):
+        p = f"h.{i}."
+        y = F.layer_norm(x, (H,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        qkv = y @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        q, k, v = (t.view(B, S, A, D).transpose(1, 2) for t in qkv.split(H, dim=-1))
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+        s = s.masked_fill(~mask, float("-inf"))
+        o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, S, H)
+        x = x + o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        y = F.layer_norm(x, (H,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        m = F.gelu(y @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh")
+        x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+    x = F.layer_norm(x, (H,), w["ln_f.weight"], w["ln_f.bias"], eps)
+    return x @ w["wte.weight"].T
+
+
+def llama_weights(c, g):
+    h, f = c["hidden"], c["ffn"]
+    d = h // c["heads"]
+    w = {"model.embed_tokens.weight": torch.randn(c["vocab"], h, generator=g) * 0.1}
+    for i in range(c["layers"]):
+        p = f"model.layers.{i}."
+        w[p + "input_layernorm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+        w[p + "post_attention_layernorm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+        for name, shape in (("self_attn.q_proj", (c["heads"] * d, h)),
+                            ("self_attn.k_proj", (c["kv_heads"] * d, h)),
+                            ("self_attn.v_proj", (c["kv_heads"] * d, h)),
+                            ("self_attn.o_proj", (h, c["heads"] * d)),
+                            ("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
+                            ("mlp.down_proj", (h, f))):
+            w[p + name + ".weight"] = torch.randn(*shape, generator=g) / math.sqrt(shape[1])
+    w["model.norm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+    if not c.get("tie_embeddings"):
+        w["lm_head.weight"] = torch.randn(c["vocab"], h, generator=g) * 0.1
+    return w
+
+
+def rms_norm(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def llama_forward(c, w, ids):
+    B, S = ids.shape
+    H, A, K = c["hidden"], c["heads"], c["kv_heads"]
+    D, eps, theta = H // A, c.get("rms_eps", 1e-6), c.get("rope_theta", 10000.0)
+    x = w["model.embed_tokens.weight"][ids]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    freqs = torch.arange(S, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    for i in range(c["layers"]):
+        p = f"model.layers.{i}."
+        y = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = (y @ w[p + "self_attn.q_proj.weight"].T).view(B, S, A, D).transpose(1, 2)
+        k = (y @ w[p + "self_attn.k_proj.weight"].T).view(B, S, K, D).transpose(1, 2)
+        v = (y @ w[p + "self_attn.v_proj.weight"].T).view(B, S, K, D).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(A // K, dim=1)
+        v = v.repeat_interleave(A // K, dim=1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+        s = s.masked_fill(~mask, float("-inf"))
+        o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, S, A * D)
+        x = x + o @ w[p + "self_attn.o_proj.weight"].T
+        y = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        m = F.silu(y @ w[p + "mlp.gate_proj.weight"].T) * (y @ w[p + "mlp.up_proj.weight"].T)
+        x = x + m @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if c.get("tie_embeddings") else w["lm_head.weight"]
+    return x @ head.T
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("pmlir_run")
+    ap.add_argument("workdir")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tol", type=float, default=1e-4)
+    args = ap.parse_args()
+
+    kind, c = parse_config(args.model)
+    g = torch.Generator().manual_seed(args.seed)
+    weights = (gpt2_weights if kind == "gpt2" else llama_weights)(c, g)
+    ids = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
+    wpath, ipath, opath = (f"{args.workdir}/{n}.safetensors" for n in ("w", "in", "out"))
+    write_safetensors(wpath, weights)
+    write_safetensors(ipath, {"input_ids": ids})
+    subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
+                    "--output", opath], check=True)
+    got = read_safetensors(opath)["logits"].double()
+    w64 = {k: v.double() for k, v in weights.items()}
+    ref = (gpt2_forward if kind == "gpt2" else llama_forward)(c, w64, ids)
+    err = ((got - ref).norm() / ref.norm()).item()
+    print(f"{kind} logits {list(ref.shape)}: relative error {err:.3e} (tolerance {args.tol:g})")
+    return 0 if err <= args.tol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+//===- pmlir-run.cpp - Compile and run a tfm model on the CPU -------------===//
+//
+// Part of pmlir.
+//
+//   pmlir-run MODEL.mlir [--weights W.safetensors] [--inputs I.safetensors]
+//             [--output O.safetensors] [--seed N] [--print] [--repeat N]
+//             [--entry forward]
+//
+// Arguments of the entry function bind to tensors by their `tfm.name`: first
+// from --inputs, then from --weights. A weight found in neither gets a
+// deterministic seeded init; a missing input is an error. The program is
+// lowered with pmlir-cpu-pipeline and JIT-compiled by MLIR's ExecutionEngine.
+// f32 tensors in the files are used in place from the memory mapping.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+using namespace mlir;
+using namespace pmlir;
+
+static llvm::cl::opt<std::string> modelFile(llvm::cl::Positional,
+                                            llvm::cl::desc("MODEL.mlir"),
+                                            llvm::cl::Required);
+static llvm::cl::opt<std::string> weightsFile("weights",
+                                              llvm::cl::desc("weights (safetensors)"));
+static llvm::cl::opt<std::string> inputsFile("inputs",
+                                             llvm::cl::desc("inputs (safetensors)"));
+static llvm::cl::opt<std::string>
+    outputFile("output", llvm::cl::desc("write the results here (safetensors)"));
+static llvm::cl::opt<std::string> entryName("entry",
+                                            llvm::cl::desc("entry function"),
+                                            llvm::cl::init("forward"));
+static llvm::cl::opt<uint64_t>
+    seed("seed", llvm::cl::desc("seed of the init of missing weights"),
+         llvm::cl::init(0));
+static llvm::cl::opt<bool> printResults(
+    "print", llvm::cl::desc("print shape, mean, std and first values of each result"));
+static llvm::cl::opt<unsigned>
+    repeat("repeat",
+           llvm::cl::desc("after a warm-up, run N times and print the median time"),
+           llvm::cl::init(0));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
+  return 1;
+}
+
+namespace {
+
+/// A ranked memref descriptor as the C interface lays it out:
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct Descriptor {
+  std::vector<int64_t> words;
+
+  Descriptor(void *data, llvm::ArrayRef<int64_t> shape) {
+    words.resize(3 + 2 * shape.size());
+    setPointers(data);
+    words[2] = 0;
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      words[3 + i] = shape[i];
+      words[3 + shape.size() + i] = stride;
+      stride *= shape[i];
+    }
+  }
+  void setPointers(void *data) {
+    std::memcpy(&words[0], &data, sizeof(void *));
+    std::memcpy(&words[1], &data, sizeof(void *));
+  }
+  void *allocated() const {
+    void *p;
+    std::memcpy(&p, &words[0], sizeof(void *));
+    return p;
+  }
+  void *aligned() const {
+    void *p;
+    std::memcpy(&p, &words[1], sizeof(void *));
+    return p;
+  }
+};
+
+/// One bound argument: its storage is either the mapping or `owned`.
+struct Argument {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> owned;
+  void *data = nullptr;
+};
+
+int64_t product(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Deterministic init of a weight named `name`: 1-D `*.bias` -> 0, other
+/// 1-D (norm) weights -> 1, everything else N(0, 0.02). The stream depends on
+/// the seed and the name only, so binding order does not change values.
+void seededInit(const std::string &name, float *out, int64_t n, size_t rank) {
+  bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (rank == 1) {
+    std::fill(out, out + n, bias ? 0.0f : 1.0f);
+    return;
+  }
+  std::mt19937_64 rng(seed ^ std::hash<std::string>{}(name));
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = normal(rng);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "pmlir CPU runner\n");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect, bufferization::BufferizationDialect>();
+  registerCpuLoweringInterfaces(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(modelFile, sourceMgr, &context);
+  if (!module)
+    return 1;
+  auto entry = module->lookupSymbol<func::FuncOp>(entryName);
+  if (!entry)
+    return fail("no function @" + entryName + " in " + modelFile);
+  if (entry.getNumResults() != 1)
+    return fail("@" + entryName + " must return one tensor, returns " +
+                std::to_string(entry.getNumResults()));
+
+  std::string error;
+  std::unique_ptr<SafeTensorsFile> weights, inputs;
+  if (!weightsFile.empty() && !(weights = SafeTensorsFile::open(weightsFile, error)))
+    return fail(error);
+  if (!inputsFile.empty() && !(inputs = SafeTensorsFile::open(inputsFile, error)))
+    return fail(error);
+
+  // Bind every argument by name.
+  std::vector<Argument> args(entry.getNumArguments());
+  for (BlockArgument arg : entry.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return fail("argument #" + std::to_string(i) + " of @" + entryName +
+                  " must be a tensor of static shape");
+    auto nameAttr = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr);
+    if (!nameAttr)
+      return fail("argument #" + std::to_string(i) + " of @" + entryName +
+                  " has no tfm.name to bind it by");
+    Argument &a = args[i];
+    a.name = nameAttr.str();
+    a.shape.assign(type.getShape().begin(), type.getShape().end());
+    int64_t n = product(a.shape);
+    Type element = type.getElementType();
+
+    const TensorView *view = nullptr;
+    const SafeTensorsFile *from = nullptr;
+    for (const SafeTensorsFile *file : {inputs.get(), weights.get()})
+      if (file && !view && (view = file->find(a.name)))
+        from = file;
+    bool isInput = a.name == "input_ids" || !element.isF32();
+    if (!view) {
+      if (isInput)
+        return fail("input '" + a.name + "' (argument #" + std::to_string(i) +
+                    ", " + formatDims(a.shape) + ") is in neither --inputs nor --weights");
+      if (!element.isF32())
+        return fail("argument '" + a.name + "': only f32 weights are supported");
+      a.owned.resize(n * sizeof(float));
+      seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, a.shape.size());
+      a.data = a.owned.data();
+      continue;
+    }
+    if (view->shape != a.shape)
+      return fail("tensor '" + a.name + "' in " + from->path() + ": expected shape " +
+                  formatDims(a.shape) + " (argument #" + std::to_string(i) +
+                  " of @" + entryName + "), got " + formatDims(view->shape));
+    if (element.isF32()) {
+      if (view->dtype == DType::F32 &&
+          reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
+        a.data = const_cast<uint8_t *>(view->data); // used in place
+        continue;
+      }
+      a.owned.resize(n * sizeof(float));
+      if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
+        return fail(error + " in " + from->path() + " (argument '" + a.name +
+                    "' is f32)");
+      a.data = a.owned.data();
+    } else if (auto intType = dyn_cast<IntegerType>(element)) {
+      if (view->dtype != DType::I64 && view->dtype != DType::I32)
+        return fail("tensor '" + a.name + "' in " + from->path() +
+                    ": expected dtype I64 or I32, got " + dtypeName(view->dtype));
+      size_t width = intType.getWidth() / 8;
+      a.owned.resize(n * width);
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t v = view->dtype == DType::I64
+                        ? reinterpret_cast<const int64_t *>(view->data)[k]
+                        : reinterpret_cast<const int32_t *>(view->data)[k];
+        if (width == 8)
+          reinterpret_cast<int64_t *>(a.owned.data())[k] = v;
+        else
+          reinterpret_cast<int32_t *>(a.owned.data())[k] = static_cast<int32_t>(v);
+      }
+      a.data = a.owned.data();
+    } else {
+      return fail("argument '" + a.name + "' has unsupported element type");
+    }
+  }
+
+  // Token ids index embedding tables: out-of-range ids are refused here.
+  WalkResult bad = entry.walk([&](tfm::EmbeddingOp op) {
+    auto arg = dyn_cast<BlockArgument>(op.getIds());
+    if (!arg || arg.getOwner()->getParentOp() != entry)
+      return WalkResult::advance();
+    const Argument &ids = args[arg.getArgNumber()];
+    int64_t vocab = op.getTable().getType().getShape()[0];
+    bool wide = op.getIds().getType().getElementType().getIntOrFloatBitWidth() == 64;
+    for (int64_t k = 0, n = product(ids.shape); k < n; ++k) {
+      int64_t v = wide ? reinterpret_cast<const int64_t *>(ids.data)[k]
+                       : reinterpret_cast<const int32_t *>(ids.data)[k];
+      if (v < 0 || v >= vocab) {
+        error = "token id " + std::to_string(v) + " at flat index " +
+                std::to_string(k) + " of '" + ids.name +
+                "' is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (bad.wasInterrupted())
+    return fail(error);
+
+  // Compile. Arguments may live in a read-only mapping: never write them.
+  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
+  // The binding attributes have served; LLVM translation would warn on them.
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    entry.removeArgAttr(i, tfm::kNameAttr);
+    entry.removeArgAttr(i, tfm::kDimsAttr);
+    entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(&context, false));
+  }
+  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+  PassManager pm(&context);
+  buildCpuLoweringPipeline(pm);
+  if (failed(pm.run(*module)))
+    return fail("lowering " + modelFile + " failed");
+  ExecutionEngineOptions options;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  options.transformer = transformer;
+  auto engine = ExecutionEngine::create(*module, options);
+  if (!engine)
+    return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+
+  std::vector<Descriptor> descriptors;
+  descriptors.reserve(args.size() + 1);
+  descriptors.emplace_back(nullptr, resultType.getShape());
+  for (Argument &a : args)
+    descriptors.emplace_back(a.data, a.shape);
+  std::vector<void *> pointers, packed;
+  for (Descriptor &d : descriptors)
+    pointers.push_back(d.words.data());
+  for (void *&p : pointers)
+    packed.push_back(&p);
+
+  auto run = [&]() -> bool {
+    if (llvm::Error err = (*engine)->invokePacked("_mlir_ciface_" + entryName, packed)) {
+      error = llvm::toString(std::move(err));
+      return false;
+    }
+    return true;
+  };
+  auto releaseResult = [&]() {
+    std::free(descriptors[0].allocated());
+    descriptors[0].setPointers(nullptr);
+  };
+  if (!run())
+    return fail(error);
+
+  if (repeat > 0) {
+    std::vector<double> ms;
+    for (unsigned r = 0; r < repeat; ++r) {
+      releaseResult();
+      auto start = std::chrono::steady_clock::now();
+      if (!run())
+        return fail(error);
+      ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms[ms.size() / 2];
+    int64_t tokens = resultType.getRank() >= 2
+                         ? product(resultType.getShape().drop_back())
+                         : 1;
+    llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s\n", median,
+                                 tokens / (median / 1000.0));
+  }
+
+  const float *logits = static_cast<const float *>(descriptors[0].aligned());
+  int64_t n = product(resultType.getShape());
+  if (printResults) {
+    double sum = 0, squares = 0;
+    for (int64_t k = 0; k < n; ++k)
+      sum += logits[k];
+    double mean = sum / n;
+    for (int64_t k = 0; k < n; ++k)
+      squares += (logits[k] - mean) * (logits[k] - mean);
+    llvm::outs() << "logits: shape " << formatDims(std::vector<int64_t>(
+                        resultType.getShape().begin(), resultType.getShape().end()))
+                 << llvm::format(", mean %.6g, std %.6g, first", mean,
+                                 std::sqrt(squares / n));
+    for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
+      llvm::outs() << llvm::format(" %.6g", logits[k]);
+    llvm::outs() << "\n";
+  }
+  if (!outputFile.empty()) {
+    std::vector<int64_t> shape(resultType.getShape().begin(), resultType.getShape().end());
+    if (!writeSafeTensors(outputFile, {{"logits", DType::F32, shape, logits}}, {}, error))
+      return fail(error);
+  }
+  releaseResult();
+  return 0;
+}
