@@ -222,8 +222,9 @@ int main(int argc, char **argv) {
       }
       a.owned.resize(n * sizeof(float));
       if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
-        return fail(error + " in " + from->path() + " (argument '" + a.name +
-                    "' is f32)");
+        return fail("tensor '" + a.name + "' in " + from->path() +
+                    ": expected dtype F32, F16, BF16 or F64, got " +
+                    dtypeName(view->dtype));
       a.data = a.owned.data();
     } else if (auto intType = dyn_cast<IntegerType>(element)) {
       if (view->dtype != DType::I64 && view->dtype != DType::I32)
