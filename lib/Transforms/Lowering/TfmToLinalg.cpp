@@ -127,6 +127,20 @@ Value reduceRows(OpBuilder &b, Location loc, Value input, ValueRange rowInputs,
       init);
 }
 
+/// sum over the reduction loops of lhs * rhs, into a zero-filled result.
+Value contraction(OpBuilder &b, Location loc, RankedTensorType type, Value lhs,
+                  Value rhs, ArrayRef<AffineMap> maps,
+                  ArrayRef<IteratorType> iterators) {
+  Value init = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
+  return generic(
+      b, loc, type, {lhs, rhs}, maps, iterators,
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::AddFOp::create(nb, l, a[2],
+                                     arith::MulFOp::create(nb, l, a[0], a[1]));
+      },
+      init);
+}
+
 Value addF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::AddFOp::create(b, loc, x, y);
 }
@@ -344,14 +358,7 @@ struct MatmulLowering : TfmPattern<tfm::MatmulOp> {
         map(true, m, n)};
     SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
     iterators.back() = IteratorType::reduction;
-    Value init = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
-    return generic(
-        b, loc, type, {op.getLhs(), op.getRhs()}, maps, iterators,
-        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::AddFOp::create(nb, l, a[2],
-                                       arith::MulFOp::create(nb, l, a[0], a[1]));
-        },
-        init);
+    return contraction(b, loc, type, op.getLhs(), op.getRhs(), maps, iterators);
   }
 };
 
@@ -488,17 +495,12 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
 
     // scores[b, h, s, t] = scale * sum_d q[b, h, s, d] * k[b, h / G, t, d]
     auto scoresType = RankedTensorType::get({q[0], q[1], q[2], k[2]}, t);
-    Value scores = generic(
-        b, loc, scoresType, {op.getQuery(), op.getKey()},
+    Value scores = contraction(
+        b, loc, scoresType, op.getQuery(), op.getKey(),
         {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
          AffineMap::get(5, 0, {d0, d1.floorDiv(group), d3, d4}, ctx),
          AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        iters,
-        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::AddFOp::create(nb, l, a[2],
-                                       arith::MulFOp::create(nb, l, a[0], a[1]));
-        },
-        filled(b, loc, scoresType.getShape(), t, 0.0));
+        iters);
     double scale = op.getScale().convertToDouble();
     bool causal = op.getCausal();
     scores = elementwise(
@@ -519,17 +521,12 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
         });
     Value probs = softmaxRows(b, loc, scores);
     // out[b, h, s, e] = sum_t p[b, h, s, t] * v[b, h / G, t, e]
-    return generic(
-        b, loc, outType, {probs, op.getValue()},
+    return contraction(
+        b, loc, outType, probs, op.getValue(),
         {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
          AffineMap::get(5, 0, {d0, d1.floorDiv(group), d4, d3}, ctx),
          AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        iters,
-        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::AddFOp::create(nb, l, a[2],
-                                       arith::MulFOp::create(nb, l, a[0], a[1]));
-        },
-        filled(b, loc, outType.getShape(), t, 0.0));
+        iters);
   }
 };
 
