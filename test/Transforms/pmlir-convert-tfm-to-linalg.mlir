@@ -20,7 +20,7 @@ func.func @bias_add_broadcasts_the_trailing_dim(%x: tensor<2x8x16xf32>, %b: tens
 // CHECK-LABEL: func @matmul_transpose_rhs
 func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) -> tensor<2x3x8xf32> {
   // CHECK: %[[ZERO:.*]] = linalg.fill
-  // CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+  // CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"], library_call = "pmlir_matmul_f32_r32_t01"}
   // CHECK-SAME: outs(%[[ZERO]]
   %0 = tfm.matmul %x, %w transpose_rhs : tensor<2x3x16xf32>, tensor<8x16xf32> -> tensor<2x3x8xf32>
   return %0 : tensor<2x3x8xf32>

@@ -4,7 +4,7 @@
 //
 //   pmlir-run MODEL.mlir [--weights W.safetensors] [--inputs I.safetensors]
 //             [--output O.safetensors] [--seed N] [--print] [--repeat N]
-//             [--entry forward]
+//             [--threads N] [--entry forward]
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
 // from --inputs, then from --weights. A weight found in neither gets a
@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Transforms/Passes.h"
 
@@ -139,9 +140,40 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank) {
 
 } // namespace
 
+/// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
+/// registers a `threads` option, so pmlir-run reads its own before LLVM's
+/// parser sees the rest. Returns -1 on a malformed value.
+static int takeThreadsFlag(std::vector<char *> &args) {
+  int threads = 0;
+  std::vector<char *> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef arg(args[i]);
+    llvm::StringRef value;
+    if ((arg == "--threads" || arg == "-threads") && i + 1 < args.size())
+      value = args[++i];
+    else if (arg.consume_front("--threads=") || arg.consume_front("-threads="))
+      value = arg;
+    else {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (value.getAsInteger(10, threads) || threads <= 0)
+      return -1;
+  }
+  args = rest;
+  return threads;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  llvm::cl::ParseCommandLineOptions(argc, argv, "pmlir CPU runner\n");
+  std::vector<char *> argList(argv, argv + argc);
+  int threads = takeThreadsFlag(argList);
+  if (threads < 0)
+    return fail("--threads expects a positive number of threads");
+  llvm::cl::ParseCommandLineOptions(
+      static_cast<int>(argList.size()), argList.data(),
+      "pmlir CPU runner\n\n  --threads N   threads of the GEMMs (default: "
+      "all cores)\n");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
@@ -287,6 +319,14 @@ int main(int argc, char **argv) {
   auto engine = ExecutionEngine::create(*module, options);
   if (!engine)
     return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    for (const pmlir_rt_symbol *s = pmlir_rt_cpu_kernel_symbols(); s->name; ++s)
+      map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
+                                llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+  pmlir_rt_set_num_threads(threads);
 
   std::vector<Descriptor> descriptors;
   descriptors.reserve(args.size() + 1);

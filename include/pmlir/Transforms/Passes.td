@@ -86,4 +86,40 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
+  let summary = "fuses elementwise linalg producers into their consumers, except library calls";
+  let description = [{
+    Upstream `linalg-fuse-elementwise-ops`, with one restriction: a generic
+    that names a library call (an f32 matmul bound for BLAS) is neither fused
+    into nor fused away, so that it stays one kernel call. Bias adds,
+    activations and the normalizing step of norms fuse with each other.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
+  let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
+  let description = [{
+    After bufferization, every `linalg.generic` whose `library_call` starts
+    with `pmlir_` (the f32 matmuls of `pmlir-convert-tfm-to-linalg`) becomes
+    a `func.call` of that name on its operands, cast to fully dynamic strided
+    memrefs, and a private declaration with `llvm.emit_c_interface`, so that
+    the callee receives memref descriptors (`_mlir_ciface_<name>`). pmlir-run
+    binds these names to BLAS-backed kernels. Other linalg ops are untouched.
+
+    Before:
+    ```mlir
+    linalg.generic {..., library_call = "pmlir_matmul_f32_r32_t00"}
+        ins(%a, %w : memref<2x3x16xf32>, memref<16x8xf32>) outs(%c : memref<2x3x8xf32>) {...}
+    ```
+    After:
+    ```mlir
+    %0 = memref.cast %a : memref<2x3x16xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+    ...
+    call @pmlir_matmul_f32_r32_t00(%0, %1, %2) : (...) -> ()
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif // PMLIR_TRANSFORMS_PASSES_TD

@@ -33,7 +33,7 @@ using namespace mlir;
 
 void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertTfmToLinalg());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -43,6 +43,9 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
 
+  // Contractions marked with a library call (f32 matmuls) become calls to
+  // the BLAS-backed kernels in lib/Support/CpuKernels.cpp.
+  pm.addPass(createLinalgToLibraryCalls());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

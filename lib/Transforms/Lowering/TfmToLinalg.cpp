@@ -358,7 +358,20 @@ struct MatmulLowering : TfmPattern<tfm::MatmulOp> {
         map(true, m, n)};
     SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
     iterators.back() = IteratorType::reduction;
-    return contraction(b, loc, type, op.getLhs(), op.getRhs(), maps, iterators);
+    Value result =
+        contraction(b, loc, type, op.getLhs(), op.getRhs(), maps, iterators);
+    // f32 matmuls become calls into BLAS after bufferization (see
+    // CpuPipeline.cpp); the name encodes the operand ranks and transposes.
+    if (type.getElementType().isF32()) {
+      std::string name = "pmlir_matmul_f32_r" +
+                         std::to_string(tensorType(op.getLhs()).getRank()) +
+                         std::to_string(tensorType(op.getRhs()).getRank()) +
+                         "_t" + (op.getTransposeLhs() ? "1" : "0") +
+                         (op.getTransposeRhs() ? "1" : "0");
+      result.getDefiningOp<linalg::GenericOp>().setLibraryCallAttr(
+          b.getStringAttr(name));
+    }
+    return result;
   }
 };
 

@@ -1,0 +1,33 @@
+/*===- CpuKernels.h - BLAS-backed kernels for JIT-compiled code -*- C -*-===*\
+|*                                                                          *|
+|* Part of pmlir.                                                           *|
+|*                                                                          *|
+|* The kernels that pmlir-linalg-to-library-calls calls. They take memref   *|
+|* descriptors (the `llvm.emit_c_interface` convention) and never link      *|
+|* MLIR.                                                                    *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef PMLIR_RUNTIME_CPUKERNELS_H
+#define PMLIR_RUNTIME_CPUKERNELS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One kernel: the symbol the JIT looks up and its address. */
+typedef struct {
+  const char *name;
+  void *address;
+} pmlir_rt_symbol;
+
+/* The kernels, terminated by an entry whose name is null. */
+const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void);
+
+/* Threads used by the GEMMs (OpenBLAS); n <= 0 keeps the default. */
+void pmlir_rt_set_num_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PMLIR_RUNTIME_CPUKERNELS_H */

@@ -1,0 +1,134 @@
+//===- CpuKernels.cpp - BLAS-backed kernels for JIT-compiled code ---------===//
+//
+// Part of pmlir.
+//
+// tfm.matmul on f32 lowers to a call of pmlir_matmul_f32_r<L><R>_t<A><B>
+// (lhs rank L, rhs rank R, transposes A and B) with memref descriptors of
+// lhs, rhs and the zero-initialized result; the kernel accumulates
+// lhs @ rhs into the result with cblas_sgemm, one call per batch element, or
+// one call for the whole batch when a shared rank-2 rhs meets a contiguous
+// lhs (the common activation-times-weight case).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Runtime/CpuKernels.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <cblas.h>
+
+#include <cstdint>
+
+namespace {
+
+template <int Rank>
+bool isContiguous(const StridedMemRefType<float, Rank> *m) {
+  int64_t expected = 1;
+  for (int i = Rank - 1; i >= 0; --i) {
+    if (m->sizes[i] != 1 && m->strides[i] != expected)
+      return false;
+    expected *= m->sizes[i];
+  }
+  return true;
+}
+
+/// Offset of batch element `b` (row-major over the leading Rank-2 dims).
+template <int Rank>
+int64_t batchOffset(const StridedMemRefType<float, Rank> *m,
+                    const int64_t *batchSizes, int64_t b) {
+  int64_t offset = m->offset;
+  for (int i = Rank - 3; i >= 0; --i) {
+    offset += (b % batchSizes[i]) * m->strides[i];
+    b /= batchSizes[i];
+  }
+  return offset;
+}
+
+/// Row-major GEMM with BLAS when the innermost strides are 1, else loops.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, int64_t aRow, int64_t aCol, const float *b,
+          int64_t bRow, int64_t bCol, float *c, int64_t cRow, int64_t cCol) {
+  if (aCol == 1 && bCol == 1 && cCol == 1) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, aRow, b,
+                bRow, 1.0f, c, cRow);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = c[i * cRow + j * cCol];
+      for (int64_t p = 0; p < k; ++p) {
+        float x = transA ? a[p * aRow + i * aCol] : a[i * aRow + p * aCol];
+        float y = transB ? b[j * bRow + p * bCol] : b[p * bRow + j * bCol];
+        sum += x * y;
+      }
+      c[i * cRow + j * cCol] = sum;
+    }
+}
+
+template <int L, int R, bool TA, bool TB>
+void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
+            StridedMemRefType<float, L> *out) {
+  static_assert(L >= 2 && (R == 2 || R == L), "unsupported ranks");
+  int64_t m = out->sizes[L - 2], n = out->sizes[L - 1];
+  int64_t k = TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1];
+  int64_t batch = 1;
+  for (int i = 0; i < L - 2; ++i)
+    batch *= out->sizes[i];
+  const float *a = lhs->data;
+  const float *b = rhs->data;
+  float *c = out->data;
+  int64_t bRow = rhs->strides[R - 2], bCol = rhs->strides[R - 1];
+
+  if (R == 2 && !TA && isContiguous(lhs) && isContiguous(out)) {
+    gemm(false, TB, batch * m, n, k, a + lhs->offset, k, 1, b + rhs->offset,
+         bRow, bCol, c + out->offset, n, 1);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t bOff = rhs->offset;
+    if constexpr (R == L)
+      bOff = batchOffset(rhs, out->sizes, i);
+    gemm(TA, TB, m, n, k, a + batchOffset(lhs, out->sizes, i),
+         lhs->strides[L - 2], lhs->strides[L - 1], b + bOff, bRow, bCol,
+         c + batchOffset(out, out->sizes, i), out->strides[L - 2],
+         out->strides[L - 1]);
+  }
+}
+
+} // namespace
+
+#define PMLIR_MATMUL(L, R, TA, TB)                                             \
+  extern "C" void _mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB(          \
+      StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,      \
+      StridedMemRefType<float, L> *out) {                                      \
+    matmul<L, R, TA, TB>(lhs, rhs, out);                                       \
+  }
+#define PMLIR_MATMUL_TRANSPOSES(L, R)                                          \
+  PMLIR_MATMUL(L, R, 0, 0)                                                     \
+  PMLIR_MATMUL(L, R, 0, 1) PMLIR_MATMUL(L, R, 1, 0) PMLIR_MATMUL(L, R, 1, 1)
+
+PMLIR_MATMUL_TRANSPOSES(2, 2)
+PMLIR_MATMUL_TRANSPOSES(3, 2)
+PMLIR_MATMUL_TRANSPOSES(3, 3)
+PMLIR_MATMUL_TRANSPOSES(4, 2)
+PMLIR_MATMUL_TRANSPOSES(4, 4)
+
+#define PMLIR_SYMBOL(L, R, TA, TB)                                             \
+  {"_mlir_ciface_pmlir_matmul_f32_r" #L #R "_t" #TA #TB,                       \
+   reinterpret_cast<void *>(&_mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB)},
+#define PMLIR_SYMBOLS(L, R)                                                    \
+  PMLIR_SYMBOL(L, R, 0, 0)                                                     \
+  PMLIR_SYMBOL(L, R, 0, 1) PMLIR_SYMBOL(L, R, 1, 0) PMLIR_SYMBOL(L, R, 1, 1)
+
+extern "C" const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void) {
+  static const pmlir_rt_symbol symbols[] = {
+      PMLIR_SYMBOLS(2, 2) PMLIR_SYMBOLS(3, 2) PMLIR_SYMBOLS(3, 3)
+          PMLIR_SYMBOLS(4, 2) PMLIR_SYMBOLS(4, 4){nullptr, nullptr}};
+  return symbols;
+}
+
+extern "C" void pmlir_rt_set_num_threads(int n) {
+  if (n > 0)
+    openblas_set_num_threads(n);
+}

@@ -1,0 +1,17 @@
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-fuse-elementwise | FileCheck %s
+
+// The bias add and the GELU fuse into one generic; the matmul keeps its
+// library call and is fused with neither.
+// CHECK-LABEL: func @matmul_bias_gelu
+func.func @matmul_bias_gelu(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[MM:.*]] = linalg.generic {{.*}}library_call = "pmlir_matmul_f32_r22_t00"
+  // CHECK: linalg.generic {{.*}} ins(%[[MM]], %{{.*}} : tensor<4x8xf32>, tensor<8xf32>)
+  // CHECK:   arith.addf
+  // CHECK:   math.tanh
+  // CHECK-NOT: linalg.generic
+  // CHECK: return
+  %y = tfm.matmul %x, %w : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %z = tfm.add %y, %b : tensor<4x8xf32>, tensor<8xf32>
+  %g = tfm.gelu %z tanh : tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}

@@ -1,0 +1,34 @@
+// RUN: pmlir-opt %s --pmlir-linalg-to-library-calls | FileCheck %s
+
+#lhs = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#rhs = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+#out = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+
+// CHECK-LABEL: func.func private @pmlir_matmul_f32_r32_t00(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func @marked_contraction_becomes_a_call
+func.func @marked_contraction_becomes_a_call(%a: memref<2x3x16xf32>, %w: memref<16x8xf32, strided<[24, 1], offset: 8>>, %c: memref<2x3x8xf32>) {
+  // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<2x3x16xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+  // CHECK: %[[W:.*]] = memref.cast %{{.*}} : memref<16x8xf32, strided<[24, 1], offset: 8>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  // CHECK: %[[C:.*]] = memref.cast
+  // CHECK: call @pmlir_matmul_f32_r32_t00(%[[A]], %[[W]], %[[C]])
+  // CHECK-NOT: linalg.generic
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "parallel", "reduction"], library_call = "pmlir_matmul_f32_r32_t00"}
+      ins(%a, %w : memref<2x3x16xf32>, memref<16x8xf32, strided<[24, 1], offset: 8>>) outs(%c : memref<2x3x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @unmarked_ops_stay
+func.func @unmarked_ops_stay(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // CHECK: linalg.generic
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}
