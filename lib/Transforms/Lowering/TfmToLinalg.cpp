@@ -246,10 +246,9 @@ struct SiluLowering : UnaryLowering<tfm::SiluOp> {
   }
 };
 
-/// Softmax over the last dimension: max, sum of exp(x - max), divide.
-Value softmaxRows(OpBuilder &b, Location loc, Value x) {
-  RankedTensorType type = tensorType(x);
-  unsigned rank = type.getRank();
+/// Per row of the last dimension: the max and the sum of exp(x - max), the
+/// numerically safe parts of softmax and logsumexp.
+std::pair<Value, Value> rowMaxAndExpSum(OpBuilder &b, Location loc, Value x) {
   Value max = reduceRows(b, loc, x, {}, -INFINITY, identity, maxF);
   Value sum = reduceRows(
       b, loc, x, {max}, 0.0,
@@ -257,6 +256,14 @@ Value softmaxRows(OpBuilder &b, Location loc, Value x) {
         return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, v, row[0]));
       },
       addF);
+  return {max, sum};
+}
+
+/// Softmax over the last dimension: max, sum of exp(x - max), divide.
+Value softmaxRows(OpBuilder &b, Location loc, Value x) {
+  RankedTensorType type = tensorType(x);
+  unsigned rank = type.getRank();
+  auto [max, sum] = rowMaxAndExpSum(b, loc, x);
   return elementwise(b, loc, type, {x, max, sum},
                      {b.getMultiDimIdentityMap(rank), rowMap(b, rank), rowMap(b, rank)},
                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -575,14 +582,8 @@ struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
     RankedTensorType type = tensorType(logits);
     Type t = type.getElementType();
     unsigned rank = type.getRank();
-    // logsumexp per token.
-    Value max = reduceRows(b, loc, logits, {}, -INFINITY, identity, maxF);
-    Value sum = reduceRows(
-        b, loc, logits, {max}, 0.0,
-        [](OpBuilder &nb, Location l, Value v, ValueRange row) -> Value {
-          return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, v, row[0]));
-        },
-        addF);
+    // logsumexp per token is max + log(sum).
+    auto [max, sum] = rowMaxAndExpSum(b, loc, logits);
     // Sum over tokens of (lse - logit[label]) and the count of counted tokens.
     unsigned tokenRank = rank - 1;
     auto scalar = RankedTensorType::get({}, t);
