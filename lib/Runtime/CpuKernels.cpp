@@ -4,8 +4,9 @@
 //
 // tfm.matmul on f32 lowers to a call of pmlir_matmul_f32_r<L><R>_t<A><B>
 // (lhs rank L, rhs rank R, transposes A and B) with memref descriptors of
-// lhs, rhs and the zero-initialized result; the kernel accumulates
-// lhs @ rhs into the result with cblas_sgemm, one call per batch element, or
+// lhs, rhs and the result and a flag `accumulate`; the kernel adds lhs @ rhs
+// into the result (accumulate) or overwrites it (not read, so it may be
+// uninitialized) with cblas_sgemm, one call per batch element, or
 // one call for the whole batch when a shared rank-2 rhs meets a contiguous
 // lhs (the common activation-times-weight case).
 //
@@ -47,16 +48,18 @@ int64_t batchOffset(const StridedMemRefType<float, Rank> *m,
 /// Row-major GEMM with BLAS when the innermost strides are 1, else loops.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, int64_t aRow, int64_t aCol, const float *b,
-          int64_t bRow, int64_t bCol, float *c, int64_t cRow, int64_t cCol) {
+          int64_t bRow, int64_t bCol, float *c, int64_t cRow, int64_t cCol,
+          bool accumulate) {
   if (aCol == 1 && bCol == 1 && cCol == 1) {
+    // BLAS does not read C when beta is zero.
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, aRow, b,
-                bRow, 1.0f, c, cRow);
+                bRow, accumulate ? 1.0f : 0.0f, c, cRow);
     return;
   }
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      float sum = c[i * cRow + j * cCol];
+      float sum = accumulate ? c[i * cRow + j * cCol] : 0.0f;
       for (int64_t p = 0; p < k; ++p) {
         float x = transA ? a[p * aRow + i * aCol] : a[i * aRow + p * aCol];
         float y = transB ? b[j * bRow + p * bCol] : b[p * bRow + j * bCol];
@@ -68,7 +71,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 template <int L, int R, bool TA, bool TB>
 void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
-            StridedMemRefType<float, L> *out) {
+            StridedMemRefType<float, L> *out, bool accumulate) {
   static_assert(L >= 2 && (R == 2 || R == L), "unsupported ranks");
   int64_t m = out->sizes[L - 2], n = out->sizes[L - 1];
   int64_t k = TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1];
@@ -82,7 +85,7 @@ void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
 
   if (R == 2 && !TA && isContiguous(lhs) && isContiguous(out)) {
     gemm(false, TB, batch * m, n, k, a + lhs->offset, k, 1, b + rhs->offset,
-         bRow, bCol, c + out->offset, n, 1);
+         bRow, bCol, c + out->offset, n, 1, accumulate);
     return;
   }
   for (int64_t i = 0; i < batch; ++i) {
@@ -92,7 +95,7 @@ void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
     gemm(TA, TB, m, n, k, a + batchOffset(lhs, out->sizes, i),
          lhs->strides[L - 2], lhs->strides[L - 1], b + bOff, bRow, bCol,
          c + batchOffset(out, out->sizes, i), out->strides[L - 2],
-         out->strides[L - 1]);
+         out->strides[L - 1], accumulate);
   }
 }
 
@@ -101,8 +104,8 @@ void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
 #define PMLIR_MATMUL(L, R, TA, TB)                                             \
   extern "C" void _mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB(          \
       StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,      \
-      StridedMemRefType<float, L> *out) {                                      \
-    matmul<L, R, TA, TB>(lhs, rhs, out);                                       \
+      StridedMemRefType<float, L> *out, bool accumulate) {                     \
+    matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);                           \
   }
 #define PMLIR_MATMUL_TRANSPOSES(L, R)                                          \
   PMLIR_MATMUL(L, R, 0, 0)                                                     \

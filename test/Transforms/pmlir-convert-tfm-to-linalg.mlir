@@ -28,21 +28,26 @@ func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) ->
 
 // -----
 
-// Query head h reads key/value head h floordiv (Hq / Hkv); query s sees keys
-// up to s + (Skv - S).
-// CHECK-DAG: #[[KEY:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
-// CHECK-DAG: #[[VAL:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d4, d3)>
+// The two query heads that share a kv head are the rows of one matmul:
+// [1, 4, 3, 8] is viewed as [1, 2, 6, 8]. Row r is query r mod 3, which sees
+// keys up to (r mod 3) + (Skv - S).
 // CHECK-LABEL: func @grouped_query_causal_attention
 func.func @grouped_query_causal_attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x4x3x4xf32> {
-  // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[KEY]], #{{.*}}]
-  // CHECK: %[[S:.*]] = linalg.index 2
+  // CHECK: %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 3, 8]
+  // CHECK: %[[Q:.*]] = tensor.collapse_shape %[[E]] {{\[\[}}0], [1], [2, 3], [4]] : tensor<1x2x2x3x8xf32> into tensor<1x2x6x8xf32>
+  // CHECK: linalg.generic {{.*}}library_call = "pmlir_matmul_f32_r44_t01"{{.*}} ins(%[[Q]], %{{.*}} : tensor<1x2x6x8xf32>, tensor<1x2x5x8xf32>)
+  // CHECK: %[[ROW:.*]] = linalg.index 2
+  // CHECK: %[[S:.*]] = arith.remui %[[ROW]], %c3
   // CHECK: %[[T:.*]] = linalg.index 3
   // CHECK: %[[LAST:.*]] = arith.addi %[[S]], %c2
-  // CHECK: arith.cmpi sgt, %[[T]], %[[LAST]]
+  // CHECK: arith.cmpi ugt, %[[T]], %[[LAST]]
   // CHECK: arith.maximumf
   // CHECK: math.exp
+  // CHECK: arith.addf {{.*}} fastmath<reassoc>
   // CHECK: arith.divf
-  // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[VAL]], #{{.*}}]
+  // CHECK: %[[O:.*]] = linalg.generic {{.*}}library_call = "pmlir_matmul_f32_r44_t00"{{.*}} outs(%{{.*}} : tensor<1x2x6x4xf32>)
+  // CHECK: %[[OE:.*]] = tensor.expand_shape %[[O]] {{\[\[}}0], [1], [2, 3], [4]] output_shape [1, 2, 2, 3, 4]
+  // CHECK: tensor.collapse_shape %[[OE]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x2x3x4xf32> into tensor<1x4x3x4xf32>
   %o = tfm.attention %q, %k, %v causal scale = 0.5 : tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32> -> tensor<1x4x3x4xf32>
   return %o : tensor<1x4x3x4xf32>
 }

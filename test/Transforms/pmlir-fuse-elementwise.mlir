@@ -15,3 +15,18 @@ func.func @matmul_bias_gelu(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tens
   %g = tfm.gelu %z tanh : tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// A residual sum read by the norm's reductions and by the next residual add
+// is computed once and stored, not recomputed in each of its consumers.
+// CHECK-LABEL: func @shared_residual_is_not_recomputed
+func.func @shared_residual_is_not_recomputed(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  // CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x16xf32>, tensor<4x16xf32>)
+  // CHECK: %[[SQ:.*]] = linalg.generic {{.*}} ins(%[[R]] : tensor<4x16xf32>)
+  // CHECK: linalg.generic {{.*}} ins(%[[R]], %[[SQ]], %arg2 :
+  // CHECK-NOT: linalg.generic
+  // CHECK: return
+  %r = tfm.add %x, %y : tensor<4x16xf32>, tensor<4x16xf32>
+  %n = tfm.rmsnorm %r, %g eps = 1.0e-06 : tensor<4x16xf32>, tensor<16xf32>
+  %s = tfm.add %r, %n : tensor<4x16xf32>, tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}

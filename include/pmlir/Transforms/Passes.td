@@ -54,8 +54,10 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
       then one normalizing generic;
     - `matmul`: a contraction generic (batch..., m, n, k) honouring the
       transposes and a shared rank-2 rhs;
-    - `attention`: scores (grouped-query through `h floordiv G` in the key
-      map), scale and causal mask, softmax, and the value contraction;
+    - `attention`: two batched matmuls around a scaled, causally masked
+      softmax; the G query heads sharing a kv head are viewed as the rows of
+      one matmul ([B, A, S, D] as [B, K, G*S, D], a reshape), so
+      grouped-query attention never repeats keys or values;
     - `rope`, `embedding`, `cross_entropy`: generics that read their partner
       element, table row or label logit with `tensor.extract`;
     - `split_heads`/`merge_heads`: reshape plus `linalg.transpose`; `split`:
@@ -89,12 +91,34 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
 def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
   let summary = "fuses elementwise linalg producers into their consumers, except library calls";
   let description = [{
-    Upstream `linalg-fuse-elementwise-ops`, with one restriction: a generic
+    Upstream `linalg-fuse-elementwise-ops`, with two restrictions. A generic
     that names a library call (an f32 matmul bound for BLAS) is neither fused
-    into nor fused away, so that it stays one kernel call. Bias adds,
+    into nor fused away, so that it stays one kernel call. A producer is fused
+    only into its sole consumer: one with several consumers is computed once
+    and stored, not recomputed in each (along a residual stream that would
+    recompute every earlier layer's adds in every later layer). Bias adds,
     activations and the normalizing step of norms fuse with each other.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def ApproximateMath : Pass<"pmlir-approximate-math"> {
+  let summary = "replaces f32 transcendental math ops by inline polynomial approximations";
+  let description = [{
+    `math.exp`, `tanh`, `erf`, `log`, `sin`, `cos` and friends on f32 would
+    otherwise become calls into libm, one scalar call per element, which
+    keeps every loop around them from vectorizing. This pass rewrites them
+    with upstream MLIR's polynomial approximations (range reduction plus a
+    minimax polynomial, within a few ulp of libm) into plain `arith` ops
+    that LLVM vectorizes. Ops on other types are left to libm.
+
+    Before:
+    ```mlir
+    %y = math.exp %x : f32
+    ```
+    After: a few dozen `arith` ops (`mulf`, `fma`, `bitcast`, `select`, ...).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
 }
 
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
@@ -107,6 +131,12 @@ def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp
     the callee receives memref descriptors (`_mlir_ciface_<name>`). pmlir-run
     binds these names to BLAS-backed kernels. Other linalg ops are untouched.
 
+    The call takes one more operand, `accumulate` (i1): the kernel adds into
+    the output when true and overwrites it when false. It is false when the
+    op right before is a `linalg.fill` of zero into the output, which is then
+    erased, so that the output is written once instead of zeroed, read back
+    and written.
+
     Before:
     ```mlir
     linalg.generic {..., library_call = "pmlir_matmul_f32_r32_t00"}
@@ -116,10 +146,12 @@ def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp
     ```mlir
     %0 = memref.cast %a : memref<2x3x16xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
     ...
-    call @pmlir_matmul_f32_r32_t00(%0, %1, %2) : (...) -> ()
+    %true = arith.constant true
+    call @pmlir_matmul_f32_r32_t00(%0, %1, %2, %true) : (...) -> ()
     ```
   }];
-  let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 #endif // PMLIR_TRANSFORMS_PASSES_TD

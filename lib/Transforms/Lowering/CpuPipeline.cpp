@@ -4,7 +4,9 @@
 //
 // tfm -> linalg on tensors -> elementwise fusion -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
-// plain strided memrefs) -> ownership-based deallocation -> loops -> LLVM.
+// plain strided memrefs) -> ownership-based deallocation -> BLAS calls for
+// f32 matmuls -> loops -> polynomial f32 math -> LLVM. The loops are left to
+// LLVM's vectorizers, with the host's target machine (see pmlir-run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +46,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm);
 
   // Contractions marked with a library call (f32 matmuls) become calls to
-  // the BLAS-backed kernels in lib/Support/CpuKernels.cpp.
+  // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.
   pm.addPass(createLinalgToLibraryCalls());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -52,6 +54,8 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // f32 transcendentals inline (vectorizable); the rest to intrinsics/libm.
+  pm.addPass(createApproximateMath());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());

@@ -30,7 +30,13 @@ struct FuseElementwisePass
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *fused) {
-          return !namesLibraryCall(fused->getOwner()) &&
+          Operation *consumer = fused->getOwner();
+          // A producer with other consumers would be recomputed in each of
+          // them; along a residual stream that is every later layer.
+          bool onlyConsumer = llvm::all_of(fused->get().getUsers(), [&](Operation *user) {
+            return user == consumer;
+          });
+          return onlyConsumer && !namesLibraryCall(consumer) &&
                  !namesLibraryCall(fused->get().getDefiningOp());
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

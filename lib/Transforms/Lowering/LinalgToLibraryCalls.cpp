@@ -9,9 +9,11 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace pmlir {
@@ -46,6 +48,15 @@ struct LinalgToLibraryCallsPass
         ops.push_back(op);
     });
     for (linalg::GenericOp op : ops) {
+      // A zero fill of the output right before the op need not be written
+      // and read back: the kernel is told to overwrite instead.
+      bool accumulate = true;
+      if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+          fill && fill.getOutputs()[0] == op.getDpsInits()[0] &&
+          matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+        fill.erase();
+        accumulate = false;
+      }
       OpBuilder b(op);
       Location loc = op.getLoc();
       SmallVector<Value> operands;
@@ -55,6 +66,8 @@ struct LinalgToLibraryCallsPass
         operands.push_back(memref::CastOp::create(b, loc, type, v));
         types.push_back(type);
       }
+      operands.push_back(arith::ConstantOp::create(b, loc, b.getBoolAttr(accumulate)));
+      types.push_back(b.getI1Type());
       StringRef name = *op.getLibraryCall();
       auto fnType = b.getFunctionType(types, {});
       if (auto existing = symbols.lookup<func::FuncOp>(name)) {

@@ -141,8 +141,13 @@ Value contraction(OpBuilder &b, Location loc, RankedTensorType type, Value lhs,
       init);
 }
 
+/// The combining add of a row reduction. Reassociation lets LLVM keep
+/// several partial sums in vector lanes; without it a sum is one serial
+/// chain of scalar adds.
 Value addF(OpBuilder &b, Location loc, Value x, Value y) {
-  return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddFOp::create(
+      b, loc, x, y,
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc));
 }
 Value maxF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaximumFOp::create(b, loc, x, y);
@@ -338,47 +343,56 @@ struct RmsNormLowering : TfmPattern<tfm::RmsNormOp> {
   }
 };
 
+/// lhs @ rhs over the trailing two dims (batched when lhs has more; a rank-2
+/// rhs is shared by every batch element), with optional transposes.
+Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transposeLhs,
+             bool transposeRhs) {
+  RankedTensorType lhsType = tensorType(lhs), rhsType = tensorType(rhs);
+  unsigned rank = lhsType.getRank(), batch = rank - 2;
+  ArrayRef<int64_t> l = lhsType.getShape(), r = rhsType.getShape();
+  SmallVector<int64_t> shape(l.drop_back(2));
+  shape.push_back(transposeLhs ? l[rank - 1] : l[rank - 2]);
+  shape.push_back(transposeRhs ? r[r.size() - 2] : r[r.size() - 1]);
+  auto type = RankedTensorType::get(shape, lhsType.getElementType());
+  // Loops: batch..., m, n, k.
+  unsigned loops = batch + 3;
+  AffineExpr m = b.getAffineDimExpr(batch), n = b.getAffineDimExpr(batch + 1),
+             k = b.getAffineDimExpr(batch + 2);
+  SmallVector<AffineExpr> batchDims;
+  for (unsigned i = 0; i < batch; ++i)
+    batchDims.push_back(b.getAffineDimExpr(i));
+  auto map = [&](bool withBatch, AffineExpr x, AffineExpr y) {
+    SmallVector<AffineExpr> exprs;
+    if (withBatch)
+      exprs.append(batchDims);
+    exprs.append({x, y});
+    return AffineMap::get(loops, 0, exprs, b.getContext());
+  };
+  bool batchedRhs = rhsType.getRank() > 2;
+  SmallVector<AffineMap> maps = {
+      transposeLhs ? map(true, k, m) : map(true, m, k),
+      transposeRhs ? map(batchedRhs, n, k) : map(batchedRhs, k, n),
+      map(true, m, n)};
+  SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
+  iterators.back() = IteratorType::reduction;
+  Value result = contraction(b, loc, type, lhs, rhs, maps, iterators);
+  // f32 matmuls become calls into BLAS after bufferization (see
+  // CpuPipeline.cpp); the name encodes the operand ranks and transposes.
+  if (type.getElementType().isF32()) {
+    std::string name = "pmlir_matmul_f32_r" + std::to_string(rank) +
+                       std::to_string(rhsType.getRank()) + "_t" +
+                       (transposeLhs ? "1" : "0") + (transposeRhs ? "1" : "0");
+    result.getDefiningOp<linalg::GenericOp>().setLibraryCallAttr(
+        b.getStringAttr(name));
+  }
+  return result;
+}
+
 struct MatmulLowering : TfmPattern<tfm::MatmulOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::MatmulOp op, PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = tensorType(op.getResult());
-    unsigned batch = type.getRank() - 2;
-    // Loops: batch..., m, n, k.
-    unsigned loops = batch + 3;
-    AffineExpr m = b.getAffineDimExpr(batch), n = b.getAffineDimExpr(batch + 1),
-               k = b.getAffineDimExpr(batch + 2);
-    SmallVector<AffineExpr> batchDims;
-    for (unsigned i = 0; i < batch; ++i)
-      batchDims.push_back(b.getAffineDimExpr(i));
-    auto map = [&](bool withBatch, AffineExpr x, AffineExpr y) {
-      SmallVector<AffineExpr> exprs;
-      if (withBatch)
-        exprs.append(batchDims);
-      exprs.append({x, y});
-      return AffineMap::get(loops, 0, exprs, b.getContext());
-    };
-    bool batchedRhs = tensorType(op.getRhs()).getRank() > 2;
-    SmallVector<AffineMap> maps = {
-        op.getTransposeLhs() ? map(true, k, m) : map(true, m, k),
-        op.getTransposeRhs() ? map(batchedRhs, n, k) : map(batchedRhs, k, n),
-        map(true, m, n)};
-    SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
-    iterators.back() = IteratorType::reduction;
-    Value result =
-        contraction(b, loc, type, op.getLhs(), op.getRhs(), maps, iterators);
-    // f32 matmuls become calls into BLAS after bufferization (see
-    // CpuPipeline.cpp); the name encodes the operand ranks and transposes.
-    if (type.getElementType().isF32()) {
-      std::string name = "pmlir_matmul_f32_r" +
-                         std::to_string(tensorType(op.getLhs()).getRank()) +
-                         std::to_string(tensorType(op.getRhs()).getRank()) +
-                         "_t" + (op.getTransposeLhs() ? "1" : "0") +
-                         (op.getTransposeRhs() ? "1" : "0");
-      result.getDefiningOp<linalg::GenericOp>().setLibraryCallAttr(
-          b.getStringAttr(name));
-    }
-    return result;
+    return matmul(b, op.getLoc(), op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                  op.getTransposeRhs());
   }
 };
 
@@ -497,6 +511,10 @@ struct RopeLowering : TfmPattern<tfm::RopeOp> {
   }
 };
 
+/// Attention as two batched GEMMs around a masked softmax. The G query
+/// heads that share a kv head are rows of one GEMM: q [B, A, S, D] is viewed
+/// as [B, K, G*S, D] (a reshape, no copy), so grouped-query attention costs
+/// no repeated keys or values.
 struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::AttentionOp op, PatternRewriter &b) const override {
@@ -505,22 +523,21 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
     ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
     ArrayRef<int64_t> k = tensorType(op.getKey()).getShape();
     Type t = outType.getElementType();
-    int64_t group = q[1] / k[1], offset = k[2] - q[2];
-    MLIRContext *ctx = b.getContext();
-    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
-               d2 = b.getAffineDimExpr(2), d3 = b.getAffineDimExpr(3),
-               d4 = b.getAffineDimExpr(4);
-    SmallVector<IteratorType> iters(5, IteratorType::parallel);
-    iters.back() = IteratorType::reduction;
+    int64_t heads = q[1], kvHeads = k[1], group = heads / kvHeads;
+    int64_t seq = q[2], offset = k[2] - q[2];
 
-    // scores[b, h, s, t] = scale * sum_d q[b, h, s, d] * k[b, h / G, t, d]
-    auto scoresType = RankedTensorType::get({q[0], q[1], q[2], k[2]}, t);
-    Value scores = contraction(
-        b, loc, scoresType, op.getQuery(), op.getKey(),
-        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-         AffineMap::get(5, 0, {d0, d1.floorDiv(group), d3, d4}, ctx),
-         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        iters);
+    auto grouped = [&](Value x, int64_t width) -> Value {
+      auto split = RankedTensorType::get({q[0], kvHeads, group, seq, width}, t);
+      auto rows = RankedTensorType::get({q[0], kvHeads, group * seq, width}, t);
+      Value e = tensor::ExpandShapeOp::create(
+          b, loc, split, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+      return tensor::CollapseShapeOp::create(
+          b, loc, rows, e, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    };
+    // scores[b, kv, g*S + s, t] = q[b, kv*G + g, s] . k[b, kv, t]
+    Value scores = matmul(b, loc, grouped(op.getQuery(), q[3]), op.getKey(),
+                          /*transposeLhs=*/false, /*transposeRhs=*/true);
+    RankedTensorType scoresType = tensorType(scores);
     double scale = op.getScale().convertToDouble();
     bool causal = op.getCausal();
     scores = elementwise(
@@ -529,24 +546,27 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
           Value v = arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, scale));
           if (!causal)
             return v;
-          // Query s sees keys t <= s + (Skv - S).
-          Value s = linalg::IndexOp::create(nb, l, 2);
+          // Query s (row g*S + s) sees keys t <= s + (Skv - S).
+          Value row = linalg::IndexOp::create(nb, l, 2);
+          Value s = arith::RemUIOp::create(nb, l, row,
+                                           arith::ConstantIndexOp::create(nb, l, seq));
           Value key = linalg::IndexOp::create(nb, l, 3);
           Value last = arith::AddIOp::create(
               nb, l, s, arith::ConstantIndexOp::create(nb, l, offset));
-          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sgt,
+          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt,
                                                key, last);
           return arith::SelectOp::create(nb, l, masked,
                                          floatConst(nb, l, t, -INFINITY), v);
         });
     Value probs = softmaxRows(b, loc, scores);
-    // out[b, h, s, e] = sum_t p[b, h, s, t] * v[b, h / G, t, e]
-    return contraction(
-        b, loc, outType, probs, op.getValue(),
-        {AffineMap::get(5, 0, {d0, d1, d2, d4}, ctx),
-         AffineMap::get(5, 0, {d0, d1.floorDiv(group), d4, d3}, ctx),
-         AffineMap::get(5, 0, {d0, d1, d2, d3}, ctx)},
-        iters);
+    Value out = matmul(b, loc, probs, op.getValue(), false, false);
+    // [B, K, G*S, Dv] -> [B, A, S, Dv]
+    int64_t dv = outType.getShape()[3];
+    auto split = RankedTensorType::get({q[0], kvHeads, group, seq, dv}, t);
+    Value e = tensor::ExpandShapeOp::create(
+        b, loc, split, out, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    return tensor::CollapseShapeOp::create(
+        b, loc, outType, e, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
   }
 };
 

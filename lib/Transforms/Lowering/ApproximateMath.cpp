@@ -1,0 +1,36 @@
+//===- ApproximateMath.cpp - Vectorizable f32 transcendentals -------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_APPROXIMATEMATH
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+
+namespace {
+
+struct ApproximateMathPass
+    : public pmlir::impl::ApproximateMathBase<ApproximateMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    // Every op upstream can approximate; the patterns only match f32 (and
+    // vectors of it), so f64 keeps libm's correctly rounded results.
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef) { return true; });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
