@@ -42,6 +42,39 @@ def PrintModelSummary : Pass<"pmlir-print-model-summary", "mlir::ModuleOp"> {
 // Lowering
 //===----------------------------------------------------------------------===//
 
+def OutlineLayers : Pass<"pmlir-outline-layers", "mlir::ModuleOp"> {
+  let summary = "turns each tfm.layer into a call of a function shared by identical layers";
+  let description = [{
+    Each `tfm.layer` becomes a `func.call` of a private function whose
+    arguments are the values its body uses from outside (weights and
+    activations, in order of first use) and whose results are the yielded
+    values. Layers whose bodies print the same (the same ops on the same
+    types, whatever the layer index) call one function, so the CPU
+    pipeline compiles one transformer block however deep the model is, and
+    the compiled code stays small.
+
+    Before:
+    ```mlir
+    %1 = tfm.layer 0 : tensor<2x8x16xf32> {
+      %n = tfm.rmsnorm %0, %g0 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
+      tfm.yield %n : tensor<2x8x16xf32>
+    }
+    %2 = tfm.layer 1 : tensor<2x8x16xf32> {
+      %n = tfm.rmsnorm %1, %g1 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
+      tfm.yield %n : tensor<2x8x16xf32>
+    }
+    ```
+    After:
+    ```mlir
+    %1 = call @forward_layer(%0, %g0) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    %2 = call @forward_layer(%1, %g1) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    ...
+    func.func private @forward_layer(%arg0: tensor<2x8x16xf32>, %arg1: tensor<16xf32>) -> tensor<2x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
   let summary = "lowers tfm ops to linalg on tensors";
   let description = [{

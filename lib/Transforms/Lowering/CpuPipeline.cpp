@@ -2,7 +2,7 @@
 //
 // Part of pmlir.
 //
-// tfm -> linalg on tensors -> elementwise fusion -> one-shot bufferization
+// tfm (one function per distinct layer) -> linalg on tensors -> elementwise fusion -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
 // plain strided memrefs) -> ownership-based deallocation -> BLAS calls for
 // f32 matmuls -> loops -> polynomial f32 math -> LLVM. The loops are left to
@@ -34,6 +34,7 @@
 using namespace mlir;
 
 void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());

@@ -1,0 +1,93 @@
+//===- OutlineLayers.cpp - One function per distinct transformer block ----===//
+//
+// Part of pmlir.
+//
+// Every tfm.layer becomes a call of a private function whose arguments are
+// the values the layer body captures (its weights and activations, in order
+// of first use). Layers with the same body text share one function, so a
+// 96-layer model compiles one block, not 96 copies of it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_OUTLINELAYERS
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir;
+
+namespace {
+
+/// The function's text under a fixed name, numbered locally: equal for
+/// structurally equal bodies, whatever their layer index or location.
+std::string bodyKey(func::FuncOp fn) {
+  std::string name = fn.getName().str(), text;
+  fn.setName("layer");
+  llvm::raw_string_ostream os(text);
+  fn->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
+  fn.setName(name);
+  return text;
+}
+
+struct OutlineLayersPass
+    : public pmlir::impl::OutlineLayersBase<OutlineLayersPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    llvm::StringMap<func::FuncOp> byBody;
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp parent : functions) {
+      SmallVector<tfm::LayerOp> layers;
+      parent.walk([&](tfm::LayerOp layer) { layers.push_back(layer); });
+      for (tfm::LayerOp layer : layers) {
+        SetVector<Value> captured;
+        getUsedValuesDefinedAbove(layer.getBody(), captured);
+        SmallVector<Type> argTypes;
+        for (Value v : captured)
+          argTypes.push_back(v.getType());
+
+        auto b = OpBuilder::atBlockEnd(module.getBody());
+        auto fn = func::FuncOp::create(
+            b, layer.getLoc(), (parent.getName() + "_layer").str(),
+            b.getFunctionType(argTypes, layer.getResultTypes()));
+        fn.setPrivate();
+        Block *entry = fn.addEntryBlock();
+        IRMapping mapping;
+        for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
+          mapping.map(v, arg);
+        OpBuilder body = OpBuilder::atBlockEnd(entry);
+        Block &layerBody = layer.getBody().front();
+        for (Operation &op : layerBody.without_terminator())
+          body.clone(op, mapping);
+        SmallVector<Value> results;
+        for (Value v : cast<tfm::YieldOp>(layerBody.getTerminator()).getValues())
+          results.push_back(mapping.lookup(v));
+        func::ReturnOp::create(body, layer.getLoc(), results);
+
+        std::string key = bodyKey(fn);
+        auto [it, inserted] = byBody.try_emplace(key, fn);
+        if (inserted)
+          symbols.insert(fn); // renames on a clash: forward_layer_0, ...
+        else
+          fn.erase();
+        OpBuilder call(layer);
+        auto callOp = func::CallOp::create(call, layer.getLoc(), it->second,
+                                           captured.getArrayRef());
+        layer.replaceAllUsesWith(callOp.getResults());
+        layer.erase();
+      }
+    }
+  }
+};
+
+} // namespace
