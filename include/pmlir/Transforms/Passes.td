@@ -154,6 +154,30 @@ def ApproximateMath : Pass<"pmlir-approximate-math"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
 }
 
+def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
+  let summary = "moves each memref.dealloc to just after the last use of its buffer";
+  let description = [{
+    Ownership-based deallocation frees a buffer at the end of the block that
+    allocated it, so every temporary of a transformer block stays alive
+    until the block returns. For each `memref.dealloc` of a `memref.alloc`
+    in the same block, this pass finds the last op of the block that uses
+    the buffer or any view of it (casts, reshapes, subviews, also inside
+    nested regions) and moves the dealloc right after it. Buffers that
+    escape through a terminator are left alone. Peak memory becomes the
+    buffers live at once, not all buffers of the block.
+
+    Before:
+    ```mlir
+    %a = memref.alloc() : memref<128x768xf32>
+    linalg.generic ... outs(%a ...)
+    linalg.generic ... ins(%a ...) outs(%b ...)
+    ... (many more buffers)
+    memref.dealloc %a : memref<128x768xf32>
+    ```
+    After: the dealloc follows the second generic.
+  }];
+}
+
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
   let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
   let description = [{

@@ -4,7 +4,8 @@
 //
 // tfm (one function per distinct layer) -> linalg on tensors -> elementwise fusion -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
-// plain strided memrefs) -> ownership-based deallocation -> BLAS calls for
+// plain strided memrefs) -> ownership-based deallocation, each free moved to
+// its buffer's last use -> BLAS calls for
 // f32 matmuls -> loops -> polynomial f32 math -> LLVM. The loops are left to
 // LLVM's vectorizers, with the host's target machine (see pmlir-run).
 //
@@ -45,6 +46,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createDeallocAfterLastUse());
 
   // Contractions marked with a library call (f32 matmuls) become calls to
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.

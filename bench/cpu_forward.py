@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""GPT-2-small forward on the CPU, pmlir-run next to PyTorch, in one run.
+
+  /usr/bin/python3 bench/cpu_forward.py [--build build] [--rounds 3]
+      [--repeat 3] [--shapes 1x128,8x128,1x512,8x512] [--threads 1,2]
+
+For every batch x seq and thread count the script alternates `rounds` runs of
+`pmlir-run --repeat N` and of the same forward in PyTorch (Debian's
+python3-torch, `test/Integration/CPU/reference.py`'s GPT-2 in f32, the eager
+code a Hugging Face model runs); each run reports the median of N forwards
+after a warm-up; the table gives the medians over rounds and the ratio of
+each back-to-back pair (median, min and max over rounds). Both sides get
+random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
+vocabulary 50257). Then it measures a GEMM through pmlir-run against this
+CPU's measured AVX-512 FMA peak (bench/fma_peak.c) and reports pmlir-run's
+peak resident memory against weights + activations of one forward.
+
+Threads: pmlir-run gets --threads T (its GEMMs run on OpenBLAS with T
+threads, the rest on one). PyTorch gets torch.set_num_threads(T),
+OPENBLAS_NUM_THREADS=T (without it OpenBLAS uses every core whatever
+set_num_threads says) and OMP_WAIT_POLICY=PASSIVE (with spinning OpenMP
+threads next to OpenBLAS's, its 2-thread forward here is about 3x slower).
+Prints Markdown for docs/performance.md.
+"""
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
+
+
+def torch_worker(batch, seq, threads, repeat):
+    """Runs in a child process: prints the median forward time in ms."""
+    import time
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
+    from reference import gpt2_forward, gpt2_weights
+    torch.set_num_threads(threads)
+    c = dict(GPT2_SMALL)
+    weights = gpt2_weights(c, torch.Generator().manual_seed(0))
+    ids = torch.randint(0, c["vocab"], (batch, seq))
+    times = []
+    with torch.inference_mode():
+        gpt2_forward(c, weights, ids)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            gpt2_forward(c, weights, ids)
+            times.append((time.perf_counter() - start) * 1e3)
+    print(statistics.median(times))
+
+
+def run(cmd, env=None):
+    """Runs cmd to completion; returns (stdout, peak RSS bytes of the child)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        err.seek(0)
+        if status != 0:
+            sys.exit(f"failed (status {status}): {' '.join(cmd)}\n{err.read()}")
+        return out.read(), usage.ru_maxrss * 1024
+
+
+def write_ids(path, batch, seq, vocab):
+    sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
+    import torch
+    from reference import write_safetensors
+    g = torch.Generator().manual_seed(1)
+    write_safetensors(path, {"input_ids": torch.randint(0, vocab, (batch, seq), generator=g)})
+
+
+def activation_bytes(batch, seq):
+    """Largest set of f32 tensors one forward must hold at once: in
+    attention the residual, its norm, qkv, q/k/v, scores, probabilities and
+    the output; in the MLP the residual, its norm and the 4H hidden before
+    and after GELU; at the head the residual, its norm and the logits."""
+    h, a, v = GPT2_SMALL["hidden"], GPT2_SMALL["heads"], GPT2_SMALL["vocab"]
+    bsh = batch * seq * h
+    attention = 9 * bsh + 2 * batch * a * seq * seq
+    mlp = 2 * bsh + 8 * bsh
+    head = 2 * bsh + batch * seq * v
+    return 4 * max(attention, mlp, head)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--shapes", default="1x128,8x128,1x512,8x512")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--torch-worker", nargs=4, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_worker:
+        return torch_worker(*args.torch_worker)
+
+    tools = os.path.join(args.build, "bin")
+    pmlir_gen, pmlir_run = (os.path.join(tools, t) for t in ("pmlir-gen", "pmlir-run"))
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    work = tempfile.mkdtemp(prefix="pmlir-bench-")
+
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    print(f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} "
+          f"{platform.release()}; rounds {args.rounds}, {args.repeat} timed "
+          f"forwards per run.\n")
+
+    # Side by side forward.
+    rows, memory = [], []
+    weight_bytes = None
+    for batch, seq in shapes:
+        model = os.path.join(work, f"gpt2-{batch}x{seq}.mlir")
+        ids = os.path.join(work, f"ids-{batch}x{seq}.safetensors")
+        subprocess.run([pmlir_gen, "gpt2", "--layers", "12", "--hidden", "768",
+                        "--heads", "12", "--vocab", "50257", "--max-positions", "1024",
+                        "--seq", str(seq), "--batch", str(batch), "-o", model], check=True)
+        write_ids(ids, batch, seq, GPT2_SMALL["vocab"])
+        if weight_bytes is None:
+            summary = subprocess.run(
+                [os.path.join(tools, "pmlir-opt"), model, "--pmlir-print-model-summary",
+                 "-o", os.devnull], check=True, capture_output=True, text=True).stdout
+            weight_bytes = 4 * int(re.search(r"(\d+) parameters", summary).group(1))
+        for threads in thread_counts:
+            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
+                       OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+            ours, theirs, rss = [], [], 0
+            for r in range(args.rounds):
+                # Alternate who goes first so drift in the machine hits both.
+                order = ("pmlir", "torch") if r % 2 == 0 else ("torch", "pmlir")
+                for who in order:
+                    if who == "pmlir":
+                        out, peak = run([pmlir_run, model, "--inputs", ids, "--repeat",
+                                         str(args.repeat), "--threads", str(threads)])
+                        ours.append(float(re.search(r"median ([\d.]+) ms", out).group(1)))
+                        rss = max(rss, peak)
+                    else:
+                        out, _ = run([sys.executable, __file__, "--torch-worker", str(batch),
+                                      str(seq), str(threads), str(args.repeat)], env=env)
+                        theirs.append(float(out.strip()))
+            p, t = statistics.median(ours), statistics.median(theirs)
+            tokens = batch * seq
+            # Per round the two ran back to back: their ratio is the least
+            # disturbed by other load on the machine.
+            ratios = [b / a for a, b in zip(ours, theirs)]
+            rows.append((batch, seq, threads, p, tokens / p * 1e3, t, tokens / t * 1e3,
+                         statistics.median(ratios), min(ratios), max(ratios)))
+            print(f"  {batch}x{seq} threads {threads}: pmlir {p:.1f} ms, torch {t:.1f} ms",
+                  file=sys.stderr)
+        act = activation_bytes(batch, seq)
+        memory.append((batch, seq, rss, weight_bytes, act, rss / (weight_bytes + act)))
+
+    print("| batch | seq | threads | pmlir ms | pmlir tokens/s | PyTorch ms | "
+          "PyTorch tokens/s | pmlir / PyTorch tokens/s (median of rounds) | range over rounds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for b, s, th, p, ptok, t, ttok, ratio, low, high in rows:
+        print(f"| {b} | {s} | {th} | {p:.1f} | {ptok:.0f} | {t:.1f} | {ttok:.0f} | "
+              f"{ratio:.2f}x | {low:.2f}-{high:.2f} |")
+
+    # GEMM against the measured FMA peak.
+    peak_exe = os.path.join(work, "fma_peak")
+    subprocess.run(["gcc", "-O2", "-mavx512f", "-pthread",
+                    os.path.join(HERE, "fma_peak.c"), "-o", peak_exe], check=True)
+    print("\n| GEMM (M x 768) @ (768 x 3072) | threads | pmlir-run GFLOP/s | "
+          "measured AVX-512 FMA peak GFLOP/s | fraction of peak |")
+    print("|---|---|---|---|---|")
+    for threads in thread_counts:
+        peak = float(subprocess.run([peak_exe, str(threads)], check=True,
+                                    capture_output=True, text=True).stdout)
+        for m in sorted({b * s for b, s in shapes}):
+            model = os.path.join(work, f"gemm-{m}.mlir")
+            with open(model, "w") as f:
+                f.write(f"""func.func @forward(%x: tensor<{m}x768xf32> {{tfm.name = "x"}},
+    %w: tensor<768x3072xf32> {{tfm.name = "w"}}) -> tensor<{m}x3072xf32> {{
+  %y = tfm.matmul %x, %w : tensor<{m}x768xf32>, tensor<768x3072xf32> -> tensor<{m}x3072xf32>
+  return %y : tensor<{m}x3072xf32>
+}}
+""")
+            out, _ = run([pmlir_run, model, "--repeat", "20", "--threads", str(threads)])
+            ms = float(re.search(r"median ([\d.]+) ms", out).group(1))
+            gflops = 2 * m * 768 * 3072 / (ms * 1e-3) / 1e9
+            print(f"| M = {m} | {threads} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} |")
+
+    print("\n| batch | seq | pmlir-run peak RSS | weights | activations of one forward | "
+          "RSS / (weights + activations) |")
+    print("|---|---|---|---|---|---|")
+    for b, s, rss, w, act, ratio in memory:
+        print(f"| {b} | {s} | {rss / 2**20:.0f} MiB | {w / 2**20:.0f} MiB | "
+              f"{act / 2**20:.0f} MiB | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
