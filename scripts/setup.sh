@@ -10,8 +10,8 @@ packages=(
   cmake ninja-build g++ ccache lld-22 python3
   # LLVM/MLIR 22: headers, static libraries, mlir-tblgen, lit and FileCheck
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools zlib1g-dev libzstd-dev
-  # safetensors headers; BLAS for the CPU GEMMs
-  nlohmann-json3-dev libopenblas-dev
+  # safetensors headers; BLAS for the CPU GEMMs; MPI for the multi-rank runtime
+  nlohmann-json3-dev libopenblas-dev openmpi-bin libopenmpi-dev
   # unit tests; the PyTorch reference of the model tests
   libgtest-dev python3-torch
 )

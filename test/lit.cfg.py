@@ -27,3 +27,16 @@ llvm_config.add_tool_substitutions(
 
 if config.pmlir_has_cuda:
     config.available_features.add("cuda")
+
+# Multi-rank tests: ranks on this host, more ranks than cores allowed. mpirun
+# refuses root without the explicit opt-in (CI containers run as root);
+# containers may forbid the cross-process memory copy of shared-memory
+# transport, which the tests do not need.
+mpirun = ("mpirun --oversubscribe --bind-to none "
+          "--mca btl_vader_single_copy_mechanism none")
+if os.geteuid() == 0:
+    mpirun += " --allow-run-as-root"
+config.substitutions.append(("%mpirun", mpirun))
+config.substitutions.append(
+    ("%collectives_check",
+     os.path.join(config.pmlir_binary_dir, "unittests", "pmlir-rt-collectives-check")))

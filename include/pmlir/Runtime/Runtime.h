@@ -1,0 +1,87 @@
+/*===- Runtime.h - The per-rank runtime that compiled programs call -*- C -*-===*\
+|*                                                                            *|
+|* Part of pmlir.                                                             *|
+|*                                                                            *|
+|* One process per rank, launched by mpirun. pmlir_rt_init brings up MPI and  *|
+|* the mesh: named axes with sizes, ranks mapped to coordinates (tp fastest,  *|
+|* then cp, ep, dp, pp, unless a rank order is given) and one communicator    *|
+|* per group. Collectives run on the group of the given mesh axes that holds  *|
+|* this rank; axes are indices into the mesh as written ("tp=2,dp=2": tp is   *|
+|* 0), listed in the order that orders the group (the last fastest).          *|
+|* Errors end the whole job with a message that names the rank.              *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef PMLIR_RUNTIME_RUNTIME_H
+#define PMLIR_RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  PMLIR_RT_F32 = 0,
+  PMLIR_RT_F64 = 1,
+  PMLIR_RT_I32 = 2,
+  PMLIR_RT_I64 = 3,
+} pmlir_rt_dtype;
+
+typedef enum {
+  PMLIR_RT_SUM = 0,
+  PMLIR_RT_MAX = 1,
+  PMLIR_RT_MIN = 2,
+  PMLIR_RT_PRODUCT = 3,
+} pmlir_rt_reduction;
+
+/* Starts MPI (unless it is up) and the mesh `mesh` ("tp=2,dp=2") with
+ * `rank_order` ("" for the default, else every axis, fastest first). The job
+ * must have exactly as many ranks as the mesh. A collective that waits longer
+ * than `timeout_seconds` (<= 0: no limit) ends the job. Returns 0, or non-zero
+ * with a message in `error`. */
+int pmlir_rt_init(const char *mesh, const char *rank_order, double timeout_seconds,
+                  char *error, size_t error_size);
+void pmlir_rt_finalize(void);
+
+int64_t pmlir_rt_rank(void);
+int64_t pmlir_rt_num_ranks(void);
+/* Size of the group over `axes` and this rank's index in it. */
+int64_t pmlir_rt_group_size(const int64_t *axes, int64_t num_axes);
+int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t num_axes);
+/* This rank's coordinate on mesh axis `axis`. */
+int64_t pmlir_rt_coordinate(int64_t axis);
+
+/* recv = op over the group of send (count elements each). */
+void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                         pmlir_rt_reduction op, const int64_t *axes, int64_t num_axes);
+/* recv = the group's send blocks (count each) in group order. */
+void pmlir_rt_all_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                         const int64_t *axes, int64_t num_axes);
+/* recv = block i (count elements) of op over the group of send, i = this
+ * rank's index in the group. */
+void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
+                             pmlir_rt_dtype dtype, pmlir_rt_reduction op,
+                             const int64_t *axes, int64_t num_axes);
+/* Block j of send (count elements) goes to group member j; recv block j
+ * comes from member j. */
+void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                         const int64_t *axes, int64_t num_axes);
+/* buf of group member `root` to every member. */
+void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
+                        const int64_t *axes, int64_t num_axes);
+/* Point to point with group member `peer`. */
+void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
+                   const int64_t *axes, int64_t num_axes, int64_t tag);
+void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
+                   const int64_t *axes, int64_t num_axes, int64_t tag);
+
+/* Ends the whole job: prints "pmlir-run: rank R: message" and aborts every
+ * rank. */
+void pmlir_rt_fail(const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PMLIR_RUNTIME_RUNTIME_H */

@@ -1,0 +1,189 @@
+//===- Mesh.cpp - Named device meshes and their process groups -----------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Mesh.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+using namespace pmlir::rt;
+
+namespace {
+
+std::vector<std::string> splitList(const std::string &text) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, ','))
+    parts.push_back(part);
+  if (!text.empty() && text.back() == ',')
+    parts.push_back("");
+  return parts;
+}
+
+bool isAxisName(const std::string &name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+} // namespace
+
+std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rankOrder,
+                                std::string &error) {
+  Mesh mesh;
+  if (spec.empty()) {
+    error = "empty mesh: expected axes like 'tp=2,dp=2'";
+    return std::nullopt;
+  }
+  int64_t total = 1;
+  for (const std::string &item : splitList(spec)) {
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq);
+    if (eq == std::string::npos || !isAxisName(name)) {
+      error = "mesh axis '" + item + "': expected <name>=<size> with a name of letters, digits and '_'";
+      return std::nullopt;
+    }
+    std::string sizeText = item.substr(eq + 1);
+    char *end = nullptr;
+    long long size = std::strtoll(sizeText.c_str(), &end, 10);
+    if (sizeText.empty() || *end != '\0' || size < 1 || size > (1 << 20)) {
+      error = "mesh axis '" + name + "': size '" + sizeText + "' is not a positive integer";
+      return std::nullopt;
+    }
+    if (mesh.axisIndex(name) >= 0) {
+      error = "mesh axis '" + name + "' appears twice";
+      return std::nullopt;
+    }
+    total *= size;
+    if (total > (1 << 20)) {
+      error = "mesh '" + spec + "' has more than 2^20 ranks";
+      return std::nullopt;
+    }
+    mesh.names.push_back(name);
+    mesh.sizes.push_back(size);
+  }
+
+  if (!rankOrder.empty()) {
+    for (const std::string &name : splitList(rankOrder)) {
+      int axis = mesh.axisIndex(name);
+      if (axis < 0) {
+        error = "rank order names '" + name + "', which is not an axis of the mesh '" + spec + "'";
+        return std::nullopt;
+      }
+      if (std::find(mesh.order.begin(), mesh.order.end(), axis) != mesh.order.end()) {
+        error = "rank order names '" + name + "' twice";
+        return std::nullopt;
+      }
+      mesh.order.push_back(axis);
+    }
+    if (mesh.order.size() != mesh.names.size()) {
+      error = "rank order '" + rankOrder + "' must name every axis of the mesh '" + spec + "'";
+      return std::nullopt;
+    }
+  } else {
+    // Megatron's tp-cp-ep-dp-pp: tensor parallel ranks are neighbours.
+    static const char *const megatron[] = {"tp", "cp", "ep", "dp", "pp"};
+    for (const char *name : megatron)
+      if (int axis = mesh.axisIndex(name); axis >= 0)
+        mesh.order.push_back(axis);
+    for (size_t i = 0; i < mesh.names.size(); ++i)
+      if (std::find(mesh.order.begin(), mesh.order.end(), int(i)) == mesh.order.end()) {
+        error = "mesh axis '" + mesh.names[i] +
+                "' has no default place in the rank order (tp, cp, ep, dp, pp); "
+                "give one with --rank-order";
+        return std::nullopt;
+      }
+  }
+
+  mesh.strides.assign(mesh.names.size(), 0);
+  int64_t stride = 1;
+  for (int axis : mesh.order) {
+    mesh.strides[axis] = stride;
+    stride *= mesh.sizes[axis];
+  }
+  return mesh;
+}
+
+int64_t Mesh::numRanks() const {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+int Mesh::axisIndex(const std::string &name) const {
+  auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : int(it - names.begin());
+}
+
+std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
+  std::vector<int64_t> coords(names.size());
+  for (size_t a = 0; a < names.size(); ++a)
+    coords[a] = (rank / strides[a]) % sizes[a];
+  return coords;
+}
+
+int64_t Mesh::rankOf(const std::vector<int64_t> &coords) const {
+  int64_t rank = 0;
+  for (size_t a = 0; a < names.size(); ++a)
+    rank += coords[a] * strides[a];
+  return rank;
+}
+
+std::vector<int64_t> Mesh::group(int64_t rank, const std::vector<int> &axes) const {
+  std::vector<int64_t> coords = coordinates(rank);
+  int64_t count = 1;
+  for (int a : axes)
+    count *= sizes[a];
+  std::vector<int64_t> ranks(count);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i;
+    for (size_t k = axes.size(); k-- > 0;) {
+      coords[axes[k]] = rest % sizes[axes[k]];
+      rest /= sizes[axes[k]];
+    }
+    ranks[i] = rankOf(coords);
+  }
+  return ranks;
+}
+
+int64_t Mesh::indexInGroup(int64_t rank, const std::vector<int> &axes) const {
+  std::vector<int64_t> coords = coordinates(rank);
+  int64_t index = 0;
+  for (int a : axes)
+    index = index * sizes[a] + coords[a];
+  return index;
+}
+
+int64_t Mesh::groupColor(int64_t rank, const std::vector<int> &axes) const {
+  std::vector<int64_t> coords = coordinates(rank);
+  for (int a : axes)
+    coords[a] = 0;
+  return rankOf(coords);
+}
+
+std::string Mesh::describeGroups() const {
+  std::ostringstream out;
+  for (int axis : order) {
+    std::vector<int64_t> seen;
+    for (int64_t rank = 0; rank < numRanks(); ++rank) {
+      int64_t color = groupColor(rank, {axis});
+      if (std::find(seen.begin(), seen.end(), color) != seen.end())
+        continue;
+      seen.push_back(color);
+      out << names[axis] << ":";
+      for (int64_t member : group(rank, {axis}))
+        out << " " << member;
+      out << "\n";
+    }
+  }
+  return out.str();
+}
