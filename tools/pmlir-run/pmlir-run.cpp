@@ -5,6 +5,7 @@
 //   pmlir-run MODEL.mlir [--weights W.safetensors] [--inputs I.safetensors]
 //             [--output O.safetensors] [--seed N] [--print] [--repeat N]
 //             [--threads N] [--entry forward]
+//   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
 // from --inputs, then from --weights. A weight found in neither gets a
@@ -16,6 +17,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "../../lib/Runtime/Mesh.h"
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Transforms/Passes.h"
 
@@ -50,8 +52,16 @@ using namespace mlir;
 using namespace pmlir;
 
 static llvm::cl::opt<std::string> modelFile(llvm::cl::Positional,
-                                            llvm::cl::desc("MODEL.mlir"),
-                                            llvm::cl::Required);
+                                            llvm::cl::desc("MODEL.mlir"));
+static llvm::cl::opt<std::string>
+    meshSpec("mesh", llvm::cl::desc("device mesh: named axes with sizes, e.g. tp=2,dp=2,pp=4"));
+static llvm::cl::opt<std::string> rankOrder(
+    "rank-order",
+    llvm::cl::desc("mesh axes from fastest- to slowest-varying rank "
+                   "(default: tp, cp, ep, dp, pp as present)"));
+static llvm::cl::opt<bool> printGroups(
+    "print-groups",
+    llvm::cl::desc("print the process groups of each mesh axis, one line per group, and exit"));
 static llvm::cl::opt<std::string> weightsFile("weights",
                                               llvm::cl::desc("weights (safetensors)"));
 static llvm::cl::opt<std::string> inputsFile("inputs",
@@ -176,6 +186,23 @@ int main(int argc, char **argv) {
       static_cast<int>(argList.size()), argList.data(),
       "pmlir CPU runner\n\n  --threads N   threads of the GEMMs (default: "
       "all cores)\n");
+  if (printGroups) {
+    if (meshSpec.empty())
+      return fail("--print-groups needs --mesh");
+    std::string error;
+    std::optional<rt::Mesh> mesh = rt::Mesh::parse(meshSpec, rankOrder, error);
+    if (!mesh)
+      return fail(error);
+    llvm::outs() << mesh->describeGroups();
+    return 0;
+  }
+  if (!rankOrder.empty() && meshSpec.empty())
+    return fail("--rank-order needs --mesh");
+  if (!meshSpec.empty())
+    return fail("running on a mesh (--mesh without --print-groups) is not "
+                "supported yet; run without --mesh for one rank");
+  if (modelFile.empty())
+    return fail("no model: pmlir-run MODEL.mlir [options]");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // The compiled forward mallocs and frees its activations on every call.
