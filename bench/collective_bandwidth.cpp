@@ -1,0 +1,165 @@
+//===- collective_bandwidth.cpp - Collective bandwidth, runtime vs raw MPI ===//
+//
+// Part of pmlir.
+//
+//   mpirun -np N pmlir-collective-bandwidth [--min-bytes 8] [--max-bytes 64M]
+//       [--iterations 20] [--collectives all_reduce,all_gather,...]
+//
+// In the style of nccl-tests: for each collective and each size (doubling
+// from min to max bytes, f32 elements) it times the pmlir_rt_* call and the
+// raw MPI call it wraps, alternating run by run (median of each), on the group of all ranks (a 1-D mesh
+// "dp=N"), and prints size, time, algbw (size / time) and busbw (algbw times
+// the traffic factor: 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
+// reduce_scatter and all_to_all, 1 for broadcast), and the runtime's overhead
+// over raw MPI. Size is the largest buffer of the call (the gathered output,
+// the scattered input), as nccl-tests counts it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Runtime/Runtime.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace {
+
+std::string flag(int argc, char **argv, const char *name, const char *fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0)
+      return argv[i + 1];
+  return fallback;
+}
+
+int64_t parseBytes(const std::string &text) {
+  char *end = nullptr;
+  int64_t n = std::strtoll(text.c_str(), &end, 10);
+  if (*end == 'K')
+    n <<= 10;
+  else if (*end == 'M')
+    n <<= 20;
+  return n;
+}
+
+/// Times one call on all ranks: they start together and the slowest counts.
+template <typename F>
+double timeOnce(F &call) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  call();
+  double local = MPI_Wtime() - start, slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Medians of `iterations` runs of `ours` and `raw`, alternating so that
+/// load from elsewhere on the machine hits both alike; two warm-ups each.
+template <typename A, typename B>
+std::pair<double, double> timePair(int iterations, A ours, B raw) {
+  for (int i = 0; i < 2; ++i)
+    ours(), raw();
+  std::vector<double> a, b;
+  for (int i = 0; i < iterations; ++i) {
+    a.push_back(timeOnce(ours));
+    b.push_back(timeOnce(raw));
+  }
+  return {median(a), median(b)};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int ranks = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::string mesh = "dp=" + std::to_string(ranks);
+  char error[256];
+  if (pmlir_rt_init(mesh.c_str(), "", 0, error, sizeof(error))) {
+    std::fprintf(stderr, "pmlir-collective-bandwidth: %s\n", error);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int64_t minBytes = parseBytes(flag(argc, argv, "--min-bytes", "8"));
+  int64_t maxBytes = parseBytes(flag(argc, argv, "--max-bytes", "64M"));
+  int iterations = std::atoi(flag(argc, argv, "--iterations", "20").c_str());
+  std::string wanted = flag(argc, argv, "--collectives",
+                            "all_reduce,all_gather,reduce_scatter,all_to_all,broadcast");
+  const int64_t axis = 0;
+  const double n = ranks;
+
+  if (rank == 0)
+    std::printf("| collective | ranks | size (B) | runtime us | MPI us | algbw GB/s | "
+                "busbw GB/s | runtime overhead |\n|---|---|---|---|---|---|---|---|\n");
+  for (const char *name : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                           "broadcast"}) {
+    if (wanted.find(name) == std::string::npos)
+      continue;
+    for (int64_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
+      int64_t count = std::max<int64_t>(1, bytes / 4);
+      // Per-rank blocks for the collectives that split the buffer.
+      int64_t block = std::max<int64_t>(1, count / ranks);
+      bool split = std::strcmp(name, "all_reduce") && std::strcmp(name, "broadcast");
+      int64_t total = split ? block * ranks : count;
+      std::vector<float> in(total, 1.0f), out(total, 0.0f);
+      int c = static_cast<int>(count), b = static_cast<int>(block);
+      double ours = 0, raw = 0, factor = 1;
+      if (!std::strcmp(name, "all_reduce")) {
+        factor = 2 * (n - 1) / n;
+        std::tie(ours, raw) = timePair(iterations, [&] {
+          pmlir_rt_all_reduce(in.data(), out.data(), count, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+        }, [&] {
+          MPI_Allreduce(in.data(), out.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        });
+      } else if (!std::strcmp(name, "all_gather")) {
+        factor = (n - 1) / n;
+        std::tie(ours, raw) = timePair(iterations, [&] {
+          pmlir_rt_all_gather(in.data(), out.data(), block, PMLIR_RT_F32, &axis, 1);
+        }, [&] {
+          MPI_Allgather(in.data(), b, MPI_FLOAT, out.data(), b, MPI_FLOAT, MPI_COMM_WORLD);
+        });
+      } else if (!std::strcmp(name, "reduce_scatter")) {
+        factor = (n - 1) / n;
+        std::tie(ours, raw) = timePair(iterations, [&] {
+          pmlir_rt_reduce_scatter(in.data(), out.data(), block, PMLIR_RT_F32, PMLIR_RT_SUM,
+                                  &axis, 1);
+        }, [&] {
+          MPI_Reduce_scatter_block(in.data(), out.data(), b, MPI_FLOAT, MPI_SUM,
+                                   MPI_COMM_WORLD);
+        });
+      } else if (!std::strcmp(name, "all_to_all")) {
+        factor = (n - 1) / n;
+        std::tie(ours, raw) = timePair(iterations, [&] {
+          pmlir_rt_all_to_all(in.data(), out.data(), block, PMLIR_RT_F32, &axis, 1);
+        }, [&] {
+          MPI_Alltoall(in.data(), b, MPI_FLOAT, out.data(), b, MPI_FLOAT, MPI_COMM_WORLD);
+        });
+      } else {
+        std::tie(ours, raw) = timePair(iterations, [&] {
+          pmlir_rt_broadcast(in.data(), count, PMLIR_RT_F32, 0, &axis, 1);
+        }, [&] {
+          MPI_Bcast(in.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        });
+      }
+      double size = 4.0 * total;
+      if (rank == 0)
+        std::printf("| %s | %d | %.0f | %.1f | %.1f | %.3f | %.3f | %+.1f%% |\n", name, ranks,
+                    size, ours * 1e6, raw * 1e6, size / ours / 1e9,
+                    size / ours / 1e9 * factor, (ours / raw - 1) * 100);
+    }
+  }
+  pmlir_rt_finalize();
+  MPI_Finalize();
+  return 0;
+}
