@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
   const int64_t axis = 0;
   const double n = ranks;
 
+  std::vector<std::pair<std::string, double>> summary; // overhead >= 1 MiB
   if (rank == 0)
     std::printf("| collective | ranks | size (B) | runtime us | MPI us | algbw GB/s | "
                 "busbw GB/s | runtime overhead |\n|---|---|---|---|---|---|---|---|\n");
@@ -106,6 +107,7 @@ int main(int argc, char **argv) {
                            "broadcast"}) {
     if (wanted.find(name) == std::string::npos)
       continue;
+    double oursLarge = 0, rawLarge = 0; // sums over sizes >= 1 MiB
     for (int64_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
       int64_t count = std::max<int64_t>(1, bytes / 4);
       // Per-rank blocks for the collectives that split the buffer.
@@ -153,11 +155,20 @@ int main(int argc, char **argv) {
         });
       }
       double size = 4.0 * total;
+      if (size >= (1 << 20))
+        oursLarge += ours, rawLarge += raw;
       if (rank == 0)
         std::printf("| %s | %d | %.0f | %.1f | %.1f | %.3f | %.3f | %+.1f%% |\n", name, ranks,
                     size, ours * 1e6, raw * 1e6, size / ours / 1e9,
                     size / ours / 1e9 * factor, (ours / raw - 1) * 100);
     }
+    if (rawLarge > 0)
+      summary.emplace_back(name, (oursLarge / rawLarge - 1) * 100);
+  }
+  if (rank == 0) {
+    std::printf("\nruntime overhead over raw MPI, summed over sizes >= 1 MiB:\n");
+    for (const auto &[name, percent] : summary)
+      std::printf("  %s: %+.1f%%\n", name.c_str(), percent);
   }
   pmlir_rt_finalize();
   MPI_Finalize();
