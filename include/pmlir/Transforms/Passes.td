@@ -178,6 +178,41 @@ def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
   }];
 }
 
+def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp"> {
+  let summary = "lowers shard collectives on tensors to calls of the pmlir_rt_* runtime";
+  let description = [{
+    Each `shard.all_reduce` on a tensor of static shape (f32, f64, i32, i64;
+    sum, max, min, product) becomes: the input flattened and taken as a
+    buffer, a fresh result buffer, a call of `pmlir_rt_all_reduce_<type>`
+    (C interface: memref descriptors of input, result and the ordered grid
+    axes, which live in a private constant `memref.global`, plus the
+    reduction code) and the result buffer taken back as a tensor. Grid axis
+    `i` is mesh axis `i` of `pmlir-run --mesh`. Other `shard` collectives get
+    an error naming them. `shard.grid` ops that nothing refers to any more
+    are erased.
+
+    Before:
+    ```mlir
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+    After:
+    ```mlir
+    %flat = tensor.collapse_shape %x [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+    %in = bufferization.to_buffer %flat read_only : tensor<32xf32> to memref<32xf32>
+    %out = memref.alloc() : memref<32xf32>
+    %axes = memref.get_global @pmlir_grid_axes_0 : memref<1xi64>
+    ...
+    call @pmlir_rt_all_reduce_f32(%in_cast, %out_cast, %axes_cast, %c0_i32) : (...) -> ()
+    %t = bufferization.to_tensor %out restrict writable : memref<32xf32> to tensor<32xf32>
+    %r = tensor.expand_shape %t [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::func::FuncDialect", "mlir::memref::MemRefDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
   let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
   let description = [{

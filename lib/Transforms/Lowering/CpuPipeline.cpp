@@ -2,7 +2,8 @@
 //
 // Part of pmlir.
 //
-// tfm (one function per distinct layer) -> linalg on tensors -> elementwise fusion -> one-shot bufferization
+// tfm (one function per distinct layer) -> linalg on tensors, shard
+// collectives as runtime calls -> elementwise fusion -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
 // plain strided memrefs) -> ownership-based deallocation, each free moved to
 // its buffer's last use -> BLAS calls for
@@ -37,6 +38,7 @@ using namespace mlir;
 void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
+  pm.addPass(createLowerShardToRuntime());
   pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
 

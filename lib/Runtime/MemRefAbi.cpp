@@ -1,0 +1,39 @@
+//===- MemRefAbi.cpp - pmlir_rt_* collectives for compiled code -----------===//
+//
+// Part of pmlir.
+//
+// pmlir-lower-shard-to-runtime turns shard collectives into calls with
+// memref descriptors (the `llvm.emit_c_interface` convention): flat buffers
+// of one element type, the ordered mesh axes as a memref of i64, and the
+// reduction. These entry points unpack them for the C ABI in Runtime.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Runtime/Runtime.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+namespace {
+
+template <typename T>
+T *begin(StridedMemRefType<T, 1> *m) {
+  return m->data + m->offset;
+}
+
+const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes); }
+
+} // namespace
+
+#define PMLIR_RT_MEMREF_ENTRIES(SUFFIX, T, DTYPE)                              \
+  extern "C" void _mlir_ciface_pmlir_rt_all_reduce_##SUFFIX(                   \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
+      StridedMemRefType<int64_t, 1> *axes, int32_t op) {                       \
+    pmlir_rt_all_reduce(begin(in), begin(out), in->sizes[0], DTYPE,            \
+                        static_cast<pmlir_rt_reduction>(op), axesOf(axes),     \
+                        axes->sizes[0]);                                       \
+  }
+
+PMLIR_RT_MEMREF_ENTRIES(f32, float, PMLIR_RT_F32)
+PMLIR_RT_MEMREF_ENTRIES(f64, double, PMLIR_RT_F64)
+PMLIR_RT_MEMREF_ENTRIES(i32, int32_t, PMLIR_RT_I32)
+PMLIR_RT_MEMREF_ENTRIES(i64, int64_t, PMLIR_RT_I64)
