@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Runtime/CpuKernels.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -37,3 +38,14 @@ PMLIR_RT_MEMREF_ENTRIES(f32, float, PMLIR_RT_F32)
 PMLIR_RT_MEMREF_ENTRIES(f64, double, PMLIR_RT_F64)
 PMLIR_RT_MEMREF_ENTRIES(i32, int32_t, PMLIR_RT_I32)
 PMLIR_RT_MEMREF_ENTRIES(i64, int64_t, PMLIR_RT_I64)
+
+#define PMLIR_RT_SYMBOL(SUFFIX)                                                \
+  {"_mlir_ciface_pmlir_rt_all_reduce_" #SUFFIX,                                \
+   reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_reduce_##SUFFIX)},
+
+extern "C" const pmlir_rt_symbol *pmlir_rt_collective_symbols(void) {
+  static const pmlir_rt_symbol symbols[] = {PMLIR_RT_SYMBOL(f32) PMLIR_RT_SYMBOL(f64)
+                                                PMLIR_RT_SYMBOL(i32) PMLIR_RT_SYMBOL(i64){
+                                                    nullptr, nullptr}};
+  return symbols;
+}

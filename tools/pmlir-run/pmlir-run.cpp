@@ -17,6 +17,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/Runtime.h"
 #include "../../lib/Runtime/Mesh.h"
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Transforms/Passes.h"
@@ -26,6 +27,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -36,6 +39,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -46,6 +50,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <malloc.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 #include <random>
 
 using namespace mlir;
@@ -59,6 +66,11 @@ static llvm::cl::opt<std::string> rankOrder(
     "rank-order",
     llvm::cl::desc("mesh axes from fastest- to slowest-varying rank "
                    "(default: tp, cp, ep, dp, pp as present)"));
+static llvm::cl::opt<double> collectiveTimeout(
+    "timeout",
+    llvm::cl::desc("on a mesh: end the job when one collective waits longer than this "
+                   "many seconds (0: no limit)"),
+    llvm::cl::init(60));
 static llvm::cl::opt<bool> printGroups(
     "print-groups",
     llvm::cl::desc("print the process groups of each mesh axis, one line per group, and exit"));
@@ -150,6 +162,107 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank) {
     out[i] = normal(rng);
 }
 
+/// Where this rank's slice of a sharded argument sits in the global tensor.
+struct Slice {
+  std::vector<int64_t> global, offsets; // per dimension
+};
+
+/// The slice of an argument with `tfm.sharding` (per dimension, the mesh
+/// axes that split it, major first) for this rank, or an error.
+std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
+                             const rt::Mesh &mesh, int64_t rank, std::string &error) {
+  if (sharding.size() != local.size()) {
+    error = "has " + std::to_string(sharding.size()) + " entries in tfm.sharding for " +
+            std::to_string(local.size()) + " dimensions";
+    return std::nullopt;
+  }
+  std::vector<int64_t> coords = mesh.coordinates(rank);
+  Slice slice;
+  for (size_t d = 0; d < local.size(); ++d) {
+    auto axes = dyn_cast<ArrayAttr>(sharding[d]);
+    if (!axes) {
+      error = "tfm.sharding entry " + std::to_string(d) + " is not a list of mesh axes";
+      return std::nullopt;
+    }
+    int64_t parts = 1, index = 0;
+    for (Attribute a : axes) {
+      auto name = dyn_cast<StringAttr>(a);
+      int axis = name ? mesh.axisIndex(name.str()) : -1;
+      if (axis < 0) {
+        error = "tfm.sharding names mesh axis " +
+                (name ? "'" + name.str() + "'" : std::string("(not a string)")) +
+                ", which --mesh does not have";
+        return std::nullopt;
+      }
+      parts *= mesh.axisSizes()[axis];
+      index = index * mesh.axisSizes()[axis] + coords[axis];
+    }
+    slice.global.push_back(local[d] * parts);
+    slice.offsets.push_back(local[d] * index);
+  }
+  return slice;
+}
+
+/// Copies the `local`-shaped block at `offsets` out of a row-major tensor of
+/// shape `global`, reading only that block.
+void copySlice(const float *global, const Slice &slice, llvm::ArrayRef<int64_t> local,
+               float *out) {
+  size_t rank = local.size();
+  if (rank == 0) {
+    *out = *global;
+    return;
+  }
+  std::vector<int64_t> index(rank, 0);
+  int64_t row = local.back();
+  for (int64_t done = 0, n = product(local); done < n; done += row) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset = offset * slice.global[d] + slice.offsets[d] + index[d];
+    std::copy(global + offset, global + offset + row, out + done);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+bool underMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
+}
+
+/// Runs this same command on `ranks` processes of this host through mpirun
+/// and returns its exit status.
+int launchRanks(int64_t ranks, int argc, char **argv) {
+  std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to",
+                                    "none"};
+  if (ranks > static_cast<int64_t>(std::thread::hardware_concurrency()))
+    words.push_back("--oversubscribe");
+  if (geteuid() == 0)
+    words.push_back("--allow-run-as-root");
+  words.push_back(llvm::sys::fs::getMainExecutable(argv[0], (void *)&launchRanks));
+  for (int i = 1; i < argc; ++i)
+    words.push_back(argv[i]);
+  std::vector<char *> cargs;
+  for (std::string &w : words)
+    cargs.push_back(w.data());
+  cargs.push_back(nullptr);
+  pid_t child = fork();
+  if (child < 0)
+    return fail("cannot start mpirun: fork failed");
+  if (child == 0) {
+    execvp("mpirun", cargs.data());
+    std::fprintf(stderr, "pmlir-run: error: cannot run mpirun (install openmpi-bin): %s\n",
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return fail("mpirun ended by signal " + std::to_string(WTERMSIG(status)));
+}
+
 } // namespace
 
 /// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
@@ -198,11 +311,29 @@ int main(int argc, char **argv) {
   }
   if (!rankOrder.empty() && meshSpec.empty())
     return fail("--rank-order needs --mesh");
-  if (!meshSpec.empty())
-    return fail("running on a mesh (--mesh without --print-groups) is not "
-                "supported yet; run without --mesh for one rank");
   if (modelFile.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
+  // On a mesh: started plainly, launch the ranks; under mpirun, be one.
+  std::optional<rt::Mesh> mesh;
+  int64_t rank = 0;
+  if (!meshSpec.empty()) {
+    std::string error;
+    if (!(mesh = rt::Mesh::parse(meshSpec, rankOrder, error)))
+      return fail(error);
+    if (!underMpirun())
+      return launchRanks(mesh->numRanks(), argc, argv);
+    char text[512];
+    if (pmlir_rt_init(meshSpec.c_str(), rankOrder.c_str(), collectiveTimeout, text,
+                      sizeof(text)))
+      return fail(text);
+    rank = pmlir_rt_rank();
+  }
+  // Only rank 0 prints and writes; a failure anywhere names its rank.
+  auto fail = [&](const llvm::Twine &message) {
+    if (mesh)
+      pmlir_rt_fail(message.str().c_str());
+    return ::fail(message);
+  };
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // The compiled forward mallocs and frees its activations on every call.
@@ -213,7 +344,7 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
-                  linalg::LinalgDialect, math::MathDialect,
+                  linalg::LinalgDialect, math::MathDialect, shard::ShardDialect,
                   tensor::TensorDialect, bufferization::BufferizationDialect>();
   registerCpuLoweringInterfaces(registry);
   registerBuiltinDialectTranslation(registry);
@@ -232,7 +363,25 @@ int main(int argc, char **argv) {
     return fail("@" + entryName + " must return one tensor, returns " +
                 std::to_string(entry.getNumResults()));
 
+  // Grid axis i is mesh axis i: the shapes must agree.
   std::string error;
+  WalkResult badGrid = module->walk([&](shard::GridOp grid) {
+    llvm::ArrayRef<int64_t> shape = grid.getShape();
+    std::vector<int64_t> want = mesh ? mesh->axisSizes() : std::vector<int64_t>{};
+    if (!mesh || std::vector<int64_t>(shape.begin(), shape.end()) != want) {
+      std::string got;
+      for (int64_t d : shape)
+        got += (got.empty() ? "" : "x") + std::to_string(d);
+      error = "grid @" + grid.getSymName().str() + " has shape " + got +
+              (mesh ? ", but --mesh " + meshSpec + " has other axis sizes"
+                    : "; run it with a --mesh of those axis sizes");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (badGrid.wasInterrupted())
+    return fail(error);
+
   std::unique_ptr<SafeTensorsFile> weights, inputs;
   if (!weightsFile.empty() && !(weights = SafeTensorsFile::open(weightsFile, error)))
     return fail(error);
@@ -257,6 +406,17 @@ int main(int argc, char **argv) {
     int64_t n = product(a.shape);
     Type element = type.getElementType();
 
+    std::optional<Slice> slice;
+    if (auto sharding = entry.getArgAttrOfType<ArrayAttr>(i, tfm::kShardingAttr)) {
+      if (!mesh)
+        return fail("argument '" + a.name +
+                    "' is sharded (tfm.sharding); run it with --mesh");
+      if (!(slice = sliceOf(sharding, a.shape, *mesh, rank, error)))
+        return fail("argument '" + a.name + "' " + error);
+      if (!element.isF32())
+        return fail("argument '" + a.name + "': only f32 arguments can be sharded");
+    }
+
     const TensorView *view = nullptr;
     const SafeTensorsFile *from = nullptr;
     for (const SafeTensorsFile *file : {inputs.get(), weights.get()})
@@ -270,7 +430,32 @@ int main(int argc, char **argv) {
       if (!element.isF32())
         return fail("argument '" + a.name + "': only f32 weights are supported");
       a.owned.resize(n * sizeof(float));
-      seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, a.shape.size());
+      float *out = reinterpret_cast<float *>(a.owned.data());
+      if (slice) {
+        // The values of the unsharded run: init the global tensor, keep ours.
+        std::vector<float> global(product(slice->global));
+        seededInit(a.name, global.data(), global.size(), a.shape.size());
+        copySlice(global.data(), *slice, a.shape, out);
+      } else {
+        seededInit(a.name, out, n, a.shape.size());
+      }
+      a.data = a.owned.data();
+      continue;
+    }
+    if (slice) {
+      if (view->shape != slice->global)
+        return fail("tensor '" + a.name + "' in " + from->path() + ": expected global shape " +
+                    formatDims(slice->global) + " (argument #" + std::to_string(i) +
+                    " of @" + entryName + ", " + formatDims(a.shape) +
+                    " per rank), got " + formatDims(view->shape));
+      if (view->dtype != DType::F32 ||
+          reinterpret_cast<uintptr_t>(view->data) % alignof(float) != 0)
+        return fail("tensor '" + a.name + "' in " + from->path() +
+                    ": a sharded tensor must be aligned F32 in the file, got " +
+                    dtypeName(view->dtype));
+      a.owned.resize(n * sizeof(float));
+      copySlice(reinterpret_cast<const float *>(view->data), *slice, a.shape,
+                reinterpret_cast<float *>(a.owned.data()));
       a.data = a.owned.data();
       continue;
     }
@@ -340,6 +525,7 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
     entry.removeArgAttr(i, tfm::kNameAttr);
     entry.removeArgAttr(i, tfm::kDimsAttr);
+    entry.removeArgAttr(i, tfm::kShardingAttr);
     entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(&context, false));
   }
   entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
@@ -363,9 +549,11 @@ int main(int argc, char **argv) {
     return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
-    for (const pmlir_rt_symbol *s = pmlir_rt_cpu_kernel_symbols(); s->name; ++s)
-      map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
-                                llvm::JITSymbolFlags::Exported};
+    for (const pmlir_rt_symbol *table :
+         {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols()})
+      for (const pmlir_rt_symbol *s = table; s->name; ++s)
+        map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
+                                  llvm::JITSymbolFlags::Exported};
     return map;
   });
   pmlir_rt_set_num_threads(threads);
@@ -411,13 +599,16 @@ int main(int argc, char **argv) {
     int64_t tokens = resultType.getRank() >= 2
                          ? product(resultType.getShape().drop_back())
                          : 1;
-    llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s\n", median,
+    if (rank == 0)
+      llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s\n", median,
                                  tokens / (median / 1000.0));
   }
 
   const float *logits = static_cast<const float *>(descriptors[0].aligned());
   int64_t n = product(resultType.getShape());
-  if (printResults) {
+  // Results are replicated on a mesh (the program's own all-reduces make
+  // them so): rank 0 speaks for the job.
+  if (printResults && rank == 0) {
     double sum = 0, squares = 0;
     for (int64_t k = 0; k < n; ++k)
       sum += logits[k];
@@ -432,11 +623,13 @@ int main(int argc, char **argv) {
       llvm::outs() << llvm::format(" %.6g", logits[k]);
     llvm::outs() << "\n";
   }
-  if (!outputFile.empty()) {
+  if (!outputFile.empty() && rank == 0) {
     std::vector<int64_t> shape(resultType.getShape().begin(), resultType.getShape().end());
     if (!writeSafeTensors(outputFile, {{"logits", DType::F32, shape, logits}}, {}, error))
       return fail(error);
   }
   releaseResult();
+  if (mesh)
+    pmlir_rt_finalize();
   return 0;
 }

@@ -14,6 +14,8 @@
 #ifndef PMLIR_RUNTIME_RUNTIME_H
 #define PMLIR_RUNTIME_RUNTIME_H
 
+#include "pmlir/Runtime/CpuKernels.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +77,11 @@ void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t
                    const int64_t *axes, int64_t num_axes, int64_t tag);
 void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                    const int64_t *axes, int64_t num_axes, int64_t tag);
+
+/* The memref-descriptor entry points that pmlir-lower-shard-to-runtime
+ * calls (`_mlir_ciface_pmlir_rt_*`), for a JIT to bind by name; terminated
+ * by an entry whose name is null. */
+const pmlir_rt_symbol *pmlir_rt_collective_symbols(void);
 
 /* Ends the whole job: prints "pmlir-run: rank R: message" and aborts every
  * rank. */

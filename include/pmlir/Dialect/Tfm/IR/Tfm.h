@@ -28,6 +28,10 @@ namespace pmlir::tfm {
 inline constexpr llvm::StringLiteral kNameAttr = "tfm.name";
 /// Argument attribute giving each dimension's role (["in", "out"]).
 inline constexpr llvm::StringLiteral kDimsAttr = "tfm.dims";
+/// Function argument attribute of per-rank programs: per dimension, the mesh
+/// axes that split the global tensor into this argument (major first), e.g.
+/// [[], ["tp"]]; pmlir-run reads each rank's block of the global tensor.
+inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
 
 } // namespace pmlir::tfm
 
