@@ -9,12 +9,12 @@ shard.grid @mesh(shape = 2x2)
 func.func @all_reduce_calls_the_runtime(%x: tensor<4x8xf32>, %y: tensor<i64>) -> (tensor<4x8xf32>, tensor<i64>) {
   // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1]] : tensor<4x8xf32> into tensor<32xf32>
   // CHECK: %[[IN:.*]] = bufferization.to_buffer %[[FLAT]] read_only : tensor<32xf32> to memref<32xf32>
+  // CHECK: %[[IND:.*]] = memref.cast %[[IN]] : memref<32xf32> to memref<?xf32>
   // CHECK: %[[OUT:.*]] = memref.alloc() : memref<32xf32>
+  // CHECK: %[[SUM:.*]] = arith.constant 0 : i32
+  // CHECK: %[[OUTD:.*]] = memref.cast %[[OUT]]
   // CHECK: %[[AXES:.*]] = memref.get_global @pmlir_grid_axes_1_0 : memref<2xi64>
   // CHECK: %[[AXESD:.*]] = memref.cast %[[AXES]] : memref<2xi64> to memref<?xi64>
-  // CHECK: %[[SUM:.*]] = arith.constant 0 : i32
-  // CHECK: %[[IND:.*]] = memref.cast %[[IN]]
-  // CHECK: %[[OUTD:.*]] = memref.cast %[[OUT]]
   // CHECK: call @pmlir_rt_all_reduce_f32(%[[IND]], %[[OUTD]], %[[AXESD]], %[[SUM]])
   // CHECK: %[[T:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
   // CHECK: %[[R:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1]] output_shape [4, 8]
@@ -51,8 +51,60 @@ func.func @converting_element_type(%x: tensor<4xf32>) -> tensor<4xf64> {
 // -----
 
 shard.grid @mesh(shape = 2)
-func.func @other_collectives_are_refused(%x: tensor<4xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'shard.all_gather' op is not lowered to the runtime yet (shard.all_reduce is)}}
-  %r = shard.all_gather %x on @mesh grid_axes = [0] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
-  return %r : tensor<8xf32>
+func.func @other_collectives_are_refused(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.all_to_all' op is not lowered to the runtime yet (all_reduce, all_gather, reduce_scatter, process_linear_index and process_multi_index are)}}
+  %r = shard.all_to_all %x on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }
+
+// -----
+
+// all_gather along dim 1: the runtime stacks the group's blocks as
+// [n, 2, 3]; the group dim moves next to dim 1 and merges with it.
+// CHECK-LABEL: func @all_gather_along_an_inner_dim
+shard.grid @mesh(shape = 2x4)
+func.func @all_gather_along_an_inner_dim(%x: tensor<2x3xf32>) -> tensor<2x12xf32> {
+  // CHECK: %[[OUT:.*]] = memref.alloc() : memref<24xf32>
+  // CHECK: call @pmlir_rt_all_gather_f32(%{{.*}}, %{{.*}}, %{{.*}})
+  // CHECK: %[[T:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+  // CHECK: %[[S:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1, 2]] output_shape [4, 2, 3]
+  // CHECK: %[[P:.*]] = linalg.transpose ins(%[[S]] : tensor<4x2x3xf32>) outs(%{{.*}} : tensor<2x4x3xf32>) permutation = [1, 0, 2]
+  // CHECK: tensor.collapse_shape %[[P]] {{\[\[}}0], [1, 2]] : tensor<2x4x3xf32> into tensor<2x12xf32>
+  %g = shard.all_gather %x on @mesh grid_axes = [1] gather_axis = 1 : tensor<2x3xf32> -> tensor<2x12xf32>
+  return %g : tensor<2x12xf32>
+}
+
+// -----
+
+// reduce_scatter along dim 1: the n blocks of dim 1 come to the front so
+// that each is contiguous.
+// CHECK-LABEL: func @reduce_scatter_along_an_inner_dim
+shard.grid @mesh(shape = 2)
+func.func @reduce_scatter_along_an_inner_dim(%x: tensor<3x4xf32>) -> tensor<3x2xf32> {
+  // CHECK: %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [3, 2, 2]
+  // CHECK: %[[P:.*]] = linalg.transpose ins(%[[E]] : tensor<3x2x2xf32>) outs(%{{.*}} : tensor<2x3x2xf32>) permutation = [1, 0, 2]
+  // CHECK: tensor.collapse_shape %[[P]]
+  // CHECK: memref.alloc() : memref<6xf32>
+  // CHECK: call @pmlir_rt_reduce_scatter_f32
+  %r = shard.reduce_scatter %x on @mesh grid_axes = [0] scatter_axis = 1 : tensor<3x4xf32> -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @process_indices
+shard.grid @mesh(shape = 2x4)
+func.func @process_indices() -> (index, index, index) {
+  // CHECK: %[[AXES:.*]] = memref.get_global @pmlir_grid_axes_0_1
+  // CHECK: %[[L:.*]] = call @pmlir_rt_index_in_group(%{{.*}}) : (memref<?xi64>) -> i64
+  // CHECK: %[[LI:.*]] = arith.index_cast %[[L]] : i64 to index
+  // CHECK: %[[A1:.*]] = arith.constant 1 : i64
+  // CHECK: %[[C1:.*]] = call @pmlir_rt_coordinate(%[[A1]]) : (i64) -> i64
+  // CHECK: %[[A0:.*]] = arith.constant 0 : i64
+  // CHECK: %[[C0:.*]] = call @pmlir_rt_coordinate(%[[A0]]) : (i64) -> i64
+  %l = shard.process_linear_index on @mesh : index
+  %m:2 = shard.process_multi_index on @mesh axes = [1, 0] : index, index
+  return %l, %m#0, %m#1 : index, index, index
+}
+// CHECK: func.func private @pmlir_rt_coordinate(i64) -> i64
+// CHECK-NOT: emit_c_interface

@@ -181,15 +181,24 @@ def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
 def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp"> {
   let summary = "lowers shard collectives on tensors to calls of the pmlir_rt_* runtime";
   let description = [{
-    Each `shard.all_reduce` on a tensor of static shape (f32, f64, i32, i64;
-    sum, max, min, product) becomes: the input flattened and taken as a
-    buffer, a fresh result buffer, a call of `pmlir_rt_all_reduce_<type>`
-    (C interface: memref descriptors of input, result and the ordered grid
-    axes, which live in a private constant `memref.global`, plus the
-    reduction code) and the result buffer taken back as a tensor. Grid axis
-    `i` is mesh axis `i` of `pmlir-run --mesh`. Other `shard` collectives get
-    an error naming them. `shard.grid` ops that nothing refers to any more
-    are erased.
+    Collectives on tensors of static shape (f32, f64, i32, i64) become calls
+    of the runtime with memref descriptors (C interface) of flat buffers and
+    of the ordered grid axes, which live in a private constant
+    `memref.global`; grid axis `i` is mesh axis `i` of `pmlir-run --mesh`.
+
+    - `all_reduce` (sum, max, min, product): input flattened and taken as a
+      buffer, a fresh result buffer, `pmlir_rt_all_reduce_<type>`, the result
+      buffer taken back as a tensor.
+    - `all_gather` along dim k: the runtime stacks the group's blocks as
+      [n, input...]; a `linalg.transpose` moves the group dim next to dim k
+      and a reshape merges the two.
+    - `reduce_scatter` along dim k: dim k is split into [n, block] and the n
+      blocks are moved to the front (a transpose) so each is contiguous.
+    - `process_linear_index` (row-major over the grid) and
+      `process_multi_index`: runtime calls that return this process's index.
+
+    Other `shard` ops get an error naming them. `shard.grid` ops that nothing
+    refers to any more are erased.
 
     Before:
     ```mlir
@@ -209,8 +218,8 @@ def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp">
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::bufferization::BufferizationDialect",
-                           "mlir::func::FuncDialect", "mlir::memref::MemRefDialect",
-                           "mlir::tensor::TensorDialect"];
+                           "mlir::func::FuncDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect"];
 }
 
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {

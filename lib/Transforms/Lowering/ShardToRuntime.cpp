@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -85,70 +86,271 @@ struct Lowering {
     return memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), g);
   }
 
-  void declare(OpBuilder &b, Location loc, StringRef name, FunctionType type) {
+  /// Declares runtime function `name`; with `cInterface` its memref
+  /// arguments travel as descriptors (`_mlir_ciface_<name>`).
+  void declare(OpBuilder &b, Location loc, StringRef name, FunctionType type,
+               bool cInterface = true) {
     if (symbols.lookup(name))
       return;
     OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
     auto fn = func::FuncOp::create(top, loc, name, type);
     fn.setPrivate();
-    fn->setAttr("llvm.emit_c_interface", top.getUnitAttr());
+    if (cInterface)
+      fn->setAttr("llvm.emit_c_interface", top.getUnitAttr());
     symbols.insert(fn);
+  }
+
+  /// `tensor` flattened and taken as a read-only buffer, cast to memref<?xT>.
+  Value flatBuffer(OpBuilder &b, Location loc, Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    int64_t n = type.getNumElements();
+    auto flatType = RankedTensorType::get({n}, type.getElementType());
+    if (type.getRank() == 0)
+      tensor = tensor::ExpandShapeOp::create(b, loc, flatType, tensor,
+                                             ArrayRef<ReassociationIndices>{});
+    else if (type.getRank() != 1)
+      tensor = tensor::CollapseShapeOp::create(b, loc, tensor, allDims(type.getRank()));
+    Value buffer = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get({n}, type.getElementType()), tensor, /*read_only=*/true);
+    return memref::CastOp::create(b, loc, dynamic1D(type.getElementType()), buffer);
+  }
+
+  static SmallVector<ReassociationIndices> allDims(int64_t rank) {
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < rank; ++d)
+      all[0].push_back(d);
+    return all;
+  }
+
+  /// A fresh flat buffer of `type`'s size for the runtime to write.
+  static Value resultBuffer(OpBuilder &b, Location loc, RankedTensorType type) {
+    return memref::AllocOp::create(
+        b, loc, MemRefType::get({type.getNumElements()}, type.getElementType()));
+  }
+
+  static Value dynamicView(OpBuilder &b, Location loc, Value buffer) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    return memref::CastOp::create(b, loc, dynamic1D(element), buffer);
+  }
+
+  /// The tensor of `type` that `buffer` holds once the runtime wrote it.
+  static Value tensorOf(OpBuilder &b, Location loc, Value buffer, RankedTensorType type) {
+    int64_t n = type.getNumElements();
+    Value tensor = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get({n}, type.getElementType()), buffer,
+        /*restrict=*/true, /*writable=*/true);
+    if (type.getRank() == 0)
+      return tensor::CollapseShapeOp::create(b, loc, type, tensor,
+                                             ArrayRef<ReassociationIndices>{});
+    if (type.getRank() != 1)
+      return tensor::ExpandShapeOp::create(b, loc, type, tensor, allDims(type.getRank()));
+    return tensor;
+  }
+
+  func::CallOp call(OpBuilder &b, Location loc, StringRef name, ValueRange args,
+                    TypeRange results = {}) {
+    declare(b, loc, name, b.getFunctionType(args.getTypes(), results));
+    return func::CallOp::create(b, loc, name, results, args);
+  }
+
+  /// Permutes `tensor`'s dimensions so that result dim i is input dim perm[i].
+  static Value permute(OpBuilder &b, Location loc, Value tensor, ArrayRef<int64_t> perm) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(type.getShape()[p]);
+    Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+    return linalg::TransposeOp::create(b, loc, tensor, init, perm).getResult()[0];
+  }
+
+  /// Number of processes in a group over `axes` of the op's grid, or -1.
+  int64_t groupSize(Operation *op, FlatSymbolRefAttr gridName,
+                    ArrayRef<shard::GridAxis> axes) {
+    auto grid = symbols.lookup<shard::GridOp>(gridName.getValue());
+    if (!grid || ShapedType::isDynamicShape(grid.getShape()))
+      return -1;
+    int64_t n = 1;
+    for (shard::GridAxis a : axes)
+      n *= grid.getShape()[a];
+    return n;
+  }
+
+  /// The element type's runtime suffix, or an error on the op.
+  FailureOr<std::string> suffixFor(Operation *op, RankedTensorType in,
+                                   RankedTensorType out) {
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape())
+      return op->emitOpError("is lowered for tensors of static shape only");
+    std::string suffix = typeSuffix(in.getElementType());
+    if (suffix.empty() || out.getElementType() != in.getElementType())
+      return op->emitOpError("is lowered for f32, f64, i32 and i64 with the same "
+                             "input and result element type, got ")
+             << in << " -> " << out;
+    return suffix;
+  }
+
+  FailureOr<int> reductionFor(Operation *op, shard::ReductionKind kind) {
+    int reduction = runtimeReduction(kind);
+    if (reduction < 0)
+      return op->emitOpError("reduction '")
+             << shard::stringifyReductionKind(kind)
+             << "' is not lowered (sum, max, min and product are)";
+    return reduction;
   }
 
   LogicalResult lower(shard::AllReduceOp op) {
     auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
     auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
-    if (!in || !out || !in.hasStaticShape())
-      return op.emitOpError("is lowered for tensors of static shape only");
-    Type element = in.getElementType();
-    std::string suffix = typeSuffix(element);
-    if (suffix.empty() || out.getElementType() != element)
-      return op.emitOpError("is lowered for f32, f64, i32 and i64 with the same "
-                            "input and result element type, got ")
-             << in << " -> " << out;
-    int reduction = runtimeReduction(op.getReduction());
-    if (reduction < 0)
-      return op.emitOpError("reduction '")
-             << shard::stringifyReductionKind(op.getReduction())
-             << "' is not lowered (sum, max, min and product are)";
-
+    FailureOr<std::string> suffix = suffixFor(op, in, out);
+    if (failed(suffix))
+      return failure();
+    FailureOr<int> reduction = reductionFor(op, op.getReduction());
+    if (failed(reduction))
+      return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    int64_t n = in.getNumElements();
-    auto flatType = RankedTensorType::get({n}, element);
-    Value flat = op.getInput();
-    SmallVector<ReassociationIndices> all(1);
+    Value input = flatBuffer(b, loc, op.getInput());
+    Value buffer = resultBuffer(b, loc, out);
+    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(*reduction));
+    call(b, loc, "pmlir_rt_all_reduce_" + *suffix,
+         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), code});
+    op.replaceAllUsesWith(tensorOf(b, loc, buffer, out));
+    op.erase();
+    return success();
+  }
+
+  /// Gathers the group's blocks as [n, input...], then moves the group
+  /// dimension next to `gather_axis` and merges the two.
+  LogicalResult lower(shard::AllGatherOp op) {
+    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
+    FailureOr<std::string> suffix = suffixFor(op, in, out);
+    if (failed(suffix))
+      return failure();
+    int64_t n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    int64_t k = op.getGatherAxis().getSExtValue();
+    if (n < 1)
+      return op.emitOpError("needs a grid of static shape");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<int64_t> stacked = {n};
+    llvm::append_range(stacked, in.getShape());
+    auto stackedType = RankedTensorType::get(stacked, in.getElementType());
+    Value input = flatBuffer(b, loc, op.getInput());
+    Value buffer = resultBuffer(b, loc, stackedType);
+    call(b, loc, "pmlir_rt_all_gather_" + *suffix,
+         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())});
+    Value result = tensorOf(b, loc, buffer, stackedType);
+    if (k != 0) {
+      // [n, d0, .., dk, ..] -> [d0, .., n, dk, ..]
+      SmallVector<int64_t> perm;
+      for (int64_t d = 1; d <= k; ++d)
+        perm.push_back(d);
+      perm.push_back(0);
+      for (int64_t d = k + 1; d <= in.getRank(); ++d)
+        perm.push_back(d);
+      result = permute(b, loc, result, perm);
+    }
+    SmallVector<ReassociationIndices> merge;
     for (int64_t d = 0; d < in.getRank(); ++d)
-      all[0].push_back(d);
-    if (in.getRank() != 1)
-      flat = in.getRank() == 0
-                 ? tensor::ExpandShapeOp::create(b, loc, flatType, flat,
-                                                 ArrayRef<ReassociationIndices>{})
-                       .getResult()
-                 : tensor::CollapseShapeOp::create(b, loc, flat, all).getResult();
-    auto bufferType = MemRefType::get({n}, element);
-    Value inBuffer = bufferization::ToBufferOp::create(b, loc, bufferType, flat,
-                                                       /*read_only=*/true);
-    Value outBuffer = memref::AllocOp::create(b, loc, bufferType);
-    Value axes = axesMemRef(b, loc, op.getGridAxes());
-    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
-    std::string name = "pmlir_rt_all_reduce_" + suffix;
-    SmallVector<Value> args = {memref::CastOp::create(b, loc, dynamic1D(element), inBuffer),
-                               memref::CastOp::create(b, loc, dynamic1D(element), outBuffer),
-                               axes, code};
-    declare(b, loc, name, b.getFunctionType(ValueRange(args).getTypes(), {}));
-    func::CallOp::create(b, loc, name, TypeRange{}, args);
-    Value result = bufferization::ToTensorOp::create(b, loc, flatType, outBuffer,
-                                                     /*restrict=*/true, /*writable=*/true);
-    if (in.getRank() == 0)
-      result = tensor::CollapseShapeOp::create(b, loc, out, result,
-                                               ArrayRef<ReassociationIndices>{});
-    else if (in.getRank() != 1)
-      result = tensor::ExpandShapeOp::create(b, loc, out, result, all);
+      merge.push_back(d < k ? ReassociationIndices{d}
+                    : d == k ? ReassociationIndices{d, d + 1}
+                             : ReassociationIndices{d + 1});
+    result = tensor::CollapseShapeOp::create(b, loc, out, result, merge);
     op.replaceAllUsesWith(result);
     op.erase();
     return success();
   }
+
+  /// Splits `scatter_axis` into [n, block], brings the n blocks to the front
+  /// so that each is contiguous, and reduce-scatters them.
+  LogicalResult lower(shard::ReduceScatterOp op) {
+    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
+    FailureOr<std::string> suffix = suffixFor(op, in, out);
+    if (failed(suffix))
+      return failure();
+    FailureOr<int> reduction = reductionFor(op, op.getReduction());
+    if (failed(reduction))
+      return failure();
+    int64_t n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    int64_t k = op.getScatterAxis().getSExtValue();
+    if (n < 1)
+      return op.emitOpError("needs a grid of static shape");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    if (k != 0) {
+      SmallVector<int64_t> split(in.getShape());
+      split[k] = in.getShape()[k] / n;
+      split.insert(split.begin() + k, n);
+      SmallVector<ReassociationIndices> expand;
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        expand.push_back(d < k ? ReassociationIndices{d}
+                         : d == k ? ReassociationIndices{d, d + 1}
+                                  : ReassociationIndices{d + 1});
+      input = tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get(split, in.getElementType()), input, expand);
+      // [d0, .., n, b, ..] -> [n, d0, .., b, ..]
+      SmallVector<int64_t> perm = {k};
+      for (int64_t d = 0; d <= in.getRank(); ++d)
+        if (d != k)
+          perm.push_back(d);
+      input = permute(b, loc, input, perm);
+    }
+    Value flat = flatBuffer(b, loc, input);
+    Value buffer = resultBuffer(b, loc, out);
+    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(*reduction));
+    call(b, loc, "pmlir_rt_reduce_scatter_" + *suffix,
+         {flat, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), code});
+    op.replaceAllUsesWith(tensorOf(b, loc, buffer, out));
+    op.erase();
+    return success();
+  }
+
+  /// The linear index over all grid axes (row-major, the last fastest).
+  LogicalResult lower(shard::ProcessLinearIndexOp op) {
+    auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
+    if (!grid)
+      return op.emitOpError("names no grid");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<shard::GridAxis> all;
+    for (int64_t a = 0; a < grid.getRank(); ++a)
+      all.push_back(a);
+    func::CallOp index64 = call(b, loc, "pmlir_rt_index_in_group",
+                                {axesMemRef(b, loc, all)}, {b.getI64Type()});
+    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
+    op.replaceAllUsesWith(index);
+    op.erase();
+    return success();
+  }
+
+  /// One coordinate per listed axis (all axes when none are listed).
+  LogicalResult lower(shard::ProcessMultiIndexOp op) {
+    auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
+    if (!grid)
+      return op.emitOpError("names no grid");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
+    if (axes.empty())
+      for (int64_t a = 0; a < grid.getRank(); ++a)
+        axes.push_back(a);
+    SmallVector<Value> coords;
+    declare(b, loc, "pmlir_rt_coordinate",
+            b.getFunctionType({b.getI64Type()}, {b.getI64Type()}), /*cInterface=*/false);
+    for (int64_t a : axes) {
+      Value axis = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(a));
+      auto c = func::CallOp::create(b, loc, "pmlir_rt_coordinate",
+                                    TypeRange{b.getI64Type()}, ValueRange{axis});
+      coords.push_back(
+          arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
+    }
+    op.replaceAllUsesWith(coords);
+    op.erase();
+    return success();
+  }
+
 };
 
 struct LowerShardToRuntimePass
@@ -165,8 +367,17 @@ struct LowerShardToRuntimePass
       LogicalResult done = failure();
       if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
         done = lowering.lower(allReduce);
+      else if (auto allGather = dyn_cast<shard::AllGatherOp>(op))
+        done = lowering.lower(allGather);
+      else if (auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op))
+        done = lowering.lower(reduceScatter);
+      else if (auto linear = dyn_cast<shard::ProcessLinearIndexOp>(op))
+        done = lowering.lower(linear);
+      else if (auto multi = dyn_cast<shard::ProcessMultiIndexOp>(op))
+        done = lowering.lower(multi);
       else
-        op->emitOpError("is not lowered to the runtime yet (shard.all_reduce is)");
+        op->emitOpError("is not lowered to the runtime yet (all_reduce, all_gather, "
+                        "reduce_scatter, process_linear_index and process_multi_index are)");
       if (failed(done))
         return signalPassFailure();
     }
