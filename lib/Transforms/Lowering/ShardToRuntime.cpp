@@ -197,6 +197,30 @@ struct Lowering {
     return reduction;
   }
 
+  /// Calls reducing runtime entry `name` on the flat buffer `input` and
+  /// replaces `op` with the `out`-typed tensor it writes.
+  void replaceWithReduction(Operation *op, OpBuilder &b, StringRef name, Value input,
+                            RankedTensorType out, ArrayRef<shard::GridAxis> axes,
+                            int reduction) {
+    Location loc = op->getLoc();
+    Value buffer = resultBuffer(b, loc, out);
+    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
+    call(b, loc, name, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, axes), code});
+    op->replaceAllUsesWith(ValueRange{tensorOf(b, loc, buffer, out)});
+    op->erase();
+  }
+
+  /// Reassociation of rank `rank` dims into rank - 1 where dims k and k+1
+  /// are one: to merge them (collapse) or to split one (expand).
+  static SmallVector<ReassociationIndices> pairAt(int64_t rank, int64_t k) {
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      groups.push_back(d < k ? ReassociationIndices{d}
+                       : d == k ? ReassociationIndices{d, d + 1}
+                                : ReassociationIndices{d + 1});
+    return groups;
+  }
+
   LogicalResult lower(shard::AllReduceOp op) {
     auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
     auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
@@ -207,14 +231,9 @@ struct Lowering {
     if (failed(reduction))
       return failure();
     OpBuilder b(op);
-    Location loc = op.getLoc();
-    Value input = flatBuffer(b, loc, op.getInput());
-    Value buffer = resultBuffer(b, loc, out);
-    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(*reduction));
-    call(b, loc, "pmlir_rt_all_reduce_" + *suffix,
-         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), code});
-    op.replaceAllUsesWith(tensorOf(b, loc, buffer, out));
-    op.erase();
+    replaceWithReduction(op, b, "pmlir_rt_all_reduce_" + *suffix,
+                         flatBuffer(b, op.getLoc(), op.getInput()), out, op.getGridAxes(),
+                         *reduction);
     return success();
   }
 
@@ -250,12 +269,8 @@ struct Lowering {
         perm.push_back(d);
       result = permute(b, loc, result, perm);
     }
-    SmallVector<ReassociationIndices> merge;
-    for (int64_t d = 0; d < in.getRank(); ++d)
-      merge.push_back(d < k ? ReassociationIndices{d}
-                    : d == k ? ReassociationIndices{d, d + 1}
-                             : ReassociationIndices{d + 1});
-    result = tensor::CollapseShapeOp::create(b, loc, out, result, merge);
+    result = tensor::CollapseShapeOp::create(b, loc, out, result,
+                                             pairAt(in.getRank() + 1, k));
     op.replaceAllUsesWith(result);
     op.erase();
     return success();
@@ -283,13 +298,9 @@ struct Lowering {
       SmallVector<int64_t> split(in.getShape());
       split[k] = in.getShape()[k] / n;
       split.insert(split.begin() + k, n);
-      SmallVector<ReassociationIndices> expand;
-      for (int64_t d = 0; d < in.getRank(); ++d)
-        expand.push_back(d < k ? ReassociationIndices{d}
-                         : d == k ? ReassociationIndices{d, d + 1}
-                                  : ReassociationIndices{d + 1});
       input = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get(split, in.getElementType()), input, expand);
+          b, loc, RankedTensorType::get(split, in.getElementType()), input,
+          pairAt(in.getRank() + 1, k));
       // [d0, .., n, b, ..] -> [n, d0, .., b, ..]
       SmallVector<int64_t> perm = {k};
       for (int64_t d = 0; d <= in.getRank(); ++d)
@@ -297,13 +308,8 @@ struct Lowering {
           perm.push_back(d);
       input = permute(b, loc, input, perm);
     }
-    Value flat = flatBuffer(b, loc, input);
-    Value buffer = resultBuffer(b, loc, out);
-    Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(*reduction));
-    call(b, loc, "pmlir_rt_reduce_scatter_" + *suffix,
-         {flat, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), code});
-    op.replaceAllUsesWith(tensorOf(b, loc, buffer, out));
-    op.erase();
+    replaceWithReduction(op, b, "pmlir_rt_reduce_scatter_" + *suffix,
+                         flatBuffer(b, loc, input), out, op.getGridAxes(), *reduction);
     return success();
   }
 
