@@ -53,15 +53,19 @@ std::string floatsAsBytes(std::initializer_list<float> values) {
   return out;
 }
 
-/// The error SafeTensorsFile::open gives for a file with these bytes.
-std::string openError(const std::string &bytes) {
+/// Whether SafeTensorsFile::open refuses a file of these bytes with an error
+/// that contains `fault`.
+::testing::AssertionResult refusedWith(const std::string &bytes, const std::string &fault) {
   std::string path = tempPath("corrupt");
   writeFile(path, bytes);
   std::string error;
   auto file = SafeTensorsFile::open(path, error);
   std::remove(path.c_str());
-  EXPECT_FALSE(file) << "opened a corrupt file";
-  return error;
+  if (file)
+    return ::testing::AssertionFailure() << "opened a corrupt file";
+  if (error.find(fault) == std::string::npos)
+    return ::testing::AssertionFailure() << "error '" << error << "' lacks '" << fault << "'";
+  return ::testing::AssertionSuccess();
 }
 
 } // namespace
@@ -186,46 +190,38 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
   const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::string data = floatsAsBytes({1, 2});
 
-  EXPECT_NE(openError("abc").find("truncated: 3 bytes"), std::string::npos);
+  EXPECT_TRUE(refusedWith("abc", "truncated: 3 bytes"));
   // Header length larger than the file.
   std::string big = fileBytes(ok, data);
   big[0] = static_cast<char>(0xff);
   big[1] = static_cast<char>(0xff);
-  EXPECT_NE(openError(big).find("corrupt header: it claims 65535 bytes"),
-            std::string::npos);
+  EXPECT_TRUE(refusedWith(big, "corrupt header: it claims 65535 bytes"));
   // The file cut in the middle of the header.
-  EXPECT_NE(openError(fileBytes(ok, data).substr(0, 20)).find("corrupt header"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes("{not json", "")).find("not valid JSON"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes("[1,2]", "")).find("not a JSON object"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", data))
-                .find("tensor 'a': missing string 'dtype'"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F31","shape":[2],"data_offsets":[0,8]}})", data))
-                .find("tensor 'a': unknown dtype 'F31'"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data))
-                .find("not a non-negative integer"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data))
-                .find("missing 'data_offsets'"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", data))
-                .find("data_offsets [0, 16] outside the 8-byte data section"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data))
-                .find("data_offsets hold 8 bytes, but dtype F32 and shape [3] need 12"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                                data))
-                .find("overlap"),
-            std::string::npos);
-  EXPECT_NE(openError(fileBytes(R"({"__metadata__":{"n":1}})", ""))
-                .find("metadata 'n' is not a string"),
-            std::string::npos);
+  EXPECT_TRUE(refusedWith(fileBytes(ok, data).substr(0, 20), "corrupt header"));
+  EXPECT_TRUE(refusedWith(fileBytes("{not json", ""), "not valid JSON"));
+  EXPECT_TRUE(refusedWith(fileBytes("[1,2]", ""), "not a JSON object"));
+  // One tensor 'a' with this header entry, over 8 bytes of data.
+  auto refusedEntry = [&](const std::string &entry, const std::string &fault) {
+    return refusedWith(fileBytes(R"({"a":)" + entry + "}", data), fault);
+  };
+  EXPECT_TRUE(refusedEntry(R"({"shape":[2],"data_offsets":[0,8]})",
+                           "tensor 'a': missing string 'dtype'"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F31","shape":[2],"data_offsets":[0,8]})",
+                           "tensor 'a': unknown dtype 'F31'"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})",
+                           "not a non-negative integer"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})",
+                           "missing 'data_offsets'"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[0,16]})",
+                           "data_offsets [0, 16] outside the 8-byte data section"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})",
+                           "data_offsets hold 8 bytes, but dtype F32 and shape [3] need 12"));
+  EXPECT_TRUE(refusedWith(fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                    R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                    data),
+                          "overlap"));
+  EXPECT_TRUE(refusedWith(fileBytes(R"({"__metadata__":{"n":1}})", ""),
+                          "metadata 'n' is not a string"));
   std::string error;
   EXPECT_FALSE(SafeTensorsFile::open("/nonexistent.safetensors", error));
   EXPECT_NE(error.find("cannot open: No such file or directory"), std::string::npos);
