@@ -35,18 +35,27 @@ using namespace pmlir::rt;
 
 namespace {
 
+/// The communicator of the group over an ordered axes list, and what error
+/// messages call it.
+struct Group {
+  MPI_Comm comm;
+  int size;
+  std::string axes; // "tp,dp"
+};
+
 struct State {
   std::unique_ptr<Mesh> mesh;
   int rank = 0;
   bool ownsMpi = false;
-  std::map<std::vector<int64_t>, MPI_Comm> groups;
+  std::map<std::vector<int64_t>, Group> groups;
   double timeoutSeconds = 0;
   std::thread watchdog;
   std::atomic<bool> stopping{false};
-  // Set while a collective runs: its start (steady clock, ns) and name.
+  // Set while a collective runs: its start (steady clock, ns), name and
+  // group, for the watchdog (groups never move or change once made).
   std::atomic<int64_t> waitingSince{0};
   std::atomic<const char *> waitingIn{nullptr};
-  std::string waitingAxes;
+  std::atomic<const Group *> waitingOn{nullptr};
 };
 
 State *state = nullptr;
@@ -108,19 +117,21 @@ std::string axesText(const std::vector<int64_t> &axes) {
   return text.empty() ? "no axes" : text;
 }
 
-MPI_Comm split(const std::vector<int64_t> &axes) {
+Group split(const std::vector<int64_t> &axes) {
   std::vector<int> list(axes.begin(), axes.end());
-  MPI_Comm comm;
+  Group group;
   check(MPI_Comm_split(MPI_COMM_WORLD,
                        static_cast<int>(state->mesh->groupColor(state->rank, list)),
                        static_cast<int>(state->mesh->indexInGroup(state->rank, list)),
-                       &comm),
+                       &group.comm),
         "MPI_Comm_split");
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return comm;
+  MPI_Comm_set_errhandler(group.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_size(group.comm, &group.size);
+  group.axes = axesText(axes);
+  return group;
 }
 
-MPI_Comm groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
+const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
   if (!state)
     std::fprintf(stderr, "pmlir-run: %s before pmlir_rt_init\n", what), std::_Exit(1);
   std::vector<int64_t> key(axes, axes + numAxes);
@@ -140,13 +151,21 @@ MPI_Comm groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
   return it->second;
 }
 
+/// `index` as a member of `group`, or the end of the job.
+int indexIn(const Group &group, int64_t index, const char *what) {
+  if (index < 0 || index >= group.size)
+    failWith(std::string(what) + " " + std::to_string(index) + " is outside the group of " +
+             std::to_string(group.size) + " ranks over " + group.axes);
+  return static_cast<int>(index);
+}
+
 /// Marks a collective as waiting for the watchdog.
 struct Waiting {
-  Waiting(const char *what, const int64_t *axes, int64_t numAxes) {
+  Waiting(const char *what, const Group &group) {
     if (state->timeoutSeconds <= 0)
       return;
-    state->waitingAxes = axesText(std::vector<int64_t>(axes, axes + numAxes));
     state->waitingIn.store(what);
+    state->waitingOn.store(&group);
     state->waitingSince.store(nowNs());
   }
   ~Waiting() { state->waitingSince.store(0); }
@@ -163,7 +182,7 @@ void watch() {
     std::fprintf(stderr,
                  "pmlir-run: rank %d: %s over %s waited more than %g s for the "
                  "rest of its group; ending the job\n",
-                 state->rank, state->waitingIn.load(), state->waitingAxes.c_str(),
+                 state->rank, state->waitingIn.load(), state->waitingOn.load()->axes.c_str(),
                  state->timeoutSeconds);
     std::fflush(stderr);
     std::_Exit(1);
@@ -230,8 +249,8 @@ extern "C" void pmlir_rt_finalize(void) {
   state->stopping.store(true);
   if (state->watchdog.joinable())
     state->watchdog.join();
-  for (auto &[axes, comm] : state->groups)
-    MPI_Comm_free(&comm);
+  for (auto &[axes, group] : state->groups)
+    MPI_Comm_free(&group.comm);
   bool ownsMpi = state->ownsMpi;
   delete state;
   state = nullptr;
@@ -245,14 +264,12 @@ extern "C" int64_t pmlir_rt_num_ranks(void) {
 }
 
 extern "C" int64_t pmlir_rt_group_size(const int64_t *axes, int64_t numAxes) {
-  int size = 0;
-  MPI_Comm_size(groupOf(axes, numAxes, "group_size"), &size);
-  return size;
+  return groupOf(axes, numAxes, "group_size").size;
 }
 
 extern "C" int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t numAxes) {
   int index = 0;
-  MPI_Comm_rank(groupOf(axes, numAxes, "index_in_group"), &index);
+  MPI_Comm_rank(groupOf(axes, numAxes, "index_in_group").comm, &index);
   return index;
 }
 
@@ -264,83 +281,70 @@ extern "C" int64_t pmlir_rt_coordinate(int64_t axis) {
 extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                     const int64_t *axes, int64_t numAxes) {
-  MPI_Comm comm = groupOf(axes, numAxes, "all_reduce");
-  Waiting waiting("all_reduce", axes, numAxes);
+  const Group &group = groupOf(axes, numAxes, "all_reduce");
+  Waiting waiting("all_reduce", group);
   check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                      mpiCount(count, "all_reduce"), mpiType(dtype), mpiOp(op), comm),
+                      mpiCount(count, "all_reduce"), mpiType(dtype), mpiOp(op), group.comm),
         "all_reduce");
 }
 
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes,
                                     int64_t numAxes) {
-  MPI_Comm comm = groupOf(axes, numAxes, "all_gather");
-  Waiting waiting("all_gather", axes, numAxes);
+  const Group &group = groupOf(axes, numAxes, "all_gather");
+  Waiting waiting("all_gather", group);
   int n = mpiCount(count, "all_gather");
-  check(MPI_Allgather(send, n, mpiType(dtype), recv, n, mpiType(dtype), comm),
+  check(MPI_Allgather(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm),
         "all_gather");
 }
 
 extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
                                         pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                         const int64_t *axes, int64_t numAxes) {
-  MPI_Comm comm = groupOf(axes, numAxes, "reduce_scatter");
-  Waiting waiting("reduce_scatter", axes, numAxes);
+  const Group &group = groupOf(axes, numAxes, "reduce_scatter");
+  Waiting waiting("reduce_scatter", group);
   check(MPI_Reduce_scatter_block(send, recv, mpiCount(count, "reduce_scatter"),
-                                 mpiType(dtype), mpiOp(op), comm),
+                                 mpiType(dtype), mpiOp(op), group.comm),
         "reduce_scatter");
 }
 
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes,
                                     int64_t numAxes) {
-  MPI_Comm comm = groupOf(axes, numAxes, "all_to_all");
-  Waiting waiting("all_to_all", axes, numAxes);
+  const Group &group = groupOf(axes, numAxes, "all_to_all");
+  Waiting waiting("all_to_all", group);
   int n = mpiCount(count, "all_to_all");
-  check(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), comm),
+  check(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm),
         "all_to_all");
 }
 
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype,
                                    int64_t root, const int64_t *axes, int64_t numAxes) {
-  MPI_Comm comm = groupOf(axes, numAxes, "broadcast");
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  if (root < 0 || root >= size)
-    failWith("broadcast: root " + std::to_string(root) + " is outside the group of " +
-             std::to_string(size) + " ranks");
-  Waiting waiting("broadcast", axes, numAxes);
+  const Group &group = groupOf(axes, numAxes, "broadcast");
+  int rootIndex = indexIn(group, root, "broadcast: root");
+  Waiting waiting("broadcast", group);
   check(MPI_Bcast(buf, mpiCount(count, "broadcast"), mpiType(dtype),
-                  static_cast<int>(root), comm),
+                  rootIndex, group.comm),
         "broadcast");
-}
-
-static int peerIn(MPI_Comm comm, int64_t peer, const char *what) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  if (peer < 0 || peer >= size)
-    failWith(std::string(what) + ": peer " + std::to_string(peer) +
-             " is outside the group of " + std::to_string(size) + " ranks");
-  return static_cast<int>(peer);
 }
 
 extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t peer, const int64_t *axes, int64_t numAxes,
                               int64_t tag) {
-  MPI_Comm comm = groupOf(axes, numAxes, "send");
-  Waiting waiting("send", axes, numAxes);
-  check(MPI_Send(buf, mpiCount(count, "send"), mpiType(dtype), peerIn(comm, peer, "send"),
-                 static_cast<int>(tag), comm),
+  const Group &group = groupOf(axes, numAxes, "send");
+  Waiting waiting("send", group);
+  check(MPI_Send(buf, mpiCount(count, "send"), mpiType(dtype), indexIn(group, peer, "send: peer"),
+                 static_cast<int>(tag), group.comm),
         "send");
 }
 
 extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t peer, const int64_t *axes, int64_t numAxes,
                               int64_t tag) {
-  MPI_Comm comm = groupOf(axes, numAxes, "recv");
-  Waiting waiting("recv", axes, numAxes);
-  check(MPI_Recv(buf, mpiCount(count, "recv"), mpiType(dtype), peerIn(comm, peer, "recv"),
-                 static_cast<int>(tag), comm, MPI_STATUS_IGNORE),
+  const Group &group = groupOf(axes, numAxes, "recv");
+  Waiting waiting("recv", group);
+  check(MPI_Recv(buf, mpiCount(count, "recv"), mpiType(dtype), indexIn(group, peer, "recv: peer"),
+                 static_cast<int>(tag), group.comm, MPI_STATUS_IGNORE),
         "recv");
 }
 
