@@ -163,21 +163,30 @@ struct Lowering {
     return linalg::TransposeOp::create(b, loc, tensor, init, perm).getResult()[0];
   }
 
-  /// Number of processes in a group over `axes` of the op's grid, or -1.
-  int64_t groupSize(Operation *op, FlatSymbolRefAttr gridName,
-                    ArrayRef<shard::GridAxis> axes) {
+  /// Number of processes in a group over `axes` of the op's grid, or an
+  /// error on the op.
+  FailureOr<int64_t> groupSize(Operation *op, FlatSymbolRefAttr gridName,
+                               ArrayRef<shard::GridAxis> axes) {
     auto grid = symbols.lookup<shard::GridOp>(gridName.getValue());
     if (!grid || ShapedType::isDynamicShape(grid.getShape()))
-      return -1;
+      return op->emitOpError("needs a grid of static shape");
     int64_t n = 1;
     for (shard::GridAxis a : axes)
       n *= grid.getShape()[a];
     return n;
   }
 
-  /// The element type's runtime suffix, or an error on the op.
-  FailureOr<std::string> suffixFor(Operation *op, RankedTensorType in,
-                                   RankedTensorType out) {
+  /// A collective's operand and result types and its runtime type suffix.
+  struct Typed {
+    RankedTensorType in, out;
+    std::string suffix;
+  };
+
+  /// The types of `input` -> `result`, or an error on the op when the
+  /// runtime has no entry for them.
+  FailureOr<Typed> typedFor(Operation *op, Value input, Value result) {
+    auto in = dyn_cast<RankedTensorType>(input.getType());
+    auto out = dyn_cast<RankedTensorType>(result.getType());
     if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape())
       return op->emitOpError("is lowered for tensors of static shape only");
     std::string suffix = typeSuffix(in.getElementType());
@@ -185,7 +194,7 @@ struct Lowering {
       return op->emitOpError("is lowered for f32, f64, i32 and i64 with the same "
                              "input and result element type, got ")
              << in << " -> " << out;
-    return suffix;
+    return Typed{in, out, suffix};
   }
 
   FailureOr<int> reductionFor(Operation *op, shard::ReductionKind kind) {
@@ -222,41 +231,36 @@ struct Lowering {
   }
 
   LogicalResult lower(shard::AllReduceOp op) {
-    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
-    auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
-    FailureOr<std::string> suffix = suffixFor(op, in, out);
-    if (failed(suffix))
-      return failure();
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     FailureOr<int> reduction = reductionFor(op, op.getReduction());
-    if (failed(reduction))
+    if (failed(t) || failed(reduction))
       return failure();
     OpBuilder b(op);
-    replaceWithReduction(op, b, "pmlir_rt_all_reduce_" + *suffix,
-                         flatBuffer(b, op.getLoc(), op.getInput()), out, op.getGridAxes(),
-                         *reduction);
+    replaceWithReduction(op, b, "pmlir_rt_all_reduce_" + t->suffix,
+                         flatBuffer(b, op.getLoc(), op.getInput()), t->out,
+                         op.getGridAxes(), *reduction);
     return success();
   }
 
   /// Gathers the group's blocks as [n, input...], then moves the group
   /// dimension next to `gather_axis` and merges the two.
   LogicalResult lower(shard::AllGatherOp op) {
-    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
-    auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
-    FailureOr<std::string> suffix = suffixFor(op, in, out);
-    if (failed(suffix))
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
       return failure();
-    int64_t n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    if (failed(n))
+      return failure();
+    RankedTensorType in = t->in;
     int64_t k = op.getGatherAxis().getSExtValue();
-    if (n < 1)
-      return op.emitOpError("needs a grid of static shape");
     OpBuilder b(op);
     Location loc = op.getLoc();
-    SmallVector<int64_t> stacked = {n};
+    SmallVector<int64_t> stacked = {*n};
     llvm::append_range(stacked, in.getShape());
     auto stackedType = RankedTensorType::get(stacked, in.getElementType());
     Value input = flatBuffer(b, loc, op.getInput());
     Value buffer = resultBuffer(b, loc, stackedType);
-    call(b, loc, "pmlir_rt_all_gather_" + *suffix,
+    call(b, loc, "pmlir_rt_all_gather_" + t->suffix,
          {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())});
     Value result = tensorOf(b, loc, buffer, stackedType);
     if (k != 0) {
@@ -269,7 +273,7 @@ struct Lowering {
         perm.push_back(d);
       result = permute(b, loc, result, perm);
     }
-    result = tensor::CollapseShapeOp::create(b, loc, out, result,
+    result = tensor::CollapseShapeOp::create(b, loc, t->out, result,
                                              pairAt(in.getRank() + 1, k));
     op.replaceAllUsesWith(result);
     op.erase();
@@ -279,25 +283,22 @@ struct Lowering {
   /// Splits `scatter_axis` into [n, block], brings the n blocks to the front
   /// so that each is contiguous, and reduce-scatters them.
   LogicalResult lower(shard::ReduceScatterOp op) {
-    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
-    auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
-    FailureOr<std::string> suffix = suffixFor(op, in, out);
-    if (failed(suffix))
-      return failure();
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     FailureOr<int> reduction = reductionFor(op, op.getReduction());
-    if (failed(reduction))
+    if (failed(t) || failed(reduction))
       return failure();
-    int64_t n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    if (failed(n))
+      return failure();
+    RankedTensorType in = t->in;
     int64_t k = op.getScatterAxis().getSExtValue();
-    if (n < 1)
-      return op.emitOpError("needs a grid of static shape");
     OpBuilder b(op);
     Location loc = op.getLoc();
     Value input = op.getInput();
     if (k != 0) {
       SmallVector<int64_t> split(in.getShape());
-      split[k] = in.getShape()[k] / n;
-      split.insert(split.begin() + k, n);
+      split[k] = in.getShape()[k] / *n;
+      split.insert(split.begin() + k, *n);
       input = tensor::ExpandShapeOp::create(
           b, loc, RankedTensorType::get(split, in.getElementType()), input,
           pairAt(in.getRank() + 1, k));
@@ -308,8 +309,8 @@ struct Lowering {
           perm.push_back(d);
       input = permute(b, loc, input, perm);
     }
-    replaceWithReduction(op, b, "pmlir_rt_reduce_scatter_" + *suffix,
-                         flatBuffer(b, loc, input), out, op.getGridAxes(), *reduction);
+    replaceWithReduction(op, b, "pmlir_rt_reduce_scatter_" + t->suffix,
+                         flatBuffer(b, loc, input), t->out, op.getGridAxes(), *reduction);
     return success();
   }
 
