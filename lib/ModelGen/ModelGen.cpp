@@ -19,12 +19,7 @@
 using namespace mlir;
 using namespace pmlir;
 
-int64_t WeightSpec::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t WeightSpec::numElements() const { return ShapedType::getNumElements(shape); }
 
 //===----------------------------------------------------------------------===//
 // Validation

@@ -140,12 +140,7 @@ struct Argument {
   void *data = nullptr;
 };
 
-int64_t product(llvm::ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t product(llvm::ArrayRef<int64_t> shape) { return ShapedType::getNumElements(shape); }
 
 /// Deterministic init of a weight named `name`: 1-D `*.bias` -> 0, other
 /// 1-D (norm) weights -> 1, everything else N(0, 0.02). The stream depends on
