@@ -19,6 +19,8 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace {
 
@@ -124,10 +126,50 @@ PMLIR_MATMUL_TRANSPOSES(4, 4)
   PMLIR_SYMBOL(L, R, 0, 0)                                                     \
   PMLIR_SYMBOL(L, R, 0, 1) PMLIR_SYMBOL(L, R, 1, 0) PMLIR_SYMBOL(L, R, 1, 1)
 
+/// Bound as `memrefCopy`, which MLIR's memref-to-LLVM lowering calls for copies
+/// between strided buffers (an insert_slice into a strided view): copies
+/// element by element along the innermost dimension, any strides.
+static void copyStrided(int64_t elementSize, UnrankedMemRefType<char> *src,
+                        UnrankedMemRefType<char> *dst) {
+  DynamicMemRefType<char> from(*src), to(*dst);
+  int64_t rank = from.rank;
+  char *in = from.data + from.offset * elementSize;
+  char *out = to.data + to.offset * elementSize;
+  if (rank == 0) {
+    std::memcpy(out, in, elementSize);
+    return;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (from.sizes[d] == 0)
+      return;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t inOffset = 0, outOffset = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      inOffset += index[d] * from.strides[d];
+      outOffset += index[d] * to.strides[d];
+    }
+    int64_t last = rank - 1;
+    for (int64_t k = 0; k < from.sizes[last]; ++k)
+      std::memcpy(out + (outOffset + k * to.strides[last]) * elementSize,
+                  in + (inOffset + k * from.strides[last]) * elementSize, elementSize);
+    int64_t d = last - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < from.sizes[d])
+        break;
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
 extern "C" const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void) {
   static const pmlir_rt_symbol symbols[] = {
       PMLIR_SYMBOLS(2, 2) PMLIR_SYMBOLS(3, 2) PMLIR_SYMBOLS(3, 3)
-          PMLIR_SYMBOLS(4, 2) PMLIR_SYMBOLS(4, 4){nullptr, nullptr}};
+          PMLIR_SYMBOLS(4, 2) PMLIR_SYMBOLS(4, 4){
+              "memrefCopy", reinterpret_cast<void *>(&copyStrided)},
+      {nullptr, nullptr}};
   return symbols;
 }
 

@@ -5,7 +5,8 @@
 // pmlir-lower-shard-to-runtime turns shard collectives into calls with
 // memref descriptors (the `llvm.emit_c_interface` convention): flat buffers
 // of one element type, the ordered mesh axes as a memref of i64, and the
-// reduction. These entry points unpack them for the C ABI in Runtime.h.
+// reduction or the peer's index in the group. Point-to-point messages use
+// tag 0: MPI keeps them in order per sender and group. These entry points unpack them for the C ABI in Runtime.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 #include "pmlir/Runtime/CpuKernels.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <cstring>
 
 namespace {
 
@@ -47,6 +50,32 @@ const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes);
     pmlir_rt_reduce_scatter(begin(in), begin(out), out->sizes[0], DTYPE,       \
                             static_cast<pmlir_rt_reduction>(op), axesOf(axes), \
                             axes->sizes[0]);                                   \
+  }                                                                            \
+  extern "C" void _mlir_ciface_pmlir_rt_all_to_all_##SUFFIX(                   \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
+      StridedMemRefType<int64_t, 1> *axes) {                                   \
+    int64_t n = pmlir_rt_group_size(axesOf(axes), axes->sizes[0]);             \
+    pmlir_rt_all_to_all(begin(in), begin(out), in->sizes[0] / n, DTYPE,        \
+                        axesOf(axes), axes->sizes[0]);                         \
+  }                                                                            \
+  extern "C" void _mlir_ciface_pmlir_rt_broadcast_##SUFFIX(                    \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
+      StridedMemRefType<int64_t, 1> *axes, int64_t root) {                     \
+    std::memcpy(begin(out), begin(in), in->sizes[0] * sizeof(T));              \
+    pmlir_rt_broadcast(begin(out), out->sizes[0], DTYPE, root, axesOf(axes),   \
+                       axes->sizes[0]);                                        \
+  }                                                                            \
+  extern "C" void _mlir_ciface_pmlir_rt_send_##SUFFIX(                         \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<int64_t, 1> *axes,        \
+      int64_t peer) {                                                          \
+    pmlir_rt_send(begin(in), in->sizes[0], DTYPE, peer, axesOf(axes),          \
+                  axes->sizes[0], /*tag=*/0);                                  \
+  }                                                                            \
+  extern "C" void _mlir_ciface_pmlir_rt_recv_##SUFFIX(                         \
+      StridedMemRefType<T, 1> *out, StridedMemRefType<int64_t, 1> *axes,       \
+      int64_t peer) {                                                          \
+    pmlir_rt_recv(begin(out), out->sizes[0], DTYPE, peer, axesOf(axes),        \
+                  axes->sizes[0], /*tag=*/0);                                  \
   }
 
 PMLIR_RT_MEMREF_ENTRIES(f32, float, PMLIR_RT_F32)
@@ -68,7 +97,15 @@ extern "C" int64_t _mlir_ciface_pmlir_rt_index_in_group(StridedMemRefType<int64_
       {"_mlir_ciface_pmlir_rt_all_gather_" #SUFFIX,                            \
        reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_gather_##SUFFIX)},  \
       {"_mlir_ciface_pmlir_rt_reduce_scatter_" #SUFFIX,                        \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_reduce_scatter_##SUFFIX)},
+       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_reduce_scatter_##SUFFIX)}, \
+      {"_mlir_ciface_pmlir_rt_all_to_all_" #SUFFIX,                            \
+       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_to_all_##SUFFIX)},  \
+      {"_mlir_ciface_pmlir_rt_broadcast_" #SUFFIX,                             \
+       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_broadcast_##SUFFIX)},   \
+      {"_mlir_ciface_pmlir_rt_send_" #SUFFIX,                                  \
+       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_send_##SUFFIX)},        \
+      {"_mlir_ciface_pmlir_rt_recv_" #SUFFIX,                                  \
+       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_recv_##SUFFIX)},
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_collective_symbols(void) {
   static const pmlir_rt_symbol symbols[] = {PMLIR_RT_SYMBOL(f32) PMLIR_RT_SYMBOL(f64)

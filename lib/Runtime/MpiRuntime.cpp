@@ -298,6 +298,17 @@ extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
         "all_gather");
 }
 
+extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
+                                pmlir_rt_dtype dtype, int64_t root, const int64_t *axes,
+                                int64_t numAxes) {
+  const Group &group = groupOf(axes, numAxes, "gather");
+  int rootIndex = indexIn(group, root, "gather: root");
+  Waiting waiting("gather", group);
+  int n = mpiCount(count, "gather");
+  check(MPI_Gather(send, n, mpiType(dtype), recv, n, mpiType(dtype), rootIndex, group.comm),
+        "gather");
+}
+
 extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
                                         pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                         const int64_t *axes, int64_t numAxes) {

@@ -51,9 +51,9 @@ func.func @converting_element_type(%x: tensor<4xf32>) -> tensor<4xf64> {
 // -----
 
 shard.grid @mesh(shape = 2)
-func.func @other_collectives_are_refused(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'shard.all_to_all' op is not lowered to the runtime yet (all_reduce, all_gather, reduce_scatter, process_linear_index and process_multi_index are)}}
-  %r = shard.all_to_all %x on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4xf32> -> tensor<4xf32>
+func.func @other_ops_are_refused(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.shift' op is not lowered to the runtime (all_reduce, all_gather, reduce_scatter, all_to_all, all_slice, broadcast, send, recv, process_linear_index, process_multi_index and grid_shape are)}}
+  %r = shard.shift %x on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<4xf32> -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
 
@@ -108,3 +108,98 @@ func.func @process_indices() -> (index, index, index) {
 }
 // CHECK: func.func private @pmlir_rt_coordinate(i64) -> i64
 // CHECK-NOT: emit_c_interface
+
+// -----
+
+// all_to_all: the 2 blocks of split dim 1 go to the front, the runtime
+// exchanges them, and the received [2, 4, 3] stack merges into dim 0.
+// CHECK-LABEL: func @all_to_all_splits_and_concats
+shard.grid @mesh(shape = 2x2)
+func.func @all_to_all_splits_and_concats(%x: tensor<4x6xf32>) -> tensor<8x3xf32> {
+  // CHECK: %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 2, 3]
+  // CHECK: %[[P:.*]] = linalg.transpose ins(%[[E]] : tensor<4x2x3xf32>) outs(%{{.*}} : tensor<2x4x3xf32>) permutation = [1, 0, 2]
+  // CHECK: %[[OUT:.*]] = memref.alloc() : memref<24xf32>
+  // CHECK: %[[AXES:.*]] = memref.get_global @pmlir_grid_axes_1
+  // CHECK: call @pmlir_rt_all_to_all_f32(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf32>, memref<?xf32>, memref<?xi64>) -> ()
+  // CHECK: %[[T:.*]] = bufferization.to_tensor %[[OUT]]
+  // CHECK: %[[S:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1, 2]] output_shape [2, 4, 3]
+  // CHECK: tensor.collapse_shape %[[S]] {{\[\[}}0, 1], [2]] : tensor<2x4x3xf32> into tensor<8x3xf32>
+  %r = shard.all_to_all %x on @mesh grid_axes = [1] split_axis = 1 concat_axis = 0 : tensor<4x6xf32> -> tensor<8x3xf32>
+  return %r : tensor<8x3xf32>
+}
+
+// -----
+
+// all_slice: this process's block, at its index in the group times the
+// block size; no communication.
+// CHECK-LABEL: func @all_slice_takes_the_own_block
+shard.grid @mesh(shape = 2x4)
+func.func @all_slice_takes_the_own_block(%x: tensor<3x8xf32>) -> tensor<3x2xf32> {
+  // CHECK: %[[I:.*]] = call @pmlir_rt_index_in_group(%{{.*}}) : (memref<?xi64>) -> i64
+  // CHECK: %[[II:.*]] = arith.index_cast %[[I]] : i64 to index
+  // CHECK: %[[B:.*]] = arith.constant 2 : index
+  // CHECK: %[[OFF:.*]] = arith.muli %[[II]], %[[B]] : index
+  // CHECK: tensor.extract_slice %{{.*}}[0, %[[OFF]]] [3, 2] [1, 1] : tensor<3x8xf32> to tensor<3x2xf32>
+  // CHECK-NOT: call
+  %r = shard.all_slice %x on @mesh grid_axes = [1] slice_axis = 1 : tensor<3x8xf32> -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
+
+// -----
+
+// broadcast, send and recv: the in-group multi-index becomes a linear
+// index, the last grid axis fastest (root [1, 2] over axes [0, 1] of a 2x4
+// grid is member 1 * 4 + 2); send returns its input.
+// CHECK-LABEL: func @point_to_point_and_broadcast
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf64>, %[[P:.*]]: index)
+shard.grid @mesh(shape = 2x4)
+func.func @point_to_point_and_broadcast(%x: tensor<4xf64>, %p: index) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  // CHECK: %[[ROOT64:.*]] = arith.constant 6 : i64
+  // CHECK: call @pmlir_rt_broadcast_f64(%{{.*}}, %{{.*}}, %{{.*}}, %[[ROOT64]]) : (memref<?xf64>, memref<?xf64>, memref<?xi64>, i64) -> ()
+  %b = shard.broadcast %x on @mesh grid_axes = [0, 1] root = [1, 2] : (tensor<4xf64>) -> tensor<4xf64>
+  // A dynamic destination is used as given.
+  // CHECK: %[[ONE:.*]] = arith.constant 1 : index
+  // CHECK: %[[M:.*]] = arith.muli %[[P]], %[[ONE]] : index
+  // CHECK: %[[ZERO:.*]] = arith.constant 0 : index
+  // CHECK: %[[D:.*]] = arith.addi %[[M]], %[[ZERO]] : index
+  // CHECK: %[[D64:.*]] = arith.index_cast %[[D]] : index to i64
+  // CHECK: call @pmlir_rt_send_f64(%{{.*}}, %{{.*}}, %[[D64]]) : (memref<?xf64>, memref<?xi64>, i64) -> ()
+  %s = shard.send %x on @mesh grid_axes = [1] destination = [%p] : (tensor<4xf64>, index) -> tensor<4xf64>
+  // CHECK: %[[OUT:.*]] = memref.alloc() : memref<4xf64>
+  // CHECK: call @pmlir_rt_recv_f64(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf64>, memref<?xi64>, i64) -> ()
+  // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]]
+  %r = shard.recv %x on @mesh grid_axes = [1] source = [3] : (tensor<4xf64>) -> tensor<4xf64>
+  // CHECK: return %{{.*}}, %[[X]], %[[R]]
+  return %b, %s, %r : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>
+}
+
+// -----
+
+// grid_shape: constants of the static grid.
+// CHECK-LABEL: func @grid_shape_is_constant
+shard.grid @mesh(shape = 2x4)
+func.func @grid_shape_is_constant() -> (index, index) {
+  // CHECK: %[[A:.*]] = arith.constant 4 : index
+  // CHECK: %[[B:.*]] = arith.constant 2 : index
+  // CHECK: return %[[A]], %[[B]]
+  %s:2 = shard.grid_shape @mesh axes = [1, 0] : index, index
+  return %s#0, %s#1 : index, index
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x4)
+func.func @recv_from_anyone(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.recv' op needs a source: receiving from any member is not lowered}}
+  %r = shard.recv %x on @mesh grid_axes = [0] : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 3)
+func.func @uneven_split(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'shard.all_to_all' op split_axis 0 of 'tensor<4x2xf32>' does not split into the group's 3 blocks}}
+  %r = shard.all_to_all %x on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4x2xf32> -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}

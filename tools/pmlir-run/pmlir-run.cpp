@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -50,6 +51,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <malloc.h>
+#include <numeric>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -140,6 +142,13 @@ struct Argument {
   void *data = nullptr;
 };
 
+std::string typeText(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
 int64_t product(llvm::ArrayRef<int64_t> shape) { return ShapedType::getNumElements(shape); }
 
 /// Deterministic init of a weight named `name`: 1-D `*.bias` -> 0, other
@@ -162,16 +171,17 @@ struct Slice {
   std::vector<int64_t> global, offsets; // per dimension
 };
 
-/// The slice of an argument with `tfm.sharding` (per dimension, the mesh
-/// axes that split it, major first) for this rank, or an error.
+/// The slice of a value with `tfm.sharding` (per dimension, the mesh axes
+/// that split it, major first) on the rank at mesh coordinates `coords`, or
+/// an error.
 std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
-                             const rt::Mesh &mesh, int64_t rank, std::string &error) {
+                             const rt::Mesh &mesh, llvm::ArrayRef<int64_t> coords,
+                             std::string &error) {
   if (sharding.size() != local.size()) {
     error = "has " + std::to_string(sharding.size()) + " entries in tfm.sharding for " +
             std::to_string(local.size()) + " dimensions";
     return std::nullopt;
   }
-  std::vector<int64_t> coords = mesh.coordinates(rank);
   Slice slice;
   for (size_t d = 0; d < local.size(); ++d) {
     auto axes = dyn_cast<ArrayAttr>(sharding[d]);
@@ -198,28 +208,43 @@ std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
   return slice;
 }
 
-/// Copies the `local`-shaped block at `offsets` out of a row-major tensor of
-/// shape `global`, reading only that block.
-void copySlice(const float *global, const Slice &slice, llvm::ArrayRef<int64_t> local,
-               float *out) {
+/// Calls copyRow(global offset, local offset, length) for each innermost
+/// row of the `local`-shaped block at `slice.offsets` of a row-major tensor
+/// of shape `slice.global`.
+template <typename CopyRow>
+void forEachRow(const Slice &slice, llvm::ArrayRef<int64_t> local, CopyRow copyRow) {
   size_t rank = local.size();
-  if (rank == 0) {
-    *out = *global;
-    return;
-  }
+  if (rank == 0)
+    return copyRow(0, 0, 1);
   std::vector<int64_t> index(rank, 0);
   int64_t row = local.back();
   for (int64_t done = 0, n = product(local); done < n; done += row) {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset = offset * slice.global[d] + slice.offsets[d] + index[d];
-    std::copy(global + offset, global + offset + row, out + done);
+    copyRow(offset, done, row);
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < local[d])
         break;
       index[d] = 0;
     }
   }
+}
+
+/// Copies the block `slice` out of `global`, reading only that block.
+void copySlice(const float *global, const Slice &slice, llvm::ArrayRef<int64_t> local,
+               float *out) {
+  forEachRow(slice, local, [&](int64_t at, int64_t to, int64_t n) {
+    std::copy(global + at, global + at + n, out + to);
+  });
+}
+
+/// Writes `block` into its place `slice` in `global`.
+void pasteSlice(const float *block, const Slice &slice, llvm::ArrayRef<int64_t> local,
+                float *global) {
+  forEachRow(slice, local, [&](int64_t at, int64_t from, int64_t n) {
+    std::copy(block + from, block + from + n, global + at);
+  });
 }
 
 bool underMpirun() {
@@ -339,7 +364,8 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
-                  linalg::LinalgDialect, math::MathDialect, shard::ShardDialect,
+                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
+                  shard::ShardDialect,
                   tensor::TensorDialect, bufferization::BufferizationDialect>();
   registerCpuLoweringInterfaces(registry);
   registerBuiltinDialectTranslation(registry);
@@ -357,6 +383,24 @@ int main(int argc, char **argv) {
   if (entry.getNumResults() != 1)
     return fail("@" + entryName + " must return one tensor, returns " +
                 std::to_string(entry.getNumResults()));
+
+  auto resultType = dyn_cast<RankedTensorType>(entry.getResultTypes()[0]);
+  if (!resultType || !resultType.hasStaticShape() || !resultType.getElementType().isF32())
+    return fail("@" + entryName + " must return an f32 tensor of static shape, returns " +
+                typeText(entry.getResultTypes()[0]));
+  std::vector<int64_t> resultShape(resultType.getShape().begin(),
+                                   resultType.getShape().end());
+  // A sharded result: each rank holds its block, rank 0 assembles them.
+  auto resultSharding = entry.getResultAttrOfType<ArrayAttr>(0, tfm::kShardingAttr);
+  std::optional<Slice> resultSlice;
+  if (resultSharding) {
+    std::string error;
+    if (!mesh)
+      return fail("the result of @" + entryName + " is sharded (tfm.sharding); run it with --mesh");
+    if (!(resultSlice = sliceOf(resultSharding, resultShape, *mesh,
+                                mesh->coordinates(rank), error)))
+      return fail("the result of @" + entryName + " " + error);
+  }
 
   // Grid axis i is mesh axis i: the shapes must agree.
   std::string error;
@@ -406,7 +450,7 @@ int main(int argc, char **argv) {
       if (!mesh)
         return fail("argument '" + a.name +
                     "' is sharded (tfm.sharding); run it with --mesh");
-      if (!(slice = sliceOf(sharding, a.shape, *mesh, rank, error)))
+      if (!(slice = sliceOf(sharding, a.shape, *mesh, mesh->coordinates(rank), error)))
         return fail("argument '" + a.name + "' " + error);
       if (!element.isF32())
         return fail("argument '" + a.name + "': only f32 arguments can be sharded");
@@ -515,14 +559,17 @@ int main(int argc, char **argv) {
     return fail(error);
 
   // Compile. Arguments may live in a read-only mapping: never write them.
-  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
-  // The binding attributes have served; LLVM translation would warn on them.
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
-    entry.removeArgAttr(i, tfm::kNameAttr);
-    entry.removeArgAttr(i, tfm::kDimsAttr);
-    entry.removeArgAttr(i, tfm::kShardingAttr);
+  // The binding attributes have served (on every function: LLVM
+  // translation would warn on them).
+  module->walk([&](func::FuncOp f) {
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      for (StringRef name : {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr})
+        f.removeArgAttr(i, name);
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      f.removeResultAttr(i, StringAttr::get(&context, tfm::kShardingAttr));
+  });
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
     entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(&context, false));
-  }
   entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
   PassManager pm(&context);
   buildCpuLoweringPipeline(pm);
@@ -600,9 +647,37 @@ int main(int argc, char **argv) {
   }
 
   const float *logits = static_cast<const float *>(descriptors[0].aligned());
-  int64_t n = product(resultType.getShape());
-  // Results are replicated on a mesh (the program's own all-reduces make
-  // them so): rank 0 speaks for the job.
+  int64_t n = product(resultShape);
+  // Without a sharding, results are replicated on a mesh (the program's own
+  // collectives make them so) and rank 0 speaks for the job. A sharded
+  // result is gathered to rank 0 and each block put in its place.
+  std::vector<float> assembled;
+  if (resultSlice) {
+    std::vector<int64_t> allAxes(mesh->axisSizes().size());
+    std::iota(allAxes.begin(), allAxes.end(), 0);
+    int64_t ranks = mesh->numRanks();
+    std::vector<float> blocks(rank == 0 ? n * ranks : 0);
+    pmlir_rt_gather(logits, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
+                    static_cast<int64_t>(allAxes.size()));
+    if (rank == 0) {
+      assembled.resize(product(resultSlice->global));
+      for (int64_t member = 0; member < ranks; ++member) {
+        // Member j of the group over all axes, the last axis fastest.
+        std::vector<int64_t> coords(allAxes.size());
+        for (int64_t a = static_cast<int64_t>(coords.size()) - 1, j = member; a >= 0; --a) {
+          coords[a] = j % mesh->axisSizes()[a];
+          j /= mesh->axisSizes()[a];
+        }
+        std::string unused;
+        pasteSlice(blocks.data() + member * n,
+                   *sliceOf(resultSharding, resultShape, *mesh, coords, unused),
+                   resultShape, assembled.data());
+      }
+      logits = assembled.data();
+      n = static_cast<int64_t>(assembled.size());
+      resultShape = resultSlice->global;
+    }
+  }
   if (printResults && rank == 0) {
     double sum = 0, squares = 0;
     for (int64_t k = 0; k < n; ++k)
@@ -610,8 +685,7 @@ int main(int argc, char **argv) {
     double mean = sum / n;
     for (int64_t k = 0; k < n; ++k)
       squares += (logits[k] - mean) * (logits[k] - mean);
-    llvm::outs() << "logits: shape " << formatDims(std::vector<int64_t>(
-                        resultType.getShape().begin(), resultType.getShape().end()))
+    llvm::outs() << "logits: shape " << formatDims(resultShape)
                  << llvm::format(", mean %.6g, std %.6g, first", mean,
                                  std::sqrt(squares / n));
     for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
@@ -619,8 +693,8 @@ int main(int argc, char **argv) {
     llvm::outs() << "\n";
   }
   if (!outputFile.empty() && rank == 0) {
-    std::vector<int64_t> shape(resultType.getShape().begin(), resultType.getShape().end());
-    if (!writeSafeTensors(outputFile, {{"logits", DType::F32, shape, logits}}, {}, error))
+    if (!writeSafeTensors(outputFile, {{"logits", DType::F32, resultShape, logits}}, {},
+                          error))
       return fail(error);
   }
   releaseResult();

@@ -96,6 +96,12 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
   pmlir_rt_all_gather(send.data(), gathered.data(), count, PMLIR_RT_F32, ax, na);
   expectEqual(gathered, wantGathered, "all_gather over " + name);
 
+  // gather to the last member: the same blocks there, nothing elsewhere.
+  std::vector<float> atRoot(count * n, -1.0f);
+  pmlir_rt_gather(send.data(), atRoot.data(), count, PMLIR_RT_F32, n - 1, ax, na);
+  expectEqual(atRoot, me == n - 1 ? wantGathered : std::vector<float>(count * n, -1.0f),
+              "gather over " + name);
+
   // reduce_scatter: block `me` of the sum.
   std::vector<float> full(count * n);
   for (int64_t i = 0; i < count * n; ++i)

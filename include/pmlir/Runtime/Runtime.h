@@ -60,6 +60,10 @@ void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count, pmlir_rt_d
 /* recv = the group's send blocks (count each) in group order. */
 void pmlir_rt_all_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                          const int64_t *axes, int64_t num_axes);
+/* recv on group member `root` = the group's send blocks (count each) in
+ * group order; recv is not touched on other members. */
+void pmlir_rt_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                     int64_t root, const int64_t *axes, int64_t num_axes);
 /* recv = block i (count elements) of op over the group of send, i = this
  * rank's index in the group. */
 void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,

@@ -194,8 +194,19 @@ def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp">
       and a reshape merges the two.
     - `reduce_scatter` along dim k: dim k is split into [n, block] and the n
       blocks are moved to the front (a transpose) so each is contiguous.
+    - `all_to_all`: the blocks of `split_axis` go to the front as for
+      reduce_scatter, `pmlir_rt_all_to_all_<type>` exchanges them, and the
+      received stack merges into `concat_axis` as for all_gather.
+    - `all_slice` along dim k: a `tensor.extract_slice` of this process's
+      block (its index in the group from the runtime); no communication.
+    - `broadcast`, `send`, `recv`: the in-group multi-index of the root, the
+      destination or the source (static or dynamic) becomes the member's
+      linear index in the group (the last grid axis fastest). The result of
+      `send` is its input; `recv` needs a source.
     - `process_linear_index` (row-major over the grid) and
       `process_multi_index`: runtime calls that return this process's index.
+    - `grid_shape`: constants (pmlir-run runs a program only on a mesh of
+      its grid's shape).
 
     Other `shard` ops get an error naming them. `shard.grid` ops that nothing
     refers to any more are erased.

@@ -6,7 +6,8 @@
 // buffer, a fresh result buffer, a call of the runtime entry point for its
 // element type with the ordered grid axes as a constant memref, and the
 // result buffer taken back as a tensor. Grid axis i is mesh axis i of
-// pmlir-run's --mesh. Collectives not handled here are refused by name;
+// pmlir-run's --mesh. Ops not handled here (gather, scatter, reduce, shift,
+// update_halo, neighbors_linear_indices) are refused by name;
 // grids left without users are erased.
 //
 //===----------------------------------------------------------------------===//
@@ -22,6 +23,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace pmlir {
 #define GEN_PASS_DEF_LOWERSHARDTORUNTIME
@@ -242,8 +244,67 @@ struct Lowering {
     return success();
   }
 
-  /// Gathers the group's blocks as [n, input...], then moves the group
-  /// dimension next to `gather_axis` and merges the two.
+  /// [n, d0, ..] -> `out`: the leading group dimension moves next to dim k
+  /// and merges with it (block i of the group becomes block i of dim k).
+  static Value mergeBlocksInto(OpBuilder &b, Location loc, Value stacked, int64_t k,
+                               RankedTensorType out) {
+    int64_t rank = cast<RankedTensorType>(stacked.getType()).getRank();
+    if (k != 0) {
+      // [n, d0, .., dk, ..] -> [d0, .., n, dk, ..]
+      SmallVector<int64_t> perm;
+      for (int64_t d = 1; d <= k; ++d)
+        perm.push_back(d);
+      perm.push_back(0);
+      for (int64_t d = k + 1; d < rank; ++d)
+        perm.push_back(d);
+      stacked = permute(b, loc, stacked, perm);
+    }
+    return tensor::CollapseShapeOp::create(b, loc, out, stacked, pairAt(rank, k));
+  }
+
+  /// `tensor` with dim k split into n blocks, the blocks in front
+  /// ([n, d0, .., dk / n, ..]) so that each is contiguous.
+  static Value blocksToFront(OpBuilder &b, Location loc, Value tensor, int64_t k,
+                             int64_t n) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    SmallVector<int64_t> split(type.getShape());
+    split[k] = type.getShape()[k] / n;
+    split.insert(split.begin() + k, n);
+    tensor = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(split, type.getElementType()), tensor,
+        pairAt(type.getRank() + 1, k));
+    if (k == 0)
+      return tensor;
+    // [d0, .., n, b, ..] -> [n, d0, .., b, ..]
+    SmallVector<int64_t> perm = {k};
+    for (int64_t d = 0; d <= type.getRank(); ++d)
+      if (d != k)
+        perm.push_back(d);
+    return permute(b, loc, tensor, perm);
+  }
+
+  /// The type of n stacked blocks of `block`: [n, block...].
+  static RankedTensorType stackedType(RankedTensorType block, int64_t n) {
+    SmallVector<int64_t> shape = {n};
+    llvm::append_range(shape, block.getShape());
+    return RankedTensorType::get(shape, block.getElementType());
+  }
+
+  /// `axis` of `op` is a dimension of its input whose size the group of n
+  /// divides, or an error on the op.
+  static LogicalResult splittable(Operation *op, RankedTensorType in, APInt axisAttr,
+                                  int64_t n, StringRef what) {
+    int64_t axis = axisAttr.getSExtValue();
+    if (axis < 0 || axis >= in.getRank())
+      return op->emitOpError() << what << " " << axis << " is not a dimension of " << in;
+    if (in.getShape()[axis] % n != 0)
+      return op->emitOpError() << what << " " << axis << " of " << in
+                               << " does not split into the group's " << n << " blocks";
+    return success();
+  }
+
+  /// Gathers the group's blocks as [n, input...], then merges the group
+  /// dimension into `gather_axis`.
   LogicalResult lower(shard::AllGatherOp op) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
@@ -251,66 +312,199 @@ struct Lowering {
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
     if (failed(n))
       return failure();
-    RankedTensorType in = t->in;
-    int64_t k = op.getGatherAxis().getSExtValue();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    SmallVector<int64_t> stacked = {*n};
-    llvm::append_range(stacked, in.getShape());
-    auto stackedType = RankedTensorType::get(stacked, in.getElementType());
+    RankedTensorType stacked = stackedType(t->in, *n);
     Value input = flatBuffer(b, loc, op.getInput());
-    Value buffer = resultBuffer(b, loc, stackedType);
+    Value buffer = resultBuffer(b, loc, stacked);
     call(b, loc, "pmlir_rt_all_gather_" + t->suffix,
          {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())});
-    Value result = tensorOf(b, loc, buffer, stackedType);
-    if (k != 0) {
-      // [n, d0, .., dk, ..] -> [d0, .., n, dk, ..]
-      SmallVector<int64_t> perm;
-      for (int64_t d = 1; d <= k; ++d)
-        perm.push_back(d);
-      perm.push_back(0);
-      for (int64_t d = k + 1; d <= in.getRank(); ++d)
-        perm.push_back(d);
-      result = permute(b, loc, result, perm);
-    }
-    result = tensor::CollapseShapeOp::create(b, loc, t->out, result,
-                                             pairAt(in.getRank() + 1, k));
-    op.replaceAllUsesWith(result);
+    op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
+                                          op.getGatherAxis().getSExtValue(), t->out));
     op.erase();
     return success();
   }
 
-  /// Splits `scatter_axis` into [n, block], brings the n blocks to the front
-  /// so that each is contiguous, and reduce-scatters them.
+  /// Reduce-scatters the blocks of `scatter_axis`, brought to the front.
   LogicalResult lower(shard::ReduceScatterOp op) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     FailureOr<int> reduction = reductionFor(op, op.getReduction());
     if (failed(t) || failed(reduction))
       return failure();
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
-    if (failed(n))
+    if (failed(n) ||
+        failed(splittable(op, t->in, op.getScatterAxis(), *n, "scatter_axis")))
       return failure();
-    RankedTensorType in = t->in;
-    int64_t k = op.getScatterAxis().getSExtValue();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value input = op.getInput();
-    if (k != 0) {
-      SmallVector<int64_t> split(in.getShape());
-      split[k] = in.getShape()[k] / *n;
-      split.insert(split.begin() + k, *n);
-      input = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get(split, in.getElementType()), input,
-          pairAt(in.getRank() + 1, k));
-      // [d0, .., n, b, ..] -> [n, d0, .., b, ..]
-      SmallVector<int64_t> perm = {k};
-      for (int64_t d = 0; d <= in.getRank(); ++d)
-        if (d != k)
-          perm.push_back(d);
-      input = permute(b, loc, input, perm);
-    }
+    Value input =
+        blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
     replaceWithReduction(op, b, "pmlir_rt_reduce_scatter_" + t->suffix,
                          flatBuffer(b, loc, input), t->out, op.getGridAxes(), *reduction);
+    return success();
+  }
+
+  /// Block j of `split_axis` goes to member j; the blocks received, stacked
+  /// by sender, merge into `concat_axis`.
+  LogicalResult lower(shard::AllToAllOp op) {
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
+      return failure();
+    FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    if (failed(n) || failed(splittable(op, t->in, op.getSplitAxis(), *n, "split_axis")))
+      return failure();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value blocks =
+        blocksToFront(b, loc, op.getInput(), op.getSplitAxis().getSExtValue(), *n);
+    // Each member receives blocks of the shape it sends.
+    auto stacked = cast<RankedTensorType>(blocks.getType());
+    Value buffer = resultBuffer(b, loc, stacked);
+    call(b, loc, "pmlir_rt_all_to_all_" + t->suffix,
+         {flatBuffer(b, loc, blocks), dynamicView(b, loc, buffer),
+          axesMemRef(b, loc, op.getGridAxes())});
+    op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
+                                          op.getConcatAxis().getSExtValue(), t->out));
+    op.erase();
+    return success();
+  }
+
+  /// This member's block of `slice_axis`; no communication.
+  LogicalResult lower(shard::AllSliceOp op) {
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
+      return failure();
+    FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
+    if (failed(n) || failed(splittable(op, t->in, op.getSliceAxis(), *n, "slice_axis")))
+      return failure();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    int64_t k = op.getSliceAxis().getSExtValue();
+    func::CallOp index64 = call(b, loc, "pmlir_rt_index_in_group",
+                                {axesMemRef(b, loc, op.getGridAxes())}, {b.getI64Type()});
+    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
+    int64_t block = t->in.getShape()[k] / *n;
+    SmallVector<OpFoldResult> offsets(t->in.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes, strides(t->in.getRank(), b.getIndexAttr(1));
+    for (int64_t d = 0; d < t->in.getRank(); ++d)
+      sizes.push_back(b.getIndexAttr(d == k ? block : t->in.getShape()[d]));
+    offsets[k] = arith::MulIOp::create(
+                     b, loc, index, arith::ConstantIndexOp::create(b, loc, block))
+                     .getResult();
+    op.replaceAllUsesWith(tensor::ExtractSliceOp::create(b, loc, t->out, op.getInput(),
+                                                         offsets, sizes, strides)
+                              .getResult());
+    op.erase();
+    return success();
+  }
+
+  /// The group member at in-group multi-index `statics` (kDynamic entries
+  /// taken from `dynamics` in order) as its linear index in the group (the
+  /// last axis fastest), an i64: a constant unless a coordinate is dynamic.
+  FailureOr<Value> memberIndex(Operation *op, OpBuilder &b, FlatSymbolRefAttr gridName,
+                               ArrayRef<shard::GridAxis> axes, ArrayRef<int64_t> statics,
+                               ValueRange dynamics) {
+    Location loc = op->getLoc();
+    auto grid = symbols.lookup<shard::GridOp>(gridName.getValue());
+    if (!grid || ShapedType::isDynamicShape(grid.getShape()))
+      return op->emitOpError("needs a grid of static shape");
+    // The verifier has checked the static coordinates against the grid.
+    int64_t constant = 0, stride = 1;
+    Value dynamic;
+    size_t next = dynamics.size(); // taken from the back, as the axes
+    for (int64_t i = int64_t(axes.size()) - 1; i >= 0; --i) {
+      if (ShapedType::isDynamic(statics[i])) {
+        Value term = arith::MulIOp::create(b, loc, dynamics[--next],
+                                           arith::ConstantIndexOp::create(b, loc, stride));
+        dynamic = dynamic ? arith::AddIOp::create(b, loc, dynamic, term).getResult() : term;
+      } else {
+        constant += statics[i] * stride;
+      }
+      stride *= grid.getShape()[axes[i]];
+    }
+    if (!dynamic)
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(constant)).getResult();
+    Value linear = arith::AddIOp::create(b, loc, dynamic,
+                                         arith::ConstantIndexOp::create(b, loc, constant));
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), linear).getResult();
+  }
+
+  /// The root's input, copied into every member's result.
+  LogicalResult lower(shard::BroadcastOp op) {
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
+      return failure();
+    OpBuilder b(op);
+    FailureOr<Value> root = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
+                                        op.getRoot(), op.getRootDynamic());
+    if (failed(root))
+      return failure();
+    Location loc = op.getLoc();
+    Value buffer = resultBuffer(b, loc, t->out);
+    call(b, loc, "pmlir_rt_broadcast_" + t->suffix,
+         {flatBuffer(b, loc, op.getInput()), dynamicView(b, loc, buffer),
+          axesMemRef(b, loc, op.getGridAxes()), *root});
+    op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
+    op.erase();
+    return success();
+  }
+
+  /// Sends the input to `destination`; the result is the input.
+  LogicalResult lower(shard::SendOp op) {
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
+      return failure();
+    OpBuilder b(op);
+    FailureOr<Value> peer =
+        memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), op.getDestination(),
+                    op.getDestinationDynamic());
+    if (failed(peer))
+      return failure();
+    Location loc = op.getLoc();
+    call(b, loc, "pmlir_rt_send_" + t->suffix,
+         {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAxes()), *peer});
+    op.replaceAllUsesWith(op.getInput());
+    op.erase();
+    return success();
+  }
+
+  /// The tensor `source` sends (the input only gives the shape).
+  LogicalResult lower(shard::RecvOp op) {
+    FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
+    if (failed(t))
+      return failure();
+    if (!op.getSource())
+      return op.emitOpError("needs a source: receiving from any member is not lowered");
+    OpBuilder b(op);
+    FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
+                                        *op.getSource(), op.getSourceDynamic());
+    if (failed(peer))
+      return failure();
+    Location loc = op.getLoc();
+    Value buffer = resultBuffer(b, loc, t->out);
+    call(b, loc, "pmlir_rt_recv_" + t->suffix,
+         {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), *peer});
+    op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
+    op.erase();
+    return success();
+  }
+
+  /// The grid's sizes: pmlir-run runs a program only on a mesh of its
+  /// grid's shape.
+  LogicalResult lower(shard::GridShapeOp op) {
+    auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
+    if (!grid || ShapedType::isDynamicShape(grid.getShape()))
+      return op.emitOpError("needs a grid of static shape");
+    OpBuilder b(op);
+    SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
+    if (axes.empty())
+      for (int64_t a = 0; a < grid.getRank(); ++a)
+        axes.push_back(a);
+    SmallVector<Value> sizes;
+    for (int64_t a : axes)
+      sizes.push_back(arith::ConstantIndexOp::create(b, op.getLoc(), grid.getShape()[a]));
+    op.replaceAllUsesWith(sizes);
+    op.erase();
     return success();
   }
 
@@ -371,20 +565,19 @@ struct LowerShardToRuntimePass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      LogicalResult done = failure();
-      if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
-        done = lowering.lower(allReduce);
-      else if (auto allGather = dyn_cast<shard::AllGatherOp>(op))
-        done = lowering.lower(allGather);
-      else if (auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op))
-        done = lowering.lower(reduceScatter);
-      else if (auto linear = dyn_cast<shard::ProcessLinearIndexOp>(op))
-        done = lowering.lower(linear);
-      else if (auto multi = dyn_cast<shard::ProcessMultiIndexOp>(op))
-        done = lowering.lower(multi);
-      else
-        op->emitOpError("is not lowered to the runtime yet (all_reduce, all_gather, "
-                        "reduce_scatter, process_linear_index and process_multi_index are)");
+      LogicalResult done =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+                    shard::AllToAllOp, shard::AllSliceOp, shard::BroadcastOp,
+                    shard::SendOp, shard::RecvOp, shard::ProcessLinearIndexOp,
+                    shard::ProcessMultiIndexOp, shard::GridShapeOp>(
+                  [&](auto op) { return lowering.lower(op); })
+              .Default([](Operation *op) {
+                return op->emitOpError(
+                    "is not lowered to the runtime (all_reduce, all_gather, "
+                    "reduce_scatter, all_to_all, all_slice, broadcast, send, recv, "
+                    "process_linear_index, process_multi_index and grid_shape are)");
+              });
       if (failed(done))
         return signalPassFailure();
     }
