@@ -4,6 +4,7 @@
 //
 //   mpirun -np N pmlir-collective-bandwidth [--min-bytes 8] [--max-bytes 64M]
 //       [--iterations 20] [--collectives all_reduce,all_gather,...]
+//       [--backend mpi|nccl]
 //
 // In the style of nccl-tests: for each collective and each size (doubling
 // from min to max bytes, f32 elements) it times the pmlir_rt_* call and the
@@ -12,22 +13,51 @@
 // the traffic factor: 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
 // reduce_scatter and all_to_all, 1 for broadcast), and the runtime's overhead
 // over raw MPI. Size is the largest buffer of the call (the gathered output,
-// the scattered input), as nccl-tests counts it.
+// the scattered input), as nccl-tests counts it. With --backend nccl (builds
+// with NCCL, one GPU per rank) the buffers are on the GPU and the runtime's
+// pmlir_rt_nccl_* calls are timed against raw NCCL calls on a communicator
+// of all ranks, each followed by a stream synchronization.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
 
 #include <mpi.h>
+#ifdef PMLIR_HAS_NCCL
+#include "pmlir/Runtime/NcclRuntime.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+// The runtime entry point of the selected backend, and the raw call: MPI's,
+// or NCCL's followed by a wait for the stream (the runtime's calls return
+// complete, so the raw ones must too).
+#ifdef PMLIR_HAS_NCCL
+#define NCCL_OR_MPI(NAME) pmlir_rt_nccl_##NAME : pmlir_rt_##NAME
+#define RAW(MPI_CALL, NCCL_CALL)                                               \
+  do {                                                                         \
+    if (nccl) {                                                                \
+      NCCL_CALL;                                                               \
+      cudaStreamSynchronize(stream);                                           \
+    } else {                                                                   \
+      MPI_CALL;                                                                \
+    }                                                                          \
+  } while (0)
+#else
+#define NCCL_OR_MPI(NAME) pmlir_rt_##NAME : pmlir_rt_##NAME
+#define RAW(MPI_CALL, NCCL_CALL) MPI_CALL
+#endif
 
 namespace {
 
@@ -103,6 +133,24 @@ int main(int argc, char **argv) {
   if (rank == 0)
     std::printf("| collective | ranks | size (B) | runtime us | MPI us | algbw GB/s | "
                 "busbw GB/s | runtime overhead |\n|---|---|---|---|---|---|---|---|\n");
+  bool nccl = flag(argc, argv, "--backend", "mpi") == "nccl";
+#ifdef PMLIR_HAS_NCCL
+  ncclComm_t rawComm = nullptr;
+  cudaStream_t stream = nullptr;
+  if (nccl) {
+    if (pmlir_rt_nccl_init(error, sizeof(error)))
+      pmlir_rt_fail(error);
+    stream = static_cast<cudaStream_t>(pmlir_rt_nccl_stream());
+    ncclUniqueId id;
+    if (rank == 0)
+      ncclGetUniqueId(&id);
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclCommInitRank(&rawComm, ranks, id, rank);
+  }
+#else
+  if (nccl)
+    pmlir_rt_fail("--backend nccl: this build has no NCCL (CUDA and NCCL not found)");
+#endif
   for (const char *name : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                            "broadcast"}) {
     if (wanted.find(name) == std::string::npos)
@@ -114,46 +162,76 @@ int main(int argc, char **argv) {
       int64_t block = std::max<int64_t>(1, count / ranks);
       bool split = std::strcmp(name, "all_reduce") && std::strcmp(name, "broadcast");
       int64_t total = split ? block * ranks : count;
-      std::vector<float> in(total, 1.0f), out(total, 0.0f);
+      std::vector<float> hostIn(total, 1.0f), hostOut(total, 0.0f);
+      float *in = hostIn.data(), *out = hostOut.data();
+#ifdef PMLIR_HAS_NCCL
+      if (nccl) {
+        cudaMalloc(&in, total * sizeof(float));
+        cudaMalloc(&out, total * sizeof(float));
+        cudaMemcpy(in, hostIn.data(), total * sizeof(float), cudaMemcpyHostToDevice);
+      }
+#endif
       int c = static_cast<int>(count), b = static_cast<int>(block);
       double ours = 0, raw = 0, factor = 1;
+      // The runtime's call and the raw library call it wraps.
+      std::function<void()> runtimeCall, rawCall;
       if (!std::strcmp(name, "all_reduce")) {
         factor = 2 * (n - 1) / n;
-        std::tie(ours, raw) = timePair(iterations, [&] {
-          pmlir_rt_all_reduce(in.data(), out.data(), count, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
-        }, [&] {
-          MPI_Allreduce(in.data(), out.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        });
+        runtimeCall = [&] {
+          (nccl ? NCCL_OR_MPI(all_reduce))(in, out, count, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+        };
+        rawCall = [&] {
+          RAW(MPI_Allreduce(in, out, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+              ncclAllReduce(in, out, count, ncclFloat32, ncclSum, rawComm, stream));
+        };
       } else if (!std::strcmp(name, "all_gather")) {
         factor = (n - 1) / n;
-        std::tie(ours, raw) = timePair(iterations, [&] {
-          pmlir_rt_all_gather(in.data(), out.data(), block, PMLIR_RT_F32, &axis, 1);
-        }, [&] {
-          MPI_Allgather(in.data(), b, MPI_FLOAT, out.data(), b, MPI_FLOAT, MPI_COMM_WORLD);
-        });
+        runtimeCall = [&] {
+          (nccl ? NCCL_OR_MPI(all_gather))(in, out, block, PMLIR_RT_F32, &axis, 1);
+        };
+        rawCall = [&] {
+          RAW(MPI_Allgather(in, b, MPI_FLOAT, out, b, MPI_FLOAT, MPI_COMM_WORLD),
+              ncclAllGather(in, out, block, ncclFloat32, rawComm, stream));
+        };
       } else if (!std::strcmp(name, "reduce_scatter")) {
         factor = (n - 1) / n;
-        std::tie(ours, raw) = timePair(iterations, [&] {
-          pmlir_rt_reduce_scatter(in.data(), out.data(), block, PMLIR_RT_F32, PMLIR_RT_SUM,
-                                  &axis, 1);
-        }, [&] {
-          MPI_Reduce_scatter_block(in.data(), out.data(), b, MPI_FLOAT, MPI_SUM,
-                                   MPI_COMM_WORLD);
-        });
+        runtimeCall = [&] {
+          (nccl ? NCCL_OR_MPI(reduce_scatter))(in, out, block, PMLIR_RT_F32, PMLIR_RT_SUM,
+                                               &axis, 1);
+        };
+        rawCall = [&] {
+          RAW(MPI_Reduce_scatter_block(in, out, b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+              ncclReduceScatter(in, out, block, ncclFloat32, ncclSum, rawComm, stream));
+        };
       } else if (!std::strcmp(name, "all_to_all")) {
         factor = (n - 1) / n;
-        std::tie(ours, raw) = timePair(iterations, [&] {
-          pmlir_rt_all_to_all(in.data(), out.data(), block, PMLIR_RT_F32, &axis, 1);
-        }, [&] {
-          MPI_Alltoall(in.data(), b, MPI_FLOAT, out.data(), b, MPI_FLOAT, MPI_COMM_WORLD);
-        });
+        runtimeCall = [&] {
+          (nccl ? NCCL_OR_MPI(all_to_all))(in, out, block, PMLIR_RT_F32, &axis, 1);
+        };
+        rawCall = [&] {
+          RAW(MPI_Alltoall(in, b, MPI_FLOAT, out, b, MPI_FLOAT, MPI_COMM_WORLD), ({
+                ncclGroupStart();
+                for (int j = 0; j < ranks; ++j) {
+                  ncclSend(in + j * block, block, ncclFloat32, j, rawComm, stream);
+                  ncclRecv(out + j * block, block, ncclFloat32, j, rawComm, stream);
+                }
+                ncclGroupEnd();
+              }));
+        };
       } else {
-        std::tie(ours, raw) = timePair(iterations, [&] {
-          pmlir_rt_broadcast(in.data(), count, PMLIR_RT_F32, 0, &axis, 1);
-        }, [&] {
-          MPI_Bcast(in.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD);
-        });
+        runtimeCall = [&] {
+          (nccl ? NCCL_OR_MPI(broadcast))(in, count, PMLIR_RT_F32, 0, &axis, 1);
+        };
+        rawCall = [&] {
+          RAW(MPI_Bcast(in, c, MPI_FLOAT, 0, MPI_COMM_WORLD),
+              ncclBroadcast(in, in, count, ncclFloat32, 0, rawComm, stream));
+        };
       }
+      std::tie(ours, raw) = timePair(iterations, runtimeCall, rawCall);
+#ifdef PMLIR_HAS_NCCL
+      if (nccl)
+        cudaFree(in), cudaFree(out);
+#endif
       double size = 4.0 * total;
       if (size >= (1 << 20))
         oursLarge += ours, rawLarge += raw;
@@ -166,10 +244,17 @@ int main(int argc, char **argv) {
       summary.emplace_back(name, (oursLarge / rawLarge - 1) * 100);
   }
   if (rank == 0) {
-    std::printf("\nruntime overhead over raw MPI, summed over sizes >= 1 MiB:\n");
+    std::printf("\nruntime overhead over raw %s, summed over sizes >= 1 MiB:\n",
+                nccl ? "NCCL" : "MPI");
     for (const auto &[name, percent] : summary)
       std::printf("  %s: %+.1f%%\n", name.c_str(), percent);
   }
+#ifdef PMLIR_HAS_NCCL
+  if (nccl) {
+    ncclCommDestroy(rawComm);
+    pmlir_rt_nccl_finalize();
+  }
+#endif
   pmlir_rt_finalize();
   MPI_Finalize();
   return 0;

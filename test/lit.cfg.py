@@ -27,6 +27,15 @@ llvm_config.add_tool_substitutions(
 
 if config.pmlir_has_cuda:
     config.available_features.add("cuda")
+if config.pmlir_has_nccl:
+    config.available_features.add("nccl")
+# A GPU that CUDA programs can use: nvidia-smi lists it.
+try:
+    import subprocess
+    if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0:
+        config.available_features.add("gpu")
+except (OSError, subprocess.SubprocessError):
+    pass
 
 # Multi-rank tests: ranks on this host, more ranks than cores allowed. mpirun
 # refuses root without the explicit opt-in (CI containers run as root);

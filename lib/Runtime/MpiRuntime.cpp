@@ -15,6 +15,7 @@
 
 #include "pmlir/Runtime/Runtime.h"
 
+#include "Groups.h"
 #include "Mesh.h"
 
 #include <mpi.h>
@@ -34,14 +35,6 @@
 using namespace pmlir::rt;
 
 namespace {
-
-/// The communicator of the group over an ordered axes list, and what error
-/// messages call it.
-struct Group {
-  MPI_Comm comm;
-  int size;
-  std::string axes; // "tp,dp"
-};
 
 struct State {
   std::unique_ptr<Mesh> mesh;
@@ -66,13 +59,17 @@ int64_t nowNs() {
       .count();
 }
 
-[[noreturn]] void failWith(const std::string &message) {
+} // namespace
+
+[[noreturn]] void pmlir::rt::failWith(const std::string &message) {
   std::fprintf(stderr, "pmlir-run: rank %d: %s\n", state ? state->rank : -1,
                message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
 }
+
+namespace {
 
 void check(int rc, const char *what) {
   if (rc == MPI_SUCCESS)
@@ -131,7 +128,9 @@ Group split(const std::vector<int64_t> &axes) {
   return group;
 }
 
-const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
+} // namespace
+
+const Group &pmlir::rt::groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
   if (!state)
     std::fprintf(stderr, "pmlir-run: %s before pmlir_rt_init\n", what), std::_Exit(1);
   std::vector<int64_t> key(axes, axes + numAxes);
@@ -150,6 +149,12 @@ const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what) {
     it = state->groups.emplace(key, split(key)).first;
   return it->second;
 }
+
+double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0; }
+
+int pmlir::rt::rankInWorld() { return state ? state->rank : 0; }
+
+namespace {
 
 /// `index` as a member of `group`, or the end of the job.
 int indexIn(const Group &group, int64_t index, const char *what) {

@@ -4,16 +4,25 @@
 //
 //   mpirun -np N pmlir-rt-collectives-check --mesh SPEC [--rank-order ORDER]
 //       [--timeout S] [--fail-rank R --fail-how error|kill|hang]
+//       [--backend mpi|nccl]
 //
 // Runs each pmlir_rt_* collective over every single axis, every pair of axes
 // (in both orders) and all axes of the mesh, with rank-dependent integer-valued
 // data, and compares every element with what the group must produce, computed
 // from the mesh alone. Rank 0 prints the number of checks; a mismatch ends
 // the job through pmlir_rt_fail. --fail-* injects a fault on one rank.
+// --backend nccl (in builds with NCCL) runs the same checks on GPU buffers
+// through pmlir_rt_nccl_*: data goes to the device before each call and
+// back after it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
+#ifdef PMLIR_HAS_NCCL
+#include "pmlir/Runtime/NcclRuntime.h"
+
+#include <cuda_runtime.h>
+#endif
 
 #include "../../lib/Runtime/Mesh.h"
 
@@ -44,6 +53,52 @@ void expectEqual(const std::vector<float> &got, const std::vector<float> &want,
     }
   ++checks;
 }
+
+/// The collectives under test: the host ones of Runtime.h or their NCCL
+/// twins, which take device buffers.
+struct Backend {
+  decltype(&pmlir_rt_all_reduce) allReduce = pmlir_rt_all_reduce;
+  decltype(&pmlir_rt_all_gather) allGather = pmlir_rt_all_gather;
+  decltype(&pmlir_rt_gather) gather = pmlir_rt_gather;
+  decltype(&pmlir_rt_reduce_scatter) reduceScatter = pmlir_rt_reduce_scatter;
+  decltype(&pmlir_rt_all_to_all) allToAll = pmlir_rt_all_to_all;
+  decltype(&pmlir_rt_broadcast) broadcast = pmlir_rt_broadcast;
+  void (*send)(const void *, int64_t, pmlir_rt_dtype, int64_t, const int64_t *,
+               int64_t) = [](const void *buf, int64_t count, pmlir_rt_dtype dtype,
+                             int64_t peer, const int64_t *axes, int64_t numAxes) {
+    pmlir_rt_send(buf, count, dtype, peer, axes, numAxes, /*tag=*/7);
+  };
+  void (*recv)(void *, int64_t, pmlir_rt_dtype, int64_t, const int64_t *, int64_t) =
+      [](void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer, const int64_t *axes,
+         int64_t numAxes) { pmlir_rt_recv(buf, count, dtype, peer, axes, numAxes, 7); };
+  bool onDevice = false;
+
+  /// Runs call(in, out) on `in` and `out`, or on device copies of them (one
+  /// buffer when they are the same vector), copying `out` back after.
+  template <typename Call>
+  void run(std::vector<float> &in, std::vector<float> &out, Call call) const {
+    if (!onDevice)
+      return call(in.data(), out.data());
+#ifdef PMLIR_HAS_NCCL
+    size_t inBytes = in.size() * sizeof(float), outBytes = out.size() * sizeof(float);
+    void *din = nullptr, *dout = nullptr;
+    cudaMalloc(&din, inBytes);
+    cudaMemcpy(din, in.data(), inBytes, cudaMemcpyHostToDevice);
+    dout = din;
+    if (&in != &out) {
+      cudaMalloc(&dout, outBytes);
+      cudaMemcpy(dout, out.data(), outBytes, cudaMemcpyHostToDevice);
+    }
+    call(din, dout);
+    cudaMemcpy(out.data(), dout, outBytes, cudaMemcpyDeviceToHost);
+    cudaFree(din);
+    if (dout != din)
+      cudaFree(dout);
+#endif
+  }
+};
+
+Backend backend;
 
 // Integer-valued so that every reduction order gives the same float.
 float value(int64_t rank, int64_t i) { return float(rank * 100 + i % 97); }
@@ -84,7 +139,9 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
       }
       want[i] = acc;
     }
-    pmlir_rt_all_reduce(in.data(), recv.data(), count, PMLIR_RT_F32, c.op, ax, na);
+    backend.run(in, recv, [&](void *s, void *r) {
+      backend.allReduce(s, r, count, PMLIR_RT_F32, c.op, ax, na);
+    });
     expectEqual(recv, want, std::string("all_reduce ") + c.label + " over " + name);
   }
 
@@ -93,12 +150,16 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < count; ++i)
       wantGathered[j * count + i] = value(group[j], i);
-  pmlir_rt_all_gather(send.data(), gathered.data(), count, PMLIR_RT_F32, ax, na);
+  backend.run(send, gathered, [&](void *s, void *r) {
+    backend.allGather(s, r, count, PMLIR_RT_F32, ax, na);
+  });
   expectEqual(gathered, wantGathered, "all_gather over " + name);
 
   // gather to the last member: the same blocks there, nothing elsewhere.
   std::vector<float> atRoot(count * n, -1.0f);
-  pmlir_rt_gather(send.data(), atRoot.data(), count, PMLIR_RT_F32, n - 1, ax, na);
+  backend.run(send, atRoot, [&](void *s, void *r) {
+    backend.gather(s, r, count, PMLIR_RT_F32, n - 1, ax, na);
+  });
   expectEqual(atRoot, me == n - 1 ? wantGathered : std::vector<float>(count * n, -1.0f),
               "gather over " + name);
 
@@ -111,7 +172,9 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
     for (int64_t m : group)
       want[i] += value(m, me * count + i);
   }
-  pmlir_rt_reduce_scatter(full.data(), recv.data(), count, PMLIR_RT_F32, PMLIR_RT_SUM, ax, na);
+  backend.run(full, recv, [&](void *s, void *r) {
+    backend.reduceScatter(s, r, count, PMLIR_RT_F32, PMLIR_RT_SUM, ax, na);
+  });
   expectEqual(recv, want, "reduce_scatter over " + name);
 
   // all_to_all: block j of member m holds (m, j); we receive (group[j], me).
@@ -121,14 +184,18 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
       blocks[j * count + i] = float(rank * 1000 + j * 10 + i % 7);
       wantSwapped[j * count + i] = float(group[j] * 1000 + me * 10 + i % 7);
     }
-  pmlir_rt_all_to_all(blocks.data(), swapped.data(), count, PMLIR_RT_F32, ax, na);
+  backend.run(blocks, swapped, [&](void *s, void *r) {
+    backend.allToAll(s, r, count, PMLIR_RT_F32, ax, na);
+  });
   expectEqual(swapped, wantSwapped, "all_to_all over " + name);
 
   // broadcast from the last member.
   std::vector<float> buf = send;
   for (int64_t i = 0; i < count; ++i)
     want[i] = value(group[n - 1], i);
-  pmlir_rt_broadcast(buf.data(), count, PMLIR_RT_F32, n - 1, ax, na);
+  backend.run(buf, buf, [&](void *, void *b) {
+    backend.broadcast(b, count, PMLIR_RT_F32, n - 1, ax, na);
+  });
   expectEqual(buf, want, "broadcast over " + name);
 
   // send/recv around the group's ring (small messages: eager, no deadlock).
@@ -136,13 +203,20 @@ void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt)
     int64_t next = (me + 1) % n, prev = (me + n - 1) % n;
     for (int64_t i = 0; i < count; ++i)
       want[i] = value(group[prev], i);
-    if (me % 2 == 0) {
-      pmlir_rt_send(send.data(), count, PMLIR_RT_F32, next, ax, na, 7);
-      pmlir_rt_recv(recv.data(), count, PMLIR_RT_F32, prev, ax, na, 7);
-    } else {
-      pmlir_rt_recv(recv.data(), count, PMLIR_RT_F32, prev, ax, na, 7);
-      pmlir_rt_send(send.data(), count, PMLIR_RT_F32, next, ax, na, 7);
-    }
+    auto sendNext = [&] {
+      backend.run(send, send, [&](void *, void *b) {
+        backend.send(b, count, PMLIR_RT_F32, next, ax, na);
+      });
+    };
+    auto recvPrev = [&] {
+      backend.run(recv, recv, [&](void *, void *b) {
+        backend.recv(b, count, PMLIR_RT_F32, prev, ax, na);
+      });
+    };
+    if (me % 2 == 0)
+      sendNext(), recvPrev();
+    else
+      recvPrev(), sendNext();
     expectEqual(recv, want, "send/recv over " + name);
   }
 }
@@ -164,6 +238,26 @@ int main(int argc, char **argv) {
   if (pmlir_rt_init(meshSpec.c_str(), order.c_str(), timeout, error, sizeof(error))) {
     std::fprintf(stderr, "pmlir-rt-collectives-check: %s\n", error);
     return 1;
+  }
+  std::string backendName = flag(argc, argv, "--backend", "mpi");
+  if (backendName == "nccl") {
+#ifdef PMLIR_HAS_NCCL
+    if (pmlir_rt_nccl_init(error, sizeof(error)))
+      pmlir_rt_fail(error);
+    backend.allReduce = pmlir_rt_nccl_all_reduce;
+    backend.allGather = pmlir_rt_nccl_all_gather;
+    backend.gather = pmlir_rt_nccl_gather;
+    backend.reduceScatter = pmlir_rt_nccl_reduce_scatter;
+    backend.allToAll = pmlir_rt_nccl_all_to_all;
+    backend.broadcast = pmlir_rt_nccl_broadcast;
+    backend.send = pmlir_rt_nccl_send;
+    backend.recv = pmlir_rt_nccl_recv;
+    backend.onDevice = true;
+#else
+    pmlir_rt_fail("--backend nccl: this build has no NCCL (CUDA and NCCL not found)");
+#endif
+  } else if (backendName != "mpi") {
+    pmlir_rt_fail(("--backend '" + backendName + "': expected mpi or nccl").c_str());
   }
   std::string message;
   Mesh mesh = *Mesh::parse(meshSpec, order, message);
@@ -195,9 +289,13 @@ int main(int argc, char **argv) {
     checkGroup(mesh, rank, all);
   }
   if (rank == 0)
-    std::printf("collectives ok: %lld checks per rank on mesh %s, %lld ranks\n",
+    std::printf("collectives ok: %lld checks per rank on mesh %s, %lld ranks%s\n",
                 static_cast<long long>(checks), meshSpec.c_str(),
-                static_cast<long long>(mesh.numRanks()));
+                static_cast<long long>(mesh.numRanks()),
+                backend.onDevice ? ", nccl" : "");
+#ifdef PMLIR_HAS_NCCL
+  pmlir_rt_nccl_finalize();
+#endif
   pmlir_rt_finalize();
   return 0;
 }
