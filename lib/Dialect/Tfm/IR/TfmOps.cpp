@@ -28,6 +28,7 @@ void TfmDialect::initialize() {
 #define GET_OP_LIST
 #include "pmlir/Dialect/Tfm/IR/TfmOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 //===----------------------------------------------------------------------===//
@@ -310,3 +311,15 @@ LogicalResult CrossEntropyOp::verify() {
 
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Tfm/IR/TfmOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// ShardingConstraintOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardingConstraintOp::verify() {
+  int64_t rank = tensorType(getInput()).getRank();
+  if (getSharding().getRank() != rank)
+    return emitOpError("sharding has ")
+           << getSharding().getRank() << " dimensions for a tensor of rank " << rank;
+  return success();
+}

@@ -19,6 +19,9 @@
 #include "pmlir/Dialect/Tfm/IR/TfmDialect.h.inc"
 #include "pmlir/Dialect/Tfm/IR/TfmEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "pmlir/Dialect/Tfm/IR/TfmAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Tfm/IR/TfmOps.h.inc"
 
@@ -32,6 +35,11 @@ inline constexpr llvm::StringLiteral kDimsAttr = "tfm.dims";
 /// axes that split the global tensor into this argument (major first), e.g.
 /// [[], ["tp"]]; pmlir-run reads each rank's block of the global tensor.
 inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
+/// Module attribute of global programs: the #tfm.mesh they are sharded over.
+inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
+/// Op attribute that sharding propagation writes: one #tfm.sharding per
+/// result.
+inline constexpr llvm::StringLiteral kResultShardingsAttr = "tfm.shardings";
 
 } // namespace pmlir::tfm
 

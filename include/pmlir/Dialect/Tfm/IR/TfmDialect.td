@@ -12,6 +12,10 @@ include "mlir/IR/OpBase.td"
 def Tfm_Dialect : Dialect {
   let name = "tfm";
   let cppNamespace = "::pmlir::tfm";
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
   let summary = "Transformer operations on ranked tensors at global shapes";
   let description = [{
     The `tfm` dialect describes transformer models at the granularity that

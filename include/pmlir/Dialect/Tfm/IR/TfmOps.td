@@ -8,6 +8,7 @@
 #define PMLIR_DIALECT_TFM_IR_TFMOPS_TD
 
 include "pmlir/Dialect/Tfm/IR/TfmDialect.td"
+include "pmlir/Dialect/Tfm/IR/TfmAttrs.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -376,6 +377,25 @@ def Tfm_YieldOp : Tfm_Op<"yield", [Pure, Terminator, HasParent<"LayerOp">,
 //===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
+
+def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "pins the sharding of a value";
+  let description = [{
+    The result is the input, with sharding `sharding` on the module's
+    `tfm.mesh`: propagation takes it as given, as it does the shardings of
+    function arguments and results, and partitioning reshards the input into
+    it. Pending axes are allowed: a constraint may keep a sum pending.
+
+    ```mlir
+    %y = tfm.sharding_constraint %x to <[["dp"], [], []]> : tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Tfm_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `to` $sharding attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
 
 def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure]> {
   let summary = "mean token cross entropy with an ignore index";

@@ -1,0 +1,159 @@
+//===- TfmAttrs.cpp - tfm mesh and sharding attributes --------------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+#define GET_ATTRDEF_CLASSES
+#include "pmlir/Dialect/Tfm/IR/TfmAttrs.cpp.inc"
+
+void TfmDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pmlir/Dialect/Tfm/IR/TfmAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr: #tfm.mesh<dp = 2, tp = 4>
+//===----------------------------------------------------------------------===//
+
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr> axes;
+  SmallVector<int64_t> sizes;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size = 0;
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    axes.push_back(parser.getBuilder().getStringAttr(name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseAxis))
+    return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(), axes, sizes);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  llvm::interleaveComma(llvm::zip(getAxes(), getSizes()), printer, [&](auto axis) {
+    printer.printKeywordOrString(std::get<0>(axis).getValue());
+    printer << " = " << std::get<1>(axis);
+  });
+  printer << ">";
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> axes, ArrayRef<int64_t> sizes) {
+  if (axes.empty())
+    return emitError() << "a mesh needs at least one axis";
+  llvm::StringSet<> seen;
+  for (auto [name, size] : llvm::zip(axes, sizes)) {
+    if (name.getValue().empty())
+      return emitError() << "mesh axis names must not be empty";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue() << "' is listed twice";
+    if (size < 1)
+      return emitError() << "mesh axis '" << name.getValue() << "' has size " << size
+                         << "; sizes must be at least 1";
+  }
+  return success();
+}
+
+int64_t MeshAttr::axisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(getAxes()))
+    if (axis.getValue() == name)
+      return i;
+  return -1;
+}
+
+int64_t MeshAttr::axisSize(StringRef name) const {
+  int64_t i = axisIndex(name);
+  return i < 0 ? 1 : getSizes()[i];
+}
+
+int64_t MeshAttr::numDevices() const {
+  int64_t n = 1;
+  for (int64_t s : getSizes())
+    n *= s;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr: #tfm.sharding<[["dp"], [], ["tp"]], pending = ["tp"]>
+//===----------------------------------------------------------------------===//
+
+ShardingAttr ShardingAttr::get(MLIRContext *context, ArrayRef<SmallVector<StringRef>> dims,
+                               ArrayRef<StringRef> pending) {
+  Builder b(context);
+  SmallVector<Attribute> dimAttrs;
+  for (const SmallVector<StringRef> &axes : dims)
+    dimAttrs.push_back(b.getStrArrayAttr(axes));
+  return Base::get(context, b.getArrayAttr(dimAttrs),
+                   pending.empty() ? ArrayAttr() : b.getStrArrayAttr(pending));
+}
+
+ShardingAttr ShardingAttr::replicated(MLIRContext *context, int64_t rank) {
+  return get(context, SmallVector<SmallVector<StringRef>>(rank), {});
+}
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayAttr dims, ArrayAttr pending) {
+  llvm::StringSet<> seen;
+  auto checkAxes = [&](Attribute list, StringRef where) -> LogicalResult {
+    auto axes = dyn_cast<ArrayAttr>(list);
+    if (!axes)
+      return emitError() << where << " must be a list of mesh axis names, got " << list;
+    for (Attribute a : axes) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name)
+        return emitError() << where << " must list mesh axis names (strings), got " << a;
+      if (!seen.insert(name.getValue()).second)
+        return emitError() << "mesh axis '" << name.getValue()
+                           << "' is used twice in one sharding";
+    }
+    return success();
+  };
+  for (auto [d, dim] : llvm::enumerate(dims))
+    if (failed(checkAxes(dim, "dimension " + std::to_string(d))))
+      return failure();
+  if (pending && failed(checkAxes(pending, "pending")))
+    return failure();
+  return success();
+}
+
+SmallVector<StringRef> ShardingAttr::axesOf(int64_t dim) const {
+  SmallVector<StringRef> axes;
+  for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
+    axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+SmallVector<StringRef> ShardingAttr::pendingAxes() const {
+  SmallVector<StringRef> axes;
+  if (getPending())
+    for (Attribute a : getPending())
+      axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+bool ShardingAttr::isReplicated() const {
+  if (getPending() && !getPending().empty())
+    return false;
+  for (Attribute dim : getDims())
+    if (!cast<ArrayAttr>(dim).empty())
+      return false;
+  return true;
+}
