@@ -39,6 +39,57 @@ def PrintModelSummary : Pass<"pmlir-print-model-summary", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Sharding
+//===----------------------------------------------------------------------===//
+
+def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
+  let summary = "completes the shardings of a global program from a few annotations";
+  let description = [{
+    The module's `tfm.mesh` names the mesh axes. Seeds are `tfm.sharding`
+    (`#tfm.sharding`) on function arguments and results and
+    `tfm.sharding_constraint` ops; they never change. Every other tensor gets
+    a sharding from the factor-based sharding rule of an op it meets
+    (`include/pmlir/Dialect/Tfm/IR/ShardingRules.h`): forward from operands
+    to results, then backward to operands, until nothing changes. Where the
+    op's tensors propose different mesh axes for one factor, the proposal
+    backed by the most tensor bytes wins, so the largest tensors keep their
+    layout and smaller ones are resharded. A sharded contracting factor
+    (a matmul's K, an embedding's vocabulary) makes the result a pending sum
+    on its axes; pending sums pass through ops linear in them (`scale`,
+    `matmul`, reshapes, `add` of two sums pending on the same axes) and stop
+    at the first op that needs the full value, where partitioning will
+    reduce them. Tensors nothing reaches are replicated. The result is
+    deterministic. Each tfm op gets `tfm.shardings` (one `#tfm.sharding` per
+    result); unannotated arguments and results get `tfm.sharding`.
+
+    Diagnostics: a missing `tfm.mesh`, an annotation naming an axis the mesh
+    lacks, axes whose device count does not divide the dimension they split,
+    pending axes on an argument.
+
+    Before (a Megatron MLP: fc1 column-parallel, fc2 row-parallel):
+    ```mlir
+    module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+      func.func @mlp(%x: tensor<4x8xf32>,
+                     %w1: tensor<8x32xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
+                     %w2: tensor<32x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>}) -> tensor<4x8xf32> {
+        %h = tfm.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+        %g = tfm.gelu %h tanh : tensor<4x32xf32>
+        %y = tfm.matmul %g, %w2 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+        return %y : tensor<4x8xf32>
+      }
+    }
+    ```
+    After (the hidden activation is split like fc1's columns; fc2's output
+    is a sum pending over `tp`):
+    ```mlir
+    %h = tfm.matmul %x, %w1 {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>]} ...
+    %g = tfm.gelu %h tanh {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>]} ...
+    %y = tfm.matmul %g, %w2 {tfm.shardings = [#tfm.sharding<[[], []], pending = ["tp"]>]} ...
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,232 @@
+//===- ShardingRules.cpp - Factor-based sharding rules of tfm ops ---------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+using Dims = SmallVector<SmallVector<int64_t>>;
+
+/// Builds a rule factor by factor.
+struct RuleBuilder {
+  ShardingRule rule;
+
+  int64_t factor(int64_t size, FactorKind kind = FactorKind::Parallel) {
+    rule.factors.push_back({size, kind});
+    return static_cast<int64_t>(rule.factors.size()) - 1;
+  }
+  /// One fresh factor per dimension of `v`, parallel unless `kinds` says.
+  SmallVector<int64_t> factorsOf(Value v) {
+    SmallVector<int64_t> fs;
+    for (int64_t d : cast<RankedTensorType>(v.getType()).getShape())
+      fs.push_back(factor(d));
+    return fs;
+  }
+  static Dims oneEach(ArrayRef<int64_t> fs) {
+    Dims dims;
+    for (int64_t f : fs)
+      dims.push_back({f});
+    return dims;
+  }
+};
+
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+int64_t dimOf(Value v, int64_t d) { return cast<RankedTensorType>(v.getType()).getShape()[d]; }
+
+/// Same-shape ops: every operand and result dimension is one factor;
+/// `lastKind` for the last one (softmax and norms replicate it).
+ShardingRule elementwise(Operation *op, FactorKind lastKind, PendingRule pending) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
+  if (!fs.empty())
+    b.rule.factors[fs.back()].kind = lastKind;
+  for (Value operand : op->getOperands())
+    b.rule.operands.push_back(RuleBuilder::oneEach(fs));
+  b.rule.results.push_back(RuleBuilder::oneEach(fs));
+  b.rule.pending = pending;
+  return b.rule;
+}
+
+/// lhs op rhs, rhs a trailing suffix of lhs (bias, position table, residual).
+ShardingRule binary(Operation *op, PendingRule pending) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
+  int64_t skip = rankOf(op->getOperand(0)) - rankOf(op->getOperand(1));
+  b.rule.operands.push_back(RuleBuilder::oneEach(fs));
+  b.rule.operands.push_back(RuleBuilder::oneEach(ArrayRef(fs).drop_front(skip)));
+  b.rule.results.push_back(RuleBuilder::oneEach(fs));
+  b.rule.pending = pending;
+  return b.rule;
+}
+
+/// Norms over the last dimension: the per-feature weights share it.
+ShardingRule norm(Operation *op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
+  b.rule.factors[fs.back()].kind = FactorKind::Replicated;
+  b.rule.operands.push_back(RuleBuilder::oneEach(fs));
+  for (unsigned i = 1; i < op->getNumOperands(); ++i)
+    b.rule.operands.push_back(Dims{{fs.back()}});
+  b.rule.results.push_back(RuleBuilder::oneEach(fs));
+  return b.rule;
+}
+
+ShardingRule matmul(MatmulOp op) {
+  RuleBuilder b;
+  int64_t rank = rankOf(op.getLhs());
+  SmallVector<int64_t> batch;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    batch.push_back(b.factor(dimOf(op.getLhs(), d)));
+  int64_t m = b.factor(dimOf(op.getResult(), rank - 2));
+  int64_t n = b.factor(dimOf(op.getResult(), rank - 1));
+  int64_t k = b.factor(dimOf(op.getLhs(), op.getTransposeLhs() ? rank - 2 : rank - 1),
+                       FactorKind::Contracting);
+  Dims lhs = RuleBuilder::oneEach(batch);
+  lhs.push_back({op.getTransposeLhs() ? k : m});
+  lhs.push_back({op.getTransposeLhs() ? m : k});
+  Dims rhs = rankOf(op.getRhs()) == 2 ? Dims{} : RuleBuilder::oneEach(batch);
+  rhs.push_back({op.getTransposeRhs() ? n : k});
+  rhs.push_back({op.getTransposeRhs() ? k : n});
+  Dims result = RuleBuilder::oneEach(batch);
+  result.push_back({m});
+  result.push_back({n});
+  b.rule.operands = {lhs, rhs};
+  b.rule.results = {result};
+  b.rule.pending = PendingRule::LinearInOne;
+  return b.rule;
+}
+
+/// Vocab-parallel: a device holding rows [v0, v1) of the table looks up the
+/// ids in that range and contributes zeros for the rest; the sum over the
+/// vocab axes is the lookup (Megatron's VocabParallelEmbedding).
+ShardingRule embedding(EmbeddingOp op) {
+  RuleBuilder b;
+  SmallVector<int64_t> ids = b.factorsOf(op.getIds());
+  int64_t vocab = b.factor(dimOf(op.getTable(), 0), FactorKind::Contracting);
+  int64_t hidden = b.factor(dimOf(op.getTable(), 1));
+  b.rule.operands = {Dims{{vocab}, {hidden}}, RuleBuilder::oneEach(ids)};
+  Dims result = RuleBuilder::oneEach(ids);
+  result.push_back({hidden});
+  b.rule.results = {result};
+  return b.rule;
+}
+
+/// [B, S, A*D] <-> [B, A, S, D]: the hidden dimension is heads (major) times
+/// head size.
+ShardingRule heads(Value hidden, Value split, bool splitting) {
+  RuleBuilder b;
+  int64_t batch = b.factor(dimOf(split, 0)), heads = b.factor(dimOf(split, 1));
+  int64_t seq = b.factor(dimOf(split, 2)), size = b.factor(dimOf(split, 3));
+  Dims merged = {{batch}, {seq}, {heads, size}};
+  Dims separate = {{batch}, {heads}, {seq}, {size}};
+  b.rule.operands = {splitting ? merged : separate};
+  b.rule.results = {splitting ? separate : merged};
+  b.rule.pending = PendingRule::LinearInOne;
+  return b.rule;
+}
+
+/// Query heads are kv heads (major) times the group; the key sequence and
+/// the head size are reduced over inside a softmax, so they replicate.
+ShardingRule attention(AttentionOp op) {
+  RuleBuilder b;
+  int64_t batch = b.factor(dimOf(op.getQuery(), 0));
+  int64_t kvHeads = b.factor(dimOf(op.getKey(), 1));
+  int64_t group = b.factor(dimOf(op.getQuery(), 1) / dimOf(op.getKey(), 1));
+  int64_t seq = b.factor(dimOf(op.getQuery(), 2));
+  int64_t keySeq = b.factor(dimOf(op.getKey(), 2), FactorKind::Replicated);
+  int64_t size = b.factor(dimOf(op.getQuery(), 3), FactorKind::Replicated);
+  int64_t valueSize = b.factor(dimOf(op.getValue(), 3));
+  b.rule.operands = {Dims{{batch}, {kvHeads, group}, {seq}, {size}},
+                     Dims{{batch}, {kvHeads}, {keySeq}, {size}},
+                     Dims{{batch}, {kvHeads}, {keySeq}, {valueSize}}};
+  b.rule.results = {Dims{{batch}, {kvHeads, group}, {seq}, {valueSize}}};
+  return b.rule;
+}
+
+/// Positions follow the sequence; the rotation pairs the two halves of the
+/// head dimension, which replicates.
+ShardingRule rope(RopeOp op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op.getResult());
+  b.rule.factors[fs[3]].kind = FactorKind::Replicated;
+  b.rule.operands = {RuleBuilder::oneEach(fs), Dims{{fs[2]}}};
+  b.rule.results = {RuleBuilder::oneEach(fs)};
+  b.rule.pending = PendingRule::LinearInOne;
+  return b.rule;
+}
+
+/// The split dimension is parts (major, replicated: a device cannot hold a
+/// different part for each result) times the part.
+ShardingRule split(SplitOp op) {
+  RuleBuilder b;
+  int64_t dim = op.getDim();
+  SmallVector<int64_t> fs = b.factorsOf(op.getResult(0));
+  int64_t parts = b.factor(op.getNumResults(), FactorKind::Replicated);
+  Dims input = RuleBuilder::oneEach(fs);
+  input[dim] = {parts, fs[dim]};
+  b.rule.operands = {input};
+  for (unsigned i = 0; i < op.getNumResults(); ++i)
+    b.rule.results.push_back(RuleBuilder::oneEach(fs));
+  b.rule.pending = PendingRule::LinearInOne;
+  return b.rule;
+}
+
+ShardingRule arange(ArangeOp op) {
+  RuleBuilder b;
+  b.rule.results = {RuleBuilder::oneEach(b.factorsOf(op.getResult()))};
+  return b.rule;
+}
+
+/// Tokens and vocabulary both reduce into the scalar loss through a
+/// logsumexp and a mean over the unignored tokens: replicated here.
+ShardingRule crossEntropy(CrossEntropyOp op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op.getLogits());
+  for (int64_t f : fs)
+    b.rule.factors[f].kind = FactorKind::Replicated;
+  b.rule.operands = {RuleBuilder::oneEach(fs),
+                     RuleBuilder::oneEach(ArrayRef(fs).drop_back())};
+  b.rule.results = {Dims{}};
+  return b.rule;
+}
+
+} // namespace
+
+std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
+  return TypeSwitch<Operation *, std::optional<ShardingRule>>(op)
+      .Case<AddOp, SubOp>([](Operation *op) { return binary(op, PendingRule::Additive); })
+      .Case<MulOp>([](Operation *op) { return binary(op, PendingRule::LinearInOne); })
+      .Case<ScaleOp, ShardingConstraintOp>([](Operation *op) {
+        return elementwise(op, FactorKind::Parallel, PendingRule::LinearInOne);
+      })
+      .Case<GeluOp, SiluOp>([](Operation *op) {
+        return elementwise(op, FactorKind::Parallel, PendingRule::None);
+      })
+      .Case<SoftmaxOp>([](Operation *op) {
+        return elementwise(op, FactorKind::Replicated, PendingRule::None);
+      })
+      .Case<LayerNormOp, RmsNormOp>([](Operation *op) { return norm(op); })
+      .Case<MatmulOp>(matmul)
+      .Case<EmbeddingOp>(embedding)
+      .Case<SplitHeadsOp>([](SplitHeadsOp op) {
+        return heads(op.getInput(), op.getResult(), /*splitting=*/true);
+      })
+      .Case<MergeHeadsOp>([](MergeHeadsOp op) {
+        return heads(op.getResult(), op.getInput(), /*splitting=*/false);
+      })
+      .Case<AttentionOp>(attention)
+      .Case<RopeOp>(rope)
+      .Case<SplitOp>(split)
+      .Case<ArangeOp>(arange)
+      .Case<CrossEntropyOp>(crossEntropy)
+      .Default([](Operation *) { return std::nullopt; });
+}

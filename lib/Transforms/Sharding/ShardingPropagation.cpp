@@ -1,0 +1,373 @@
+//===- ShardingPropagation.cpp - Complete the shardings of a global program ===//
+//
+// Part of pmlir.
+//
+// Seeds are the shardings the user gave: `tfm.sharding` on function
+// arguments and results and `tfm.sharding_constraint` ops; they never
+// change. Every other value gets its sharding once, from the op that first
+// knows enough: forward from operands to results, then backward from
+// results and sibling operands to operands, repeated until nothing changes.
+// At an op, each factor of its sharding rule takes the mesh axes that the
+// op's tensors propose for it; when they disagree, the proposal backed by the
+// most bytes wins, so the largest tensors keep their layout and the smaller
+// ones are resharded: the choice follows modeled communication, not the
+// order of the walk. Contracting factors make the result a pending sum;
+// pending sums pass through ops that are linear in them and stop at the
+// first op that needs the full value, where partitioning reduces them.
+// Values nothing reaches are replicated. Each op gets `tfm.shardings`, one
+// #tfm.sharding per result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <map>
+
+namespace pmlir {
+#define GEN_PASS_DEF_SHARDINGPROPAGATION
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+using Axes = SmallVector<StringRef>;
+
+/// A value's sharding while propagation runs.
+struct Sharding {
+  SmallVector<Axes> dims;
+  Axes pending;
+  bool fixed = false; // given by the user
+
+  ShardingAttr toAttr(MLIRContext *context, bool withPending = true) const {
+    return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
+  }
+};
+
+int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+struct Propagation {
+  MeshAttr mesh;
+  llvm::MapVector<Value, Sharding> known;
+
+  int64_t sizeOf(ArrayRef<StringRef> axes) const {
+    int64_t n = 1;
+    for (StringRef a : axes)
+      n *= mesh.axisSize(a);
+    return n;
+  }
+
+  /// A user sharding of `v`: the axes exist and divide their dimensions.
+  LogicalResult seed(Value v, ShardingAttr attr, Operation *where, StringRef what) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (attr.getRank() != type.getRank())
+      return where->emitOpError() << what << " has sharding " << attr << " of rank "
+                                  << attr.getRank() << " for " << type;
+    Sharding s;
+    s.fixed = true;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      Axes axes = attr.axesOf(d);
+      for (StringRef a : axes)
+        if (mesh.axisIndex(a) < 0)
+          return where->emitOpError() << what << " names mesh axis '" << a
+                                      << "', which the mesh " << mesh << " does not have";
+      if (type.getShape()[d] % sizeOf(axes) != 0)
+        return where->emitOpError() << what << " splits dimension " << d << " of " << type
+                                    << " over " << sizeOf(axes)
+                                    << " devices, which do not divide it (sharding "
+                                    << attr << ")";
+      s.dims.push_back(axes);
+    }
+    s.pending = attr.pendingAxes();
+    for (StringRef a : s.pending)
+      if (mesh.axisIndex(a) < 0)
+        return where->emitOpError() << what << " names mesh axis '" << a
+                                    << "', which the mesh " << mesh << " does not have";
+    known[v] = s;
+    return success();
+  }
+
+  bool setIfUnknown(Value v, Sharding s) {
+    if (known.count(v))
+      return false;
+    s.fixed = false;
+    known[v] = std::move(s);
+    return true;
+  }
+
+  /// Per factor, the axes `dimAxes` give it: major factors first, each
+  /// taking axes while they divide what remains of it; axes that would
+  /// split a factor unevenly are dropped.
+  void proposals(ArrayRef<int64_t> factors, const Axes &dimAxes, const ShardingRule &rule,
+                 SmallVector<Axes> &perFactor) const {
+    size_t next = 0;
+    for (int64_t f : factors) {
+      int64_t remaining = rule.factors[f].size;
+      while (next < dimAxes.size() && remaining % mesh.axisSize(dimAxes[next]) == 0) {
+        remaining /= mesh.axisSize(dimAxes[next]);
+        perFactor[f].push_back(dimAxes[next++]);
+      }
+      if (remaining != 1)
+        break; // the next axes would not be contiguous blocks of the next factor
+    }
+  }
+
+  /// Applies `rule` at `op`: decides each factor's axes and gives them to
+  /// the op's tensors that have no sharding yet. Returns whether any did.
+  bool apply(Operation *op, const ShardingRule &rule) {
+    // Tensors of the rule: (value, dims' factors).
+    SmallVector<std::pair<Value, ArrayRef<SmallVector<int64_t>>>> tensors;
+    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands))
+      if (dims)
+        tensors.push_back({operand, *dims});
+    for (auto [result, dims] : llvm::zip(op->getResults(), rule.results))
+      tensors.push_back({result, dims});
+
+    // Candidate axes per factor, weighted by the bytes of the tensors that
+    // propose them.
+    size_t numFactors = rule.factors.size();
+    SmallVector<std::map<Axes, int64_t>> candidates(numFactors);
+    bool anyKnown = false;
+    for (auto [value, dims] : tensors) {
+      auto it = known.find(value);
+      if (it == known.end())
+        continue;
+      anyKnown = true;
+      SmallVector<Axes> perFactor(numFactors);
+      for (auto [d, factors] : llvm::enumerate(dims))
+        proposals(factors, it->second.dims[d], rule, perFactor);
+      for (size_t f = 0; f < numFactors; ++f)
+        candidates[f][perFactor[f]] += bytesOf(value);
+    }
+    if (!anyKnown && op->getNumOperands() != 0)
+      return false;
+
+    // Heaviest decisions first; an axis serves one factor only.
+    struct Choice {
+      int64_t weight;
+      size_t factor;
+      Axes axes;
+    };
+    SmallVector<Choice> choices;
+    for (size_t f = 0; f < numFactors; ++f)
+      if (rule.factors[f].kind != FactorKind::Replicated)
+        for (auto &[axes, weight] : candidates[f])
+          if (!axes.empty())
+            choices.push_back({weight, f, axes});
+    llvm::stable_sort(choices, [](const Choice &a, const Choice &b) {
+      if (a.weight != b.weight)
+        return a.weight > b.weight;
+      if (a.factor != b.factor)
+        return a.factor < b.factor;
+      return a.axes < b.axes;
+    });
+    SmallVector<Axes> decided(numFactors);
+    SmallVector<bool> done(numFactors, false);
+    llvm::StringSet<> used;
+    for (const Choice &c : choices) {
+      if (done[c.factor] || llvm::any_of(c.axes, [&](StringRef a) { return used.count(a); }))
+        continue;
+      done[c.factor] = true;
+      decided[c.factor] = c.axes;
+      for (StringRef a : c.axes)
+        used.insert(a);
+    }
+
+    // Pending sums of the results.
+    Axes pending;
+    for (size_t f = 0; f < numFactors; ++f)
+      if (rule.factors[f].kind == FactorKind::Contracting)
+        llvm::append_range(pending, decided[f]);
+    Axes passed = passedPending(op, rule);
+    for (StringRef a : passed)
+      if (!llvm::is_contained(pending, a) && !used.count(a))
+        pending.push_back(a);
+
+    bool changed = false;
+    for (auto [i, entry] : llvm::enumerate(tensors)) {
+      auto [value, dims] = entry;
+      Sharding s;
+      for (const SmallVector<int64_t> &factors : dims) {
+        Axes axes;
+        for (int64_t f : factors)
+          llvm::append_range(axes, decided[f]);
+        s.dims.push_back(axes);
+      }
+      if (isa<OpResult>(value) && value.getDefiningOp() == op)
+        s.pending = pending;
+      changed |= setIfUnknown(value, s);
+    }
+    return changed;
+  }
+
+  /// The pending axes that reach the results through the op's linearity.
+  Axes passedPending(Operation *op, const ShardingRule &rule) {
+    SmallVector<Axes> perOperand;
+    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
+      if (!dims)
+        continue;
+      auto it = known.find(operand);
+      perOperand.push_back(it == known.end() ? Axes{} : it->second.pending);
+    }
+    if (perOperand.empty())
+      return {};
+    switch (rule.pending) {
+    case PendingRule::None:
+      return {};
+    case PendingRule::LinearInOne: {
+      unsigned pendingOperands = llvm::count_if(perOperand, [](const Axes &a) { return !a.empty(); });
+      if (pendingOperands != 1)
+        return {};
+      return *llvm::find_if(perOperand, [](const Axes &a) { return !a.empty(); });
+    }
+    case PendingRule::Additive: {
+      Axes common = perOperand.front();
+      for (const Axes &other : perOperand)
+        if (other != common)
+          return {};
+      return common;
+    }
+    }
+    return {};
+  }
+
+  /// Values that are the same tensor: a layer's operands and its region's
+  /// arguments, its yields and its results.
+  bool copyAcross(Value from, Value to) {
+    auto it = known.find(from);
+    if (it == known.end())
+      return false;
+    Sharding s = it->second;
+    return setIfUnknown(to, s);
+  }
+
+  bool step(Operation *op) {
+    if (auto layer = dyn_cast<LayerOp>(op)) {
+      bool changed = false;
+      Block &body = layer.getBody().front();
+      for (auto [operand, arg] : llvm::zip(layer->getOperands(), body.getArguments()))
+        changed |= copyAcross(operand, arg) | copyAcross(arg, operand);
+      for (auto [yielded, result] :
+           llvm::zip(body.getTerminator()->getOperands(), layer->getResults()))
+        changed |= copyAcross(yielded, result) | copyAcross(result, yielded);
+      return changed;
+    }
+    if (std::optional<ShardingRule> rule = getShardingRule(op))
+      return apply(op, *rule);
+    return false;
+  }
+};
+
+struct ShardingPropagationPass
+    : public pmlir::impl::ShardingPropagationBase<ShardingPropagationPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
+    if (!mesh) {
+      module.emitError("sharding propagation needs the module attribute tfm.mesh "
+                       "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)");
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(propagate(func, mesh, context)))
+        return signalPassFailure();
+  }
+
+  LogicalResult propagate(func::FuncOp func, MeshAttr mesh, MLIRContext *context) {
+    Propagation p{mesh, {}};
+    for (BlockArgument arg : func.getArguments())
+      if (auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardingAttr)) {
+        if (failed(p.seed(arg, attr, func, "argument #" + std::to_string(arg.getArgNumber()))))
+          return failure();
+        if (!attr.pendingAxes().empty())
+          return func.emitOpError() << "argument #" << arg.getArgNumber()
+                                    << " has pending axes in " << attr
+                                    << "; an input is a full value";
+      }
+    SmallVector<Operation *> ops;
+    WalkResult walked = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
+        if (failed(p.seed(constraint.getResult(), constraint.getSharding(), op, "the constraint")))
+          return WalkResult::interrupt();
+      if (op != func.getOperation())
+        ops.push_back(op);
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return failure();
+    // A returned value takes its result's sharding when nothing else gives
+    // it one.
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    SmallVector<std::pair<Value, ShardingAttr>> wantedResults;
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (auto attr = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)) {
+        Propagation check{mesh, {}};
+        if (failed(check.seed(ret.getOperand(i), attr, func, "result #" + std::to_string(i))))
+          return failure();
+        wantedResults.push_back({ret.getOperand(i), attr});
+      }
+
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation *op : ops)
+        changed |= p.step(op);
+      for (Operation *op : llvm::reverse(ops))
+        changed |= p.step(op);
+      for (auto [value, attr] : wantedResults)
+        if (!p.known.count(value)) {
+          Sharding s;
+          for (int64_t d = 0; d < attr.getRank(); ++d)
+            s.dims.push_back(attr.axesOf(d));
+          changed |= p.setIfUnknown(value, s);
+        }
+    }
+
+    // Write the shardings; what nothing reached is replicated.
+    auto attrOf = [&](Value v) {
+      auto it = p.known.find(v);
+      if (it == p.known.end())
+        return ShardingAttr::replicated(context, cast<RankedTensorType>(v.getType()).getRank());
+      return it->second.toAttr(context);
+    };
+    for (Operation *op : ops) {
+      if (op->getNumResults() == 0 || isa<func::ReturnOp, YieldOp>(op) ||
+          !llvm::all_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
+        continue;
+      if (!isa<TfmDialect>(op->getDialect()))
+        continue;
+      SmallVector<Attribute> shardings;
+      for (Value r : op->getResults())
+        shardings.push_back(attrOf(r));
+      op->setAttr(kResultShardingsAttr, ArrayAttr::get(context, shardings));
+    }
+    for (BlockArgument arg : func.getArguments())
+      if (!func.getArgAttr(arg.getArgNumber(), kShardingAttr) &&
+          isa<RankedTensorType>(arg.getType()))
+        func.setArgAttr(arg.getArgNumber(), kShardingAttr, attrOf(arg));
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (!func.getResultAttr(i, kShardingAttr) &&
+          isa<RankedTensorType>(func.getResultTypes()[i]))
+        func.setResultAttr(i, kShardingAttr,
+                           p.known.count(ret.getOperand(i))
+                               ? p.known[ret.getOperand(i)].toAttr(context, /*withPending=*/false)
+                               : attrOf(ret.getOperand(i)));
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,45 @@
+// RUN: pmlir-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// The mesh, shardings with and without pending axes, and the constraint op
+// round-trip.
+// CHECK: module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>}
+// CHECK: func.func @round_trip(%{{.*}}: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], ["tp"]]>})
+// CHECK: tfm.sharding_constraint %{{.*}} to <{{\[\[}}"dp"], []], pending = ["tp"]> : tensor<4x8xf32>
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} {
+  func.func @round_trip(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["dp"], ["tp"]]>}) -> tensor<4x8xf32> {
+    %y = tfm.sharding_constraint %x to <[["dp"], []], pending = ["tp"]> : tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{mesh axis 'dp' is listed twice}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, dp = 4>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axis 'dp' has size 0; sizes must be at least 1}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 0>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axis 'dp' is used twice in one sharding}}
+func.func @axis_twice(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["dp"], ["dp"]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{dimension 0 must list mesh axis names (strings), got 1 : i64}}
+func.func @not_a_name(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[1], []]>}) {
+  return
+}
+
+// -----
+
+func.func @rank_mismatch(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tfm.sharding_constraint' op sharding has 1 dimensions for a tensor of rank 2}}
+  %y = tfm.sharding_constraint %x to <[["dp"]]> : tensor<4x8xf32>
+  return
+}
