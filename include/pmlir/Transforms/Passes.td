@@ -89,6 +89,44 @@ def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
   }];
 }
 
+def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
+  let summary = "annotates a GPT-2 or Llama model as Megatron-LM shards it";
+  let description = [{
+    Sets the shardings Megatron-LM's tensor and data parallelism give the
+    weights and inputs, on the module's `tfm.mesh`; `pmlir-sharding-propagation`
+    derives the rest. Weights are recognized by Hugging Face name and
+    `tfm.dims` role: column-parallel (`attn.c_attn`, `mlp.c_fc`, `q_proj`,
+    `k_proj`, `v_proj`, `gate_proj`, `up_proj`: the `out` dimension on the
+    tp axis), row-parallel (`attn.c_proj`, `mlp.c_proj`, `o_proj`,
+    `down_proj`: the `in` dimension), vocab-parallel (`wte`,
+    `embed_tokens`, `lm_head`: the `vocab` dimension); every `batch`
+    dimension goes on the dp axis. A fused weight that `tfm.split` cuts
+    along the split dimension (GPT-2's QKV) is not split contiguously, which
+    would hand a device parts of two projections: a
+    `tfm.sharding_constraint` pins each part instead. Axes the mesh lacks
+    are skipped, so `#tfm.mesh<dp = 4>` gives pure data parallelism.
+    Arguments that already have a `tfm.sharding` keep it.
+
+    Before:
+    ```mlir
+    %arg11: tensor<64x256xf32> {tfm.dims = ["in", "out"], tfm.name = "h.0.mlp.c_fc.weight"}
+    %9:3 = tfm.split %arg5 dim = 1 : tensor<64x192xf32> -> ...
+    ```
+    After:
+    ```mlir
+    %arg11: tensor<64x256xf32> {..., tfm.sharding = #tfm.sharding<[[], ["tp"]]>}
+    %9:3 = tfm.split %arg5 dim = 1 : tensor<64x192xf32> -> ...
+    %10 = tfm.sharding_constraint %9#0 to <[[], ["tp"]]> : tensor<64x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"tpAxis", "tp-axis", "std::string", "\"tp\"",
+           "mesh axis of tensor parallelism">,
+    Option<"dpAxis", "dp-axis", "std::string", "\"dp\"",
+           "mesh axis of data parallelism">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//

@@ -72,10 +72,17 @@ struct Propagation {
   }
 
   /// A user sharding of `v`: the axes exist and divide their dimensions.
-  LogicalResult seed(Value v, ShardingAttr attr, Operation *where, StringRef what) {
+  /// Errors go to `where` (a function: at its location, without printing
+  /// the whole function).
+  LogicalResult seed(Value v, ShardingAttr attr, Operation *op, StringRef what) {
+    auto where = [&]() {
+      if (auto func = dyn_cast<func::FuncOp>(op))
+        return mlir::emitError(op->getLoc()) << "@" << func.getSymName() << ": ";
+      return op->emitOpError();
+    };
     auto type = cast<RankedTensorType>(v.getType());
     if (attr.getRank() != type.getRank())
-      return where->emitOpError() << what << " has sharding " << attr << " of rank "
+      return where() << what << " has sharding " << attr << " of rank "
                                   << attr.getRank() << " for " << type;
     Sharding s;
     s.fixed = true;
@@ -83,10 +90,10 @@ struct Propagation {
       Axes axes = attr.axesOf(d);
       for (StringRef a : axes)
         if (mesh.axisIndex(a) < 0)
-          return where->emitOpError() << what << " names mesh axis '" << a
+          return where() << what << " names mesh axis '" << a
                                       << "', which the mesh " << mesh << " does not have";
       if (type.getShape()[d] % sizeOf(axes) != 0)
-        return where->emitOpError() << what << " splits dimension " << d << " of " << type
+        return where() << what << " splits dimension " << d << " of " << type
                                     << " over " << sizeOf(axes)
                                     << " devices, which do not divide it (sharding "
                                     << attr << ")";
@@ -95,7 +102,7 @@ struct Propagation {
     s.pending = attr.pendingAxes();
     for (StringRef a : s.pending)
       if (mesh.axisIndex(a) < 0)
-        return where->emitOpError() << what << " names mesh axis '" << a
+        return where() << what << " names mesh axis '" << a
                                     << "', which the mesh " << mesh << " does not have";
     known[v] = s;
     return success();
@@ -127,8 +134,9 @@ struct Propagation {
   }
 
   /// Applies `rule` at `op`: decides each factor's axes and gives them to
-  /// the op's tensors that have no sharding yet. Returns whether any did.
-  bool apply(Operation *op, const ShardingRule &rule) {
+  /// the op's results (forward) or to all its tensors (backward) that have
+  /// no sharding yet. Returns whether any got one.
+  bool apply(Operation *op, const ShardingRule &rule, bool forward) {
     // Tensors of the rule: (value, dims' factors).
     SmallVector<std::pair<Value, ArrayRef<SmallVector<int64_t>>>> tensors;
     for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands))
@@ -200,14 +208,23 @@ struct Propagation {
     bool changed = false;
     for (auto [i, entry] : llvm::enumerate(tensors)) {
       auto [value, dims] = entry;
+      bool isResult = isa<OpResult>(value) && value.getDefiningOp() == op;
+      if (forward && !isResult)
+        continue;
       Sharding s;
       for (const SmallVector<int64_t> &factors : dims) {
+        // A dimension's blocks are contiguous: a minor factor's axes count
+        // only below a major factor split all the way (GPT-2's fused QKV
+        // dimension, parts major, cannot hold the parts' tp split).
         Axes axes;
-        for (int64_t f : factors)
+        for (int64_t f : factors) {
           llvm::append_range(axes, decided[f]);
+          if (sizeOf(decided[f]) != rule.factors[f].size)
+            break;
+        }
         s.dims.push_back(axes);
       }
-      if (isa<OpResult>(value) && value.getDefiningOp() == op)
+      if (isResult)
         s.pending = pending;
       changed |= setIfUnknown(value, s);
     }
@@ -255,7 +272,7 @@ struct Propagation {
     return setIfUnknown(to, s);
   }
 
-  bool step(Operation *op) {
+  bool step(Operation *op, bool forward) {
     if (auto layer = dyn_cast<LayerOp>(op)) {
       bool changed = false;
       Block &body = layer.getBody().front();
@@ -267,7 +284,7 @@ struct Propagation {
       return changed;
     }
     if (std::optional<ShardingRule> rule = getShardingRule(op))
-      return apply(op, *rule);
+      return apply(op, *rule, forward);
     return false;
   }
 };
@@ -295,12 +312,15 @@ struct ShardingPropagationPass
         if (failed(p.seed(arg, attr, func, "argument #" + std::to_string(arg.getArgNumber()))))
           return failure();
         if (!attr.pendingAxes().empty())
-          return func.emitOpError() << "argument #" << arg.getArgNumber()
+          return mlir::emitError(func.getLoc())
+               << "@" << func.getSymName() << ": argument #" << arg.getArgNumber()
                                     << " has pending axes in " << attr
                                     << "; an input is a full value";
       }
+    // Post-order: a layer's body comes before the layer, whose step makes
+    // its results the yielded values.
     SmallVector<Operation *> ops;
-    WalkResult walked = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    WalkResult walked = func.walk<WalkOrder::PostOrder>([&](Operation *op) {
       if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
         if (failed(p.seed(constraint.getResult(), constraint.getSharding(), op, "the constraint")))
           return WalkResult::interrupt();
@@ -322,12 +342,20 @@ struct ShardingPropagationPass
         wantedResults.push_back({ret.getOperand(i), attr});
       }
 
+    // Forward to a fixed point first, so that what the inputs say reaches
+    // every activation before a backward step settles a value from partial
+    // information; then one backward sweep (weights, biases, values only
+    // consumers know about), and again.
     for (bool changed = true; changed;) {
       changed = false;
-      for (Operation *op : ops)
-        changed |= p.step(op);
+      for (bool forward = true; forward;) {
+        forward = false;
+        for (Operation *op : ops)
+          forward |= p.step(op, /*forward=*/true);
+        changed |= forward;
+      }
       for (Operation *op : llvm::reverse(ops))
-        changed |= p.step(op);
+        changed |= p.step(op, /*forward=*/false);
       for (auto [value, attr] : wantedResults)
         if (!p.known.count(value)) {
           Sharding s;

@@ -1,0 +1,141 @@
+//===- MegatronRecipe.cpp - Annotate a model as Megatron-LM shards it ------===//
+//
+// Part of pmlir.
+//
+// Annotations only: the weights Megatron splits get their sharding, the
+// token ids their batch split, and sharding propagation derives the rest
+// (activations, biases, pending sums). Weights are recognized by their
+// Hugging Face names and their dimension roles (tfm.dims), so GPT-2 and
+// Llama checkpoints from pmlir-gen are covered:
+//   column-parallel (split "out" on tp): attn.c_attn, mlp.c_fc, q_proj,
+//     k_proj, v_proj, gate_proj, up_proj;
+//   row-parallel (split "in" on tp): attn.c_proj, mlp.c_proj, o_proj,
+//     down_proj;
+//   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head;
+//   data-parallel: every argument's "batch" dimension on dp.
+// GPT-2's fused QKV weight and bias are cut by tfm.split into Q, K and V; a
+// contiguous split of the fused dimension would give a device parts of two
+// projections, so the constraint goes on the split's results instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_MEGATRONRECIPE
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+enum class Role { None, Column, Row, Vocab };
+
+Role roleOf(StringRef name) {
+  auto endsWith = [&](StringRef part) {
+    return name.ends_with("." + part.str() + ".weight") ||
+           name.ends_with("." + part.str() + ".bias") || name.starts_with(part.str() + ".");
+  };
+  for (StringRef part : {"attn.c_attn", "mlp.c_fc", "q_proj", "k_proj", "v_proj",
+                         "gate_proj", "up_proj"})
+    if (endsWith(part))
+      return Role::Column;
+  for (StringRef part : {"attn.c_proj", "mlp.c_proj", "o_proj", "down_proj"})
+    if (endsWith(part))
+      return name.ends_with(".bias") ? Role::None : Role::Row;
+  for (StringRef part : {"wte", "embed_tokens", "lm_head"})
+    if (endsWith(part))
+      return Role::Vocab;
+  return Role::None;
+}
+
+struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecipePass> {
+  using MegatronRecipeBase::MegatronRecipeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
+    if (!mesh) {
+      module.emitError("the megatron recipe needs the module attribute tfm.mesh "
+                       "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)");
+      return signalPassFailure();
+    }
+    bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
+        auto roles = func.getArgAttrOfType<ArrayAttr>(i, kDimsAttr);
+        if (!type || !roles || func.getArgAttr(i, kShardingAttr))
+          continue;
+        SmallVector<SmallVector<StringRef>> dims(type.getRank());
+        auto dimWithRole = [&](StringRef role) -> int64_t {
+          for (auto [d, r] : llvm::enumerate(roles))
+            if (auto s = dyn_cast<StringAttr>(r); s && s.getValue() == role)
+              return d;
+          return -1;
+        };
+        if (dp && dimWithRole("batch") >= 0)
+          dims[dimWithRole("batch")].push_back(dpAxis);
+        Role role = name && tp ? roleOf(name.getValue()) : Role::None;
+        int64_t split = role == Role::Column ? dimWithRole("out")
+                        : role == Role::Row  ? dimWithRole("in")
+                        : role == Role::Vocab ? dimWithRole("vocab")
+                                              : -1;
+        if (split >= 0 && role == Role::Vocab &&
+            type.getShape()[split] % mesh.axisSize(tpAxis) != 0) {
+          // Megatron pads the vocabulary to a multiple of tp; until pmlir
+          // does, the table stays whole on every device.
+          mlir::emitWarning(func.getLoc())
+              << "'" << name.getValue() << "': vocabulary " << type.getShape()[split]
+              << " is not divisible by " << tpAxis << " = " << mesh.axisSize(tpAxis)
+              << "; it stays replicated (padding is not implemented yet)";
+          split = -1;
+        }
+        if (split >= 0) {
+          if (auto fused = fusedSplit(arg, split)) {
+            constrainParts(fused, split, context);
+          } else {
+            dims[split].push_back(tpAxis);
+          }
+        }
+        if (llvm::any_of(dims, [](const auto &axes) { return !axes.empty(); }))
+          func.setArgAttr(i, kShardingAttr, ShardingAttr::get(context, dims, {}));
+      }
+    }
+  }
+
+  /// The tfm.split that cuts `arg` along `dim` into projections, if that is
+  /// its only use.
+  static SplitOp fusedSplit(Value arg, int64_t dim) {
+    if (!arg.hasOneUse())
+      return {};
+    auto split = dyn_cast<SplitOp>(*arg.getUsers().begin());
+    return split && split.getDim() == dim ? split : SplitOp();
+  }
+
+  /// Pins each part of the split to `dim` on tp.
+  void constrainParts(SplitOp split, int64_t dim, MLIRContext *context) {
+    OpBuilder b(split->getContext());
+    b.setInsertionPointAfter(split);
+    for (Value part : split.getResults()) {
+      SmallVector<SmallVector<StringRef>> dims(
+          cast<RankedTensorType>(part.getType()).getRank());
+      dims[dim].push_back(tpAxis);
+      auto pinned = ShardingConstraintOp::create(b, split.getLoc(), part,
+                                                 ShardingAttr::get(context, dims, {}));
+      part.replaceAllUsesExcept(pinned, pinned);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,55 @@
+// The Megatron recipe on pmlir-gen models, then propagation: per layer
+// exactly two sums pending over tp (attention output, MLP output) plus the
+// embedding's, each [B, S, H]; the rest follows the annotated weights.
+
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=GPT2
+// GPT2: tfm.name = "input_ids", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], []]>
+// GPT2: tfm.name = "wte.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// The fused QKV weight cannot be split contiguously: it stays whole (its
+// parts are pinned below).
+// GPT2: tfm.name = "h.0.attn.c_attn.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], []]>
+// GPT2: tfm.name = "h.0.attn.c_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// GPT2: tfm.name = "h.0.mlp.c_fc.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// GPT2: tfm.name = "h.0.mlp.c_fc.bias", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]]>
+// GPT2: tfm.name = "h.0.mlp.c_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// GPT2-SAME: -> (tensor<2x16x96xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>})
+// GPT2: tfm.embedding {{.*}}pending = ["tp"]>]} : {{.*}} -> tensor<2x16x64xf32>
+// The fused QKV weight is pinned by parts.
+// GPT2: %[[QKV:.*]]:3 = tfm.split
+// GPT2: tfm.sharding_constraint %[[QKV]]#0 to <{{\[\[}}], ["tp"]]> {{.*}}: tensor<64x64xf32>
+// GPT2: tfm.attention {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], ["tp"], [], []]>]}
+// GPT2: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]} : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
+// GPT2: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]} : tensor<2x16x256xf32>, tensor<256x64xf32> -> tensor<2x16x64xf32>
+// The tied LM head: the logits are split over the vocabulary.
+// GPT2: tfm.matmul {{.*}} transpose_rhs {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>]}
+// GPT2-NOT: pending
+
+// Llama with grouped-query heads (8 query, 2 kv heads on tp = 2): no biases,
+// so the residual stream stays a pending sum until the next norm.
+// RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=LLAMA
+// LLAMA: tfm.name = "model.layers.0.self_attn.q_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// LLAMA: tfm.name = "model.layers.0.self_attn.o_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// LLAMA: tfm.name = "model.layers.0.mlp.down_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// LLAMA: tfm.name = "lm_head.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// LLAMA: tfm.embedding {{.*}}pending = ["tp"]>]}
+// LLAMA: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []]>]}
+// LLAMA: tfm.split_heads {{.*}} heads = 2 {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], ["tp"], [], []]>]}
+// LLAMA: tfm.attention {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], ["tp"], [], []]>]}
+// LLAMA: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
+// LLAMA: tfm.add {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
+// LLAMA: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []]>]}
+// LLAMA: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
+
+// A vocabulary tp does not divide stays whole, with a warning.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe 2>&1 >/dev/null | FileCheck %s --check-prefix=UNEVEN
+// UNEVEN: warning: 'wte.weight': vocabulary 97 is not divisible by tp = 2; it stays replicated (padding is not implemented yet)
+
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NOMESH
+// NOMESH: error: the megatron recipe needs the module attribute tfm.mesh
