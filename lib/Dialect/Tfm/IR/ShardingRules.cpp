@@ -24,7 +24,7 @@ struct RuleBuilder {
     rule.factors.push_back({size, kind});
     return static_cast<int64_t>(rule.factors.size()) - 1;
   }
-  /// One fresh factor per dimension of `v`, parallel unless `kinds` says.
+  /// One fresh parallel factor per dimension of `v`.
   SmallVector<int64_t> factorsOf(Value v) {
     SmallVector<int64_t> fs;
     for (int64_t d : cast<RankedTensorType>(v.getType()).getShape())
@@ -122,7 +122,7 @@ ShardingRule embedding(EmbeddingOp op) {
 
 /// [B, S, A*D] <-> [B, A, S, D]: the hidden dimension is heads (major) times
 /// head size.
-ShardingRule heads(Value hidden, Value split, bool splitting) {
+ShardingRule heads(Value split, bool splitting) {
   RuleBuilder b;
   int64_t batch = b.factor(dimOf(split, 0)), heads = b.factor(dimOf(split, 1));
   int64_t seq = b.factor(dimOf(split, 2)), size = b.factor(dimOf(split, 3));
@@ -218,10 +218,10 @@ std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
       .Case<MatmulOp>(matmul)
       .Case<EmbeddingOp>(embedding)
       .Case<SplitHeadsOp>([](SplitHeadsOp op) {
-        return heads(op.getInput(), op.getResult(), /*splitting=*/true);
+        return heads(op.getResult(), /*splitting=*/true);
       })
       .Case<MergeHeadsOp>([](MergeHeadsOp op) {
-        return heads(op.getResult(), op.getInput(), /*splitting=*/false);
+        return heads(op.getInput(), /*splitting=*/false);
       })
       .Case<AttentionOp>(attention)
       .Case<RopeOp>(rope)
