@@ -166,6 +166,14 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank) {
     out[i] = normal(rng);
 }
 
+/// The per-dimension mesh axes of a `tfm.sharding`: a #tfm.sharding's dims
+/// or the plain list [[...], ...].
+ArrayAttr shardingDims(Attribute sharding) {
+  if (auto attr = dyn_cast_or_null<tfm::ShardingAttr>(sharding))
+    return attr.getDims();
+  return dyn_cast_or_null<ArrayAttr>(sharding);
+}
+
 /// Where this rank's slice of a sharded argument sits in the global tensor.
 struct Slice {
   std::vector<int64_t> global, offsets; // per dimension
@@ -391,7 +399,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> resultShape(resultType.getShape().begin(),
                                    resultType.getShape().end());
   // A sharded result: each rank holds its block, rank 0 assembles them.
-  auto resultSharding = entry.getResultAttrOfType<ArrayAttr>(0, tfm::kShardingAttr);
+  ArrayAttr resultSharding = shardingDims(entry.getResultAttr(0, tfm::kShardingAttr));
   std::optional<Slice> resultSlice;
   if (resultSharding) {
     std::string error;
@@ -446,7 +454,7 @@ int main(int argc, char **argv) {
     Type element = type.getElementType();
 
     std::optional<Slice> slice;
-    if (auto sharding = entry.getArgAttrOfType<ArrayAttr>(i, tfm::kShardingAttr)) {
+    if (ArrayAttr sharding = shardingDims(entry.getArgAttr(i, tfm::kShardingAttr))) {
       if (!mesh)
         return fail("argument '" + a.name +
                     "' is sharded (tfm.sharding); run it with --mesh");

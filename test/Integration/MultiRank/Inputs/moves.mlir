@@ -50,7 +50,7 @@ func.func @forward() -> (tensor<2x6xf32> {tfm.sharding = [["dp", "tp"], []]}) {
 // A result split by columns over tp and replicated over dp:
 // y[i][j] = 10 m1 + 4i + j per rank (2x4), so the global 2x8 result is
 // [[0 1 2 3 10 11 12 13], [4 5 6 7 14 15 16 17]].
-func.func @columns() -> (tensor<2x4xf32> {tfm.sharding = [[], ["tp"]]}) {
+func.func @columns() -> (tensor<2x4xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) {
   %m = shard.process_multi_index on @mesh axes = [1] : index
   %c10 = arith.constant 10 : index
   %a = arith.muli %m, %c10 : index

@@ -31,9 +31,11 @@ namespace pmlir::tfm {
 inline constexpr llvm::StringLiteral kNameAttr = "tfm.name";
 /// Argument attribute giving each dimension's role (["in", "out"]).
 inline constexpr llvm::StringLiteral kDimsAttr = "tfm.dims";
-/// Function argument attribute of per-rank programs: per dimension, the mesh
-/// axes that split the global tensor into this argument (major first), e.g.
-/// [[], ["tp"]]; pmlir-run reads each rank's block of the global tensor.
+/// Function argument and result attribute: how the global tensor is split
+/// over the mesh, a #tfm.sharding (or, in hand-written per-rank programs, the
+/// plain per-dimension list [[], ["tp"]]). In a global program it seeds
+/// sharding propagation; in a per-rank program pmlir-run binds each rank's
+/// block of the global tensor and assembles sharded results.
 inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
