@@ -120,7 +120,7 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     if (!arg.hasOneUse())
       return {};
     auto split = dyn_cast<SplitOp>(*arg.getUsers().begin());
-    return split && split.getDim() == dim ? split : SplitOp();
+    return split && static_cast<int64_t>(split.getDim()) == dim ? split : SplitOp();
   }
 
   /// Pins each part of the split to `dim` on tp.
