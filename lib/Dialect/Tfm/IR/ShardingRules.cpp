@@ -49,8 +49,7 @@ ShardingRule elementwise(Operation *op, FactorKind lastKind, PendingRule pending
   SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
   if (!fs.empty())
     b.rule.factors[fs.back()].kind = lastKind;
-  for (Value operand : op->getOperands())
-    b.rule.operands.push_back(RuleBuilder::oneEach(fs));
+  b.rule.operands.assign(op->getNumOperands(), RuleBuilder::oneEach(fs));
   b.rule.results.push_back(RuleBuilder::oneEach(fs));
   b.rule.pending = pending;
   return b.rule;
