@@ -30,14 +30,15 @@ struct Group {
 /// Groups never move once made.
 const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what);
 
+/// `index` as a member of `group` (a root or a peer), or the end of the job
+/// with a message naming `what`.
+int memberIndex(const Group &group, int64_t index, const char *what);
+
 /// Prints "pmlir-run: rank R: message" and ends the whole job.
 [[noreturn]] void failWith(const std::string &message);
 
 /// pmlir_rt_init's collective timeout in seconds (<= 0: none).
 double collectiveTimeout();
-
-/// This process's rank in the job.
-int rankInWorld();
 
 } // namespace pmlir::rt
 

@@ -150,19 +150,16 @@ const Group &pmlir::rt::groupOf(const int64_t *axes, int64_t numAxes, const char
   return it->second;
 }
 
-double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0; }
-
-int pmlir::rt::rankInWorld() { return state ? state->rank : 0; }
-
-namespace {
-
-/// `index` as a member of `group`, or the end of the job.
-int indexIn(const Group &group, int64_t index, const char *what) {
+int pmlir::rt::memberIndex(const Group &group, int64_t index, const char *what) {
   if (index < 0 || index >= group.size)
     failWith(std::string(what) + " " + std::to_string(index) + " is outside the group of " +
              std::to_string(group.size) + " ranks over " + group.axes);
   return static_cast<int>(index);
 }
+
+double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0; }
+
+namespace {
 
 /// Marks a collective as waiting for the watchdog.
 struct Waiting {
@@ -307,7 +304,7 @@ extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
                                 pmlir_rt_dtype dtype, int64_t root, const int64_t *axes,
                                 int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "gather");
-  int rootIndex = indexIn(group, root, "gather: root");
+  int rootIndex = memberIndex(group, root, "gather: root");
   Waiting waiting("gather", group);
   int n = mpiCount(count, "gather");
   check(MPI_Gather(send, n, mpiType(dtype), recv, n, mpiType(dtype), rootIndex, group.comm),
@@ -337,7 +334,7 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype,
                                    int64_t root, const int64_t *axes, int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "broadcast");
-  int rootIndex = indexIn(group, root, "broadcast: root");
+  int rootIndex = memberIndex(group, root, "broadcast: root");
   Waiting waiting("broadcast", group);
   check(MPI_Bcast(buf, mpiCount(count, "broadcast"), mpiType(dtype),
                   rootIndex, group.comm),
@@ -349,7 +346,7 @@ extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dty
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "send");
   Waiting waiting("send", group);
-  check(MPI_Send(buf, mpiCount(count, "send"), mpiType(dtype), indexIn(group, peer, "send: peer"),
+  check(MPI_Send(buf, mpiCount(count, "send"), mpiType(dtype), memberIndex(group, peer, "send: peer"),
                  static_cast<int>(tag), group.comm),
         "send");
 }
@@ -359,7 +356,7 @@ extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "recv");
   Waiting waiting("recv", group);
-  check(MPI_Recv(buf, mpiCount(count, "recv"), mpiType(dtype), indexIn(group, peer, "recv: peer"),
+  check(MPI_Recv(buf, mpiCount(count, "recv"), mpiType(dtype), memberIndex(group, peer, "recv: peer"),
                  static_cast<int>(tag), group.comm, MPI_STATUS_IGNORE),
         "recv");
 }

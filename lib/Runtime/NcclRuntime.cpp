@@ -125,14 +125,6 @@ void await(ncclComm_t comm, const Group &group, const char *what) {
   }
 }
 
-/// `index` as a member of `group`, or the end of the job.
-int memberIndex(const Group &group, int64_t index, const char *what) {
-  if (index < 0 || index >= group.size)
-    failWith(std::string(what) + " " + std::to_string(index) + " is outside the group of " +
-             std::to_string(group.size) + " ranks over " + group.axes);
-  return static_cast<int>(index);
-}
-
 const char *at(const void *base, int64_t block, int64_t count, pmlir_rt_dtype dtype) {
   return static_cast<const char *>(base) + block * count * elementBytes(dtype);
 }
