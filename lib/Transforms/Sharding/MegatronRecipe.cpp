@@ -21,6 +21,7 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -62,12 +63,9 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
-    if (!mesh) {
-      module.emitError("the megatron recipe needs the module attribute tfm.mesh "
-                       "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)");
+    MeshAttr mesh = meshOf(module, "the megatron recipe");
+    if (!mesh)
       return signalPassFailure();
-    }
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
     for (auto func : module.getOps<func::FuncOp>()) {
       for (BlockArgument arg : func.getArguments()) {

@@ -48,7 +48,6 @@ using Axes = SmallVector<StringRef>;
 struct Sharding {
   SmallVector<Axes> dims;
   Axes pending;
-  bool fixed = false; // given by the user
 
   ShardingAttr toAttr(MLIRContext *context, bool withPending = true) const {
     return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
@@ -85,7 +84,6 @@ struct Propagation {
       return where() << what << " has sharding " << attr << " of rank "
                                   << attr.getRank() << " for " << type;
     Sharding s;
-    s.fixed = true;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       Axes axes = attr.axesOf(d);
       for (StringRef a : axes)
@@ -111,7 +109,6 @@ struct Propagation {
   bool setIfUnknown(Value v, Sharding s) {
     if (known.count(v))
       return false;
-    s.fixed = false;
     known[v] = std::move(s);
     return true;
   }
@@ -294,12 +291,9 @@ struct ShardingPropagationPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
-    if (!mesh) {
-      module.emitError("sharding propagation needs the module attribute tfm.mesh "
-                       "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)");
+    MeshAttr mesh = meshOf(module, "sharding propagation");
+    if (!mesh)
       return signalPassFailure();
-    }
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(propagate(func, mesh, context)))
         return signalPassFailure();

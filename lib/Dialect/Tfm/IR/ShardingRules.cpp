@@ -229,3 +229,12 @@ std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
       .Case<CrossEntropyOp>(crossEntropy)
       .Default([](Operation *) { return std::nullopt; });
 }
+
+MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {
+  auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
+  if (!mesh)
+    module->emitError() << who
+                        << " needs the module attribute tfm.mesh "
+                           "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)";
+  return mesh;
+}

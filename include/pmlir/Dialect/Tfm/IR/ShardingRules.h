@@ -14,6 +14,8 @@
 #ifndef PMLIR_DIALECT_TFM_IR_SHARDINGRULES_H
 #define PMLIR_DIALECT_TFM_IR_SHARDINGRULES_H
 
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -49,6 +51,10 @@ struct ShardingRule {
   llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
   PendingRule pending = PendingRule::None;
 };
+
+/// The module's tfm.mesh, or null after an error saying that `who` needs
+/// one.
+MeshAttr meshOf(mlir::Operation *module, llvm::StringRef who);
 
 /// The rule of a tfm op (every op but tfm.layer and tfm.yield, whose values
 /// are those of the region), or std::nullopt for ops without one.
