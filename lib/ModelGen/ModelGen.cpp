@@ -229,11 +229,12 @@ public:
   Value embedding(Value table, Value indices) {
     tfm::Shape s(shape(indices));
     s.push_back(shape(table)[1]);
-    return tfm::EmbeddingOp::create(b, here, tensor(s), table, indices);
+    return tfm::EmbeddingOp::create(b, here, tensor(s), table, indices,
+                                    /*row_offset=*/Value());
   }
   Value arange(int64_t n) {
     return tfm::ArangeOp::create(b, here, tensor({n}, b.getI64Type()),
-                                 b.getI64IntegerAttr(0));
+                                 b.getI64IntegerAttr(0), /*offset=*/Value());
   }
   Value matmul(Value x, Value w, bool transposeRhs = false) {
     std::string error;
@@ -266,7 +267,7 @@ public:
     double scale = 1.0 / std::sqrt(static_cast<double>(shape(q)[3]));
     return tfm::AttentionOp::create(b, here, q.getType(), q, k, v,
                                     /*causal=*/b.getUnitAttr(),
-                                    b.getF64FloatAttr(scale));
+                                    b.getF64FloatAttr(scale), /*query_offset=*/Value());
   }
   Value rope(Value x, Value positions, double theta) {
     return tfm::RopeOp::create(b, here, x, positions, b.getF64FloatAttr(theta));

@@ -127,6 +127,92 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
   ];
 }
 
+def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
+  let summary = "turns a sharded global program into the program of one rank";
+  let description = [{
+    Runs after `pmlir-sharding-propagation`: every value has a sharding. The
+    output is the SPMD program each rank runs: `tfm` ops on local shapes and
+    upstream `shard` collectives on `shard.grid @mesh`, made from the
+    module's `tfm.mesh` (grid axis i is mesh axis i). Function arguments and
+    results take local types and keep their `tfm.sharding`, which says where
+    each rank's block sits in the global tensor (`pmlir-run` loads and
+    assembles by it).
+
+    Each op is partitioned from its factor-based sharding rule: the mesh
+    axes of its factors come from its result shardings (a contracting
+    factor's from its operands, over the axes the result is pending on);
+    operands are resharded to what the factors say; the op runs on local
+    shapes (`split_heads` on its local heads, a vocab-parallel `embedding`
+    with `rows_from` its block of rows, a sequence-split `arange` plus its
+    block's first position, a sequence-split causal `attention` with its
+    `query_offset`); a result computed with another sharding than its
+    annotation (the parts of a replicated fused weight) is resharded to it.
+
+    Any change of sharding between a producer and a consumer becomes
+    collectives, cheapest first: axes over which a pending sum is reduced
+    and which the consumer splits a dimension over: `shard.reduce_scatter`;
+    other pending axes: `shard.all_reduce`; an axis moving from the minor
+    end of one dimension to another: `shard.all_to_all`; axes leaving a
+    dimension: `shard.all_gather`; axes joining one: `shard.all_slice` (a
+    local slice). A value resharded the same way twice in a block is
+    resharded once.
+
+    Before (a Megatron MLP after propagation, tp = 2):
+    ```mlir
+    %h = tfm.matmul %x, %w1 {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>]}
+        : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    %g = tfm.gelu %h tanh {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>]} : tensor<4x32xf32>
+    %y = tfm.matmul %g, %w2 {tfm.shardings = [#tfm.sharding<[[], []], pending = ["tp"]>]}
+        : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+    ```
+    After:
+    ```mlir
+    shard.grid @mesh(shape = 2)
+    %h = tfm.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    %g = tfm.gelu %h tanh : tensor<4x16xf32>
+    %y = tfm.matmul %g, %w2 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+    %r = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::shard::ShardDialect"];
+}
+
+def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
+  let summary = "writes the collectives of a partitioned program as JSON";
+  let description = [{
+    Sums the `shard` collectives of a partitioned program (after
+    `pmlir-partition`) into a JSON report: `totals` per collective kind and
+    `per_axis` per group of mesh axes (names from `tfm.mesh`), each with
+    `count` and `bytes_per_rank`, and `collectives`, one entry per op with
+    its kind, axes, local shape, bytes and `layer` (the `tfm.layer` index,
+    when inside one). `bytes_per_rank` is the size of the largest buffer the
+    collective moves on a rank: the tensor of an all_reduce, the gathered
+    result of an all_gather, the input of a reduce_scatter or all_to_all;
+    all_slice moves nothing. These are the volumes of Megatron's analysis
+    (per layer 2 all-reduces of b·s·h elements), not the wire bytes of one
+    algorithm. The IR is unchanged. `output` is a file (written whole or not
+    at all) or `-` for stdout.
+
+    ```
+    pmlir-opt model.mlir --pmlir-megatron-recipe --pmlir-sharding-propagation \
+      --pmlir-partition --pmlir-comm-report=output=comm.json -o /dev/null
+    ```
+    ```json
+    {"mesh": {"dp": 2, "tp": 2},
+     "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288}, ...},
+     "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288}},
+     "collectives": [{"kind": "all_reduce", "axes": ["tp"], "shape": [1, 16, 64],
+                      "bytes_per_rank": 4096}, ...]}
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write the JSON report to (- for stdout)">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//

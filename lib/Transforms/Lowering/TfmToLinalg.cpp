@@ -402,15 +402,28 @@ struct EmbeddingLowering : TfmPattern<tfm::EmbeddingOp> {
     RankedTensorType type = tensorType(op.getResult());
     unsigned rank = type.getRank();
     Value table = op.getTable();
-    // Ids are checked against the vocabulary before the program runs.
-    return elementwise(b, op.getLoc(), type, {op.getIds()}, {rowMap(b, rank)},
-                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                         Value row = arith::IndexCastOp::create(
-                             nb, l, nb.getIndexType(), a[0]);
-                         Value col = linalg::IndexOp::create(nb, l, rank - 1);
-                         return tensor::ExtractOp::create(nb, l, table,
-                                                          ValueRange{row, col});
-                       });
+    Value offset = op.getRowOffset();
+    int64_t rows = tensorType(table).getShape()[0];
+    // Ids are checked against the vocabulary before the program runs; a
+    // vocab shard (rows_from) gives zeros for the ids other shards hold.
+    return elementwise(
+        b, op.getLoc(), type, {op.getIds()}, {rowMap(b, rank)},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+          Value col = linalg::IndexOp::create(nb, l, rank - 1);
+          if (!offset)
+            return tensor::ExtractOp::create(nb, l, table, ValueRange{row, col});
+          Value local = arith::SubIOp::create(nb, l, row, offset);
+          // Unsigned: a negative local row is a huge one.
+          Value inBlock = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::ult, local,
+              arith::ConstantIndexOp::create(nb, l, rows));
+          Value safe = arith::SelectOp::create(
+              nb, l, inBlock, local, arith::ConstantIndexOp::create(nb, l, 0));
+          Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{safe, col});
+          return arith::SelectOp::create(nb, l, inBlock, v,
+                                         floatConst(nb, l, type.getElementType(), 0.0));
+        });
   }
 };
 
@@ -419,12 +432,14 @@ struct ArangeLowering : TfmPattern<tfm::ArangeOp> {
   Value lower(tfm::ArangeOp op, PatternRewriter &b) const override {
     RankedTensorType type = tensorType(op.getResult());
     Location loc = op.getLoc();
+    Value offset = op.getOffset();
     return generic(b, loc, type, {}, {b.getMultiDimIdentityMap(1)},
                    {IteratorType::parallel},
                    [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-                     Value i = arith::IndexCastOp::create(
-                         nb, l, type.getElementType(),
-                         linalg::IndexOp::create(nb, l, 0));
+                     Value i = linalg::IndexOp::create(nb, l, 0);
+                     if (offset)
+                       i = arith::AddIOp::create(nb, l, i, offset);
+                     i = arith::IndexCastOp::create(nb, l, type.getElementType(), i);
                      Value start = arith::ConstantOp::create(
                          nb, l, nb.getIntegerAttr(type.getElementType(), op.getStart()));
                      return arith::AddIOp::create(nb, l, i, start);
@@ -540,19 +555,21 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
     RankedTensorType scoresType = tensorType(scores);
     double scale = op.getScale().convertToDouble();
     bool causal = op.getCausal();
+    Value queryOffset = op.getQueryOffset();
     scores = elementwise(
         b, loc, scoresType, {scores}, {b.getMultiDimIdentityMap(4)},
         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
           Value v = arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, scale));
           if (!causal)
             return v;
-          // Query s (row g*S + s) sees keys t <= s + (Skv - S).
+          // Query s (row g*S + s) sees keys t <= s + offset.
           Value row = linalg::IndexOp::create(nb, l, 2);
           Value s = arith::RemUIOp::create(nb, l, row,
                                            arith::ConstantIndexOp::create(nb, l, seq));
           Value key = linalg::IndexOp::create(nb, l, 3);
           Value last = arith::AddIOp::create(
-              nb, l, s, arith::ConstantIndexOp::create(nb, l, offset));
+              nb, l, s, queryOffset ? queryOffset
+                                    : Value(arith::ConstantIndexOp::create(nb, l, offset)));
           Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt,
                                                key, last);
           return arith::SelectOp::create(nb, l, masked,

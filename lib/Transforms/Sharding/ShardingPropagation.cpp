@@ -42,18 +42,6 @@ using namespace pmlir::tfm;
 
 namespace {
 
-using Axes = SmallVector<StringRef>;
-
-/// A value's sharding while propagation runs.
-struct Sharding {
-  SmallVector<Axes> dims;
-  Axes pending;
-
-  ShardingAttr toAttr(MLIRContext *context, bool withPending = true) const {
-    return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
-  }
-};
-
 int64_t bytesOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
@@ -63,12 +51,7 @@ struct Propagation {
   MeshAttr mesh;
   llvm::MapVector<Value, Sharding> known;
 
-  int64_t sizeOf(ArrayRef<StringRef> axes) const {
-    int64_t n = 1;
-    for (StringRef a : axes)
-      n *= mesh.axisSize(a);
-    return n;
-  }
+  int64_t sizeOf(ArrayRef<StringRef> axes) const { return devicesOf(mesh, axes); }
 
   /// A user sharding of `v`: the axes exist and divide their dimensions.
   /// Errors go to `where` (a function: at its location, without printing
@@ -113,23 +96,6 @@ struct Propagation {
     return true;
   }
 
-  /// Per factor, the axes `dimAxes` give it: major factors first, each
-  /// taking axes while they divide what remains of it; axes that would
-  /// split a factor unevenly are dropped.
-  void proposals(ArrayRef<int64_t> factors, const Axes &dimAxes, const ShardingRule &rule,
-                 SmallVector<Axes> &perFactor) const {
-    size_t next = 0;
-    for (int64_t f : factors) {
-      int64_t remaining = rule.factors[f].size;
-      while (next < dimAxes.size() && remaining % mesh.axisSize(dimAxes[next]) == 0) {
-        remaining /= mesh.axisSize(dimAxes[next]);
-        perFactor[f].push_back(dimAxes[next++]);
-      }
-      if (remaining != 1)
-        break; // the next axes would not be contiguous blocks of the next factor
-    }
-  }
-
   /// Applies `rule` at `op`: decides each factor's axes and gives them to
   /// the op's results (forward) or to all its tensors (backward) that have
   /// no sharding yet. Returns whether any got one.
@@ -154,7 +120,7 @@ struct Propagation {
       anyKnown = true;
       SmallVector<Axes> perFactor(numFactors);
       for (auto [d, factors] : llvm::enumerate(dims))
-        proposals(factors, it->second.dims[d], rule, perFactor);
+        factorAxes(factors, it->second.dims[d], rule, mesh, perFactor);
       for (size_t f = 0; f < numFactors; ++f)
         candidates[f][perFactor[f]] += bytesOf(value);
     }

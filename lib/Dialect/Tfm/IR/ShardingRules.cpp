@@ -238,3 +238,37 @@ MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {
                            "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)";
   return mesh;
 }
+
+Sharding Sharding::of(ShardingAttr attr) {
+  Sharding s;
+  for (int64_t d = 0; d < attr.getRank(); ++d)
+    s.dims.push_back(attr.axesOf(d));
+  s.pending = attr.pendingAxes();
+  return s;
+}
+
+ShardingAttr Sharding::toAttr(MLIRContext *context, bool withPending) const {
+  return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
+}
+
+int64_t pmlir::tfm::devicesOf(MeshAttr mesh, ArrayRef<StringRef> axes) {
+  int64_t n = 1;
+  for (StringRef a : axes)
+    n *= mesh.axisSize(a);
+  return n;
+}
+
+void pmlir::tfm::factorAxes(ArrayRef<int64_t> factors, ArrayRef<StringRef> dimAxes,
+                            const ShardingRule &rule, MeshAttr mesh,
+                            SmallVectorImpl<Axes> &perFactor) {
+  size_t next = 0;
+  for (int64_t f : factors) {
+    int64_t remaining = rule.factors[f].size;
+    while (next < dimAxes.size() && remaining % mesh.axisSize(dimAxes[next]) == 0) {
+      remaining /= mesh.axisSize(dimAxes[next]);
+      perFactor[f].push_back(dimAxes[next++]);
+    }
+    if (remaining != 1)
+      break;
+  }
+}

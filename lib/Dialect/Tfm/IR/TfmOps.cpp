@@ -244,6 +244,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "query heads (" << q[1]
                          << ") must be a multiple of key/value heads (" << k[1]
                          << ") for grouped-query attention";
+  if (getQueryOffset() && !getCausal())
+    return emitOpError() << "has a query_offset but is not causal; the offset "
+                            "only places the causal mask";
   return expectShape(*this, "result", {q[0], q[1], q[2], v[3]},
                      tensorType(getResult()).getShape(), "[B, Hq, S, Dv]");
 }

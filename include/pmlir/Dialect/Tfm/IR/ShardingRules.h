@@ -52,6 +52,33 @@ struct ShardingRule {
   PendingRule pending = PendingRule::None;
 };
 
+using Axes = llvm::SmallVector<llvm::StringRef>;
+
+/// A sharding as passes work on it: per dimension the mesh axes that split
+/// it (major first) and the axes of a pending sum.
+struct Sharding {
+  llvm::SmallVector<Axes> dims;
+  Axes pending;
+
+  static Sharding of(ShardingAttr attr);
+  ShardingAttr toAttr(mlir::MLIRContext *context, bool withPending = true) const;
+  bool operator==(const Sharding &other) const {
+    return dims == other.dims && pending == other.pending;
+  }
+  bool operator!=(const Sharding &other) const { return !(*this == other); }
+};
+
+/// The number of devices `axes` span on `mesh`.
+int64_t devicesOf(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
+
+/// Gives each factor of a dimension (`factors`, major first) the axes of
+/// `dimAxes` that split it: major factors first, each taking axes while they
+/// divide what remains of it. Axes past a factor they do not split fully
+/// are not contiguous blocks of the next factor and are left out.
+void factorAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<llvm::StringRef> dimAxes,
+                const ShardingRule &rule, MeshAttr mesh,
+                llvm::SmallVectorImpl<Axes> &perFactor);
+
 /// The module's tfm.mesh, or null after an error saying that `who` needs
 /// one.
 MeshAttr meshOf(mlir::Operation *module, llvm::StringRef who);

@@ -53,15 +53,25 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
     `ids` has any rank and the result appends the hidden dimension to it. An
     id outside `[0, vocab)` is a runtime error, not undefined behaviour.
 
+    With `rows_from %offset`, the table is the block of rows `[offset, offset
+    + rows)` of a larger vocabulary (a vocab-parallel shard, made by
+    `pmlir-partition`): an id in the block gives row `id - offset`, any other
+    id a zero row, so the sum over the shards is the full lookup (Megatron's
+    VocabParallelEmbedding).
+
     ```mlir
     %x = tfm.embedding %wte[%ids]
         : tensor<50257x768xf32>, tensor<1x128xi64> -> tensor<1x128x768xf32>
+    %part = tfm.embedding %wte_shard[%ids] rows_from %offset
+        : tensor<25129x768xf32>, tensor<1x128xi64> -> tensor<1x128x768xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IdTensor:$ids);
+  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IdTensor:$ids,
+                       Optional<Index>:$row_offset);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+    $table `[` $ids `]` (`rows_from` $row_offset^)? attr-dict `:` type($table) `,`
+    type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -71,15 +81,18 @@ def Tfm_ArangeOp : Tfm_Op<"arange", [Pure]> {
   let description = [{
     A rank-1 integer tensor of consecutive positions. GPT-2 feeds it to the
     position embedding and Llama to `tfm.rope`; under sequence sharding each
-    rank's slice carries the global positions of its tokens.
+    rank's slice carries the global positions of its tokens: the optional
+    `plus %offset` (an index, the first position of the rank's block) is added
+    to `start`.
 
     ```mlir
     %pos = tfm.arange start = 0 : tensor<128xi64>
+    %local = tfm.arange start = 0 plus %offset : tensor<64xi64>
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start);
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, Optional<Index>:$offset);
   let results = (outs 1DTensorOf<[I32, I64]>:$result);
-  let assemblyFormat = "`start` `=` $start attr-dict `:` type($result)";
+  let assemblyFormat = "`start` `=` $start (`plus` $offset^)? attr-dict `:` type($result)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -298,7 +311,10 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     `[B, Hkv, Skv, Dv]`; the result is `[B, Hq, S, Dv]`. `Hq` is a multiple of
     `Hkv`: query head `h` reads key/value head `h / (Hq / Hkv)` (grouped-query
     attention; `Hkv = 1` is multi-query). With `causal`, query `i` attends to
-    keys `j <= i + (Skv - S)`, the last query seeing every key.
+    keys `j <= i + (Skv - S)`, the last query seeing every key; with
+    `query_offset %o` (an index: the queries are a block of a longer query
+    sequence, as on a rank of a sequence-sharded program) to keys
+    `j <= i + o`.
 
     `result = softmax(scale * query @ key^T + mask) @ value`.
 
@@ -309,10 +325,12 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
-                       Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale);
+                       Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
+                       Optional<Index>:$query_offset);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? `scale` `=` $scale attr-dict
+    $query `,` $key `,` $value (`causal` $causal^)? (`query_offset` $query_offset^)?
+    `scale` `=` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;

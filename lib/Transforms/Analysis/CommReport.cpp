@@ -1,0 +1,135 @@
+//===- CommReport.cpp - The collectives of a partitioned program, as JSON -===//
+//
+// Part of pmlir.
+//
+// Each collective's bytes_per_rank is the size of the largest buffer it
+// moves on one rank: the tensor of an all_reduce, the gathered result of an
+// all_gather, the input of a reduce_scatter or all_to_all, the tensor of a
+// broadcast, send or recv. all_slice moves nothing (0 bytes). These are the
+// volumes Megatron's analysis counts (a TP all-reduce of b·s·h elements),
+// not the wire bytes of a particular algorithm (a ring all-reduce sends
+// 2(n-1)/n of them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_COMMREPORT
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+
+namespace {
+
+int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// The kind, the grid axes and the bytes of a collective, or std::nullopt
+/// for a shard op that is not one.
+std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>> collectiveOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *,
+                          std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>>>(op)
+      .Case([](shard::AllReduceOp c) {
+        return std::make_tuple(StringRef("all_reduce"), c.getGridAxes(), bytesOf(c.getInput()));
+      })
+      .Case([](shard::AllGatherOp c) {
+        return std::make_tuple(StringRef("all_gather"), c.getGridAxes(), bytesOf(c.getResult()));
+      })
+      .Case([](shard::ReduceScatterOp c) {
+        return std::make_tuple(StringRef("reduce_scatter"), c.getGridAxes(), bytesOf(c.getInput()));
+      })
+      .Case([](shard::AllToAllOp c) {
+        return std::make_tuple(StringRef("all_to_all"), c.getGridAxes(), bytesOf(c.getInput()));
+      })
+      .Case([](shard::AllSliceOp c) {
+        return std::make_tuple(StringRef("all_slice"), c.getGridAxes(), int64_t(0));
+      })
+      .Case([](shard::BroadcastOp c) {
+        return std::make_tuple(StringRef("broadcast"), c.getGridAxes(), bytesOf(c.getInput()));
+      })
+      .Case([](shard::SendOp c) {
+        return std::make_tuple(StringRef("send"), c.getGridAxes(), bytesOf(c.getInput()));
+      })
+      .Case([](shard::RecvOp c) {
+        return std::make_tuple(StringRef("recv"), c.getGridAxes(), bytesOf(c.getResult()));
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
+  using CommReportBase::CommReportBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<pmlir::tfm::MeshAttr>(pmlir::tfm::kMeshAttr);
+    auto axisName = [&](int16_t axis) -> std::string {
+      if (mesh && axis < static_cast<int16_t>(mesh.getAxes().size()))
+        return mesh.getAxes()[axis].str();
+      return "axis" + std::to_string(axis);
+    };
+    struct Total {
+      int64_t count = 0, bytes = 0;
+    };
+    std::map<std::string, Total> perKind, perAxes;
+    llvm::json::Array list;
+    module.walk([&](Operation *op) {
+      auto collective = collectiveOf(op);
+      if (!collective)
+        return;
+      auto [kind, axes, bytes] = *collective;
+      std::string axesKey;
+      llvm::json::Array axesJson;
+      for (int16_t a : axes) {
+        axesKey += (axesKey.empty() ? "" : ",") + axisName(a);
+        axesJson.push_back(axisName(a));
+      }
+      perKind[kind.str()].count++;
+      perKind[kind.str()].bytes += bytes;
+      perAxes[axesKey].count++;
+      perAxes[axesKey].bytes += bytes;
+      llvm::json::Object entry{{"kind", kind}, {"axes", std::move(axesJson)},
+                               {"bytes_per_rank", bytes}};
+      auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+      entry["shape"] = llvm::json::Array(type.getShape());
+      if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>())
+        entry["layer"] = layer.getIndex();
+      list.push_back(std::move(entry));
+    });
+    auto totals = [](const std::map<std::string, Total> &m) {
+      llvm::json::Object o;
+      for (auto &[key, t] : m)
+        o[key] = llvm::json::Object{{"count", t.count}, {"bytes_per_rank", t.bytes}};
+      return o;
+    };
+    llvm::json::Object meshJson;
+    if (mesh)
+      for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
+        meshJson[name.getValue()] = size;
+    llvm::json::Value report = llvm::json::Object{{"mesh", std::move(meshJson)},
+                                                  {"totals", totals(perKind)},
+                                                  {"per_axis", totals(perAxes)},
+                                                  {"collectives", std::move(list)}};
+    // Written whole or not at all (a temporary file renamed into place).
+    if (llvm::Error err = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", report) << "\n";
+          return llvm::Error::success();
+        })) {
+      module.emitError() << "cannot write the comm report to '" << output
+                         << "': " << llvm::toString(std::move(err));
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

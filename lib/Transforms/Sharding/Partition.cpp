@@ -1,0 +1,493 @@
+//===- Partition.cpp - Per-rank SPMD program from a sharded global one ----===//
+//
+// Part of pmlir.
+//
+// Input: a global program whose values all have shardings (after
+// pmlir-sharding-propagation). Output: the program one rank runs, on local
+// shapes, with upstream `shard` collectives on a `shard.grid` made from
+// tfm.mesh (grid axis i is mesh axis i).
+//
+// Each op is partitioned from its sharding rule. The mesh axes of every
+// factor come from the op's result shardings (contracting factors: from its
+// operands, on the axes the result is pending over); a factor whose axes a
+// dimension cannot hold contiguously (a minor factor split under an unsplit
+// major one) is computed unsplit. The operands are resharded to what the
+// factors say, the op runs on local shapes, and its result is resharded to
+// its annotated sharding if the op computed another one (a replicated fused
+// weight's split parts: a local slice). Reshards pick the cheapest
+// collectives for any change: pending sums become reduce_scatter where the
+// target splits the reduced axes along a dimension, all_reduce otherwise;
+// an axis moving from the minor end of one dimension to another is an
+// all_to_all; axes leaving a dimension are all_gathered, axes joining one
+// are all_sliced (no communication).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <map>
+
+namespace pmlir {
+#define GEN_PASS_DEF_PARTITION
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+constexpr StringLiteral kGridName = "mesh";
+
+/// A partitioned value: the local tensor and the sharding it holds.
+struct Local {
+  Value value;
+  Sharding sharding;
+};
+
+struct Partitioner {
+  MeshAttr mesh;
+  OpBuilder &b;
+  /// Global value -> its local value as computed.
+  DenseMap<Value, Local> locals;
+  /// Reshards already made in a block: (global value, target, block).
+  std::map<std::tuple<const void *, const void *, Block *>, Value> reshards;
+
+  RankedTensorType localType(Value global, const Sharding &s) const {
+    auto type = cast<RankedTensorType>(global.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, axes] : llvm::enumerate(s.dims))
+      shape[d] /= devicesOf(mesh, axes);
+    return type.clone(shape);
+  }
+
+  SmallVector<int16_t> gridAxes(ArrayRef<StringRef> axes) const {
+    SmallVector<int16_t> out;
+    for (StringRef a : axes)
+      out.push_back(static_cast<int16_t>(mesh.axisIndex(a)));
+    return out;
+  }
+
+  /// This rank's block index along `axes` (major first), as an index.
+  Value blockIndex(Location loc, ArrayRef<StringRef> axes) {
+    auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes(axes));
+    Value index = multi.getResults().front();
+    for (auto [a, coord] : llvm::drop_begin(llvm::zip(axes, multi.getResults()))) {
+      Value scaled = arith::MulIOp::create(
+          b, loc, index, arith::ConstantIndexOp::create(b, loc, mesh.axisSize(a)));
+      index = arith::AddIOp::create(b, loc, scaled, coord);
+    }
+    return index;
+  }
+
+  /// The first global element of this rank's block: `base` plus the block
+  /// index along `axes` times `localSize`.
+  Value blockStart(Location loc, ArrayRef<StringRef> axes, int64_t localSize, int64_t base) {
+    Value start = arith::MulIOp::create(b, loc, blockIndex(loc, axes),
+                                        arith::ConstantIndexOp::create(b, loc, localSize));
+    if (base == 0)
+      return start;
+    return arith::AddIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, base));
+  }
+
+  /// Realizes the change of sharding `from` -> `to` of the local value `v`
+  /// of global value `global` with collectives.
+  FailureOr<Value> reshard(Value global, Value v, Sharding from, const Sharding &to,
+                           Operation *user) {
+    Location loc = user->getLoc();
+    auto fail = [&]() {
+      return user->emitOpError() << "cannot reshard an operand from "
+                                 << from.toAttr(b.getContext()) << " to "
+                                 << to.toAttr(b.getContext());
+    };
+    for (StringRef a : to.pending)
+      if (!llvm::is_contained(from.pending, a))
+        return fail() << ": a full value cannot become a pending sum";
+    Sharding cur = from;
+    auto emit = [&](Operation *op) {
+      v = op->getResult(0);
+      assert(localType(global, cur) == v.getType() && "reshard lost the shape");
+    };
+    auto isPrefix = [](ArrayRef<StringRef> a, ArrayRef<StringRef> b) {
+      return a.size() <= b.size() && a == b.take_front(a.size());
+    };
+
+    // Pending sums: reduce-scatter along dimensions the target splits over
+    // the reduced axes, all-reduce the rest.
+    Axes reduce;
+    for (StringRef a : cur.pending)
+      if (!llvm::is_contained(to.pending, a))
+        reduce.push_back(a);
+    for (auto [d, want] : llvm::enumerate(to.dims)) {
+      if (!isPrefix(cur.dims[d], want))
+        continue;
+      Axes scatter;
+      for (StringRef a : ArrayRef(want).drop_front(cur.dims[d].size())) {
+        if (!llvm::is_contained(reduce, a))
+          break;
+        scatter.push_back(a);
+      }
+      if (scatter.empty())
+        continue;
+      llvm::append_range(cur.dims[d], scatter);
+      llvm::erase_if(cur.pending, [&](StringRef a) { return llvm::is_contained(scatter, a); });
+      llvm::erase_if(reduce, [&](StringRef a) { return llvm::is_contained(scatter, a); });
+      emit(shard::ReduceScatterOp::create(b, loc, localType(global, cur), kGridName,
+                                          gridAxes(scatter), v, shard::ReductionKind::Sum,
+                                          APInt(64, d)));
+    }
+    if (!reduce.empty()) {
+      llvm::erase_if(cur.pending, [&](StringRef a) { return llvm::is_contained(reduce, a); });
+      emit(shard::AllReduceOp::create(b, loc, v.getType(), kGridName, gridAxes(reduce), v,
+                                      shard::ReductionKind::Sum));
+    }
+
+    // An axis at the minor end of one dimension that the target appends to
+    // another moves there in one all_to_all.
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t src = 0; src < cur.dims.size() && !moved; ++src) {
+        if (cur.dims[src].empty() || isPrefix(cur.dims[src], to.dims[src]))
+          continue;
+        StringRef a = cur.dims[src].back();
+        for (size_t dst = 0; dst < cur.dims.size(); ++dst) {
+          if (dst == src || !isPrefix(cur.dims[dst], to.dims[dst]) ||
+              to.dims[dst].size() == cur.dims[dst].size() ||
+              to.dims[dst][cur.dims[dst].size()] != a)
+            continue;
+          cur.dims[src].pop_back();
+          cur.dims[dst].push_back(a);
+          emit(shard::AllToAllOp::create(b, loc, localType(global, cur), kGridName,
+                                         gridAxes({a}), v, APInt(64, dst), APInt(64, src)));
+          moved = true;
+          break;
+        }
+      }
+    }
+
+    // Axes leaving a dimension are gathered, axes joining it sliced.
+    for (auto [d, want] : llvm::enumerate(to.dims)) {
+      size_t keep = 0;
+      while (keep < cur.dims[d].size() && keep < want.size() && cur.dims[d][keep] == want[keep])
+        ++keep;
+      if (keep == cur.dims[d].size())
+        continue;
+      Axes gathered(ArrayRef<StringRef>(cur.dims[d]).drop_front(keep));
+      cur.dims[d].resize(keep);
+      emit(shard::AllGatherOp::create(b, loc, localType(global, cur), kGridName,
+                                      gridAxes(gathered), v, APInt(64, d)));
+    }
+    for (auto [d, want] : llvm::enumerate(to.dims)) {
+      if (cur.dims[d].size() == want.size())
+        continue;
+      Axes sliced(ArrayRef<StringRef>(want).drop_front(cur.dims[d].size()));
+      cur.dims[d] = want;
+      emit(shard::AllSliceOp::create(b, loc, localType(global, cur), v, kGridName,
+                                     gridAxes(sliced), static_cast<int64_t>(d)));
+    }
+    if (cur != to)
+      return fail();
+    return v;
+  }
+
+  /// The local value of `global` with sharding `want`, resharded once per
+  /// block.
+  FailureOr<Value> get(Value global, const Sharding &want, Operation *user) {
+    const Local &have = locals.at(global);
+    if (have.sharding == want)
+      return have.value;
+    auto key = std::make_tuple(global.getAsOpaquePointer(),
+                               want.toAttr(b.getContext()).getAsOpaquePointer(),
+                               b.getInsertionBlock());
+    if (auto it = reshards.find(key); it != reshards.end())
+      return it->second;
+    FailureOr<Value> v = reshard(global, have.value, have.sharding, want, user);
+    if (succeeded(v))
+      reshards[key] = *v;
+    return v;
+  }
+
+  Sharding resultSharding(Operation *op, unsigned i) {
+    auto shardings = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
+    return Sharding::of(cast<ShardingAttr>(shardings[i]));
+  }
+
+  LogicalResult partition(Operation *op);
+  LogicalResult partitionLayer(LayerOp layer);
+  LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
+};
+
+LogicalResult Partitioner::partitionLayer(LayerOp layer) {
+  auto newLayer = LayerOp::create(b, layer.getLoc(), layer->getResultTypes(),
+                                  layer.getIndexAttr());
+  OpBuilder::InsertionGuard guard(b);
+  b.createBlock(&newLayer.getBody());
+  Block &old = layer.getBody().front();
+  for (Operation &op : old.without_terminator())
+    if (failed(partition(&op)))
+      return failure();
+  SmallVector<Value> yielded;
+  for (auto [value, result] : llvm::zip(old.getTerminator()->getOperands(), layer.getResults())) {
+    FailureOr<Value> v = get(value, resultSharding(layer, result.getResultNumber()), layer);
+    if (failed(v))
+      return failure();
+    yielded.push_back(*v);
+  }
+  YieldOp::create(b, layer.getLoc(), yielded);
+  for (auto [result, v] : llvm::zip(newLayer.getResults(), yielded)) {
+    result.setType(v.getType());
+    locals[layer.getResult(result.getResultNumber())] = {
+        result, resultSharding(layer, result.getResultNumber())};
+  }
+  return success();
+}
+
+LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rule) {
+  size_t numFactors = rule.factors.size();
+  SmallVector<Sharding> results;
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    results.push_back(resultSharding(op, i));
+
+  // Factor axes: parallel factors from the results, contracting ones from
+  // the operands, where the result is pending over them.
+  SmallVector<Axes> axes(numFactors);
+  for (auto [r, dims] : llvm::enumerate(rule.results)) {
+    SmallVector<Axes> perFactor(numFactors);
+    for (auto [d, factors] : llvm::enumerate(dims))
+      factorAxes(factors, results[r].dims[d], rule, mesh, perFactor);
+    for (size_t f = 0; f < numFactors; ++f)
+      if (axes[f].empty())
+        axes[f] = perFactor[f];
+  }
+  Axes resultPending = results.empty() ? Axes{} : results.front().pending;
+  for (size_t f = 0; f < numFactors; ++f) {
+    if (rule.factors[f].kind != FactorKind::Contracting)
+      continue;
+    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
+      if (!dims || !axes[f].empty())
+        continue;
+      SmallVector<Axes> perFactor(numFactors);
+      for (auto [d, factors] : llvm::enumerate(*dims))
+        factorAxes(factors, locals.at(operand).sharding.dims[d], rule, mesh, perFactor);
+      if (llvm::all_of(perFactor[f], [&](StringRef a) { return llvm::is_contained(resultPending, a); }))
+        axes[f] = perFactor[f];
+    }
+  }
+  for (size_t f = 0; f < numFactors; ++f)
+    if (rule.factors[f].kind == FactorKind::Replicated)
+      axes[f].clear();
+  // A factor split under an unsplit major factor of some dimension is not a
+  // contiguous block there: compute it unsplit.
+  auto allDims = [&]() {
+    SmallVector<ArrayRef<SmallVector<int64_t>>> all;
+    for (const auto &dims : rule.operands)
+      if (dims)
+        all.push_back(*dims);
+    for (const auto &dims : rule.results)
+      all.push_back(dims);
+    return all;
+  };
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (ArrayRef<SmallVector<int64_t>> dims : allDims())
+      for (const SmallVector<int64_t> &factors : dims)
+        for (size_t i = 1; i < factors.size(); ++i)
+          if (devicesOf(mesh, axes[factors[i - 1]]) != rule.factors[factors[i - 1]].size &&
+              !axes[factors[i]].empty()) {
+            axes[factors[i]].clear();
+            dropped = true;
+          }
+  }
+  auto shardingOf = [&](ArrayRef<SmallVector<int64_t>> dims) {
+    Sharding s;
+    for (const SmallVector<int64_t> &factors : dims) {
+      Axes dimAxes;
+      for (int64_t f : factors)
+        llvm::append_range(dimAxes, axes[f]);
+      s.dims.push_back(dimAxes);
+    }
+    return s;
+  };
+
+  // Pending sums that pass through the op: on an additive op every operand
+  // keeps them; on a linear one only the first operand pending on them.
+  Axes contracted;
+  for (size_t f = 0; f < numFactors; ++f)
+    if (rule.factors[f].kind == FactorKind::Contracting)
+      llvm::append_range(contracted, axes[f]);
+  Axes passed;
+  for (StringRef a : resultPending)
+    if (!llvm::is_contained(contracted, a))
+      passed.push_back(a);
+
+  IRMapping mapping;
+  bool passedTaken = false;
+  for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
+    if (!dims) {
+      mapping.map(operand, locals.at(operand).value);
+      continue;
+    }
+    Sharding want = shardingOf(*dims);
+    const Sharding &have = locals.at(operand).sharding;
+    bool keepsPending = false;
+    if (!passed.empty() && rule.pending == PendingRule::Additive)
+      keepsPending = true;
+    else if (!passed.empty() && rule.pending == PendingRule::LinearInOne && !passedTaken &&
+             llvm::all_of(passed, [&](StringRef a) { return llvm::is_contained(have.pending, a); }))
+      keepsPending = passedTaken = true;
+    if (keepsPending)
+      want.pending = passed;
+    FailureOr<Value> v = get(operand, want, op);
+    if (failed(v))
+      return failure();
+    mapping.map(operand, *v);
+  }
+
+  // The op on local shapes.
+  Operation *local = b.clone(*op, mapping);
+  local->removeAttr(kResultShardingsAttr);
+  SmallVector<Sharding> computed;
+  for (auto [i, dims] : llvm::enumerate(rule.results)) {
+    Sharding s = shardingOf(dims);
+    s.pending = contracted;
+    llvm::append_range(s.pending, passed);
+    local->getResult(i).setType(localType(op->getResult(i), s));
+    computed.push_back(s);
+  }
+  Location loc = op->getLoc();
+  auto extendWith = [&](Value operand) { local->insertOperands(local->getNumOperands(), operand); };
+  if (auto heads = dyn_cast<SplitHeadsOp>(local)) {
+    heads.setHeads(cast<RankedTensorType>(heads.getResult().getType()).getShape()[1]);
+  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    // Vocab-parallel (the vocabulary is its contracting factor): the local
+    // table is a block of rows.
+    if (!contracted.empty()) {
+      int64_t rows = cast<RankedTensorType>(mapping.lookup(embedding.getTable()).getType()).getShape()[0];
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(local);
+      extendWith(blockStart(loc, contracted, rows, 0));
+    }
+  } else if (auto arange = dyn_cast<ArangeOp>(op)) {
+    if (!computed.front().dims[0].empty()) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(local);
+      int64_t n = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[0];
+      extendWith(blockStart(loc, computed.front().dims[0], n, 0));
+    }
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    const Axes &seqAxes = computed.front().dims[2];
+    if (attention.getCausal() && !seqAxes.empty()) {
+      // Queries of a sequence block see keys up to their global position.
+      ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
+      ArrayRef<int64_t> k = attention.getKey().getType().getShape();
+      int64_t localSeq = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[2];
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(local);
+      extendWith(blockStart(loc, seqAxes, localSeq, k[2] - q[2]));
+    }
+  }
+
+  for (auto [i, s] : llvm::enumerate(computed)) {
+    Value global = op->getResult(i);
+    locals[global] = {local->getResult(i), s};
+    if (s != results[i]) {
+      FailureOr<Value> v = reshard(global, local->getResult(i), s, results[i], op);
+      if (failed(v))
+        return failure();
+      locals[global] = {*v, results[i]};
+    }
+  }
+  return success();
+}
+
+LogicalResult Partitioner::partition(Operation *op) {
+  if (auto layer = dyn_cast<LayerOp>(op))
+    return partitionLayer(layer);
+  if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
+    Sharding want = Sharding::of(constraint.getSharding());
+    FailureOr<Value> v = get(constraint.getInput(), want, op);
+    if (failed(v))
+      return failure();
+    locals[constraint.getResult()] = {*v, want};
+    return success();
+  }
+  if (!op->getAttr(kResultShardingsAttr) && op->getNumResults() != 0)
+    return op->emitOpError() << "has no tfm.shardings; run pmlir-sharding-propagation first";
+  std::optional<ShardingRule> rule = getShardingRule(op);
+  if (!rule)
+    return op->emitOpError() << "has no sharding rule, so it cannot be partitioned";
+  return partitionRuled(op, *rule);
+}
+
+struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshAttr mesh = meshOf(module, "partitioning");
+    if (!mesh)
+      return signalPassFailure();
+    OpBuilder b(module.getBodyRegion());
+    if (!module.lookupSymbol(kGridName))
+      shard::GridOp::create(b, module.getLoc(), kGridName, mesh.getSizes());
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (!func.isExternal() && failed(partition(func, mesh, b)))
+        return signalPassFailure();
+  }
+
+  LogicalResult partition(func::FuncOp func, MeshAttr mesh, OpBuilder &b) {
+    Partitioner p{mesh, b, {}, {}};
+    Block &old = func.getBody().front();
+    Block *body = new Block();
+    func.getBody().push_front(body);
+    auto shardingOfArg = [&](unsigned i) {
+      auto attr = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+      int64_t rank = cast<RankedTensorType>(func.getArgumentTypes()[i]).getRank();
+      return Sharding::of(attr ? attr : ShardingAttr::replicated(func.getContext(), rank));
+    };
+    for (BlockArgument arg : old.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType()))
+        return func.emitOpError() << "argument #" << arg.getArgNumber() << " is not a tensor";
+      Sharding s = shardingOfArg(arg.getArgNumber());
+      if (!s.pending.empty())
+        return func.emitOpError() << "argument #" << arg.getArgNumber()
+                                  << " has pending axes; an input is a full value";
+      BlockArgument local = body->addArgument(p.localType(arg, s), arg.getLoc());
+      p.locals[arg] = {local, s};
+    }
+    b.setInsertionPointToStart(body);
+    for (Operation &op : old.without_terminator())
+      if (failed(p.partition(&op)))
+        return failure();
+    auto ret = cast<func::ReturnOp>(old.getTerminator());
+    SmallVector<Value> results;
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      auto attr = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr);
+      int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+      Sharding want = Sharding::of(attr ? attr : ShardingAttr::replicated(func.getContext(), rank));
+      want.pending.clear(); // a result is a full value
+      FailureOr<Value> v = p.get(value, want, ret);
+      if (failed(v))
+        return failure();
+      results.push_back(*v);
+      func.setResultAttr(i, kShardingAttr, want.toAttr(func.getContext()));
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    old.dropAllReferences();
+    old.dropAllDefinedValueUses();
+    old.erase();
+    func.setType(FunctionType::get(func.getContext(), body->getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    return success();
+  }
+};
+
+} // namespace
