@@ -41,6 +41,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -95,6 +96,20 @@ static llvm::cl::opt<unsigned>
            llvm::cl::desc("after a warm-up, run N times and print the median time"),
            llvm::cl::init(0));
 
+static llvm::cl::opt<std::string> recipe(
+    "recipe",
+    llvm::cl::desc("shard the global model with a recipe on --mesh (megatron: Megatron-LM's "
+                   "tensor parallelism on axis tp, batch on dp), then propagate and partition"));
+static llvm::cl::opt<bool> check(
+    "check", llvm::cl::desc("also run the unsharded program and print the relative error of "
+                            "the sharded output; exit 1 past --tolerance"));
+static llvm::cl::opt<double>
+    tolerance("tolerance", llvm::cl::desc("largest relative error --check accepts"),
+              llvm::cl::init(1e-5));
+static llvm::cl::opt<std::string> commReportFile(
+    "comm-report",
+    llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
+
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
   return 1;
@@ -141,6 +156,13 @@ struct Argument {
   std::vector<uint8_t> owned;
   void *data = nullptr;
 };
+
+std::string attrText(Attribute attr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  return text;
+}
 
 std::string typeText(Type type) {
   std::string text;
@@ -239,11 +261,12 @@ void forEachRow(const Slice &slice, llvm::ArrayRef<int64_t> local, CopyRow copyR
   }
 }
 
-/// Copies the block `slice` out of `global`, reading only that block.
-void copySlice(const float *global, const Slice &slice, llvm::ArrayRef<int64_t> local,
-               float *out) {
+/// Copies the block `slice` out of `global` (elements of `width` bytes),
+/// reading only that block.
+void copySlice(const uint8_t *global, const Slice &slice, llvm::ArrayRef<int64_t> local,
+               size_t width, uint8_t *out) {
   forEachRow(slice, local, [&](int64_t at, int64_t to, int64_t n) {
-    std::copy(global + at, global + at + n, out + to);
+    std::copy(global + at * width, global + (at + n) * width, out + to * width);
   });
 }
 
@@ -254,6 +277,186 @@ void pasteSlice(const float *block, const Slice &slice, llvm::ArrayRef<int64_t> 
     std::copy(block + from, block + from + n, global + at);
   });
 }
+
+/// Sets `error` and returns false.
+bool failBind(std::string &error, const llvm::Twine &message) {
+  error = message.str();
+  return false;
+}
+
+/// Binds every argument of `entry` by its tfm.name, from `inputs` then
+/// `weights`, or with the seeded init for a weight in neither. On a mesh, a
+/// sharded argument gets this rank's block of the global tensor.
+bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int64_t rank,
+                   const SafeTensorsFile *weights, const SafeTensorsFile *inputs,
+                   std::vector<Argument> &args, std::string &error) {
+  std::string where = " of @" + entry.getSymName().str();
+  args.assign(entry.getNumArguments(), Argument());
+  for (BlockArgument arg : entry.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return failBind(error, "argument #" + std::to_string(i) + where +
+                                 " must be a tensor of static shape");
+    auto nameAttr = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr);
+    if (!nameAttr)
+      return failBind(error, "argument #" + std::to_string(i) + where +
+                                 " has no tfm.name to bind it by");
+    Argument &a = args[i];
+    a.name = nameAttr.str();
+    a.shape.assign(type.getShape().begin(), type.getShape().end());
+    Type element = type.getElementType();
+    if (!element.isF32() && !element.isInteger(64) && !element.isInteger(32))
+      return failBind(error, "argument '" + a.name + "' has unsupported element type");
+    size_t width = element.getIntOrFloatBitWidth() / 8;
+
+    // A sharded argument: bind the global tensor, then keep this rank's block.
+    std::optional<Slice> slice;
+    if (ArrayAttr sharding = shardingDims(entry.getArgAttr(i, tfm::kShardingAttr))) {
+      if (!mesh)
+        return failBind(error, "argument '" + a.name +
+                                   "' is sharded (tfm.sharding); run it with --mesh");
+      if (!(slice = sliceOf(sharding, a.shape, *mesh, mesh->coordinates(rank), error)))
+        return failBind(error, "argument '" + a.name + "' " + error);
+    }
+    std::vector<int64_t> shape = slice ? slice->global : a.shape;
+    std::string perRank = slice ? ", " + formatDims(a.shape) + " per rank" : "";
+    int64_t n = product(shape);
+
+    const TensorView *view = nullptr;
+    const SafeTensorsFile *from = nullptr;
+    for (const SafeTensorsFile *file : {inputs, weights})
+      if (file && !view && (view = file->find(a.name)))
+        from = file;
+    bool isInput = a.name == "input_ids" || !element.isF32();
+    if (!view && isInput)
+      return failBind(error, "input '" + a.name + "' (argument #" + std::to_string(i) + ", " +
+                                 formatDims(shape) + ") is in neither --inputs nor --weights");
+    if (view && view->shape != shape)
+      return failBind(error, "tensor '" + a.name + "' in " + from->path() + ": expected " +
+                                 (slice ? "global shape " : "shape ") + formatDims(shape) +
+                                 " (argument #" + std::to_string(i) + where + perRank +
+                                 "), got " + formatDims(view->shape));
+    if (!view) {
+      a.owned.resize(n * sizeof(float));
+      seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size());
+      a.data = a.owned.data();
+    } else if (element.isF32()) {
+      if (view->dtype == DType::F32 &&
+          reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
+        a.data = const_cast<uint8_t *>(view->data); // used in place
+      } else {
+        a.owned.resize(n * sizeof(float));
+        if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
+          return failBind(error, "tensor '" + a.name + "' in " + from->path() +
+                                     ": expected dtype F32, F16, BF16 or F64, got " +
+                                     dtypeName(view->dtype));
+        a.data = a.owned.data();
+      }
+    } else {
+      if (view->dtype != DType::I64 && view->dtype != DType::I32)
+        return failBind(error, "tensor '" + a.name + "' in " + from->path() +
+                                   ": expected dtype I64 or I32, got " + dtypeName(view->dtype));
+      a.owned.resize(n * width);
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t v = view->dtype == DType::I64
+                        ? reinterpret_cast<const int64_t *>(view->data)[k]
+                        : reinterpret_cast<const int32_t *>(view->data)[k];
+        if (width == 8)
+          reinterpret_cast<int64_t *>(a.owned.data())[k] = v;
+        else
+          reinterpret_cast<int32_t *>(a.owned.data())[k] = static_cast<int32_t>(v);
+      }
+      a.data = a.owned.data();
+    }
+    if (slice) {
+      std::vector<uint8_t> block(product(a.shape) * width);
+      copySlice(static_cast<const uint8_t *>(a.data), *slice, a.shape, width, block.data());
+      a.owned = std::move(block);
+      a.data = a.owned.data();
+    }
+  }
+  return true;
+}
+
+/// A model function compiled for this host, with its arguments bound.
+struct Program {
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string symbol;
+  std::vector<Descriptor> descriptors; // the result's, then the arguments'
+  std::vector<void *> pointers, packed;
+
+  /// Lowers `module` (consumed: its binding attributes are dropped) and
+  /// JIT-compiles `entry`, whose arguments are `args`.
+  bool compile(ModuleOp module, func::FuncOp entry, std::vector<Argument> &args,
+               std::string &error) {
+    MLIRContext *context = module.getContext();
+    symbol = "_mlir_ciface_" + entry.getSymName().str();
+    // Arguments may live in a read-only mapping: never write them. The
+    // binding attributes have served (on every function: LLVM translation
+    // would warn on them).
+    module.walk([&](func::FuncOp f) {
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        for (StringRef name : {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr})
+          f.removeArgAttr(i, name);
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        f.removeResultAttr(i, StringAttr::get(context, tfm::kShardingAttr));
+    });
+    for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+      entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, false));
+    entry->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+    auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
+    PassManager pm(context);
+    buildCpuLoweringPipeline(pm);
+    if (failed(pm.run(module)))
+      return failBind(error, "lowering @" + entry.getSymName() + " failed");
+    // Optimize for this host: without its target machine LLVM's cost model
+    // sees no vector registers and leaves every loop scalar.
+    auto hostMachine = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!hostMachine)
+      return failBind(error, "no target for this host: " + llvm::toString(hostMachine.takeError()));
+    auto targetMachine = hostMachine->createTargetMachine();
+    if (!targetMachine)
+      return failBind(error,
+                      "no target for this host: " + llvm::toString(targetMachine.takeError()));
+    ExecutionEngineOptions options;
+    auto transformer = makeOptimizingTransformer(3, 0, targetMachine->get());
+    options.transformer = transformer;
+    auto created = ExecutionEngine::create(module, options);
+    if (!created)
+      return failBind(error, "JIT compilation failed: " + llvm::toString(created.takeError()));
+    engine = std::move(*created);
+    engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      for (const pmlir_rt_symbol *table :
+           {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols()})
+        for (const pmlir_rt_symbol *s = table; s->name; ++s)
+          map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
+                                    llvm::JITSymbolFlags::Exported};
+      return map;
+    });
+    descriptors.reserve(args.size() + 1);
+    descriptors.emplace_back(nullptr, resultType.getShape());
+    for (Argument &a : args)
+      descriptors.emplace_back(a.data, a.shape);
+    for (Descriptor &d : descriptors)
+      pointers.push_back(d.words.data());
+    for (void *&p : pointers)
+      packed.push_back(&p);
+    return true;
+  }
+
+  bool run(std::string &error) {
+    if (llvm::Error err = engine->invokePacked(symbol, packed))
+      return failBind(error, llvm::toString(std::move(err)));
+    return true;
+  }
+  const float *result() const { return static_cast<const float *>(descriptors[0].aligned()); }
+  void releaseResult() {
+    std::free(descriptors[0].allocated());
+    descriptors[0].setPointers(nullptr);
+  }
+};
 
 bool underMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
@@ -388,6 +591,54 @@ int main(int argc, char **argv) {
   auto entry = module->lookupSymbol<func::FuncOp>(entryName);
   if (!entry)
     return fail("no function @" + entryName + " in " + modelFile);
+
+  // A global program with a mesh (from the model or --recipe) is sharded
+  // here: recipe, propagation, partition.
+  bool partitioned = !module->getOps<shard::GridOp>().empty();
+  bool sharding = !partitioned && (!recipe.empty() || (*module)->getAttr(tfm::kMeshAttr));
+  if (!recipe.empty() && recipe != "megatron")
+    return fail("unknown --recipe '" + recipe + "' (known: megatron)");
+  if (!recipe.empty() && partitioned)
+    return fail("--recipe shards a global program, but " + modelFile +
+                " is already partitioned (it has a shard.grid)");
+  if (sharding && !mesh)
+    return fail(recipe.empty() ? modelFile + " has a tfm.mesh: run it with --mesh"
+                               : "--recipe needs --mesh");
+  if ((check || !commReportFile.empty()) && !sharding)
+    return fail(std::string(check ? "--check" : "--comm-report") +
+                " needs a global program to shard: --recipe, or a model with tfm.mesh");
+  OwningOpRef<ModuleOp> reference;
+  // Token ids index embedding tables; their global vocabulary, per argument.
+  std::map<unsigned, int64_t> vocabOfIds;
+  entry.walk([&](tfm::EmbeddingOp op) {
+    if (auto arg = dyn_cast<BlockArgument>(op.getIds()); arg && arg.getOwner()->getParentOp() == entry)
+      vocabOfIds[arg.getArgNumber()] = op.getTable().getType().getShape()[0];
+  });
+  if (sharding) {
+    SmallVector<StringAttr> axes;
+    for (const std::string &name : mesh->axisNames())
+      axes.push_back(StringAttr::get(&context, name));
+    auto want = tfm::MeshAttr::get(&context, axes, mesh->axisSizes());
+    auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
+    if (have && have != want)
+      return fail("the model's tfm.mesh " + attrText(have) + " is not --mesh " + meshSpec);
+    (*module)->setAttr(tfm::kMeshAttr, want);
+    if (check && rank == 0)
+      reference = module->clone();
+    PassManager pm(&context);
+    if (!recipe.empty())
+      pm.addPass(createMegatronRecipe());
+    pm.addPass(createShardingPropagation());
+    pm.addPass(createPartition());
+    if (!commReportFile.empty() && rank == 0)
+      pm.addPass(createCommReport(CommReportOptions{commReportFile}));
+    // Every rank compiles the same program: rank 0 speaks for them.
+    std::optional<ScopedDiagnosticHandler> quiet;
+    if (rank != 0)
+      quiet.emplace(&context, [](Diagnostic &) { return success(); });
+    if (failed(pm.run(*module)))
+      return fail("sharding " + modelFile + " on --mesh " + meshSpec + " failed");
+  }
   if (entry.getNumResults() != 1)
     return fail("@" + entryName + " must return one tensor, returns " +
                 std::to_string(entry.getNumResults()));
@@ -435,210 +686,39 @@ int main(int argc, char **argv) {
   if (!inputsFile.empty() && !(inputs = SafeTensorsFile::open(inputsFile, error)))
     return fail(error);
 
-  // Bind every argument by name.
-  std::vector<Argument> args(entry.getNumArguments());
-  for (BlockArgument arg : entry.getArguments()) {
-    unsigned i = arg.getArgNumber();
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || !type.hasStaticShape())
-      return fail("argument #" + std::to_string(i) + " of @" + entryName +
-                  " must be a tensor of static shape");
-    auto nameAttr = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr);
-    if (!nameAttr)
-      return fail("argument #" + std::to_string(i) + " of @" + entryName +
-                  " has no tfm.name to bind it by");
-    Argument &a = args[i];
-    a.name = nameAttr.str();
-    a.shape.assign(type.getShape().begin(), type.getShape().end());
-    int64_t n = product(a.shape);
-    Type element = type.getElementType();
+  std::vector<Argument> args;
+  if (!bindArguments(entry, mesh, rank, weights.get(), inputs.get(), args, error))
+    return fail(error);
 
-    std::optional<Slice> slice;
-    if (ArrayAttr sharding = shardingDims(entry.getArgAttr(i, tfm::kShardingAttr))) {
-      if (!mesh)
-        return fail("argument '" + a.name +
-                    "' is sharded (tfm.sharding); run it with --mesh");
-      if (!(slice = sliceOf(sharding, a.shape, *mesh, mesh->coordinates(rank), error)))
-        return fail("argument '" + a.name + "' " + error);
-      if (!element.isF32())
-        return fail("argument '" + a.name + "': only f32 arguments can be sharded");
-    }
-
-    const TensorView *view = nullptr;
-    const SafeTensorsFile *from = nullptr;
-    for (const SafeTensorsFile *file : {inputs.get(), weights.get()})
-      if (file && !view && (view = file->find(a.name)))
-        from = file;
-    bool isInput = a.name == "input_ids" || !element.isF32();
-    if (!view) {
-      if (isInput)
-        return fail("input '" + a.name + "' (argument #" + std::to_string(i) +
-                    ", " + formatDims(a.shape) + ") is in neither --inputs nor --weights");
-      if (!element.isF32())
-        return fail("argument '" + a.name + "': only f32 weights are supported");
-      a.owned.resize(n * sizeof(float));
-      float *out = reinterpret_cast<float *>(a.owned.data());
-      if (slice) {
-        // The values of the unsharded run: init the global tensor, keep ours.
-        std::vector<float> global(product(slice->global));
-        seededInit(a.name, global.data(), global.size(), a.shape.size());
-        copySlice(global.data(), *slice, a.shape, out);
-      } else {
-        seededInit(a.name, out, n, a.shape.size());
-      }
-      a.data = a.owned.data();
-      continue;
-    }
-    if (slice) {
-      if (view->shape != slice->global)
-        return fail("tensor '" + a.name + "' in " + from->path() + ": expected global shape " +
-                    formatDims(slice->global) + " (argument #" + std::to_string(i) +
-                    " of @" + entryName + ", " + formatDims(a.shape) +
-                    " per rank), got " + formatDims(view->shape));
-      if (view->dtype != DType::F32 ||
-          reinterpret_cast<uintptr_t>(view->data) % alignof(float) != 0)
-        return fail("tensor '" + a.name + "' in " + from->path() +
-                    ": a sharded tensor must be aligned F32 in the file, got " +
-                    dtypeName(view->dtype));
-      a.owned.resize(n * sizeof(float));
-      copySlice(reinterpret_cast<const float *>(view->data), *slice, a.shape,
-                reinterpret_cast<float *>(a.owned.data()));
-      a.data = a.owned.data();
-      continue;
-    }
-    if (view->shape != a.shape)
-      return fail("tensor '" + a.name + "' in " + from->path() + ": expected shape " +
-                  formatDims(a.shape) + " (argument #" + std::to_string(i) +
-                  " of @" + entryName + "), got " + formatDims(view->shape));
-    if (element.isF32()) {
-      if (view->dtype == DType::F32 &&
-          reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
-        a.data = const_cast<uint8_t *>(view->data); // used in place
-        continue;
-      }
-      a.owned.resize(n * sizeof(float));
-      if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
-        return fail("tensor '" + a.name + "' in " + from->path() +
-                    ": expected dtype F32, F16, BF16 or F64, got " +
-                    dtypeName(view->dtype));
-      a.data = a.owned.data();
-    } else if (auto intType = dyn_cast<IntegerType>(element)) {
-      if (view->dtype != DType::I64 && view->dtype != DType::I32)
-        return fail("tensor '" + a.name + "' in " + from->path() +
-                    ": expected dtype I64 or I32, got " + dtypeName(view->dtype));
-      size_t width = intType.getWidth() / 8;
-      a.owned.resize(n * width);
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t v = view->dtype == DType::I64
-                        ? reinterpret_cast<const int64_t *>(view->data)[k]
-                        : reinterpret_cast<const int32_t *>(view->data)[k];
-        if (width == 8)
-          reinterpret_cast<int64_t *>(a.owned.data())[k] = v;
-        else
-          reinterpret_cast<int32_t *>(a.owned.data())[k] = static_cast<int32_t>(v);
-      }
-      a.data = a.owned.data();
-    } else {
-      return fail("argument '" + a.name + "' has unsupported element type");
-    }
-  }
-
-  // Token ids index embedding tables: out-of-range ids are refused here.
-  WalkResult bad = entry.walk([&](tfm::EmbeddingOp op) {
-    auto arg = dyn_cast<BlockArgument>(op.getIds());
-    if (!arg || arg.getOwner()->getParentOp() != entry)
-      return WalkResult::advance();
-    const Argument &ids = args[arg.getArgNumber()];
-    int64_t vocab = op.getTable().getType().getShape()[0];
-    bool wide = op.getIds().getType().getElementType().getIntOrFloatBitWidth() == 64;
+  // Out-of-range token ids are refused here.
+  for (auto [argNumber, vocab] : vocabOfIds) {
+    const Argument &ids = args[argNumber];
+    bool wide = cast<RankedTensorType>(entry.getArgumentTypes()[argNumber])
+                    .getElementType()
+                    .getIntOrFloatBitWidth() == 64;
     for (int64_t k = 0, n = product(ids.shape); k < n; ++k) {
       int64_t v = wide ? reinterpret_cast<const int64_t *>(ids.data)[k]
                        : reinterpret_cast<const int32_t *>(ids.data)[k];
-      if (v < 0 || v >= vocab) {
-        error = "token id " + std::to_string(v) + " at flat index " +
-                std::to_string(k) + " of '" + ids.name +
-                "' is outside the vocabulary [0, " + std::to_string(vocab) + ")";
-        return WalkResult::interrupt();
-      }
+      if (v < 0 || v >= vocab)
+        return fail("token id " + std::to_string(v) + " at flat index " + std::to_string(k) +
+                    " of '" + ids.name + "' is outside the vocabulary [0, " +
+                    std::to_string(vocab) + ")");
     }
-    return WalkResult::advance();
-  });
-  if (bad.wasInterrupted())
+  }
+
+  Program program;
+  if (!program.compile(*module, entry, args, error))
     return fail(error);
-
-  // Compile. Arguments may live in a read-only mapping: never write them.
-  // The binding attributes have served (on every function: LLVM
-  // translation would warn on them).
-  module->walk([&](func::FuncOp f) {
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      for (StringRef name : {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr})
-        f.removeArgAttr(i, name);
-    for (unsigned i = 0; i < f.getNumResults(); ++i)
-      f.removeResultAttr(i, StringAttr::get(&context, tfm::kShardingAttr));
-  });
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
-    entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(&context, false));
-  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
-  PassManager pm(&context);
-  buildCpuLoweringPipeline(pm);
-  if (failed(pm.run(*module)))
-    return fail("lowering " + modelFile + " failed");
-  // Optimize for this host: without its target machine LLVM's cost model
-  // sees no vector registers and leaves every loop scalar.
-  auto hostMachine = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!hostMachine)
-    return fail("no target for this host: " + llvm::toString(hostMachine.takeError()));
-  auto targetMachine = hostMachine->createTargetMachine();
-  if (!targetMachine)
-    return fail("no target for this host: " + llvm::toString(targetMachine.takeError()));
-  ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(3, 0, targetMachine->get());
-  options.transformer = transformer;
-  auto engine = ExecutionEngine::create(*module, options);
-  if (!engine)
-    return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    for (const pmlir_rt_symbol *table :
-         {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols()})
-      for (const pmlir_rt_symbol *s = table; s->name; ++s)
-        map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
-                                  llvm::JITSymbolFlags::Exported};
-    return map;
-  });
   pmlir_rt_set_num_threads(threads);
-
-  std::vector<Descriptor> descriptors;
-  descriptors.reserve(args.size() + 1);
-  descriptors.emplace_back(nullptr, resultType.getShape());
-  for (Argument &a : args)
-    descriptors.emplace_back(a.data, a.shape);
-  std::vector<void *> pointers, packed;
-  for (Descriptor &d : descriptors)
-    pointers.push_back(d.words.data());
-  for (void *&p : pointers)
-    packed.push_back(&p);
-
-  auto run = [&]() -> bool {
-    if (llvm::Error err = (*engine)->invokePacked("_mlir_ciface_" + entryName, packed)) {
-      error = llvm::toString(std::move(err));
-      return false;
-    }
-    return true;
-  };
-  auto releaseResult = [&]() {
-    std::free(descriptors[0].allocated());
-    descriptors[0].setPointers(nullptr);
-  };
-  if (!run())
+  if (!program.run(error))
     return fail(error);
 
   if (repeat > 0) {
     std::vector<double> ms;
     for (unsigned r = 0; r < repeat; ++r) {
-      releaseResult();
+      program.releaseResult();
       auto start = std::chrono::steady_clock::now();
-      if (!run())
+      if (!program.run(error))
         return fail(error);
       ms.push_back(std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)
@@ -654,7 +734,7 @@ int main(int argc, char **argv) {
                                  tokens / (median / 1000.0));
   }
 
-  const float *logits = static_cast<const float *>(descriptors[0].aligned());
+  const float *logits = program.result();
   int64_t n = product(resultShape);
   // Without a sharding, results are replicated on a mesh (the program's own
   // collectives make them so) and rank 0 speaks for the job. A sharded
@@ -686,6 +766,38 @@ int main(int argc, char **argv) {
       resultShape = resultSlice->global;
     }
   }
+  // The unsharded program on rank 0, from the same weights and inputs.
+  if (check && rank == 0) {
+    auto globalEntry = reference->lookupSymbol<func::FuncOp>(entryName);
+    for (unsigned i = 0; i < globalEntry.getNumArguments(); ++i)
+      globalEntry.removeArgAttr(i, tfm::kShardingAttr);
+    globalEntry.removeResultAttr(0, StringAttr::get(&context, tfm::kShardingAttr));
+    globalEntry.walk([](tfm::ShardingConstraintOp op) {
+      op.getResult().replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
+    std::vector<Argument> globalArgs;
+    Program unsharded;
+    if (!bindArguments(globalEntry, std::nullopt, 0, weights.get(), inputs.get(), globalArgs,
+                       error) ||
+        !unsharded.compile(*reference, globalEntry, globalArgs, error) || !unsharded.run(error))
+      return fail("the unsharded run of --check: " + error);
+    const float *expected = unsharded.result();
+    double diff = 0, norm = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      diff += (double(logits[k]) - expected[k]) * (double(logits[k]) - expected[k]);
+      norm += double(expected[k]) * expected[k];
+    }
+    double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+    unsharded.releaseResult();
+    bool ok = relative <= tolerance;
+    llvm::outs() << llvm::format("check: logits relative error %.3g (tolerance %.3g): %s\n",
+                                 relative, double(tolerance), ok ? "ok" : "FAILED");
+    if (!ok)
+      return fail("--check: the sharded logits differ from the unsharded run by " +
+                  llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
+                  llvm::formatv("{0:e3}", double(tolerance)).str());
+  }
   if (printResults && rank == 0) {
     double sum = 0, squares = 0;
     for (int64_t k = 0; k < n; ++k)
@@ -705,7 +817,7 @@ int main(int argc, char **argv) {
                           error))
       return fail(error);
   }
-  releaseResult();
+  program.releaseResult();
   if (mesh)
     pmlir_rt_finalize();
   return 0;
