@@ -93,7 +93,8 @@ struct Partitioner {
   /// The first global element of this rank's block: `base` plus the block
   /// index along `axes` times `localSize`.
   Value blockStart(Location loc, ArrayRef<StringRef> axes, int64_t localSize, int64_t base) {
-    Value start = arith::MulIOp::create(b, loc, blockIndex(loc, axes),
+    Value index = blockIndex(loc, axes);
+    Value start = arith::MulIOp::create(b, loc, index,
                                         arith::ConstantIndexOp::create(b, loc, localSize));
     if (base == 0)
       return start;

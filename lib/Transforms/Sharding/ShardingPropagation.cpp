@@ -124,7 +124,9 @@ struct Propagation {
       for (size_t f = 0; f < numFactors; ++f)
         candidates[f][perFactor[f]] += bytesOf(value);
     }
-    if (!anyKnown && op->getNumOperands() != 0)
+    // An op that knows nothing yet waits; one without operands (arange)
+    // takes its result's sharding from its users.
+    if (!anyKnown)
       return false;
 
     // Heaviest decisions first; an axis serves one factor only.

@@ -182,6 +182,8 @@ def main():
     ap.add_argument("workdir")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--run-args", default="",
+                    help="more pmlir-run arguments, e.g. '--mesh tp=2 --recipe megatron'")
     args = ap.parse_args()
 
     kind, c = parse_config(args.model)
@@ -192,7 +194,7 @@ def main():
     write_safetensors(wpath, weights)
     write_safetensors(ipath, {"input_ids": ids})
     subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
-                    "--output", opath], check=True)
+                    "--output", opath] + args.run_args.split(), check=True)
     got = read_safetensors(opath)["logits"].double()
     w64 = {k: v.double() for k, v in weights.items()}
     ref = (gpt2_forward if kind == "gpt2" else llama_forward)(c, w64, ids)

@@ -1,0 +1,73 @@
+// The Megatron plan's communication, pinned: GPT-2 and Llama (2 layers,
+// B=2, S=16, H=64) under the megatron recipe on dp=2 x tp=2 all-reduce
+// exactly 2 sums per layer plus the embedding's, each of b*s*h = 1*16*64
+// f32 (4096 bytes) over tp: 5 all-reduces, 20480 bytes per rank, and
+// nothing else that moves data (GPT-2's fused QKV parts are sliced locally).
+
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
+// RUN:       --pmlir-comm-report=output=%t.gpt2.json -o %t.gpt2.mlir
+// RUN: FileCheck %s --check-prefix=GPT2 < %t.gpt2.json
+// RUN: FileCheck %s --check-prefix=GPT2-IR < %t.gpt2.mlir
+// GPT2: "mesh": {
+// GPT2-NEXT: "dp": 2,
+// GPT2-NEXT: "tp": 2
+// GPT2: "per_axis": {
+// GPT2-NEXT: "tp": {
+// GPT2-NEXT: "bytes_per_rank": 20480,
+// GPT2: "totals": {
+// GPT2-NEXT: "all_reduce": {
+// GPT2-NEXT: "bytes_per_rank": 20480,
+// GPT2-NEXT: "count": 5
+// GPT2-NEXT: },
+// GPT2-NEXT: "all_slice": {
+// GPT2-NEXT: "bytes_per_rank": 0,
+// GPT2-NEXT: "count": 12
+// GPT2-NEXT: }
+// GPT2-NEXT: }
+// In the IR: the embedding's all-reduce, then per layer the attention
+// output's and the MLP output's, each before its bias.
+// GPT2-IR: tfm.embedding {{.*}} rows_from
+// GPT2-IR-NEXT: tfm.arange
+// GPT2-IR-NEXT: tfm.embedding
+// GPT2-IR-NEXT: shard.all_reduce {{.*}} grid_axes = [1] : tensor<1x16x64xf32>
+// GPT2-IR-COUNT-2: tfm.layer
+// GPT2-IR: %[[A:.*]] = tfm.matmul {{.*}} : tensor<1x16x32xf32>, tensor<32x64xf32> -> tensor<1x16x64xf32>
+// GPT2-IR-NEXT: %[[R:.*]] = shard.all_reduce %[[A]] on @mesh grid_axes = [1] : tensor<1x16x64xf32>
+// GPT2-IR-NEXT: tfm.add %[[R]]
+// GPT2-IR: %[[M:.*]] = tfm.matmul {{.*}} : tensor<1x16x128xf32>, tensor<128x64xf32> -> tensor<1x16x64xf32>
+// GPT2-IR-NEXT: %[[R2:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] : tensor<1x16x64xf32>
+// GPT2-IR-NEXT: tfm.add %[[R2]]
+// The logits stay split over the vocabulary.
+// GPT2-IR: tfm.matmul {{.*}} transpose_rhs : tensor<1x16x64xf32>, tensor<48x64xf32> -> tensor<1x16x48xf32>
+// GPT2-IR-NOT: shard.
+
+// Llama (8 query heads, 2 kv heads): the residual stream stays a pending
+// sum up to the next norm, so the count is the same.
+// RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
+// RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=LLAMA
+// LLAMA: "totals": {
+// LLAMA-NEXT: "all_reduce": {
+// LLAMA-NEXT: "bytes_per_rank": 20480,
+// LLAMA-NEXT: "count": 5
+// LLAMA-NEXT: }
+// LLAMA-NEXT: }
+
+// tp = 4 on 8 heads and an FFN of 176: 4 all-reduces of 2*16*64 f32.
+// RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
+// RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=TP4
+// TP4: "totals": {
+// TP4-NEXT: "all_reduce": {
+// TP4-NEXT: "bytes_per_rank": 40960,
+// TP4-NEXT: "count": 5
+
+// A file that cannot be written: an error, no crash.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | not pmlir-opt --pmlir-comm-report=output=%t.missing/dir/comm.json -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=UNWRITABLE
+// UNWRITABLE: error: cannot write the comm report to '{{.*}}missing/dir/comm.json'
