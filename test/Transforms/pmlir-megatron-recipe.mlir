@@ -53,3 +53,19 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NOMESH
 // NOMESH: error: the megatron recipe needs the module attribute tfm.mesh
+
+// Attention splits by heads: tp must divide the query heads and divide the
+// kv heads or be a multiple of them; fewer kv heads than tp is a warning
+// that says what runs instead.
+// RUN: pmlir-gen llama --layers 1 --hidden 48 --heads 6 --kv-heads 3 --ffn 64 --vocab 96 --seq 8 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=HEADS
+// HEADS: error: 'tfm.attention' op has 6 query heads, which tp = 4 does not divide (Megatron splits attention by heads)
+// RUN: pmlir-gen llama --layers 1 --hidden 48 --heads 6 --kv-heads 3 --ffn 64 --vocab 96 --seq 8 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=KV
+// KV: error: 'tfm.attention' op has 3 key/value heads; tp = 2 must divide them or be a multiple of them
+// RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 64 --vocab 96 --seq 8 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEWKV
+// FEWKV: warning: attention with 2 key/value heads, fewer than tp = 4: the attention runs on all heads on every device

@@ -542,6 +542,10 @@ int main(int argc, char **argv) {
   }
   if (!rankOrder.empty() && meshSpec.empty())
     return fail("--rank-order needs --mesh");
+  if (!recipe.empty() && recipe != "megatron")
+    return fail("unknown --recipe '" + recipe + "' (known: megatron)");
+  if (!recipe.empty() && meshSpec.empty())
+    return fail("--recipe needs --mesh");
   if (modelFile.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
@@ -596,8 +600,6 @@ int main(int argc, char **argv) {
   // here: recipe, propagation, partition.
   bool partitioned = !module->getOps<shard::GridOp>().empty();
   bool sharding = !partitioned && (!recipe.empty() || (*module)->getAttr(tfm::kMeshAttr));
-  if (!recipe.empty() && recipe != "megatron")
-    return fail("unknown --recipe '" + recipe + "' (known: megatron)");
   if (!recipe.empty() && partitioned)
     return fail("--recipe shards a global program, but " + modelFile +
                 " is already partitioned (it has a shard.grid)");
@@ -636,8 +638,13 @@ int main(int argc, char **argv) {
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
       quiet.emplace(&context, [](Diagnostic &) { return success(); });
-    if (failed(pm.run(*module)))
+    if (failed(pm.run(*module))) {
+      if (rank != 0) { // rank 0 says why and ends the job
+        pmlir_rt_finalize();
+        return 1;
+      }
       return fail("sharding " + modelFile + " on --mesh " + meshSpec + " failed");
+    }
   }
   if (entry.getNumResults() != 1)
     return fail("@" + entryName + " must return one tensor, returns " +

@@ -67,6 +67,8 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     if (!mesh)
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
+    if (tp && failed(checkHeads(module, mesh.axisSize(tpAxis))))
+      return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>()) {
       for (BlockArgument arg : func.getArguments()) {
         unsigned i = arg.getArgNumber();
@@ -110,6 +112,34 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
           func.setArgAttr(i, kShardingAttr, ShardingAttr::get(context, dims, {}));
       }
     }
+  }
+
+  /// Megatron splits attention by heads: tp must divide the query heads,
+  /// and the kv heads or be a multiple of them.
+  LogicalResult checkHeads(ModuleOp module, int64_t tpSize) {
+    WalkResult walked = module.walk([&](AttentionOp op) {
+      int64_t heads = op.getQuery().getType().getShape()[1];
+      int64_t kvHeads = op.getKey().getType().getShape()[1];
+      if (heads % tpSize != 0) {
+        op.emitOpError() << "has " << heads << " query heads, which " << tpAxis << " = "
+                         << tpSize << " does not divide (Megatron splits attention by heads)";
+        return WalkResult::interrupt();
+      }
+      if (kvHeads % tpSize != 0 && tpSize % kvHeads != 0) {
+        op.emitOpError() << "has " << kvHeads << " key/value heads; " << tpAxis << " = "
+                         << tpSize << " must divide them or be a multiple of them";
+        return WalkResult::interrupt();
+      }
+      if (kvHeads < tpSize)
+        op.emitWarning() << "attention with " << kvHeads << " key/value heads, fewer than " << tpAxis
+                         << " = " << tpSize
+                         << ": the attention runs on all heads on every device, between "
+                            "an all-gather of the query heads and a local slice (a per-device "
+                            "copy of its key/value head, as Megatron keeps, is not "
+                            "implemented yet)";
+      return WalkResult::advance();
+    });
+    return failure(walked.wasInterrupted());
   }
 
   /// The tfm.split that cuts `arg` along `dim` into projections, if that is
