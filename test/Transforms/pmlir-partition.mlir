@@ -108,3 +108,23 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
     return %z : tensor<4x8xf32>
   }
 }
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  func.func @uneven(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
+    // expected-error @+1 {{'tfm.gelu' op has tfm.shardings entry #tfm.sharding<[["tp"], []]> splitting dimension 0 of 'tensor<6x8xf32>' over 4 devices, which do not divide it}}
+    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<6x8xf32>
+    return %y : tensor<6x8xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  func.func @count(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+    // expected-error @+1 {{'tfm.gelu' op has 2 tfm.shardings for 1 results}}
+    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[[], []]>, #tfm.sharding<[[], []]>]} : tensor<8x8xf32>
+    return %y : tensor<8x8xf32>
+  }
+}

@@ -412,8 +412,6 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
 }
 
 LogicalResult Partitioner::partition(Operation *op) {
-  if (auto layer = dyn_cast<LayerOp>(op))
-    return partitionLayer(layer);
   if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
     Sharding want = Sharding::of(constraint.getSharding());
     FailureOr<Value> v = get(constraint.getInput(), want, op);
@@ -422,8 +420,34 @@ LogicalResult Partitioner::partition(Operation *op) {
     locals[constraint.getResult()] = {*v, want};
     return success();
   }
-  if (!op->getAttr(kResultShardingsAttr) && op->getNumResults() != 0)
-    return op->emitOpError() << "has no tfm.shardings; run pmlir-sharding-propagation first";
+  if (op->getNumResults() != 0) {
+    auto shardings = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
+    if (!shardings)
+      return op->emitOpError() << "has no tfm.shardings; run pmlir-sharding-propagation first";
+    if (shardings.size() != op->getNumResults())
+      return op->emitOpError() << "has " << shardings.size() << " tfm.shardings for "
+                               << op->getNumResults() << " results";
+    for (auto [attr, result] : llvm::zip(shardings, op->getResults())) {
+      auto sharding = dyn_cast<ShardingAttr>(attr);
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!sharding || !type || sharding.getRank() != type.getRank())
+        return op->emitOpError() << "has tfm.shardings entry " << attr << " for a result of type "
+                                 << result.getType();
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        Axes axes = sharding.axesOf(d);
+        for (StringRef a : axes)
+          if (mesh.axisIndex(a) < 0)
+            return op->emitOpError() << "has tfm.shardings entry " << attr << " naming mesh axis '"
+                                     << a << "', which the mesh " << mesh << " does not have";
+        if (type.getShape()[d] % devicesOf(mesh, axes) != 0)
+          return op->emitOpError() << "has tfm.shardings entry " << attr << " splitting dimension "
+                                   << d << " of " << type << " over " << devicesOf(mesh, axes)
+                                   << " devices, which do not divide it";
+      }
+    }
+  }
+  if (auto layer = dyn_cast<LayerOp>(op))
+    return partitionLayer(layer);
   std::optional<ShardingRule> rule = getShardingRule(op);
   if (!rule)
     return op->emitOpError() << "has no sharding rule, so it cannot be partitioned";
