@@ -44,11 +44,17 @@
 // LLAMA: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []]>]}
 // LLAMA: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
 
-// A vocabulary tp does not divide stays whole, with a warning.
+// A vocabulary tp does not divide is split all the same, into padded
+// shards of ceil(97 / 2) = 49 rows: the embedding and the tied LM head are
+// vocab-parallel.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
-// RUN:   | pmlir-opt --pmlir-megatron-recipe 2>&1 >/dev/null | FileCheck %s --check-prefix=UNEVEN
-// UNEVEN: warning: 'wte.weight': vocabulary 97 is not divisible by tp = 2; it stays replicated (padding is not implemented yet)
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// UNEVEN-NOT: warning
+// UNEVEN: tensor<49x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.global_type = tensor<97x64xf32>, tfm.name = "wte.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>}
+// UNEVEN-SAME: -> (tensor<2x16x49xf32> {tfm.global_type = tensor<2x16x97xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}], [], ["tp"]]>})
+// UNEVEN: tfm.embedding {{.*}} rows_from {{.*}} : tensor<49x64xf32>
+// UNEVEN: tfm.matmul {{.*}} transpose_rhs : tensor<2x16x64xf32>, tensor<49x64xf32> -> tensor<2x16x49xf32>
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NOMESH

@@ -82,6 +82,54 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 
 // -----
 
+// Splits the devices do not divide are padded (ceil(size / devices) per
+// device, the padding at the end): a pending sum is padded before its
+// reduce_scatter, a gather cuts the padding off, a slice pads first.
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  // CHECK-LABEL: func.func @padded_scatter
+  // CHECK-SAME: -> (tensor<4x3xf32> {tfm.global_type = tensor<4x5xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>})
+  // CHECK: %[[Y:.*]] = tfm.matmul {{.*}} -> tensor<4x5xf32>
+  // CHECK: %[[P:.*]] = tensor.pad %[[Y]] low[0, 0] high[0, 1]
+  // CHECK: } : tensor<4x5xf32> to tensor<4x6xf32>
+  // CHECK: shard.reduce_scatter %[[P]] on @mesh grid_axes = [0] scatter_axis = 1 : tensor<4x6xf32> -> tensor<4x3xf32>
+  func.func @padded_scatter(%x: tensor<4x6xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
+                            %w: tensor<6x5xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>})
+      -> (tensor<4x5xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) {
+    %y = tfm.matmul %x, %w {tfm.shardings = [#tfm.sharding<[[], []], pending = ["tp"]>]} : tensor<4x6xf32>, tensor<6x5xf32> -> tensor<4x5xf32>
+    return %y : tensor<4x5xf32>
+  }
+
+  // CHECK-LABEL: func.func @padded_gather_and_slice
+  // CHECK-SAME: %[[X:.*]]: tensor<3x4xf32> {tfm.global_type = tensor<5x4xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>}
+  // CHECK: %[[G:.*]] = shard.all_gather %[[X]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<3x4xf32> -> tensor<6x4xf32>
+  // CHECK: %[[C:.*]] = tensor.extract_slice %[[G]][0, 0] [5, 4] [1, 1] : tensor<6x4xf32> to tensor<5x4xf32>
+  // CHECK: %[[S:.*]] = tfm.softmax %[[C]] : tensor<5x4xf32>
+  // CHECK: %[[P:.*]] = tensor.pad %[[S]] low[0, 0] high[1, 0]
+  // CHECK: shard.all_slice %[[P]] on @mesh grid_axes = [0] slice_axis = 0 : tensor<6x4xf32> -> tensor<3x4xf32>
+  func.func @padded_gather_and_slice(%x: tensor<5x4xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>})
+      -> (tensor<5x4xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>}) {
+    %s = tfm.softmax %x {tfm.shardings = [#tfm.sharding<[[], []]>]} : tensor<5x4xf32>
+    return %s : tensor<5x4xf32>
+  }
+}
+
+// -----
+
+// A contraction over a padded dimension needs zeros in one operand's
+// padding; a softmax over padded rows leaves other values there.
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  func.func @dirty_padding(%x: tensor<5x4xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>},
+                           %y: tensor<5x3xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>}) -> tensor<4x3xf32> {
+    %s = tfm.softmax %x {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<5x4xf32>
+    %t = tfm.softmax %y {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<5x3xf32>
+    // expected-error @+1 {{'tfm.matmul' op contracts a dimension of size 5 split unevenly over 2 devices, but no operand's padding is known to be zeros}}
+    %m = tfm.matmul %s, %t transpose_lhs {tfm.shardings = [#tfm.sharding<[[], []], pending = ["tp"]>]} : tensor<5x4xf32>, tensor<5x3xf32> -> tensor<4x3xf32>
+    return %m : tensor<4x3xf32>
+  }
+}
+
+// -----
+
 module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
   func.func @unpropagated(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
     // expected-error @+1 {{'tfm.gelu' op has no tfm.shardings; run pmlir-sharding-propagation first}}
@@ -112,10 +160,10 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 // -----
 
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
-  func.func @uneven(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
-    // expected-error @+1 {{'tfm.gelu' op has tfm.shardings entry #tfm.sharding<[["tp"], []]> splitting dimension 0 of 'tensor<6x8xf32>' over 4 devices, which do not divide it}}
-    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<6x8xf32>
-    return %y : tensor<6x8xf32>
+  func.func @too_many_devices(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
+    // expected-error @+1 {{'tfm.gelu' op has tfm.shardings entry #tfm.sharding<[["tp"], []]> splitting dimension 0 of 'tensor<3x8xf32>' over 4 devices, more than its size}}
+    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<3x8xf32>
+    return %y : tensor<3x8xf32>
   }
 }
 

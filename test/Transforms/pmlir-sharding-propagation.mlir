@@ -146,10 +146,10 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2>} {
 // -----
 
 module attributes {tfm.mesh = #tfm.mesh<tp = 3>} {
-  func.func @indivisible(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-    // expected-error @+1 {{the constraint splits dimension 1 of 'tensor<4x8xf32>' over 3 devices, which do not divide it}}
-    %c = tfm.sharding_constraint %x to <[[], ["tp"]]> : tensor<4x8xf32>
-    return %c : tensor<4x8xf32>
+  func.func @too_many_devices(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+    // expected-error @+1 {{the constraint splits dimension 1 of 'tensor<4x2xf32>' over 3 devices, more than its size}}
+    %c = tfm.sharding_constraint %x to <[[], ["tp"]]> : tensor<4x2xf32>
+    return %c : tensor<4x2xf32>
   }
 }
 

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/Runtime.h"
@@ -201,12 +202,30 @@ struct Slice {
   std::vector<int64_t> global, offsets; // per dimension
 };
 
+/// The global shape of a sharded argument or result: its tfm.global_type,
+/// or none (the local shape times the parts).
+std::optional<std::vector<int64_t>> globalShapeOf(Attribute globalType) {
+  auto type = dyn_cast_or_null<TypeAttr>(globalType);
+  auto tensor = type ? dyn_cast<RankedTensorType>(type.getValue()) : RankedTensorType();
+  if (!tensor)
+    return std::nullopt;
+  return std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end());
+}
+
 /// The slice of a value with `tfm.sharding` (per dimension, the mesh axes
 /// that split it, major first) on the rank at mesh coordinates `coords`, or
-/// an error.
+/// an error. Each rank's block is `local`; the global tensor is `global`
+/// where given (shards the parts do not divide are padded at the end), else
+/// `local` times the parts.
 std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
+                             const std::optional<std::vector<int64_t>> &global,
                              const rt::Mesh &mesh, llvm::ArrayRef<int64_t> coords,
                              std::string &error) {
+  if (global && global->size() != local.size()) {
+    error = "has tfm.global_type of rank " + std::to_string(global->size()) + " for " +
+            std::to_string(local.size()) + " dimensions";
+    return std::nullopt;
+  }
   if (sharding.size() != local.size()) {
     error = "has " + std::to_string(sharding.size()) + " entries in tfm.sharding for " +
             std::to_string(local.size()) + " dimensions";
@@ -232,7 +251,14 @@ std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
       parts *= mesh.axisSizes()[axis];
       index = index * mesh.axisSizes()[axis] + coords[axis];
     }
-    slice.global.push_back(local[d] * parts);
+    int64_t size = global ? (*global)[d] : local[d] * parts;
+    if (tfm::shardSize(size, parts) != local[d]) {
+      error = "has blocks of " + std::to_string(local[d]) + " in dimension " +
+              std::to_string(d) + ", which is not " + std::to_string(size) + " split in " +
+              std::to_string(parts);
+      return std::nullopt;
+    }
+    slice.global.push_back(size);
     slice.offsets.push_back(local[d] * index);
   }
   return slice;
@@ -240,7 +266,8 @@ std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
 
 /// Calls copyRow(global offset, local offset, length) for each innermost
 /// row of the `local`-shaped block at `slice.offsets` of a row-major tensor
-/// of shape `slice.global`.
+/// of shape `slice.global`, leaving out the block's padding (what lies
+/// beyond the global tensor).
 template <typename CopyRow>
 void forEachRow(const Slice &slice, llvm::ArrayRef<int64_t> local, CopyRow copyRow) {
   size_t rank = local.size();
@@ -248,11 +275,16 @@ void forEachRow(const Slice &slice, llvm::ArrayRef<int64_t> local, CopyRow copyR
     return copyRow(0, 0, 1);
   std::vector<int64_t> index(rank, 0);
   int64_t row = local.back();
+  int64_t inside = std::min(row, slice.global.back() - slice.offsets.back());
   for (int64_t done = 0, n = product(local); done < n; done += row) {
     int64_t offset = 0;
-    for (size_t d = 0; d < rank; ++d)
+    bool padding = inside <= 0;
+    for (size_t d = 0; d < rank; ++d) {
+      padding |= slice.offsets[d] + index[d] >= slice.global[d];
       offset = offset * slice.global[d] + slice.offsets[d] + index[d];
-    copyRow(offset, done, row);
+    }
+    if (!padding)
+      copyRow(offset, done, inside);
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < local[d])
         break;
@@ -316,7 +348,9 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
       if (!mesh)
         return failBind(error, "argument '" + a.name +
                                    "' is sharded (tfm.sharding); run it with --mesh");
-      if (!(slice = sliceOf(sharding, a.shape, *mesh, mesh->coordinates(rank), error)))
+      if (!(slice = sliceOf(sharding, a.shape,
+                            globalShapeOf(entry.getArgAttr(i, tfm::kGlobalTypeAttr)), *mesh,
+                            mesh->coordinates(rank), error)))
         return failBind(error, "argument '" + a.name + "' " + error);
     }
     std::vector<int64_t> shape = slice ? slice->global : a.shape;
@@ -397,10 +431,12 @@ struct Program {
     // would warn on them).
     module.walk([&](func::FuncOp f) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        for (StringRef name : {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr})
+        for (StringRef name :
+             {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr, tfm::kGlobalTypeAttr})
           f.removeArgAttr(i, name);
       for (unsigned i = 0; i < f.getNumResults(); ++i)
-        f.removeResultAttr(i, StringAttr::get(context, tfm::kShardingAttr));
+        for (StringRef name : {tfm::kShardingAttr, tfm::kGlobalTypeAttr})
+          f.removeResultAttr(i, StringAttr::get(context, name));
     });
     for (unsigned i = 0; i < entry.getNumArguments(); ++i)
       entry.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, false));
@@ -658,12 +694,14 @@ int main(int argc, char **argv) {
                                    resultType.getShape().end());
   // A sharded result: each rank holds its block, rank 0 assembles them.
   ArrayAttr resultSharding = shardingDims(entry.getResultAttr(0, tfm::kShardingAttr));
+  std::optional<std::vector<int64_t>> resultGlobal =
+      globalShapeOf(entry.getResultAttr(0, tfm::kGlobalTypeAttr));
   std::optional<Slice> resultSlice;
   if (resultSharding) {
     std::string error;
     if (!mesh)
       return fail("the result of @" + entryName + " is sharded (tfm.sharding); run it with --mesh");
-    if (!(resultSlice = sliceOf(resultSharding, resultShape, *mesh,
+    if (!(resultSlice = sliceOf(resultSharding, resultShape, resultGlobal, *mesh,
                                 mesh->coordinates(rank), error)))
       return fail("the result of @" + entryName + " " + error);
   }
@@ -765,7 +803,7 @@ int main(int argc, char **argv) {
         }
         std::string unused;
         pasteSlice(blocks.data() + member * n,
-                   *sliceOf(resultSharding, resultShape, *mesh, coords, unused),
+                   *sliceOf(resultSharding, resultShape, resultGlobal, *mesh, coords, unused),
                    resultShape, assembled.data());
       }
       logits = assembled.data();

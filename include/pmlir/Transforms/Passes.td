@@ -99,8 +99,10 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
     `k_proj`, `v_proj`, `gate_proj`, `up_proj`: the `out` dimension on the
     tp axis), row-parallel (`attn.c_proj`, `mlp.c_proj`, `o_proj`,
     `down_proj`: the `in` dimension), vocab-parallel (`wte`,
-    `embed_tokens`, `lm_head`: the `vocab` dimension); every `batch`
-    dimension goes on the dp axis. A fused weight that `tfm.split` cuts
+    `embed_tokens`, `lm_head`: the `vocab` dimension; a vocabulary tp does
+    not divide, as GPT-2's 50257, is split into padded shards of
+    ceil(V / tp) rows, as Megatron pads it); every `batch` dimension goes on
+    the dp axis. A fused weight that `tfm.split` cuts
     along the split dimension (GPT-2's QKV) is not split contiguously, which
     would hand a device parts of two projections: a
     `tfm.sharding_constraint` pins each part instead. Axes the mesh lacks
@@ -135,8 +137,23 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     upstream `shard` collectives on `shard.grid @mesh`, made from the
     module's `tfm.mesh` (grid axis i is mesh axis i). Function arguments and
     results take local types and keep their `tfm.sharding`, which says where
-    each rank's block sits in the global tensor (`pmlir-run` loads and
-    assembles by it).
+    each rank's block sits in the global tensor, and get `tfm.global_type`,
+    the global tensor's type (`pmlir-run` loads and assembles by them).
+
+    A dimension of size N split over n devices that do not divide it is
+    padded, as GSPMD pads uneven shards: each device holds ceil(N / n)
+    elements, device i those from i * ceil(N / n) on, and the last blocks
+    end in padding (zeros in the arguments pmlir-run loads). Only the
+    minor-most factor of every dimension it is part of may be split so
+    (a vocabulary, a feature dimension; not heads with a head size below
+    them). Reshards of a padded dimension pad before a `reduce_scatter` or
+    `all_slice` (`tensor.pad`) and cut the padding off after an `all_gather`
+    (`tensor.extract_slice`); padded shards never move by `all_to_all`. A
+    contraction over a padded dimension needs zeros in one operand's
+    padding: the pass tracks which ops keep zero padding zeros (matmul,
+    add, gelu, ... but not layernorm or softmax over padded rows) and
+    refuses a contraction where neither operand's padding is known to be
+    zeros.
 
     Each op is partitioned from its factor-based sharding rule: the mesh
     axes of its factors come from its result shardings (a contracting
@@ -176,7 +193,8 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     return %r : tensor<4x8xf32>
     ```
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::shard::ShardDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::shard::ShardDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {

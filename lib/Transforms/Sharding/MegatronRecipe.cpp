@@ -11,7 +11,9 @@
 //     k_proj, v_proj, gate_proj, up_proj;
 //   row-parallel (split "in" on tp): attn.c_proj, mlp.c_proj, o_proj,
 //     down_proj;
-//   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head;
+//   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head; a
+//     vocabulary tp does not divide is padded, as Megatron pads it (each
+//     shard holds ceil(V / tp) rows, the last ones padding);
 //   data-parallel: every argument's "batch" dimension on dp.
 // GPT-2's fused QKV weight and bias are cut by tfm.split into Q, K and V; a
 // contiguous split of the fused dimension would give a device parts of two
@@ -91,16 +93,6 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
                         : role == Role::Row  ? dimWithRole("in")
                         : role == Role::Vocab ? dimWithRole("vocab")
                                               : -1;
-        if (split >= 0 && role == Role::Vocab &&
-            type.getShape()[split] % mesh.axisSize(tpAxis) != 0) {
-          // Megatron pads the vocabulary to a multiple of tp; until pmlir
-          // does, the table stays whole on every device.
-          mlir::emitWarning(func.getLoc())
-              << "'" << name.getValue() << "': vocabulary " << type.getShape()[split]
-              << " is not divisible by " << tpAxis << " = " << mesh.axisSize(tpAxis)
-              << "; it stays replicated (padding is not implemented yet)";
-          split = -1;
-        }
         if (split >= 0) {
           if (auto fused = fusedSplit(arg, split)) {
             constrainParts(fused, split, context);

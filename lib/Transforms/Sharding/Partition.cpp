@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
@@ -62,13 +63,57 @@ struct Partitioner {
   DenseMap<Value, Local> locals;
   /// Reshards already made in a block: (global value, target, block).
   std::map<std::tuple<const void *, const void *, Block *>, Value> reshards;
+  /// Local values whose padding may hold other values than zeros (an op
+  /// that maps zeros to non-zeros ran on padded shards): a padded dimension
+  /// may be contracted only where one operand's padding is zeros.
+  DenseSet<Value> dirtyPadding;
+
+  /// Whether `s` pads some dimension of `global`.
+  bool hasPadding(Value global, const Sharding &s) const {
+    return llvm::any_of(llvm::enumerate(s.dims),
+                        [&](auto d) { return padded(global, d.index(), d.value()); });
+  }
 
   RankedTensorType localType(Value global, const Sharding &s) const {
     auto type = cast<RankedTensorType>(global.getType());
     SmallVector<int64_t> shape(type.getShape());
     for (auto [d, axes] : llvm::enumerate(s.dims))
-      shape[d] /= devicesOf(mesh, axes);
+      shape[d] = shardSize(shape[d], devicesOf(mesh, axes));
     return type.clone(shape);
+  }
+
+  /// Whether `axes` split dimension `d` of `global` unevenly: its shards
+  /// are padded.
+  bool padded(Value global, int64_t d, ArrayRef<StringRef> axes) const {
+    return cast<RankedTensorType>(global.getType()).getShape()[d] % devicesOf(mesh, axes) != 0;
+  }
+
+  /// Dimension `d` of `global` padded to a multiple of the devices of `axes`.
+  int64_t paddedSize(Value global, int64_t d, ArrayRef<StringRef> axes) const {
+    int64_t devices = devicesOf(mesh, axes);
+    return devices * shardSize(cast<RankedTensorType>(global.getType()).getShape()[d], devices);
+  }
+
+  /// `v` with dimension `d` grown (zeros at the end) or cut to `size`.
+  Value resize(Location loc, Value v, int64_t d, int64_t size) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    if (shape[d] == size)
+      return v;
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0)), high = zeros;
+    high[d] = b.getIndexAttr(size - shape[d]);
+    bool grow = shape[d] < size;
+    shape[d] = size;
+    auto resized = type.clone(shape);
+    if (grow) {
+      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+      return tensor::PadOp::create(b, loc, resized, v, zeros, high, zero);
+    }
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
+        strides(shape.size(), b.getIndexAttr(1)), sizes;
+    for (int64_t n : shape)
+      sizes.push_back(b.getIndexAttr(n));
+    return tensor::ExtractSliceOp::create(b, loc, resized, v, offsets, sizes, strides);
   }
 
   SmallVector<int16_t> gridAxes(ArrayRef<StringRef> axes) const {
@@ -106,6 +151,7 @@ struct Partitioner {
   FailureOr<Value> reshard(Value global, Value v, Sharding from, const Sharding &to,
                            Operation *user) {
     Location loc = user->getLoc();
+    Value input = v;
     auto fail = [&]() {
       return user->emitOpError() << "cannot reshard an operand from "
                                  << from.toAttr(b.getContext()) << " to "
@@ -140,7 +186,16 @@ struct Partitioner {
       }
       if (scatter.empty())
         continue;
-      llvm::append_range(cur.dims[d], scatter);
+      // An uneven scatter pads the full dimension first; a dimension
+      // already split goes through all_reduce and the gathers below.
+      Axes split = cur.dims[d];
+      llvm::append_range(split, scatter);
+      if (padded(global, d, split)) {
+        if (!cur.dims[d].empty())
+          continue;
+        v = resize(loc, v, d, paddedSize(global, d, split));
+      }
+      cur.dims[d] = split;
       llvm::erase_if(cur.pending, [&](StringRef a) { return llvm::is_contained(scatter, a); });
       llvm::erase_if(reduce, [&](StringRef a) { return llvm::is_contained(scatter, a); });
       emit(shard::ReduceScatterOp::create(b, loc, localType(global, cur), kGridName,
@@ -166,6 +221,11 @@ struct Partitioner {
               to.dims[dst].size() == cur.dims[dst].size() ||
               to.dims[dst][cur.dims[dst].size()] != a)
             continue;
+          Axes srcAfter(ArrayRef(cur.dims[src]).drop_back()), dstAfter = cur.dims[dst];
+          dstAfter.push_back(a);
+          if (padded(global, src, cur.dims[src]) || padded(global, src, srcAfter) ||
+              padded(global, dst, cur.dims[dst]) || padded(global, dst, dstAfter))
+            continue; // padded shards move by gathering and slicing
           cur.dims[src].pop_back();
           cur.dims[dst].push_back(a);
           emit(shard::AllToAllOp::create(b, loc, localType(global, cur), kGridName,
@@ -176,28 +236,43 @@ struct Partitioner {
       }
     }
 
-    // Axes leaving a dimension are gathered, axes joining it sliced.
+    // Axes leaving a dimension are gathered, axes joining it sliced. A
+    // padded dimension that changes is gathered whole (and its padding cut
+    // off) and sliced anew: shards of different sizes do not nest.
     for (auto [d, want] : llvm::enumerate(to.dims)) {
       size_t keep = 0;
       while (keep < cur.dims[d].size() && keep < want.size() && cur.dims[d][keep] == want[keep])
         ++keep;
+      if (cur.dims[d] != want && (padded(global, d, cur.dims[d]) || padded(global, d, want)))
+        keep = 0;
       if (keep == cur.dims[d].size())
         continue;
       Axes gathered(ArrayRef<StringRef>(cur.dims[d]).drop_front(keep));
+      int64_t gatheredSize = paddedSize(global, d, cur.dims[d]) /
+                             devicesOf(mesh, ArrayRef(cur.dims[d]).take_front(keep));
       cur.dims[d].resize(keep);
-      emit(shard::AllGatherOp::create(b, loc, localType(global, cur), kGridName,
-                                      gridAxes(gathered), v, APInt(64, d)));
+      RankedTensorType type = localType(global, cur);
+      SmallVector<int64_t> shape(type.getShape());
+      shape[d] = gatheredSize;
+      v = shard::AllGatherOp::create(b, loc, type.clone(shape), kGridName, gridAxes(gathered), v,
+                                     APInt(64, d));
+      v = resize(loc, v, d, type.getShape()[d]);
+      assert(v.getType() == type && "gather lost the shape");
     }
     for (auto [d, want] : llvm::enumerate(to.dims)) {
       if (cur.dims[d].size() == want.size())
         continue;
       Axes sliced(ArrayRef<StringRef>(want).drop_front(cur.dims[d].size()));
+      if (padded(global, d, want))
+        v = resize(loc, v, d, paddedSize(global, d, want));
       cur.dims[d] = want;
       emit(shard::AllSliceOp::create(b, loc, localType(global, cur), v, kGridName,
                                      gridAxes(sliced), static_cast<int64_t>(d)));
     }
     if (cur != to)
       return fail();
+    if (dirtyPadding.contains(input) && hasPadding(global, to))
+      dirtyPadding.insert(v);
     return v;
   }
 
@@ -247,6 +322,8 @@ LogicalResult Partitioner::partitionLayer(LayerOp layer) {
   YieldOp::create(b, layer.getLoc(), yielded);
   for (auto [result, v] : llvm::zip(newLayer.getResults(), yielded)) {
     result.setType(v.getType());
+    if (dirtyPadding.contains(v))
+      dirtyPadding.insert(result);
     locals[layer.getResult(result.getResultNumber())] = {
         result, resultSharding(layer, result.getResultNumber())};
   }
@@ -354,6 +431,28 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
     mapping.map(operand, *v);
   }
 
+  // Padding holds zeros in the arguments and after a pad; a padded
+  // contracting factor needs zeros in the padding of one of its operands.
+  for (size_t f = 0; f < numFactors; ++f) {
+    if (rule.factors[f].kind != FactorKind::Contracting ||
+        rule.factors[f].size % devicesOf(mesh, axes[f]) == 0)
+      continue;
+    bool zeros = false;
+    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands))
+      if (dims && llvm::any_of(*dims, [&](const auto &fs) { return llvm::is_contained(fs, f); }))
+        zeros |= !dirtyPadding.contains(mapping.lookup(operand));
+    if (!zeros)
+      return op->emitOpError() << "contracts a dimension of size " << rule.factors[f].size
+                               << " split unevenly over " << devicesOf(mesh, axes[f])
+                               << " devices, but no operand's padding is known to be zeros";
+  }
+  // Ops that map zeros to zeros keep zero padding zeros.
+  bool keepsZeros = isa<MatmulOp, AddOp, SubOp, MulOp, ScaleOp, GeluOp, SiluOp, RmsNormOp,
+                        SplitOp, SplitHeadsOp, MergeHeadsOp, RopeOp>(op) &&
+                    llvm::none_of(op->getOperands(), [&](Value operand) {
+                      return dirtyPadding.contains(mapping.lookup(operand));
+                    });
+
   // The op on local shapes.
   Operation *local = b.clone(*op, mapping);
   local->removeAttr(kResultShardingsAttr);
@@ -400,6 +499,8 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
 
   for (auto [i, s] : llvm::enumerate(computed)) {
     Value global = op->getResult(i);
+    if (!keepsZeros && hasPadding(global, s))
+      dirtyPadding.insert(local->getResult(i));
     locals[global] = {local->getResult(i), s};
     if (s != results[i]) {
       FailureOr<Value> v = reshard(global, local->getResult(i), s, results[i], op);
@@ -439,10 +540,10 @@ LogicalResult Partitioner::partition(Operation *op) {
           if (mesh.axisIndex(a) < 0)
             return op->emitOpError() << "has tfm.shardings entry " << attr << " naming mesh axis '"
                                      << a << "', which the mesh " << mesh << " does not have";
-        if (type.getShape()[d] % devicesOf(mesh, axes) != 0)
+        if (type.getShape()[d] < devicesOf(mesh, axes))
           return op->emitOpError() << "has tfm.shardings entry " << attr << " splitting dimension "
                                    << d << " of " << type << " over " << devicesOf(mesh, axes)
-                                   << " devices, which do not divide it";
+                                   << " devices, more than its size";
       }
     }
   }
@@ -487,6 +588,8 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
                                   << " has pending axes; an input is a full value";
       BlockArgument local = body->addArgument(p.localType(arg, s), arg.getLoc());
       p.locals[arg] = {local, s};
+      if (local.getType() != arg.getType())
+        func.setArgAttr(arg.getArgNumber(), kGlobalTypeAttr, TypeAttr::get(arg.getType()));
     }
     b.setInsertionPointToStart(body);
     for (Operation &op : old.without_terminator())
@@ -504,6 +607,8 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
         return failure();
       results.push_back(*v);
       func.setResultAttr(i, kShardingAttr, want.toAttr(func.getContext()));
+      if (v->getType() != value.getType())
+        func.setResultAttr(i, kGlobalTypeAttr, TypeAttr::get(value.getType()));
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     old.dropAllReferences();

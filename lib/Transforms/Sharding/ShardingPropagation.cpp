@@ -73,11 +73,10 @@ struct Propagation {
         if (mesh.axisIndex(a) < 0)
           return where() << what << " names mesh axis '" << a
                                       << "', which the mesh " << mesh << " does not have";
-      if (type.getShape()[d] % sizeOf(axes) != 0)
+      if (type.getShape()[d] < sizeOf(axes))
         return where() << what << " splits dimension " << d << " of " << type
                                     << " over " << sizeOf(axes)
-                                    << " devices, which do not divide it (sharding "
-                                    << attr << ")";
+                                    << " devices, more than its size (sharding " << attr << ")";
       s.dims.push_back(axes);
     }
     s.pending = attr.pendingAxes();

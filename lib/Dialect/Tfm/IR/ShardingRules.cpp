@@ -262,13 +262,31 @@ void pmlir::tfm::factorAxes(ArrayRef<int64_t> factors, ArrayRef<StringRef> dimAx
                             const ShardingRule &rule, MeshAttr mesh,
                             SmallVectorImpl<Axes> &perFactor) {
   size_t next = 0;
-  for (int64_t f : factors) {
+  for (auto [i, f] : llvm::enumerate(factors)) {
     int64_t remaining = rule.factors[f].size;
     while (next < dimAxes.size() && remaining % mesh.axisSize(dimAxes[next]) == 0) {
       remaining /= mesh.axisSize(dimAxes[next]);
       perFactor[f].push_back(dimAxes[next++]);
     }
+    if (remaining != 1 && i + 1 == factors.size() && rule.isMinorEverywhere(f)) {
+      int64_t devices = devicesOf(mesh, perFactor[f]);
+      while (next < dimAxes.size() &&
+             devices * mesh.axisSize(dimAxes[next]) <= rule.factors[f].size) {
+        devices *= mesh.axisSize(dimAxes[next]);
+        perFactor[f].push_back(dimAxes[next++]);
+      }
+    }
     if (remaining != 1)
       break;
   }
+}
+
+bool ShardingRule::isMinorEverywhere(int64_t f) const {
+  auto minorIn = [&](ArrayRef<SmallVector<int64_t>> dims) {
+    return llvm::all_of(dims, [&](const SmallVector<int64_t> &factors) {
+      return !llvm::is_contained(factors, f) || factors.back() == f;
+    });
+  };
+  return llvm::all_of(operands, [&](const auto &dims) { return !dims || minorIn(*dims); }) &&
+         llvm::all_of(results, minorIn);
 }

@@ -50,6 +50,11 @@ struct ShardingRule {
   llvm::SmallVector<std::optional<llvm::SmallVector<llvm::SmallVector<int64_t>>>> operands;
   llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
   PendingRule pending = PendingRule::None;
+
+  /// Whether factor `f` is the minor-most factor of every dimension it is
+  /// part of. Only such a factor may be split unevenly: its padding then
+  /// sits at the end of each of its dimensions.
+  bool isMinorEverywhere(int64_t f) const;
 };
 
 using Axes = llvm::SmallVector<llvm::StringRef>;
@@ -71,10 +76,21 @@ struct Sharding {
 /// The number of devices `axes` span on `mesh`.
 int64_t devicesOf(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
 
+/// The size of one shard of a dimension of `global` elements split over
+/// `devices`. A split the devices do not divide is padded, as GSPMD pads
+/// uneven shards: every device holds ceil(global / devices) elements, device
+/// i the global elements from i * that size on, and the last devices'
+/// blocks end in padding.
+inline int64_t shardSize(int64_t global, int64_t devices) {
+  return (global + devices - 1) / devices;
+}
+
 /// Gives each factor of a dimension (`factors`, major first) the axes of
 /// `dimAxes` that split it: major factors first, each taking axes while they
 /// divide what remains of it. Axes past a factor they do not split fully
-/// are not contiguous blocks of the next factor and are left out.
+/// are not contiguous blocks of the next factor and are left out. The last
+/// factor, if minor everywhere, takes the axes that remain as an uneven
+/// (padded) split while they do not outnumber its elements.
 void factorAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<llvm::StringRef> dimAxes,
                 const ShardingRule &rule, MeshAttr mesh,
                 llvm::SmallVectorImpl<Axes> &perFactor);

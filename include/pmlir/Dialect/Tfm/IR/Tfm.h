@@ -37,6 +37,11 @@ inline constexpr llvm::StringLiteral kDimsAttr = "tfm.dims";
 /// sharding propagation; in a per-rank program pmlir-run binds each rank's
 /// block of the global tensor and assembles sharded results.
 inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
+/// Function argument and result attribute of a per-rank program: the type
+/// of the global tensor whose block the argument or result is. pmlir-run
+/// needs it where shards are padded (a split the devices do not divide),
+/// as the local shape then does not tell the global one.
+inline constexpr llvm::StringLiteral kGlobalTypeAttr = "tfm.global_type";
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
 /// Op attribute that sharding propagation writes: one #tfm.sharding per
