@@ -180,26 +180,36 @@ namespace {
 class ForwardBuilder {
 public:
   ForwardBuilder(MLIRContext *ctx, int64_t batch, int64_t seq, int64_t vocab,
-                 const std::vector<WeightSpec> &weights)
+                 const std::vector<WeightSpec> &weights, bool loss)
       : b(ctx), f32(b.getF32Type()) {
     module = ModuleOp::create(b.getUnknownLoc());
     b.setInsertionPointToEnd(module->getBody());
 
-    SmallVector<Type> argTypes = {
-        RankedTensorType::get({batch, seq}, b.getI64Type())};
+    auto tokens = RankedTensorType::get({batch, seq}, b.getI64Type());
+    SmallVector<Type> argTypes = {tokens};
     SmallVector<Attribute> argAttrs = {argAttr("input_ids", {"batch", "seq"})};
+    if (loss) {
+      argTypes.push_back(tokens);
+      argAttrs.push_back(argAttr("labels", {"batch", "seq"}));
+    }
     for (const WeightSpec &w : weights) {
       argTypes.push_back(RankedTensorType::get(w.shape, f32));
       argAttrs.push_back(argAttr(w.name, w.dims));
     }
-    auto resultType = RankedTensorType::get({batch, seq, vocab}, f32);
+    Type resultType = loss ? RankedTensorType::get({}, f32)
+                           : RankedTensorType::get({batch, seq, vocab}, f32);
     auto type = b.getFunctionType(argTypes, {resultType});
     func = func::FuncOp::create(b, loc("forward"), "forward", type);
     func.setAllArgAttrs(argAttrs);
+    // pmlir-run names its output by this ("logits" without it).
+    if (loss)
+      func.setResultAttr(0, tfm::kNameAttr, b.getStringAttr("loss"));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     ids = entry->getArgument(0);
-    for (auto [w, arg] : llvm::zip(weights, entry->getArguments().drop_front()))
+    if (loss)
+      labels = entry->getArgument(1);
+    for (auto [w, arg] : llvm::zip(weights, entry->getArguments().drop_front(loss ? 2 : 1)))
       byName[w.name] = arg;
   }
 
@@ -207,7 +217,7 @@ public:
   Type f32;
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
-  Value ids;
+  Value ids, labels;
   Location here = UnknownLoc::get(b.getContext());
 
   Value weight(const std::string &name) const {
@@ -293,8 +303,13 @@ public:
     return op.getResult(0);
   }
 
+  /// Returns the logits, or their loss against the labels.
   OwningOpRef<ModuleOp> finish(Value logits) {
-    func::ReturnOp::create(b, loc("forward"), logits);
+    Value result = logits;
+    if (labels)
+      result = tfm::CrossEntropyOp::create(b, loc("loss"), tensor({}), logits, labels,
+                                           b.getI64IntegerAttr(-100));
+    func::ReturnOp::create(b, loc("forward"), result);
     return std::move(module);
   }
 
@@ -316,7 +331,7 @@ private:
 
 OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
   ctx->loadDialect<tfm::TfmDialect, func::FuncDialect>();
-  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, gpt2Weights(c));
+  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, gpt2Weights(c), c.loss);
   double eps = c.layerNormEps;
 
   fb.here = fb.loc("wte");
@@ -366,7 +381,7 @@ OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
 
 OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) {
   ctx->loadDialect<tfm::TfmDialect, func::FuncDialect>();
-  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, llamaWeights(c));
+  ForwardBuilder fb(ctx, c.batch, c.seq, c.vocab, llamaWeights(c), c.loss);
 
   fb.here = fb.loc("model.embed_tokens");
   Value hidden = fb.embedding(fb.weight("model.embed_tokens.weight"), fb.ids);

@@ -14,7 +14,7 @@
 // GPT2: tfm.name = "h.0.mlp.c_fc.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
 // GPT2: tfm.name = "h.0.mlp.c_fc.bias", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]]>
 // GPT2: tfm.name = "h.0.mlp.c_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
-// GPT2-SAME: -> (tensor<2x16x96xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>})
+// GPT2-SAME: -> (tensor<2x16x96xf32> {{{.*}}tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>})
 // GPT2: tfm.embedding {{.*}}pending = ["tp"]>]} : {{.*}} -> tensor<2x16x64xf32>
 // The fused QKV weight is pinned by parts.
 // GPT2: %[[QKV:.*]]:3 = tfm.split
@@ -55,6 +55,17 @@
 // UNEVEN-SAME: -> (tensor<2x16x49xf32> {tfm.global_type = tensor<2x16x97xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}], [], ["tp"]]>})
 // UNEVEN: tfm.embedding {{.*}} rows_from {{.*}} : tensor<49x64xf32>
 // UNEVEN: tfm.matmul {{.*}} transpose_rhs : tensor<2x16x64xf32>, tensor<49x64xf32> -> tensor<2x16x49xf32>
+
+// With the loss, the vocab-split logits are never gathered (Megatron's
+// vocab-parallel cross entropy).
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 --loss \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition 2>&1 | FileCheck %s --check-prefix=LOSS
+// LOSS: %[[LOGITS:.*]] = tfm.matmul {{.*}} transpose_rhs : tensor<1x16x64xf32>, tensor<49x64xf32> -> tensor<1x16x49xf32>
+// LOSS-NOT: shard.all_gather %[[LOGITS]]
+// LOSS: tfm.row_max %[[LOGITS]] vocab_from
+// LOSS: tfm.cross_entropy_parts %[[LOGITS]]
+// LOSS: tfm.cross_entropy_combine
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NOMESH

@@ -82,6 +82,33 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 
 // -----
 
+// Megatron's vocab-parallel cross entropy: the logits (tokens on dp,
+// vocabulary on tp, 10 = 2 x 5) are never gathered; a max all-reduce and a
+// sum all-reduce of [tokens, 2] over tp, then the per-token parts and
+// labels gathered over dp.
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
+  // CHECK-LABEL: func.func @vocab_parallel_cross_entropy
+  // CHECK-SAME: %[[L:.*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:.*]]: tensor<2x3xi64>
+  // CHECK-NOT: shard.all_gather %[[L]]
+  // CHECK: %[[I:.*]] = shard.process_multi_index on @mesh axes = [1] : index
+  // CHECK: %[[OFF:.*]] = arith.muli %[[I]], %{{.*}} : index
+  // CHECK: %[[M:.*]] = tfm.row_max %[[L]] vocab_from %[[OFF]] vocab = 10 : tensor<2x3x5xf32> -> tensor<2x3xf32>
+  // CHECK: %[[GM:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[P:.*]] = tfm.cross_entropy_parts %[[L]], %[[Y]], %[[GM]] vocab_from %[[OFF]] vocab = 10 : tensor<2x3x5xf32>, tensor<2x3xi64>, tensor<2x3xf32> -> tensor<2x3x2xf32>
+  // CHECK: %[[S:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [1] : tensor<2x3x2xf32> -> tensor<2x3x2xf32>
+  // CHECK: %[[AP:.*]] = shard.all_gather %[[S]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x3x2xf32> -> tensor<4x3x2xf32>
+  // CHECK: %[[AY:.*]] = shard.all_gather %[[Y]] on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x3xi64> -> tensor<4x3xi64>
+  // CHECK: %[[LOSS:.*]] = tfm.cross_entropy_combine %[[AP]], %[[AY]] ignore_index = -100 : tensor<4x3x2xf32>, tensor<4x3xi64> -> tensor<f32>
+  // CHECK: return %[[LOSS]]
+  func.func @vocab_parallel_cross_entropy(%l: tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], ["tp"]]>},
+                                          %y: tensor<4x3xi64> {tfm.sharding = #tfm.sharding<[["dp"], []]>}) -> tensor<f32> {
+    %loss = tfm.cross_entropy %l, %y ignore_index = -100 {tfm.shardings = [#tfm.sharding<[]>]} : tensor<4x3x10xf32>, tensor<4x3xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
 // Splits the devices do not divide are padded (ceil(size / devices) per
 // device, the padding at the end): a pending sum is padded before its
 // reduce_scatter, a gather cuts the padding off, a slice pads first.

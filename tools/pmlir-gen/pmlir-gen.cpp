@@ -3,10 +3,10 @@
 // Part of pmlir.
 //
 //   pmlir-gen gpt2 --layers L --hidden H --heads A --vocab V --seq S
-//                  --batch B [--max-positions P] -o FILE
+//                  --batch B [--max-positions P] [--loss] -o FILE
 //   pmlir-gen llama --layers L --hidden H --heads A --kv-heads K --ffn F
 //                   --vocab V --seq S --batch B [--rms-eps E]
-//                   [--rope-theta T] [--tie-embeddings] -o FILE
+//                   [--rope-theta T] [--tie-embeddings] [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
 // The output starts with a comment holding the command that regenerates it.
@@ -60,6 +60,12 @@ static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for stdou
                                        cl::sub(gpt2Command),
                                        cl::sub(llamaCommand),
                                        cl::cat(modelCategory));
+
+static cl::opt<bool> lossFlag(
+    "loss",
+    cl::desc("@forward also takes 'labels' [batch, seq] (the next tokens; -100 is "
+             "ignored) and returns the mean cross entropy instead of the logits"),
+    cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::cat(modelCategory));
 
 static cl::opt<bool> locationsFlag(
     "locations",
@@ -123,12 +129,13 @@ int main(int argc, char **argv) {
     c.batch = batchFlag;
     c.maxPositions =
         maxPositionsFlag.getNumOccurrences() ? maxPositionsFlag : seqFlag;
+    c.loss = lossFlag;
     if (Error err = pmlir::validate(c))
       return fail(toString(std::move(err)));
     command = formatv("pmlir-gen gpt2 --layers {0} --hidden {1} --heads {2} "
-                      "--vocab {3} --seq {4} --batch {5} --max-positions {6}",
+                      "--vocab {3} --seq {4} --batch {5} --max-positions {6}{7}",
                       c.layers, c.hidden, c.heads, c.vocab, c.seq, c.batch,
-                      c.maxPositions);
+                      c.maxPositions, c.loss ? " --loss" : "");
     module = pmlir::buildGpt2(&context, c);
   } else if (llamaCommand) {
     pmlir::LlamaConfig c;
@@ -143,15 +150,17 @@ int main(int argc, char **argv) {
     c.rmsEps = rmsEpsFlag;
     c.ropeTheta = ropeThetaFlag;
     c.tieEmbeddings = tieEmbeddingsFlag;
+    c.loss = lossFlag;
     if (Error err = pmlir::validate(c))
       return fail(toString(std::move(err)));
     command = formatv("pmlir-gen llama --layers {0} --hidden {1} --heads {2} "
                       "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
-                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
+                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}{11}",
                       c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab,
                       c.seq, c.batch, shortest(c.rmsEps),
                       shortest(c.ropeTheta),
-                      c.tieEmbeddings ? " --tie-embeddings" : "");
+                      c.tieEmbeddings ? " --tie-embeddings" : "",
+                      c.loss ? " --loss" : "");
     module = pmlir::buildLlama(&context, c);
   } else {
     return fail("expected a model: 'pmlir-gen gpt2 ...' or 'pmlir-gen llama "

@@ -435,7 +435,7 @@ struct Program {
              {tfm::kNameAttr, tfm::kDimsAttr, tfm::kShardingAttr, tfm::kGlobalTypeAttr})
           f.removeArgAttr(i, name);
       for (unsigned i = 0; i < f.getNumResults(); ++i)
-        for (StringRef name : {tfm::kShardingAttr, tfm::kGlobalTypeAttr})
+        for (StringRef name : {tfm::kNameAttr, tfm::kShardingAttr, tfm::kGlobalTypeAttr})
           f.removeResultAttr(i, StringAttr::get(context, name));
     });
     for (unsigned i = 0; i < entry.getNumArguments(); ++i)
@@ -646,12 +646,30 @@ int main(int argc, char **argv) {
     return fail(std::string(check ? "--check" : "--comm-report") +
                 " needs a global program to shard: --recipe, or a model with tfm.mesh");
   OwningOpRef<ModuleOp> reference;
-  // Token ids index embedding tables; their global vocabulary, per argument.
-  std::map<unsigned, int64_t> vocabOfIds;
-  entry.walk([&](tfm::EmbeddingOp op) {
-    if (auto arg = dyn_cast<BlockArgument>(op.getIds()); arg && arg.getOwner()->getParentOp() == entry)
-      vocabOfIds[arg.getArgNumber()] = op.getTable().getType().getShape()[0];
+  // Token ids index embedding tables and labels the logits' columns: per
+  // argument, the vocabulary and the one value outside it a label may take.
+  struct IdRange {
+    int64_t vocab;
+    std::optional<int64_t> ignored;
+  };
+  std::map<unsigned, IdRange> idRanges;
+  auto argumentOf = [&](Value v) -> std::optional<unsigned> {
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == entry)
+      return arg.getArgNumber();
+    return std::nullopt;
+  };
+  entry.walk([&](Operation *op) {
+    if (auto embedding = dyn_cast<tfm::EmbeddingOp>(op))
+      if (auto i = argumentOf(embedding.getIds()))
+        idRanges[*i] = {embedding.getTable().getType().getShape()[0], std::nullopt};
+    if (auto loss = dyn_cast<tfm::CrossEntropyOp>(op))
+      if (auto i = argumentOf(loss.getLabels()))
+        idRanges[*i] = {loss.getLogits().getType().getShape().back(), loss.getIgnoreIndex()};
   });
+  // The result's name in --output and in --check's line.
+  std::string resultName = "logits";
+  if (auto name = entry.getResultAttrOfType<StringAttr>(0, tfm::kNameAttr))
+    resultName = name.str();
   if (sharding) {
     SmallVector<StringAttr> axes;
     for (const std::string &name : mesh->axisNames())
@@ -735,8 +753,8 @@ int main(int argc, char **argv) {
   if (!bindArguments(entry, mesh, rank, weights.get(), inputs.get(), args, error))
     return fail(error);
 
-  // Out-of-range token ids are refused here.
-  for (auto [argNumber, vocab] : vocabOfIds) {
+  // Out-of-range token ids and labels are refused here.
+  for (auto [argNumber, range] : idRanges) {
     const Argument &ids = args[argNumber];
     bool wide = cast<RankedTensorType>(entry.getArgumentTypes()[argNumber])
                     .getElementType()
@@ -744,10 +762,12 @@ int main(int argc, char **argv) {
     for (int64_t k = 0, n = product(ids.shape); k < n; ++k) {
       int64_t v = wide ? reinterpret_cast<const int64_t *>(ids.data)[k]
                        : reinterpret_cast<const int32_t *>(ids.data)[k];
-      if (v < 0 || v >= vocab)
-        return fail("token id " + std::to_string(v) + " at flat index " + std::to_string(k) +
-                    " of '" + ids.name + "' is outside the vocabulary [0, " +
-                    std::to_string(vocab) + ")");
+      if ((v < 0 || v >= range.vocab) && v != range.ignored)
+        return fail((range.ignored ? "label " : "token id ") + std::to_string(v) +
+                    " at flat index " + std::to_string(k) + " of '" + ids.name +
+                    "' is outside the vocabulary [0, " + std::to_string(range.vocab) + ")" +
+                    (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored)
+                                   : ""));
     }
   }
 
@@ -836,10 +856,11 @@ int main(int argc, char **argv) {
     double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
     unsharded.releaseResult();
     bool ok = relative <= tolerance;
-    llvm::outs() << llvm::format("check: logits relative error %.3g (tolerance %.3g): %s\n",
-                                 relative, double(tolerance), ok ? "ok" : "FAILED");
+    llvm::outs() << "check: " << resultName
+                 << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
+                                 double(tolerance), ok ? "ok" : "FAILED");
     if (!ok)
-      return fail("--check: the sharded logits differ from the unsharded run by " +
+      return fail("--check: the sharded result '" + resultName + "' differs from the unsharded run by " +
                   llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
                   llvm::formatv("{0:e3}", double(tolerance)).str());
   }
@@ -850,7 +871,7 @@ int main(int argc, char **argv) {
     double mean = sum / n;
     for (int64_t k = 0; k < n; ++k)
       squares += (logits[k] - mean) * (logits[k] - mean);
-    llvm::outs() << "logits: shape " << formatDims(resultShape)
+    llvm::outs() << resultName << ": shape " << formatDims(resultShape)
                  << llvm::format(", mean %.6g, std %.6g, first", mean,
                                  std::sqrt(squares / n));
     for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
@@ -858,7 +879,7 @@ int main(int argc, char **argv) {
     llvm::outs() << "\n";
   }
   if (!outputFile.empty() && rank == 0) {
-    if (!writeSafeTensors(outputFile, {{"logits", DType::F32, resultShape, logits}}, {},
+    if (!writeSafeTensors(outputFile, {{resultName, DType::F32, resultShape, logits}}, {},
                           error))
       return fail(error);
   }

@@ -30,6 +30,8 @@ struct Gpt2Config {
   int64_t batch = 1;
   int64_t maxPositions = 1024;
   double layerNormEps = 1e-5;
+  /// @forward takes `labels` and returns the loss instead of the logits.
+  bool loss = false;
 };
 
 /// A Llama model (Hugging Face LlamaForCausalLM).
@@ -45,6 +47,8 @@ struct LlamaConfig {
   double rmsEps = 1e-6;
   double ropeTheta = 10000.0;
   bool tieEmbeddings = false;
+  /// @forward takes `labels` and returns the loss instead of the logits.
+  bool loss = false;
 };
 
 /// One weight argument of @forward.
@@ -61,12 +65,15 @@ struct WeightSpec {
 llvm::Error validate(const Gpt2Config &config);
 llvm::Error validate(const LlamaConfig &config);
 
-/// The weights of @forward in argument order (after input_ids).
+/// The weights of @forward in argument order (after input_ids and labels).
 std::vector<WeightSpec> gpt2Weights(const Gpt2Config &config);
 std::vector<WeightSpec> llamaWeights(const LlamaConfig &config);
 
-/// A module holding @forward(input_ids, weights...) -> logits [B, S, V].
-/// The config must have passed validate().
+/// A module holding @forward(input_ids, weights...) -> logits [B, S, V],
+/// or with `loss` @forward(input_ids, labels, weights...) -> the mean token
+/// cross entropy (tfm.cross_entropy, ignore index -100; labels[b, s] is the
+/// target of position s: the next token, as the caller shifts them). The
+/// config must have passed validate().
 mlir::OwningOpRef<mlir::ModuleOp> buildGpt2(mlir::MLIRContext *context,
                                             const Gpt2Config &config);
 mlir::OwningOpRef<mlir::ModuleOp> buildLlama(mlir::MLIRContext *context,

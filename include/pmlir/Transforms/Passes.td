@@ -164,6 +164,12 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     block's first position, a sequence-split causal `attention` with its
     `query_offset`); a result computed with another sharding than its
     annotation (the parts of a replicated fused weight) is resharded to it.
+    `tfm.cross_entropy` on split logits is Megatron's vocab-parallel cross
+    entropy and never gathers the logits: `tfm.row_max` of each block,
+    `all_reduce` max over the vocabulary axes, `tfm.cross_entropy_parts`
+    (the block's exp sum and label logit per token), `all_reduce` sum of
+    those `[tokens, 2]`, gathered over the token axes, and
+    `tfm.cross_entropy_combine` for the mean.
 
     Any change of sharding between a producer and a consumer becomes
     collectives, cheapest first: axes over which a pending sum is reduced

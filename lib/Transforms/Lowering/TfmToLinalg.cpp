@@ -251,10 +251,35 @@ struct SiluLowering : UnaryLowering<tfm::SiluOp> {
   }
 };
 
+
+/// `v` at column (the last loop) `from + j` of a vocabulary of `vocab`, or
+/// `fill` past it (in the padding).
+Value maskPadding(OpBuilder &b, Location l, Value v, Value from, int64_t vocab, unsigned rank,
+                  double fill) {
+  Value column = arith::AddIOp::create(b, l, linalg::IndexOp::create(b, l, rank - 1), from);
+  Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, column,
+                                       arith::ConstantIndexOp::create(b, l, vocab));
+  return arith::SelectOp::create(b, l, inside, v, floatConst(b, l, v.getType(), fill));
+}
+
+/// The max over the last dimension; with `from`, over the columns below
+/// `vocab` of a block starting at column `from`.
+Value rowMax(OpBuilder &b, Location loc, Value x, Value from = {}, int64_t vocab = 0) {
+  unsigned rank = tensorType(x).getRank();
+  return reduceRows(
+      b, loc, x, {}, -INFINITY,
+      [&](OpBuilder &nb, Location l, Value v, ValueRange) -> Value {
+        if (!from)
+          return v;
+        return maskPadding(nb, l, v, from, vocab, rank, -INFINITY);
+      },
+      maxF);
+}
+
 /// Per row of the last dimension: the max and the sum of exp(x - max), the
 /// numerically safe parts of softmax and logsumexp.
 std::pair<Value, Value> rowMaxAndExpSum(OpBuilder &b, Location loc, Value x) {
-  Value max = reduceRows(b, loc, x, {}, -INFINITY, identity, maxF);
+  Value max = rowMax(b, loc, x);
   Value sum = reduceRows(
       b, loc, x, {max}, 0.0,
       [](OpBuilder &nb, Location l, Value v, ValueRange row) -> Value {
@@ -611,58 +636,136 @@ struct SplitLowering : OpRewritePattern<tfm::SplitOp> {
   }
 };
 
+/// Per token of `logits` [..., Vb], columns [from, from + Vb) of a
+/// vocabulary of `vocab`: [sum of exp(logit - max) over the columns below
+/// `vocab`, logit[label] - max if the label is in the block, else 0]
+/// (tfm.cross_entropy_parts). `from` is null for the whole vocabulary.
+Value crossEntropyParts(OpBuilder &b, Location loc, Value logits, Value labels, Value max,
+                        Value from, int64_t vocab) {
+  RankedTensorType type = tensorType(logits);
+  Type t = type.getElementType();
+  unsigned rank = type.getRank();
+  int64_t columns = type.getShape().back();
+  Value sum = reduceRows(
+      b, loc, logits, {max}, 0.0,
+      [&](OpBuilder &nb, Location l, Value v, ValueRange row) -> Value {
+        Value e = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, v, row[0]));
+        // Padding columns (past the vocabulary) count for nothing.
+        return from ? maskPadding(nb, l, e, from, vocab, rank, 0.0) : e;
+      },
+      addF);
+  unsigned tokenRank = rank - 1;
+  auto tokensType = RankedTensorType::get(type.getShape().drop_back(), t);
+  Value picked = elementwise(
+      b, loc, tokensType, {labels, max},
+      {b.getMultiDimIdentityMap(tokenRank), b.getMultiDimIdentityMap(tokenRank)},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value column = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+        if (from)
+          column = arith::SubIOp::create(nb, l, column, from);
+        // Unsigned: a label before the block is a huge column. Labels
+        // outside the block (ignored ones among them) read column 0.
+        Value inBlock = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, column,
+                                              arith::ConstantIndexOp::create(nb, l, columns));
+        Value safe = arith::SelectOp::create(nb, l, inBlock, column,
+                                             arith::ConstantIndexOp::create(nb, l, 0));
+        SmallVector<Value> idx;
+        for (unsigned i = 0; i < tokenRank; ++i)
+          idx.push_back(linalg::IndexOp::create(nb, l, i));
+        idx.push_back(safe);
+        Value logit = tensor::ExtractOp::create(nb, l, logits, idx);
+        return arith::SelectOp::create(nb, l, inBlock, arith::SubFOp::create(nb, l, logit, a[1]),
+                                       floatConst(nb, l, t, 0.0));
+      });
+  SmallVector<int64_t> partsShape(type.getShape().drop_back());
+  partsShape.push_back(2);
+  auto partsType = RankedTensorType::get(partsShape, t);
+  return elementwise(b, loc, partsType, {sum, picked}, {rowMap(b, rank), rowMap(b, rank)},
+                     [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                       Value first = arith::CmpIOp::create(
+                           nb, l, arith::CmpIPredicate::eq,
+                           linalg::IndexOp::create(nb, l, rank - 1),
+                           arith::ConstantIndexOp::create(nb, l, 0));
+                       return arith::SelectOp::create(nb, l, first, a[0], a[1]);
+                     });
+}
+
+/// The mean over tokens whose label is not `ignore` of log(parts[..., 0]) -
+/// parts[..., 1] (tfm.cross_entropy_combine).
+Value crossEntropyCombine(OpBuilder &b, Location loc, Value parts, Value labels, int64_t ignore) {
+  RankedTensorType type = tensorType(parts);
+  Type t = type.getElementType();
+  unsigned tokenRank = type.getRank() - 1;
+  auto scalar = RankedTensorType::get({}, t);
+  Type labelType = tensorType(labels).getElementType();
+  // Sum over tokens of the loss and the count of counted tokens; the token
+  // loops are reductions, the parts' last dimension is read by index.
+  AffineMap tokens = b.getMultiDimIdentityMap(tokenRank);
+  AffineMap toScalar = AffineMap::get(tokenRank, 0, {}, b.getContext());
+  SmallVector<IteratorType> iters(tokenRank, IteratorType::reduction);
+  auto totals = linalg::GenericOp::create(
+      b, loc, TypeRange{scalar, scalar}, ValueRange{labels},
+      ValueRange{filled(b, loc, {}, t, 0.0), filled(b, loc, {}, t, 0.0)},
+      SmallVector<AffineMap>{tokens, toScalar, toScalar}, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value counted = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::ne, a[0],
+            arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
+        SmallVector<Value> idx;
+        for (unsigned i = 0; i < tokenRank; ++i)
+          idx.push_back(linalg::IndexOp::create(nb, l, i));
+        idx.push_back(arith::ConstantIndexOp::create(nb, l, 0));
+        Value sum = tensor::ExtractOp::create(nb, l, parts, idx);
+        idx.back() = arith::ConstantIndexOp::create(nb, l, 1);
+        Value picked = tensor::ExtractOp::create(nb, l, parts, idx);
+        Value loss = arith::SubFOp::create(nb, l, math::LogOp::create(nb, l, sum), picked);
+        Value zeroF = floatConst(nb, l, t, 0.0);
+        Value oneF = floatConst(nb, l, t, 1.0);
+        Value lossSum = arith::AddFOp::create(
+            nb, l, a[1], arith::SelectOp::create(nb, l, counted, loss, zeroF));
+        Value count = arith::AddFOp::create(
+            nb, l, a[2], arith::SelectOp::create(nb, l, counted, oneF, zeroF));
+        linalg::YieldOp::create(nb, l, ValueRange{lossSum, count});
+      });
+  return generic(b, loc, scalar, {totals.getResult(0), totals.getResult(1)},
+                 SmallVector<AffineMap>(3, AffineMap::get(0, 0, b.getContext())), {},
+                 [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                   return arith::DivFOp::create(nb, l, a[0], a[1]);
+                 });
+}
+
+struct RowMaxLowering : TfmPattern<tfm::RowMaxOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::RowMaxOp op, PatternRewriter &b) const override {
+    return rowMax(b, op.getLoc(), op.getInput(), op.getVocabFrom(), op.getVocab().value_or(0));
+  }
+};
+
+struct CrossEntropyPartsLowering : TfmPattern<tfm::CrossEntropyPartsOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::CrossEntropyPartsOp op, PatternRewriter &b) const override {
+    return crossEntropyParts(b, op.getLoc(), op.getLogits(), op.getLabels(), op.getMax(),
+                             op.getVocabFrom(), op.getVocab());
+  }
+};
+
+struct CrossEntropyCombineLowering : TfmPattern<tfm::CrossEntropyCombineOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::CrossEntropyCombineOp op, PatternRewriter &b) const override {
+    return crossEntropyCombine(b, op.getLoc(), op.getParts(), op.getLabels(),
+                               op.getIgnoreIndex());
+  }
+};
+
+/// The whole vocabulary is one block.
 struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::CrossEntropyOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value logits = op.getLogits();
-    RankedTensorType type = tensorType(logits);
-    Type t = type.getElementType();
-    unsigned rank = type.getRank();
-    // logsumexp per token is max + log(sum).
-    auto [max, sum] = rowMaxAndExpSum(b, loc, logits);
-    // Sum over tokens of (lse - logit[label]) and the count of counted tokens.
-    unsigned tokenRank = rank - 1;
-    auto scalar = RankedTensorType::get({}, t);
-    AffineMap tokens = b.getMultiDimIdentityMap(tokenRank);
-    AffineMap toScalar = AffineMap::get(tokenRank, 0, {}, b.getContext());
-    SmallVector<IteratorType> iters(tokenRank, IteratorType::reduction);
-    int64_t ignore = op.getIgnoreIndex();
-    Type labelType = tensorType(op.getLabels()).getElementType();
-    auto totals = linalg::GenericOp::create(
-        b, loc, TypeRange{scalar, scalar}, ValueRange{op.getLabels(), max, sum},
-        ValueRange{filled(b, loc, {}, t, 0.0), filled(b, loc, {}, t, 0.0)},
-        SmallVector<AffineMap>{tokens, tokens, tokens, toScalar, toScalar}, iters,
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value label = a[0];
-          Value counted = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::ne, label,
-              arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
-          // An ignored label may be any value: read column 0 instead.
-          Value zero = arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, 0));
-          Value column = arith::IndexCastOp::create(
-              nb, l, nb.getIndexType(),
-              arith::SelectOp::create(nb, l, counted, label, zero));
-          SmallVector<Value> idx;
-          for (unsigned i = 0; i < tokenRank; ++i)
-            idx.push_back(linalg::IndexOp::create(nb, l, i));
-          idx.push_back(column);
-          Value picked = tensor::ExtractOp::create(nb, l, logits, idx);
-          Value lse = arith::AddFOp::create(nb, l, a[1], math::LogOp::create(nb, l, a[2]));
-          Value loss = arith::SubFOp::create(nb, l, lse, picked);
-          Value zeroF = floatConst(nb, l, t, 0.0);
-          Value oneF = floatConst(nb, l, t, 1.0);
-          Value lossSum = arith::AddFOp::create(
-              nb, l, a[3], arith::SelectOp::create(nb, l, counted, loss, zeroF));
-          Value count = arith::AddFOp::create(
-              nb, l, a[4], arith::SelectOp::create(nb, l, counted, oneF, zeroF));
-          linalg::YieldOp::create(nb, l, ValueRange{lossSum, count});
-        });
-    return generic(b, loc, scalar, {totals.getResult(0), totals.getResult(1)},
-                   SmallVector<AffineMap>(3, AffineMap::get(0, 0, b.getContext())),
-                   {}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                     return arith::DivFOp::create(nb, l, a[0], a[1]);
-                   });
+    Value parts = crossEntropyParts(b, loc, logits, op.getLabels(), rowMax(b, loc, logits),
+                                    Value(), tensorType(logits).getShape().back());
+    return crossEntropyCombine(b, loc, parts, op.getLabels(), op.getIgnoreIndex());
   }
 };
 
@@ -708,6 +811,7 @@ void pmlir::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
                GeluLowering, SiluLowering, SoftmaxLowering, LayerNormLowering,
                RmsNormLowering, MatmulLowering, EmbeddingLowering,
                ArangeLowering, SplitHeadsLowering, MergeHeadsLowering,
-               RopeLowering, AttentionLowering, SplitLowering,
+               RopeLowering, AttentionLowering, SplitLowering, RowMaxLowering,
+               CrossEntropyPartsLowering, CrossEntropyCombineLowering,
                CrossEntropyLowering, InlineLayer>(ctx);
 }

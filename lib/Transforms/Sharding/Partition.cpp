@@ -69,29 +69,31 @@ struct Partitioner {
   DenseSet<Value> dirtyPadding;
 
   /// Whether `s` pads some dimension of `global`.
-  bool hasPadding(Value global, const Sharding &s) const {
+  bool hasPadding(RankedTensorType global, const Sharding &s) const {
     return llvm::any_of(llvm::enumerate(s.dims),
                         [&](auto d) { return padded(global, d.index(), d.value()); });
   }
 
-  RankedTensorType localType(Value global, const Sharding &s) const {
-    auto type = cast<RankedTensorType>(global.getType());
-    SmallVector<int64_t> shape(type.getShape());
+  RankedTensorType localType(RankedTensorType global, const Sharding &s) const {
+    SmallVector<int64_t> shape(global.getShape());
     for (auto [d, axes] : llvm::enumerate(s.dims))
       shape[d] = shardSize(shape[d], devicesOf(mesh, axes));
-    return type.clone(shape);
+    return global.clone(shape);
+  }
+  RankedTensorType localType(Value global, const Sharding &s) const {
+    return localType(cast<RankedTensorType>(global.getType()), s);
   }
 
   /// Whether `axes` split dimension `d` of `global` unevenly: its shards
   /// are padded.
-  bool padded(Value global, int64_t d, ArrayRef<StringRef> axes) const {
-    return cast<RankedTensorType>(global.getType()).getShape()[d] % devicesOf(mesh, axes) != 0;
+  bool padded(RankedTensorType global, int64_t d, ArrayRef<StringRef> axes) const {
+    return global.getShape()[d] % devicesOf(mesh, axes) != 0;
   }
 
   /// Dimension `d` of `global` padded to a multiple of the devices of `axes`.
-  int64_t paddedSize(Value global, int64_t d, ArrayRef<StringRef> axes) const {
+  int64_t paddedSize(RankedTensorType global, int64_t d, ArrayRef<StringRef> axes) const {
     int64_t devices = devicesOf(mesh, axes);
-    return devices * shardSize(cast<RankedTensorType>(global.getType()).getShape()[d], devices);
+    return devices * shardSize(global.getShape()[d], devices);
   }
 
   /// `v` with dimension `d` grown (zeros at the end) or cut to `size`.
@@ -147,8 +149,8 @@ struct Partitioner {
   }
 
   /// Realizes the change of sharding `from` -> `to` of the local value `v`
-  /// of global value `global` with collectives.
-  FailureOr<Value> reshard(Value global, Value v, Sharding from, const Sharding &to,
+  /// of a global value of type `global` with collectives.
+  FailureOr<Value> reshard(RankedTensorType global, Value v, Sharding from, const Sharding &to,
                            Operation *user) {
     Location loc = user->getLoc();
     Value input = v;
@@ -287,7 +289,8 @@ struct Partitioner {
                                b.getInsertionBlock());
     if (auto it = reshards.find(key); it != reshards.end())
       return it->second;
-    FailureOr<Value> v = reshard(global, have.value, have.sharding, want, user);
+    FailureOr<Value> v = reshard(cast<RankedTensorType>(global.getType()), have.value,
+                                 have.sharding, want, user);
     if (succeeded(v))
       reshards[key] = *v;
     return v;
@@ -300,6 +303,7 @@ struct Partitioner {
 
   LogicalResult partition(Operation *op);
   LogicalResult partitionLayer(LayerOp layer);
+  LogicalResult partitionCrossEntropy(CrossEntropyOp op);
   LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
 };
 
@@ -327,6 +331,60 @@ LogicalResult Partitioner::partitionLayer(LayerOp layer) {
     locals[layer.getResult(result.getResultNumber())] = {
         result, resultSharding(layer, result.getResultNumber())};
   }
+  return success();
+}
+
+/// Megatron's vocab-parallel cross entropy: the logits stay as they come
+/// (tokens and vocabulary split). Each device takes its block's row max,
+/// all-reduced with max over the vocabulary axes, then its block's exp sum
+/// and label logit, one all-reduce of [tokens, 2]; the per-token parts,
+/// gathered over the token axes (8 bytes a token), give the mean. The
+/// logits are never gathered.
+LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
+  Location loc = op.getLoc();
+  auto replicated = [](int64_t rank) { return Sharding{SmallVector<Axes>(rank), {}}; };
+  Sharding logits = locals.at(op.getLogits()).sharding;
+  logits.pending.clear();
+  Axes vocabAxes = logits.dims.back();
+  Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};
+  FailureOr<Value> x = get(op.getLogits(), logits, op);
+  FailureOr<Value> labels = get(op.getLabels(), perToken, op);
+  if (failed(x) || failed(labels))
+    return failure();
+
+  auto local = cast<RankedTensorType>(x->getType());
+  Type t = local.getElementType();
+  SmallVector<int64_t> tokens(local.getShape().drop_back());
+  int64_t vocab = op.getLogits().getType().getShape().back();
+  Value from;
+  if (!vocabAxes.empty())
+    from = blockStart(loc, vocabAxes, local.getShape().back(), 0);
+  Value max = RowMaxOp::create(b, loc, RankedTensorType::get(tokens, t), *x, from,
+                               from ? b.getI64IntegerAttr(vocab) : IntegerAttr());
+  if (!vocabAxes.empty())
+    max = shard::AllReduceOp::create(b, loc, max.getType(), kGridName, gridAxes(vocabAxes), max,
+                                     shard::ReductionKind::Max);
+  SmallVector<int64_t> partsShape = tokens;
+  partsShape.push_back(2);
+  Value parts = CrossEntropyPartsOp::create(b, loc, RankedTensorType::get(partsShape, t), *x,
+                                            *labels, max, b.getI64IntegerAttr(vocab), from);
+  if (!vocabAxes.empty())
+    parts = shard::AllReduceOp::create(b, loc, parts.getType(), kGridName, gridAxes(vocabAxes),
+                                       parts, shard::ReductionKind::Sum);
+
+  SmallVector<int64_t> globalParts(op.getLogits().getType().getShape().drop_back());
+  globalParts.push_back(2);
+  Sharding partsSharding = perToken;
+  partsSharding.dims.push_back({});
+  FailureOr<Value> allParts = reshard(RankedTensorType::get(globalParts, t), parts, partsSharding,
+                                      replicated(partsShape.size()), op);
+  FailureOr<Value> allLabels =
+      get(op.getLabels(), replicated(op.getLabels().getType().getRank()), op);
+  if (failed(allParts) || failed(allLabels))
+    return failure();
+  Value loss = CrossEntropyCombineOp::create(b, loc, op.getType(), *allParts, *allLabels,
+                                             op.getIgnoreIndexAttr());
+  locals[op.getResult()] = {loss, replicated(0)};
   return success();
 }
 
@@ -499,11 +557,12 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
 
   for (auto [i, s] : llvm::enumerate(computed)) {
     Value global = op->getResult(i);
-    if (!keepsZeros && hasPadding(global, s))
+    auto globalType = cast<RankedTensorType>(global.getType());
+    if (!keepsZeros && hasPadding(globalType, s))
       dirtyPadding.insert(local->getResult(i));
     locals[global] = {local->getResult(i), s};
     if (s != results[i]) {
-      FailureOr<Value> v = reshard(global, local->getResult(i), s, results[i], op);
+      FailureOr<Value> v = reshard(globalType, local->getResult(i), s, results[i], op);
       if (failed(v))
         return failure();
       locals[global] = {*v, results[i]};
@@ -549,6 +608,8 @@ LogicalResult Partitioner::partition(Operation *op) {
   }
   if (auto layer = dyn_cast<LayerOp>(op))
     return partitionLayer(layer);
+  if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op))
+    return partitionCrossEntropy(crossEntropy);
   std::optional<ShardingRule> rule = getShardingRule(op);
   if (!rule)
     return op->emitOpError() << "has no sharding rule, so it cannot be partitioned";

@@ -440,3 +440,51 @@ func.func @cross_entropy_result_rank(%l: tensor<2x7x97xf32>, %y: tensor<2x7xi64>
   %0 = tfm.cross_entropy %l, %y ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64> -> tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @row_max_result_shape(%x: tensor<2x7x97xf32>) {
+  // expected-error @+1 {{result shape: expected [2, 7] ('input' without its last dimension), got [2, 97]}}
+  %0 = tfm.row_max %x : tensor<2x7x97xf32> -> tensor<2x97xf32>
+  return
+}
+
+// -----
+
+func.func @row_max_vocab_without_offset(%x: tensor<2x7x97xf32>) {
+  // expected-error @+1 {{takes 'vocab_from' and 'vocab' together}}
+  %0 = tfm.row_max %x {vocab = 97 : i64} : tensor<2x7x97xf32> -> tensor<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_parts_result(%l: tensor<2x7x49xf32>, %y: tensor<2x7xi64>, %m: tensor<2x7xf32>, %o: index) {
+  // expected-error @+1 {{result shape: expected [2, 7, 2] (per token: the exp sum and the label's logit), got [2, 7]}}
+  %0 = tfm.cross_entropy_parts %l, %y, %m vocab_from %o vocab = 97 : tensor<2x7x49xf32>, tensor<2x7xi64>, tensor<2x7xf32> -> tensor<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_parts_max_shape(%l: tensor<2x7x49xf32>, %y: tensor<2x7xi64>, %m: tensor<2x8xf32>, %o: index) {
+  // expected-error @+1 {{operand 'max' shape: expected [2, 7] ('logits' without its last dimension), got [2, 8]}}
+  %0 = tfm.cross_entropy_parts %l, %y, %m vocab_from %o vocab = 97 : tensor<2x7x49xf32>, tensor<2x7xi64>, tensor<2x8xf32> -> tensor<2x7x2xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_parts_vocab(%l: tensor<2x7x49xf32>, %y: tensor<2x7xi64>, %m: tensor<2x7xf32>) {
+  // expected-error @+1 {{attribute 'vocab' is 97, but the logits hold 49 columns and no 'vocab_from' makes them a block}}
+  %0 = tfm.cross_entropy_parts %l, %y, %m vocab = 97 : tensor<2x7x49xf32>, tensor<2x7xi64>, tensor<2x7xf32> -> tensor<2x7x2xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_combine_parts(%p: tensor<2x7x3xf32>, %y: tensor<2x7xi64>) {
+  // expected-error @+1 {{operand 'parts': expected shape [..., 2], got [2, 7, 3]}}
+  %0 = tfm.cross_entropy_combine %p, %y ignore_index = -100 : tensor<2x7x3xf32>, tensor<2x7xi64> -> tensor<f32>
+  return
+}

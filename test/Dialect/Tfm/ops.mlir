@@ -136,3 +136,17 @@ func.func @cross_entropy_loss(%logits: tensor<2x7x97xf32>, %labels: tensor<2x7xi
   %0 = tfm.cross_entropy %logits, %labels ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// The pieces of a vocab-parallel cross entropy (pmlir-partition makes them).
+// CHECK-LABEL: func @vocab_parallel_cross_entropy
+func.func @vocab_parallel_cross_entropy(%logits: tensor<2x7x49xf32>, %labels: tensor<2x7xi64>, %off: index) -> tensor<f32> {
+  // CHECK: %[[M:.*]] = tfm.row_max %{{.*}} vocab_from %{{.*}} vocab = 97 : tensor<2x7x49xf32> -> tensor<2x7xf32>
+  %m = tfm.row_max %logits vocab_from %off vocab = 97 : tensor<2x7x49xf32> -> tensor<2x7xf32>
+  // CHECK: tfm.row_max %{{.*}} : tensor<2x7x49xf32> -> tensor<2x7xf32>
+  %whole = tfm.row_max %logits : tensor<2x7x49xf32> -> tensor<2x7xf32>
+  // CHECK: %[[P:.*]] = tfm.cross_entropy_parts %{{.*}}, %{{.*}}, %[[M]] vocab_from %{{.*}} vocab = 97 : tensor<2x7x49xf32>, tensor<2x7xi64>, tensor<2x7xf32> -> tensor<2x7x2xf32>
+  %p = tfm.cross_entropy_parts %logits, %labels, %m vocab_from %off vocab = 97 : tensor<2x7x49xf32>, tensor<2x7xi64>, tensor<2x7xf32> -> tensor<2x7x2xf32>
+  // CHECK: tfm.cross_entropy_combine %[[P]], %{{.*}} ignore_index = -100 : tensor<2x7x2xf32>, tensor<2x7xi64> -> tensor<f32>
+  %0 = tfm.cross_entropy_combine %p, %labels ignore_index = -100 : tensor<2x7x2xf32>, tensor<2x7xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -143,6 +143,26 @@ def cases(g):
     add("cross_entropy (ignore_index)", [("logits", logits), ("labels", labels)], [],
         f"tfm.cross_entropy %logits, %labels ignore_index = -100 : {ttype([2, 7, 97])}, {ttype([2, 7], 'i64')} -> tensor<f32>",
         lambda t: F.cross_entropy(t["logits"].reshape(-1, 97), t["labels"].reshape(-1), ignore_index=-100))
+
+    # Megatron's vocab-parallel cross entropy on one rank: the vocabulary in
+    # two blocks of 49 columns, the second ending in a padding column that
+    # holds a value larger than any logit and must count for nothing.
+    la = logits[..., :49].contiguous()
+    lb = torch.cat([logits[..., 49:], torch.full((2, 7, 1), 1e4)], dim=-1)
+    block = f"{ttype([2, 7, 49])}"
+    add("row_max (a padded vocabulary block)", [("lb", lb)], [2, 7],
+        f"%o = arith.constant 49 : index\n  %result = tfm.row_max %lb vocab_from %o vocab = 97 : {block} -> {ttype([2, 7])}",
+        lambda t: t["lb"][..., :48].amax(-1))
+    parts = f"{block}, {ttype([2, 7], 'i64')}, {ttype([2, 7])} -> {ttype([2, 7, 2])}"
+    add("cross_entropy_parts + combine (two blocks)",
+        [("la", la), ("lb", lb), ("labels", labels), ("max", logits.amax(-1))], [],
+        f"%o0 = arith.constant 0 : index\n  %o1 = arith.constant 49 : index\n"
+        f"  %pa = tfm.cross_entropy_parts %la, %labels, %max vocab_from %o0 vocab = 97 : {parts}\n"
+        f"  %pb = tfm.cross_entropy_parts %lb, %labels, %max vocab_from %o1 vocab = 97 : {parts}\n"
+        f"  %p = tfm.add %pa, %pb : {ttype([2, 7, 2])}, {ttype([2, 7, 2])}\n"
+        f"  %result = tfm.cross_entropy_combine %p, %labels ignore_index = -100 : {ttype([2, 7, 2])}, {ttype([2, 7], 'i64')} -> tensor<f32>",
+        lambda t: F.cross_entropy(torch.cat([t["la"], t["lb"][..., :48]], -1).reshape(-1, 97),
+                                  t["labels"].reshape(-1), ignore_index=-100))
     return out
 
 

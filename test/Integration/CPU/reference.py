@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks pmlir-run's logits for a pmlir-gen model against an independent
-PyTorch implementation in float64.
+"""Checks pmlir-run's logits (or loss, for a model made with --loss) for a
+pmlir-gen model against an independent PyTorch implementation in float64.
 
   reference.py MODEL.mlir PMLIR_RUN WORKDIR [--seed N] [--tol T] [--tie]
 
@@ -190,16 +190,27 @@ def main():
     g = torch.Generator().manual_seed(args.seed)
     weights = (gpt2_weights if kind == "gpt2" else llama_weights)(c, g)
     ids = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
+    inputs = {"input_ids": ids}
+    if c.get("loss"):
+        # The next token is each position's target; the last has none, and
+        # one more position per sequence is ignored.
+        labels = torch.full_like(ids, -100)
+        labels[:, :-1] = ids[:, 1:]
+        labels[:, 0] = -100
+        inputs["labels"] = labels
     wpath, ipath, opath = (f"{args.workdir}/{n}.safetensors" for n in ("w", "in", "out"))
     write_safetensors(wpath, weights)
-    write_safetensors(ipath, {"input_ids": ids})
+    write_safetensors(ipath, inputs)
     subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
                     "--output", opath] + args.run_args.split(), check=True)
-    got = read_safetensors(opath)["logits"].double()
+    name = "loss" if c.get("loss") else "logits"
+    got = read_safetensors(opath)[name].double()
     w64 = {k: v.double() for k, v in weights.items()}
     ref = (gpt2_forward if kind == "gpt2" else llama_forward)(c, w64, ids)
+    if c.get("loss"):
+        ref = F.cross_entropy(ref.reshape(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
     err = ((got - ref).norm() / ref.norm()).item()
-    print(f"{kind} logits {list(ref.shape)}: relative error {err:.3e} (tolerance {args.tol:g})")
+    print(f"{kind} {name} {list(ref.shape)}: relative error {err:.3e} (tolerance {args.tol:g})")
     return 0 if err <= args.tol else 1
 
 

@@ -185,13 +185,14 @@ ShardingRule arange(ArangeOp op) {
   return b.rule;
 }
 
-/// Tokens and vocabulary both reduce into the scalar loss through a
-/// logsumexp and a mean over the unignored tokens: replicated here.
+/// Tokens and vocabulary both reduce into the scalar loss; partitioning
+/// computes it from split logits without gathering them (Megatron's
+/// vocab-parallel cross entropy: max and sum all-reduces over the
+/// vocabulary, the per-token parts gathered over the tokens), so every
+/// factor may be split.
 ShardingRule crossEntropy(CrossEntropyOp op) {
   RuleBuilder b;
   SmallVector<int64_t> fs = b.factorsOf(op.getLogits());
-  for (int64_t f : fs)
-    b.rule.factors[f].kind = FactorKind::Replicated;
   b.rule.operands = {RuleBuilder::oneEach(fs),
                      RuleBuilder::oneEach(ArrayRef(fs).drop_back())};
   b.rule.results = {Dims{}};

@@ -312,6 +312,55 @@ LogicalResult CrossEntropyOp::verify() {
                            getLogits());
 }
 
+LogicalResult RowMaxOp::verify() {
+  ArrayRef<int64_t> input = tensorType(getInput()).getShape();
+  if (input.empty())
+    return emitOpError() << "operand 'input': expected rank >= 1, got []";
+  if (failed(expectShape(*this, "result", input.drop_back(), tensorType(getResult()).getShape(),
+                         "'input' without its last dimension")))
+    return failure();
+  if (static_cast<bool>(getVocabFrom()) != getVocab().has_value())
+    return emitOpError() << "takes 'vocab_from' and 'vocab' together";
+  return expectElementType(*this, "result", getResult(), "operand 'input'", getInput());
+}
+
+LogicalResult CrossEntropyPartsOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (logits.empty())
+    return emitOpError() << "operand 'logits': expected rank >= 1 ([..., V]), got []";
+  ArrayRef<int64_t> tokens = logits.drop_back();
+  if (failed(expectShape(*this, "operand 'labels'", tokens, tensorType(getLabels()).getShape(),
+                         "'logits' without its last dimension")) ||
+      failed(expectShape(*this, "operand 'max'", tokens, tensorType(getMax()).getShape(),
+                         "'logits' without its last dimension")))
+    return failure();
+  Shape result(tokens);
+  result.push_back(2);
+  if (failed(expectShape(*this, "result", result, tensorType(getResult()).getShape(),
+                         "per token: the exp sum and the label's logit")))
+    return failure();
+  if (!getVocabFrom() && !ShapedType::isDynamic(logits.back()) &&
+      logits.back() != static_cast<int64_t>(getVocab()))
+    return emitOpError() << "attribute 'vocab' is " << getVocab() << ", but the logits hold "
+                         << logits.back() << " columns and no 'vocab_from' makes them a block";
+  if (failed(expectElementType(*this, "operand 'max'", getMax(), "operand 'logits'",
+                               getLogits())))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'logits'", getLogits());
+}
+
+LogicalResult CrossEntropyCombineOp::verify() {
+  ArrayRef<int64_t> parts = tensorType(getParts()).getShape();
+  if (parts.empty() || (!ShapedType::isDynamic(parts.back()) && parts.back() != 2))
+    return emitOpError() << "operand 'parts': expected shape [..., 2], got "
+                         << formatShape(parts);
+  if (failed(expectShape(*this, "operand 'labels'", parts.drop_back(),
+                         tensorType(getLabels()).getShape(),
+                         "'parts' without its last dimension")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'parts'", getParts());
+}
+
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Tfm/IR/TfmOps.cpp.inc"
 

@@ -439,4 +439,87 @@ def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_RowMaxOp : Tfm_Op<"row_max", [Pure]> {
+  let summary = "the maximum over the last dimension";
+  let description = [{
+    `result[i...] = max_j input[i..., j]`. With `vocab_from %o vocab = V`,
+    `input` holds the columns `[o, o + n)` of a vocabulary of `V` entries,
+    and columns at or past `V` (padding) are left out. A vocab-parallel
+    cross entropy (made by `pmlir-partition`) takes each device's block
+    maximum and all-reduces it with `max` into the maximum over the whole
+    vocabulary.
+
+    ```mlir
+    %m = tfm.row_max %logits vocab_from %off vocab = 97
+        : tensor<2x16x49xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Index>:$vocab_from,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$vocab);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`vocab_from` $vocab_from^ `vocab` `=` $vocab)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CrossEntropyPartsOp : Tfm_Op<"cross_entropy_parts", [Pure]> {
+  let summary = "one vocabulary block's share of each token's cross entropy";
+  let description = [{
+    `logits` is `[..., Vb]`: the columns `[vocab_from, vocab_from + Vb)` of
+    logits over a vocabulary of `vocab` entries (without `vocab_from`, all
+    of them: `Vb = vocab`); columns at or past `vocab` are padding and
+    count for nothing. `max` is each token's maximum over the whole
+    vocabulary. The result is `[..., 2]`:
+
+    - `result[i..., 0]`: the sum over the block's columns of
+      `exp(logits[i..., j] - max[i...])`;
+    - `result[i..., 1]`: `logits[i..., label - vocab_from] - max[i...]` if
+      the token's label lies in the block, else 0.
+
+    Summed over the blocks (one `all_reduce`), `log(result[..., 0]) -
+    result[..., 1]` is each token's cross entropy: Megatron's vocab-parallel
+    cross entropy, which never gathers the logits.
+
+    ```mlir
+    %p = tfm.cross_entropy_parts %logits, %labels, %max vocab_from %off vocab = 97
+        : tensor<2x16x49xf32>, tensor<2x16xi64>, tensor<2x16xf32> -> tensor<2x16x2xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_IdTensor:$labels,
+                       Tfm_FloatTensor:$max, ConfinedAttr<I64Attr, [IntPositive]>:$vocab,
+                       Optional<Index>:$vocab_from);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $max (`vocab_from` $vocab_from^)? `vocab` `=` $vocab attr-dict
+    `:` type($logits) `,` type($labels) `,` type($max) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CrossEntropyCombineOp : Tfm_Op<"cross_entropy_combine", [Pure]> {
+  let summary = "mean cross entropy from the summed parts of its vocabulary blocks";
+  let description = [{
+    `parts` is `[..., 2]`, the sum over a vocabulary's blocks of
+    `tfm.cross_entropy_parts`; `labels` is `[...]`. The result is the mean
+    of `log(parts[..., 0]) - parts[..., 1]` over the tokens whose label is
+    not `ignore_index`, what `tfm.cross_entropy` computes from the whole
+    logits.
+
+    ```mlir
+    %loss = tfm.cross_entropy_combine %parts, %labels ignore_index = -100
+        : tensor<2x16x2xf32>, tensor<2x16xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$parts, Tfm_IdTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Tfm_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $parts `,` $labels `ignore_index` `=` $ignore_index attr-dict
+    `:` type($parts) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // PMLIR_DIALECT_TFM_IR_TFMOPS_TD
