@@ -4,7 +4,7 @@ GPT-3-175B shape (hidden 12288, 96 heads, sequence 2048, batch 8) at 24, 48
 and 96 layers on dp=8 x tp=8: pmlir-megatron-recipe, pmlir-sharding-propagation,
 pmlir-partition and pmlir-comm-report in one pmlir-opt run (--mlir-timing),
 with the all-reduce volume next to Megatron's analytic 2 per layer of b*s*h
-(b = batch / dp) in f32.
+(b = batch / dp) in f32, plus the vocab-parallel embedding's one.
 
 Run from the repository root after building: /usr/bin/python3 bench/sharding_compile.py
 """
@@ -44,9 +44,9 @@ def main():
                 times.append(t)
             t = sorted(times, key=lambda x: x["Total"])[1]  # the median run
             comm = json.load(open(f"{tmp}/comm.json"))["totals"].get("all_reduce", {})
-            # The vocabulary 50257 is not divisible by tp = 8: the embedding
-            # stays whole and has no all-reduce.
-            analytic = 2 * layers * (BATCH // DP) * SEQ * HIDDEN * 4
+            # The vocabulary 50257 is split into padded shards (no tp divides
+            # it): the embedding's all-reduce counts too.
+            analytic = (2 * layers + 1) * (BATCH // DP) * SEQ * HIDDEN * 4
             print(f"| {layers} | {t['MegatronRecipe']:.3f} | {t['ShardingPropagation']:.3f} | "
                   f"{t['Partition']:.3f} | {t['Total']:.3f} | {comm.get('count', 0)} | "
                   f"{comm.get('bytes_per_rank', 0):,} | {analytic:,} |")

@@ -203,6 +203,36 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {
+  let summary = "writes tfm sharding annotations as upstream shard dialect annotations";
+  let description = [{
+    For comparison with upstream MLIR's `sharding-propagation` and
+    `shard-partition`: the user's shardings of a global program (`tfm.sharding`
+    on function arguments and results, `tfm.sharding_constraint` ops) become
+    `shard.sharding` + `shard.shard` ops on a `shard.grid @mesh` made from
+    `tfm.mesh` (grid axis i is mesh axis i). Replicated argument shardings
+    are dropped. Upstream annotations have no pending sums: a pending
+    constraint is an error. `bench/upstream_sharding.py` lowers the result
+    to linalg (`pmlir-convert-tfm-to-linalg`) and runs upstream's passes
+    on it.
+
+    Before:
+    ```mlir
+    module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+      func.func @f(%w: tensor<8x32xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) ...
+    ```
+    After:
+    ```mlir
+    module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+      shard.grid @mesh(shape = 2)
+      func.func @f(%w: tensor<8x32xf32>) ... {
+        %s = shard.sharding @mesh split_axes = [[], [0]] : !shard.sharding
+        %w0 = shard.shard %w to %s : tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
 def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
   let summary = "writes the collectives of a partitioned program as JSON";
   let description = [{
