@@ -69,14 +69,15 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 // A conflict: tp cannot split both a matmul's contracting dimension (as x
 // proposes) and its output columns (as w proposes). The factor backed by
 // more bytes gets it, so the larger tensor keeps its layout and only the
-// smaller one is resharded. x is 256 KiB here and w 64 KiB: the result is a
-// sum pending over tp.
+// smaller one is resharded (a warning says so). x is 256 KiB here and w
+// 64 KiB: the result is a sum pending over tp.
 // CHECK-LABEL: func @conflict_goes_to_the_heavier_tensor
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
   func.func @conflict_goes_to_the_heavier_tensor(
       %x: tensor<64x1024xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
       %w: tensor<1024x16xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<64x16xf32> {
     // CHECK: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []], pending = ["tp"]>]}
+    // expected-warning @+1 {{the user sharding of argument #1 (#tfm.sharding<[[], ["tp"]]>, 65536 bytes) conflicts with argument #0 (#tfm.sharding<[[], ["tp"]]>, 262144 bytes) here; the latter is backed by more tensor bytes and wins, the former is resharded}}
     %y = tfm.matmul %x, %w : tensor<64x1024xf32>, tensor<1024x16xf32> -> tensor<64x16xf32>
     return %y : tensor<64x16xf32>
   }
@@ -86,6 +87,7 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
       %x: tensor<64x1024xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
       %w: tensor<1024x1024xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<64x1024xf32> {
     // CHECK: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"]]>]}
+    // expected-warning @+1 {{the user sharding of argument #0 (#tfm.sharding<[[], ["tp"]]>, 262144 bytes) conflicts with argument #1}}
     %y = tfm.matmul %x, %w : tensor<64x1024xf32>, tensor<1024x1024xf32> -> tensor<64x1024xf32>
     return %y : tensor<64x1024xf32>
   }
@@ -122,6 +124,47 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
     // CHECK: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []]>]}
     %n = tfm.rmsnorm %x, %g eps = 1.0e-06 : tensor<4x8xf32>, tensor<8xf32>
     return %n : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// A closed dimension stays as the user wrote it; an open one may be split
+// further, and the annotation is rewritten to what propagation chose.
+// CHECK-LABEL: func @open_dimension
+// CHECK-SAME: %{{.*}}: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], ["tp"]]>}
+// CHECK-SAME: %{{.*}}: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
+  func.func @open_dimension(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["dp"], []]>},
+                            %open: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], open = [0]>},
+                            %closed: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<4x8xf32> {
+    %a = tfm.add %x, %open : tensor<4x8xf32>, tensor<4x8xf32>
+    %b = tfm.add %a, %closed : tensor<4x8xf32>, tensor<4x8xf32>
+    return %b : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Equal bytes propose tp for the rows (x) and for the columns (y): by
+// default the first factor wins; priority 0 on y and 1 on x lets y's
+// layout reach the sum first.
+// CHECK-LABEL: func @tie
+// CHECK: tfm.add {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"tp"], []]>]}
+// CHECK-LABEL: func @priority
+// CHECK: tfm.add {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"]]>]}
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  func.func @tie(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>},
+                 %y: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<4x8xf32> {
+    // expected-warning @+1 {{the user sharding of argument #1 (#tfm.sharding<[[], ["tp"]]>, 128 bytes) conflicts with argument #0 (#tfm.sharding<[["tp"], []]>, 128 bytes) here; the latter is backed by more tensor bytes and wins, the former is resharded}}
+    %z = tfm.add %x, %y : tensor<4x8xf32>, tensor<4x8xf32>
+    return %z : tensor<4x8xf32>
+  }
+  func.func @priority(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []], priority = 1>},
+                      %y: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<4x8xf32> {
+    // expected-warning @+1 {{the user sharding of argument #0}}
+    %z = tfm.add %x, %y : tensor<4x8xf32>, tensor<4x8xf32>
+    return %z : tensor<4x8xf32>
   }
 }
 

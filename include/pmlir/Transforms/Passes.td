@@ -62,6 +62,16 @@ def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
     deterministic. Each tfm op gets `tfm.shardings` (one `#tfm.sharding` per
     result); unannotated arguments and results get `tfm.sharding`.
 
+    User control, as in Shardy: an annotation's `open = [d, ...]`
+    dimensions may be split further by propagation (its axes are a prefix;
+    the annotation is rewritten to the final sharding), the others are
+    closed; annotations enter in rounds of increasing `priority = p`
+    (default 0), each round propagated to its fixed point before the next
+    round's annotations are seen. Where two user annotations meet at an op
+    and one loses (its axes go to another factor, or another layout of the
+    same factor wins), a warning names the op and both shardings: the loser
+    is resharded there.
+
     Diagnostics: a missing `tfm.mesh`, an annotation naming an axis the mesh
     lacks, axes whose device count does not divide the dimension they split,
     pending axes on an argument.

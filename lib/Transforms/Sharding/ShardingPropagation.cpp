@@ -4,7 +4,9 @@
 //
 // Seeds are the shardings the user gave: `tfm.sharding` on function
 // arguments and results and `tfm.sharding_constraint` ops; they never
-// change. Every other value gets its sharding once, from the op that first
+// change but in their open dimensions, which propagation may split further,
+// once. Seeds enter in rounds of increasing priority, each round run to its
+// fixed point. Every other value gets its sharding once, from the op that first
 // knows enough: forward from operands to results, then backward from
 // results and sibling operands to operands, repeated until nothing changes.
 // At an op, each factor of its sharding rule takes the mesh axes that the
@@ -31,6 +33,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <map>
+#include <set>
 
 namespace pmlir {
 #define GEN_PASS_DEF_SHARDINGPROPAGATION
@@ -53,10 +56,15 @@ struct Propagation {
 
   int64_t sizeOf(ArrayRef<StringRef> axes) const { return devicesOf(mesh, axes); }
 
-  /// A user sharding of `v`: the axes exist and divide their dimensions.
-  /// Errors go to `where` (a function: at its location, without printing
-  /// the whole function).
-  LogicalResult seed(Value v, ShardingAttr attr, Operation *op, StringRef what) {
+  /// Values the user annotated, and the dimensions of each that are open.
+  DenseMap<Value, SmallVector<int64_t>> seeds;
+  /// Ops where a user annotation lost a conflict (warned once).
+  DenseSet<Operation *> warned;
+
+  /// A user sharding of `v`: the axes exist and do not outnumber the
+  /// elements of their dimensions. Errors go to `where` (a function: at its
+  /// location, without printing the whole function).
+  FailureOr<Sharding> check(Value v, ShardingAttr attr, Operation *op, StringRef what) {
     auto where = [&]() {
       if (auto func = dyn_cast<func::FuncOp>(op))
         return mlir::emitError(op->getLoc()) << "@" << func.getSymName() << ": ";
@@ -84,8 +92,58 @@ struct Propagation {
       if (mesh.axisIndex(a) < 0)
         return where() << what << " names mesh axis '" << a
                                     << "', which the mesh " << mesh << " does not have";
-    known[v] = s;
-    return success();
+    return s;
+  }
+
+  /// Makes `s` the sharding of `v`, a user annotation.
+  void seed(Value v, Sharding s, ArrayRef<int64_t> open) {
+    known[v] = std::move(s);
+    seeds[v] = SmallVector<int64_t>(open);
+  }
+
+  /// Splits the open dimensions of the user annotation of `v` further where
+  /// `s` extends them. Returns whether any changed.
+  bool extendOpen(Value v, const Sharding &s) {
+    auto it = seeds.find(v);
+    if (it == seeds.end() || it->second.empty())
+      return false;
+    Sharding &have = known[v];
+    bool changed = false;
+    for (int64_t d : SmallVector<int64_t>(it->second)) {
+      ArrayRef<StringRef> now = have.dims[d], wanted = s.dims[d];
+      if (wanted.size() <= now.size() || wanted.take_front(now.size()) != now)
+        continue;
+      bool free = llvm::none_of(wanted.drop_front(now.size()), [&](StringRef a) {
+        return llvm::is_contained(have.pending, a) ||
+               llvm::any_of(have.dims, [&](const Axes &axes) { return llvm::is_contained(axes, a); });
+      });
+      if (!free)
+        continue;
+      have.dims[d] = Axes(wanted);
+      llvm::erase(it->second, d);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /// Warns at `op` that the user annotation of `loser` lost to that of
+  /// `winner`: `loser` is resharded here.
+  void warnConflict(Operation *op, Value loser, Value winner) {
+    if (!warned.insert(op).second)
+      return;
+    auto describe = [&](Value v) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        os << "argument #" << arg.getArgNumber();
+      else
+        os << "'" << v.getDefiningOp()->getName() << "' result";
+      os << " (" << known[v].toAttr(op->getContext()) << ", " << bytesOf(v) << " bytes)";
+      return text;
+    };
+    op->emitWarning() << "the user sharding of " << describe(loser) << " conflicts with "
+                      << describe(winner) << " here; the latter is backed by more tensor bytes "
+                      << "and wins, the former is resharded";
   }
 
   bool setIfUnknown(Value v, Sharding s) {
@@ -111,6 +169,8 @@ struct Propagation {
     // propose them.
     size_t numFactors = rule.factors.size();
     SmallVector<std::map<Axes, int64_t>> candidates(numFactors);
+    // Per factor, the user annotations that propose axes for it.
+    SmallVector<SmallVector<std::pair<Value, Axes>>> proposals(numFactors);
     bool anyKnown = false;
     for (auto [value, dims] : tensors) {
       auto it = known.find(value);
@@ -120,8 +180,11 @@ struct Propagation {
       SmallVector<Axes> perFactor(numFactors);
       for (auto [d, factors] : llvm::enumerate(dims))
         factorAxes(factors, it->second.dims[d], rule, mesh, perFactor);
-      for (size_t f = 0; f < numFactors; ++f)
+      for (size_t f = 0; f < numFactors; ++f) {
         candidates[f][perFactor[f]] += bytesOf(value);
+        if (seeds.count(value) && !perFactor[f].empty())
+          proposals[f].push_back({value, perFactor[f]});
+      }
     }
     // An op that knows nothing yet waits; one without operands (arange)
     // takes its result's sharding from its users.
@@ -159,6 +222,19 @@ struct Propagation {
         used.insert(a);
     }
 
+    // A user annotation whose axes lost to another's (for the same factor,
+    // or the same axes for another factor) is resharded: say so.
+    for (size_t f = 0; f < numFactors; ++f)
+      for (auto &[loser, axes] : proposals[f]) {
+        if (axes == decided[f])
+          continue;
+        for (size_t g = 0; g < numFactors; ++g)
+          for (auto &[winner, won] : proposals[g])
+            if (winner != loser && won == decided[g] &&
+                (g == f || llvm::any_of(axes, [&](StringRef a) { return llvm::is_contained(won, a); })))
+              warnConflict(op, loser, winner);
+      }
+
     // Pending sums of the results.
     Axes pending;
     for (size_t f = 0; f < numFactors; ++f)
@@ -190,7 +266,7 @@ struct Propagation {
       }
       if (isResult)
         s.pending = pending;
-      changed |= setIfUnknown(value, s);
+      changed |= setIfUnknown(value, s) || extendOpen(value, s);
     }
     return changed;
   }
@@ -268,23 +344,37 @@ struct ShardingPropagationPass
 
   LogicalResult propagate(func::FuncOp func, MeshAttr mesh, MLIRContext *context) {
     Propagation p{mesh, {}};
+    // The user annotations: (value, attribute), and where each is written.
+    struct Seed {
+      Value value;
+      ShardingAttr attr;
+      Sharding sharding;
+    };
+    SmallVector<Seed> seeds;
     for (BlockArgument arg : func.getArguments())
       if (auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardingAttr)) {
-        if (failed(p.seed(arg, attr, func, "argument #" + std::to_string(arg.getArgNumber()))))
+        FailureOr<Sharding> s =
+            p.check(arg, attr, func, "argument #" + std::to_string(arg.getArgNumber()));
+        if (failed(s))
           return failure();
         if (!attr.pendingAxes().empty())
           return mlir::emitError(func.getLoc())
                << "@" << func.getSymName() << ": argument #" << arg.getArgNumber()
                                     << " has pending axes in " << attr
                                     << "; an input is a full value";
+        seeds.push_back({arg, attr, *s});
       }
     // Post-order: a layer's body comes before the layer, whose step makes
     // its results the yielded values.
     SmallVector<Operation *> ops;
     WalkResult walked = func.walk<WalkOrder::PostOrder>([&](Operation *op) {
-      if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
-        if (failed(p.seed(constraint.getResult(), constraint.getSharding(), op, "the constraint")))
+      if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
+        FailureOr<Sharding> s =
+            p.check(constraint.getResult(), constraint.getSharding(), op, "the constraint");
+        if (failed(s))
           return WalkResult::interrupt();
+        seeds.push_back({constraint.getResult(), constraint.getSharding(), *s});
+      }
       if (op != func.getOperation())
         ops.push_back(op);
       return WalkResult::advance();
@@ -294,36 +384,53 @@ struct ShardingPropagationPass
     // A returned value takes its result's sharding when nothing else gives
     // it one.
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    SmallVector<std::pair<Value, ShardingAttr>> wantedResults;
+    SmallVector<std::pair<Value, Sharding>> wantedResults;
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto attr = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)) {
-        Propagation check{mesh, {}};
-        if (failed(check.seed(ret.getOperand(i), attr, func, "result #" + std::to_string(i))))
+        FailureOr<Sharding> s = p.check(ret.getOperand(i), attr, func, "result #" + std::to_string(i));
+        if (failed(s))
           return failure();
-        wantedResults.push_back({ret.getOperand(i), attr});
+        s->pending.clear();
+        wantedResults.push_back({ret.getOperand(i), *s});
       }
 
-    // Forward to a fixed point first, so that what the inputs say reaches
-    // every activation before a backward step settles a value from partial
-    // information; then one backward sweep (weights, biases, values only
-    // consumers know about), and again.
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (bool forward = true; forward;) {
-        forward = false;
-        for (Operation *op : ops)
-          forward |= p.step(op, /*forward=*/true);
-        changed |= forward;
-      }
-      for (Operation *op : llvm::reverse(ops))
-        changed |= p.step(op, /*forward=*/false);
-      for (auto [value, attr] : wantedResults)
-        if (!p.known.count(value)) {
-          Sharding s;
-          for (int64_t d = 0; d < attr.getRank(); ++d)
-            s.dims.push_back(attr.axesOf(d));
-          changed |= p.setIfUnknown(value, s);
+    // Rounds of increasing priority. In each, forward to a fixed point
+    // first, so that what the inputs say reaches every activation before a
+    // backward step settles a value from partial information; then one
+    // backward sweep (weights, biases, values only consumers know about),
+    // and again.
+    std::set<int64_t> priorities;
+    for (const Seed &seed : seeds)
+      priorities.insert(seed.attr.getPriority());
+    if (priorities.empty())
+      priorities.insert(0);
+    for (int64_t priority : priorities) {
+      for (const Seed &seed : seeds)
+        if (seed.attr.getPriority() == priority)
+          p.seed(seed.value, seed.sharding, seed.attr.getOpen());
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (bool forward = true; forward;) {
+          forward = false;
+          for (Operation *op : ops)
+            forward |= p.step(op, /*forward=*/true);
+          changed |= forward;
         }
+        for (Operation *op : llvm::reverse(ops))
+          changed |= p.step(op, /*forward=*/false);
+        for (auto &[value, s] : wantedResults)
+          changed |= p.setIfUnknown(value, s);
+      }
+    }
+    // Annotations whose open dimensions propagation split further say so.
+    for (const Seed &seed : seeds) {
+      if (seed.attr.getOpen().empty())
+        continue;
+      ShardingAttr final = p.known[seed.value].toAttr(context);
+      if (auto arg = dyn_cast<BlockArgument>(seed.value))
+        func.setArgAttr(arg.getArgNumber(), kShardingAttr, final);
+      else
+        cast<ShardingConstraintOp>(seed.value.getDefiningOp()).setShardingAttr(final);
     }
 
     // Write the shardings; what nothing reached is replicated.

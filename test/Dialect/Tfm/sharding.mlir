@@ -14,6 +14,38 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} {
 
 // -----
 
+// Open dimensions and priorities round-trip; the defaults print nothing.
+// CHECK: func.func @open_and_priority(%{{.*}}: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], open = [0], priority = 2>}, %{{.*}}: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []]>})
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} {
+  func.func @open_and_priority(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], open = [0], priority = 2>},
+                               %y: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []], priority = 0>}) {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{open dimension 2 is not one of dimensions 0 to 1 (once each)}}
+func.func @open_out_of_range(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []], open = [2]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{priority -1 is negative}}
+func.func @negative_priority(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []], priority = -1>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 'pending', 'open' or 'priority', got 'closed'}}
+func.func @unknown_key(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []], closed = [0]>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{mesh axis 'dp' is listed twice}}
 module attributes {tfm.mesh = #tfm.mesh<dp = 2, dp = 4>} {}
 

@@ -96,13 +96,60 @@ int64_t MeshAttr::numDevices() const {
 //===----------------------------------------------------------------------===//
 
 ShardingAttr ShardingAttr::get(MLIRContext *context, ArrayRef<SmallVector<StringRef>> dims,
-                               ArrayRef<StringRef> pending) {
+                               ArrayRef<StringRef> pending, ArrayRef<int64_t> open,
+                               int64_t priority) {
   Builder b(context);
   SmallVector<Attribute> dimAttrs;
   for (const SmallVector<StringRef> &axes : dims)
     dimAttrs.push_back(b.getStrArrayAttr(axes));
   return Base::get(context, b.getArrayAttr(dimAttrs),
-                   pending.empty() ? ArrayAttr() : b.getStrArrayAttr(pending));
+                   pending.empty() ? ArrayAttr() : b.getStrArrayAttr(pending), open, priority);
+}
+
+/// #tfm.sharding<DIMS [, pending = [...]] [, open = [...]] [, priority = N]>
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  ArrayAttr dims, pending;
+  SmallVector<int64_t> open;
+  int64_t priority = 0;
+  if (parser.parseLess() || parser.parseAttribute(dims))
+    return {};
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (key == "pending") {
+      if (parser.parseAttribute(pending))
+        return {};
+    } else if (key == "open") {
+      auto parseDim = [&]() { return parser.parseInteger(open.emplace_back()); };
+      if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseDim))
+        return {};
+    } else if (key == "priority") {
+      if (parser.parseInteger(priority))
+        return {};
+    } else {
+      parser.emitError(parser.getCurrentLocation())
+          << "expected 'pending', 'open' or 'priority', got '" << key << "'";
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ShardingAttr>(parser.getContext(), dims, pending, open, priority);
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getDims();
+  if (getPending())
+    printer << ", pending = " << getPending();
+  if (!getOpen().empty()) {
+    printer << ", open = [";
+    llvm::interleaveComma(getOpen(), printer);
+    printer << "]";
+  }
+  if (getPriority() != 0)
+    printer << ", priority = " << getPriority();
+  printer << ">";
 }
 
 ShardingAttr ShardingAttr::replicated(MLIRContext *context, int64_t rank) {
@@ -110,7 +157,14 @@ ShardingAttr ShardingAttr::replicated(MLIRContext *context, int64_t rank) {
 }
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   ArrayAttr dims, ArrayAttr pending) {
+                                   ArrayAttr dims, ArrayAttr pending, ArrayRef<int64_t> open,
+                                   int64_t priority) {
+  for (auto [i, d] : llvm::enumerate(open))
+    if (d < 0 || d >= static_cast<int64_t>(dims.size()) || llvm::is_contained(open.take_front(i), d))
+      return emitError() << "open dimension " << d << " is not one of dimensions 0 to "
+                         << static_cast<int64_t>(dims.size()) - 1 << " (once each)";
+  if (priority < 0)
+    return emitError() << "priority " << priority << " is negative";
   llvm::StringSet<> seen;
   auto checkAxes = [&](Attribute list, StringRef where) -> LogicalResult {
     auto axes = dyn_cast<ArrayAttr>(list);

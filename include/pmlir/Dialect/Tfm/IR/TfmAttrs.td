@@ -49,18 +49,36 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
     pending sum: each device holds a partial value and the tensor is their
     sum (the output of a matmul whose contracting dimension is split).
 
+    As a user annotation (on an argument, a result or a
+    `tfm.sharding_constraint`) it is fixed: propagation does not change it.
+    Two controls loosen that, as Shardy's open dimensions and priorities do:
+
+    - `open = [d, ...]`: dimensions propagation may still split further;
+      their axes are a prefix that propagation may extend (with
+      `[[], ["tp"]]` and `open = [0]`, dimension 0 may get `dp` from the
+      rest of the program; dimension 1 stays as given).
+    - `priority = p` (default 0): annotations propagate in rounds of
+      increasing `p`; a round completes what its annotations imply before
+      later rounds' annotations are seen, so where they disagree the lower
+      `p` decides the values between them.
+
     ```mlir
     #tfm.sharding<[[], ["tp"]]>                    // column-parallel weight
     #tfm.sharding<[["dp"], [], []], pending = ["tp"]>   // row-parallel output
+    #tfm.sharding<[[], ["tp"]], open = [0], priority = 1>
     ```
   }];
   let parameters = (ins "::mlir::ArrayAttr":$dims,
-                        OptionalParameter<"::mlir::ArrayAttr">:$pending);
-  let assemblyFormat = "`<` $dims (`,` `pending` `=` $pending^)? `>`";
+                        OptionalParameter<"::mlir::ArrayAttr">:$pending,
+                        OptionalArrayRefParameter<"int64_t">:$open,
+                        DefaultValuedParameter<"int64_t", "0">:$priority);
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$dims,
-                     "::llvm::ArrayRef<::llvm::StringRef>":$pending)>
+                     "::llvm::ArrayRef<::llvm::StringRef>":$pending,
+                     CArg<"::llvm::ArrayRef<int64_t>", "{}">:$open,
+                     CArg<"int64_t", "0">:$priority)>
   ];
   let skipDefaultBuilders = 1;
   let extraClassDeclaration = [{
