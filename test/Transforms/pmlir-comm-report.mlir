@@ -16,14 +16,20 @@
 // GPT2: "per_axis": {
 // GPT2-NEXT: "tp": {
 // GPT2-NEXT: "bytes_per_rank": 20480,
+// GPT2: "total": {
+// GPT2-NEXT: "bytes_per_rank": 20480,
+// GPT2-NEXT: "count": 5,
+// GPT2-NEXT: "wire_bytes_per_rank": 20480
 // GPT2: "totals": {
 // GPT2-NEXT: "all_reduce": {
 // GPT2-NEXT: "bytes_per_rank": 20480,
-// GPT2-NEXT: "count": 5
+// GPT2-NEXT: "count": 5,
+// GPT2-NEXT: "wire_bytes_per_rank": 20480
 // GPT2-NEXT: },
 // GPT2-NEXT: "all_slice": {
 // GPT2-NEXT: "bytes_per_rank": 0,
-// GPT2-NEXT: "count": 12
+// GPT2-NEXT: "count": 12,
+// GPT2-NEXT: "wire_bytes_per_rank": 0
 // GPT2-NEXT: }
 // GPT2-NEXT: }
 // In the IR: the embedding's all-reduce, then per layer the attention
@@ -52,11 +58,13 @@
 // LLAMA: "totals": {
 // LLAMA-NEXT: "all_reduce": {
 // LLAMA-NEXT: "bytes_per_rank": 20480,
-// LLAMA-NEXT: "count": 5
+// LLAMA-NEXT: "count": 5,
+// LLAMA-NEXT: "wire_bytes_per_rank": 20480
 // LLAMA-NEXT: }
 // LLAMA-NEXT: }
 
-// tp = 4 on 8 heads and an FFN of 176: 4 all-reduces of 2*16*64 f32.
+// tp = 4 on 8 heads and an FFN of 176: 5 all-reduces of 2*16*64 f32; in a
+// ring of 4 each rank sends 2 * 3/4 of each tensor.
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
@@ -64,7 +72,8 @@
 // TP4: "totals": {
 // TP4-NEXT: "all_reduce": {
 // TP4-NEXT: "bytes_per_rank": 40960,
-// TP4-NEXT: "count": 5
+// TP4-NEXT: "count": 5,
+// TP4-NEXT: "wire_bytes_per_rank": 61440
 
 // A file that cannot be written: an error, no crash.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \

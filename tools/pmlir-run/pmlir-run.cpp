@@ -5,6 +5,8 @@
 //   pmlir-run MODEL.mlir [--weights W.safetensors] [--inputs I.safetensors]
 //             [--output O.safetensors] [--seed N] [--print] [--repeat N]
 //             [--threads N] [--entry forward]
+//   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
+//             [--check [--tolerance T]] [--comm-report C.json] ...
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -107,6 +109,10 @@ static llvm::cl::opt<bool> check(
 static llvm::cl::opt<double>
     tolerance("tolerance", llvm::cl::desc("largest relative error --check accepts"),
               llvm::cl::init(1e-5));
+static llvm::cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    llvm::cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
+                   "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
@@ -642,8 +648,10 @@ int main(int argc, char **argv) {
   if (sharding && !mesh)
     return fail(recipe.empty() ? modelFile + " has a tfm.mesh: run it with --mesh"
                                : "--recipe needs --mesh");
-  if ((check || !commReportFile.empty()) && !sharding)
-    return fail(std::string(check ? "--check" : "--comm-report") +
+  if ((check || !commReportFile.empty() || sequenceParallel) && !sharding)
+    return fail(std::string(check                    ? "--check"
+                            : sequenceParallel       ? "--sequence-parallel"
+                                                     : "--comm-report") +
                 " needs a global program to shard: --recipe, or a model with tfm.mesh");
   OwningOpRef<ModuleOp> reference;
   // Token ids index embedding tables and labels the logits' columns: per
@@ -682,12 +690,13 @@ int main(int argc, char **argv) {
     if (check && rank == 0)
       reference = module->clone();
     PassManager pm(&context);
+    ShardingPipelineOptions options;
     if (!recipe.empty())
-      pm.addPass(createMegatronRecipe());
-    pm.addPass(createShardingPropagation());
-    pm.addPass(createPartition());
-    if (!commReportFile.empty() && rank == 0)
-      pm.addPass(createCommReport(CommReportOptions{commReportFile}));
+      options.recipe = ShardingPipelineOptions::Recipe::Megatron;
+    options.sequenceParallel = sequenceParallel;
+    if (rank == 0)
+      options.commReport = commReportFile;
+    buildShardingPipeline(pm, options);
     // Every rank compiles the same program: rank 0 speaks for them.
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)

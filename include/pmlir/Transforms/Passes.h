@@ -34,7 +34,30 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
 /// deallocation of arith, func, linalg, memref, scf, tensor, cf).
 void registerCpuLoweringInterfaces(mlir::DialectRegistry &registry);
 
-/// Registers the pmlir pipelines (pmlir-cpu-pipeline) with the pass registry.
+/// How a global program is sharded, as pmlir-sharding-pipeline's options.
+struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipelineOptions> {
+  enum class Recipe { None, Megatron };
+  Option<Recipe> recipe{
+      *this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
+      llvm::cl::init(Recipe::None),
+      llvm::cl::values(clEnumValN(Recipe::None, "none", "the program's own annotations"),
+                       clEnumValN(Recipe::Megatron, "megatron",
+                                  "Megatron-LM's tensor parallelism on tp, batch on dp"))};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron's sequence parallelism on the partitioned program"),
+      llvm::cl::init(false)};
+  Option<std::string> commReport{*this, "comm-report",
+                                 llvm::cl::desc("write the collectives to this JSON file")};
+};
+
+/// Recipe, sharding propagation, partition, sequence parallelism and the
+/// reports, as the options say: a global program with tfm.mesh becomes the
+/// per-rank program.
+void buildShardingPipeline(mlir::OpPassManager &pm, const ShardingPipelineOptions &options);
+
+/// Registers the pmlir pipelines (pmlir-cpu-pipeline, pmlir-sharding-pipeline)
+/// with the pass registry.
 void registerPipelines();
 
 #define GEN_PASS_REGISTRATION

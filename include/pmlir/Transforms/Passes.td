@@ -213,6 +213,67 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Parallelism on partitioned programs
+//===----------------------------------------------------------------------===//
+
+def SequenceParallel : Pass<"pmlir-sequence-parallel", "mlir::ModuleOp"> {
+  let summary = "Megatron's sequence parallelism: tensor-parallel all-reduces become "
+                "reduce-scatter + all-gather, norms run on sequence shards";
+  let description = [{
+    Runs on a partitioned program (after `pmlir-partition`). Each
+    `shard.all_reduce` (sum) over the tensor-parallel axis whose result
+    feeds sequence-local ops (residual and bias adds, layernorm, rmsnorm,
+    scale, activations: each position computed from itself) becomes a
+    `shard.reduce_scatter` along the sequence dimension (dimension 1 of
+    `[batch, seq, ...]`). The region those ops form runs on the rank's
+    sequence shard; it grows through chains of such ops and through
+    `tfm.layer` results, so the residual stream between layers stays a
+    shard. A `shard.all_gather` along the sequence restores the full
+    sequence right before each op that needs it (the next column-parallel
+    matmul, the attention, the LM head, the return), once per value and
+    block. A full operand the region meets (GPT-2's position table) is
+    sliced locally (`shard.all_slice`, no communication). In GPT-2 and Llama
+    under the Megatron recipe this covers the two all-reduces of each layer,
+    the embedding's, and the final norm before the LM head.
+
+    Bytes do not change (a reduce-scatter and an all-gather of the same
+    tensor move what its all-reduce moves); the activations of the
+    sequence-local ops shrink by the tp size.
+
+    Diagnostics: a module without `tfm.mesh` or `shard.grid @mesh`, a mesh
+    without the tp axis, a sequence (or an operand's sequence dimension)
+    that tp does not divide.
+
+    Before (a row-parallel output into a residual add and a norm, tp = 2):
+    ```mlir
+    %y = tfm.matmul %a, %w : tensor<2x8x16xf32>, tensor<16x32xf32> -> tensor<2x8x32xf32>
+    %r = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %h = tfm.add %r, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+    %n = tfm.layernorm %h, %g, %b eps = 1.0e-05 : tensor<2x8x32xf32>, tensor<32xf32>
+    %z = tfm.matmul %n, %w1 : tensor<2x8x32xf32>, tensor<32x16xf32> -> tensor<2x8x16xf32>
+    ```
+    After:
+    ```mlir
+    %y = tfm.matmul %a, %w : tensor<2x8x16xf32>, tensor<16x32xf32> -> tensor<2x8x32xf32>
+    %r = shard.reduce_scatter %y on @mesh grid_axes = [0] scatter_axis = 1
+        : tensor<2x8x32xf32> -> tensor<2x4x32xf32>
+    %xs = shard.all_slice %x on @mesh grid_axes = [0] slice_axis = 1
+        : tensor<2x8x32xf32> -> tensor<2x4x32xf32>
+    %h = tfm.add %r, %xs : tensor<2x4x32xf32>, tensor<2x4x32xf32>
+    %n = tfm.layernorm %h, %g, %b eps = 1.0e-05 : tensor<2x4x32xf32>, tensor<32xf32>
+    %nf = shard.all_gather %n on @mesh grid_axes = [0] gather_axis = 1
+        : tensor<2x4x32xf32> -> tensor<2x8x32xf32>
+    %z = tfm.matmul %nf, %w1 : tensor<2x8x32xf32>, tensor<32x16xf32> -> tensor<2x8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"tpAxis", "tp-axis", "std::string", "\"tp\"",
+           "mesh axis of tensor parallelism, whose all-reduces become reduce-scatters">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
 def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {
   let summary = "writes tfm sharding annotations as upstream shard dialect annotations";
   let description = [{
@@ -255,9 +316,15 @@ def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
     collective moves on a rank: the tensor of an all_reduce, the gathered
     result of an all_gather, the input of a reduce_scatter or all_to_all;
     all_slice moves nothing. These are the volumes of Megatron's analysis
-    (per layer 2 all-reduces of b·s·h elements), not the wire bytes of one
-    algorithm. The IR is unchanged. `output` is a file (written whole or not
-    at all) or `-` for stdout.
+    (per layer 2 all-reduces of b·s·h elements). `wire_bytes_per_rank` is
+    what one rank sends in the ring algorithms (NCCL's bus bytes), for a
+    group of n ranks: 2(n-1)/n of an all_reduce's tensor, (n-1)/n of an
+    all_gather's, reduce_scatter's or all_to_all's buffer, the whole tensor
+    of a broadcast or send; in it a reduce_scatter plus an all_gather of one
+    tensor cost what its all_reduce costs. `total` sums the collectives that
+    communicate (all but all_slice).
+    The IR is unchanged. `output` is a file (written whole or not at all) or
+    `-` for stdout.
 
     ```
     pmlir-opt model.mlir --pmlir-megatron-recipe --pmlir-sharding-propagation \
@@ -265,10 +332,12 @@ def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
     ```
     ```json
     {"mesh": {"dp": 2, "tp": 2},
-     "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288}, ...},
-     "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288}},
+     "total": {"count": 3, "bytes_per_rank": 12288, "wire_bytes_per_rank": 12288},
+     "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288,
+                               "wire_bytes_per_rank": 12288}, ...},
+     "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288, ...}},
      "collectives": [{"kind": "all_reduce", "axes": ["tp"], "shape": [1, 16, 64],
-                      "bytes_per_rank": 4096}, ...]}
+                      "bytes_per_rank": 4096, "wire_bytes_per_rank": 4096}, ...]}
     ```
   }];
   let options = [

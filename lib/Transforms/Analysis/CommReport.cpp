@@ -6,9 +6,12 @@
 // moves on one rank: the tensor of an all_reduce, the gathered result of an
 // all_gather, the input of a reduce_scatter or all_to_all, the tensor of a
 // broadcast, send or recv. all_slice moves nothing (0 bytes). These are the
-// volumes Megatron's analysis counts (a TP all-reduce of b·s·h elements),
-// not the wire bytes of a particular algorithm (a ring all-reduce sends
-// 2(n-1)/n of them).
+// volumes Megatron's analysis counts (a TP all-reduce of b·s·h elements).
+// Each also gets wire_bytes_per_rank, what one rank sends in the ring
+// algorithms (NCCL's bus bytes): 2(n-1)/n of an all_reduce's tensor,
+// (n-1)/n of an all_gather's, reduce_scatter's or all_to_all's buffer, the
+// tensor of a broadcast or send, for a group of n ranks. In wire bytes a
+// reduce_scatter and an all_gather together cost what an all_reduce costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,18 @@ namespace {
 int64_t bytesOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// The share of a collective's buffer that one rank of a group of `n`
+/// sends in a ring algorithm.
+double wireFactor(StringRef kind, int64_t n) {
+  if (kind == "all_reduce")
+    return 2.0 * (n - 1) / n;
+  if (kind == "all_gather" || kind == "reduce_scatter" || kind == "all_to_all")
+    return double(n - 1) / n;
+  if (kind == "broadcast" || kind == "send")
+    return 1.0;
+  return 0.0; // all_slice moves nothing, recv sends nothing
 }
 
 /// The kind, the grid axes and the bytes of a collective, or std::nullopt
@@ -79,8 +94,19 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
       return "axis" + std::to_string(axis);
     };
     struct Total {
-      int64_t count = 0, bytes = 0;
+      int64_t count = 0, bytes = 0, wire = 0;
     };
+    // The ranks of a collective's group: the product of its grid axes.
+    auto groupSize = [&](Operation *op, ArrayRef<int16_t> axes) {
+      auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+          op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
+      int64_t n = 1;
+      for (int16_t a : axes)
+        if (grid && a < grid.getRank())
+          n *= grid.getShape()[a];
+      return n;
+    };
+    Total all;
     std::map<std::string, Total> perKind, perAxes;
     llvm::json::Array list;
     module.walk([&](Operation *op) {
@@ -94,12 +120,16 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
         axesKey += (axesKey.empty() ? "" : ",") + axisName(a);
         axesJson.push_back(axisName(a));
       }
-      perKind[kind.str()].count++;
-      perKind[kind.str()].bytes += bytes;
-      perAxes[axesKey].count++;
-      perAxes[axesKey].bytes += bytes;
+      auto wire = static_cast<int64_t>(wireFactor(kind, groupSize(op, axes)) * bytes + 0.5);
+      // The total counts what communicates (an all_slice is a local slice).
+      Total none;
+      for (Total *t : {&perKind[kind.str()], &perAxes[axesKey], kind == "all_slice" ? &none : &all}) {
+        t->count++;
+        t->bytes += bytes;
+        t->wire += wire;
+      }
       llvm::json::Object entry{{"kind", kind}, {"axes", std::move(axesJson)},
-                               {"bytes_per_rank", bytes}};
+                               {"bytes_per_rank", bytes}, {"wire_bytes_per_rank", wire}};
       auto type = cast<RankedTensorType>(op->getOperand(0).getType());
       entry["shape"] = llvm::json::Array(type.getShape());
       if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>())
@@ -109,7 +139,8 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
     auto totals = [](const std::map<std::string, Total> &m) {
       llvm::json::Object o;
       for (auto &[key, t] : m)
-        o[key] = llvm::json::Object{{"count", t.count}, {"bytes_per_rank", t.bytes}};
+        o[key] = llvm::json::Object{
+            {"count", t.count}, {"bytes_per_rank", t.bytes}, {"wire_bytes_per_rank", t.wire}};
       return o;
     };
     llvm::json::Object meshJson;
@@ -117,6 +148,11 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
       for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
         meshJson[name.getValue()] = size;
     llvm::json::Value report = llvm::json::Object{{"mesh", std::move(meshJson)},
+                                                  {"total",
+                                                   llvm::json::Object{
+                                                       {"count", all.count},
+                                                       {"bytes_per_rank", all.bytes},
+                                                       {"wire_bytes_per_rank", all.wire}}},
                                                   {"totals", totals(perKind)},
                                                   {"per_axis", totals(perAxes)},
                                                   {"collectives", std::move(list)}};

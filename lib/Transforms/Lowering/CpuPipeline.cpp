@@ -88,4 +88,9 @@ void pmlir::registerPipelines() {
       "pmlir-cpu-pipeline",
       "lowers tfm to the LLVM dialect for CPU execution (see CpuPipeline.cpp)",
       [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
+  PassPipelineRegistration<ShardingPipelineOptions>(
+      "pmlir-sharding-pipeline",
+      "shards a global program with tfm.mesh into the per-rank program: [recipe], "
+      "propagation, partition, [sequence parallelism], [comm report]",
+      buildShardingPipeline);
 }
