@@ -6,7 +6,7 @@
 //             [--output O.safetensors] [--seed N] [--print] [--repeat N]
 //             [--threads N] [--entry forward]
 //   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
-//             [--check [--tolerance T]] [--comm-report C.json] ...
+//             [--check [--tolerance T]] [--comm-report C.json] [--memory-report M.json]
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -113,6 +113,10 @@ static llvm::cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     llvm::cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
                    "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"));
+static llvm::cl::opt<std::string> memoryReportFile(
+    "memory-report",
+    llvm::cl::desc("write the activation bytes each layer keeps for the backward pass, per "
+                   "rank, to this JSON file"));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
@@ -648,11 +652,13 @@ int main(int argc, char **argv) {
   if (sharding && !mesh)
     return fail(recipe.empty() ? modelFile + " has a tfm.mesh: run it with --mesh"
                                : "--recipe needs --mesh");
-  if ((check || !commReportFile.empty() || sequenceParallel) && !sharding)
-    return fail(std::string(check                    ? "--check"
-                            : sequenceParallel       ? "--sequence-parallel"
-                                                     : "--comm-report") +
-                " needs a global program to shard: --recipe, or a model with tfm.mesh");
+  for (auto [given, flag] : {std::pair<bool, const char *>{check, "--check"},
+                             {sequenceParallel, "--sequence-parallel"},
+                             {!commReportFile.empty(), "--comm-report"},
+                             {!memoryReportFile.empty(), "--memory-report"}})
+    if (given && !sharding)
+      return fail(std::string(flag) +
+                  " needs a global program to shard: --recipe, or a model with tfm.mesh");
   OwningOpRef<ModuleOp> reference;
   // Token ids index embedding tables and labels the logits' columns: per
   // argument, the vocabulary and the one value outside it a label may take.
@@ -694,8 +700,10 @@ int main(int argc, char **argv) {
     if (!recipe.empty())
       options.recipe = ShardingPipelineOptions::Recipe::Megatron;
     options.sequenceParallel = sequenceParallel;
-    if (rank == 0)
+    if (rank == 0) {
       options.commReport = commReportFile;
+      options.memoryReport = memoryReportFile;
+    }
     buildShardingPipeline(pm, options);
     // Every rank compiles the same program: rank 0 speaks for them.
     std::optional<ScopedDiagnosticHandler> quiet;

@@ -49,6 +49,9 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       llvm::cl::init(false)};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the collectives to this JSON file")};
+  Option<std::string> memoryReport{
+      *this, "memory-report",
+      llvm::cl::desc("write the activation bytes per layer and rank to this JSON file")};
 };
 
 /// Recipe, sharding propagation, partition, sequence parallelism and the

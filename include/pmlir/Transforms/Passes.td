@@ -346,6 +346,46 @@ def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
   ];
 }
 
+def MemoryReport : Pass<"pmlir-memory-report", "mlir::ModuleOp"> {
+  let summary = "writes the activation bytes each layer keeps for the backward pass, per rank, as JSON";
+  let description = [{
+    Per `tfm.layer`, on the local shapes of a partitioned program (or the
+    global shapes of an unpartitioned one), the bytes of the activations a
+    backward pass keeps, counted as Korthikanti et al. count them for
+    Megatron's GPT layer ("Reducing Activation Recomputation in Large
+    Transformer Models", section 4): the activation operands of every
+    matmul, the inputs of norms and of gelu/silu, both factors of a mul, the
+    query, key and value of each attention and its softmax probabilities
+    `[b, a, s, s]`; adds, scales, reshapes and rotations keep nothing; a
+    value counts once. A matmul input that is an all-gather of a sequence
+    shard counts as the shard, which sequence parallelism keeps (and
+    gathers again in the backward pass). Weights and what is computed from
+    them alone are not activations.
+
+    Next to each layer with an attention: its `dims` (b, s, h, a per rank,
+    t the tp size) and Megatron's formula for a GPT layer in bytes:
+    `fp16_with_dropout` is the paper's sbh(10 + 24/t + 5as/(ht)), or
+    (sbh/t)(34 + 5as/h) with sequence parallelism; `f32_without_dropout`
+    the same accounting for this IR's f32 tensors and no dropout,
+    sbh(16 + 48/t) + 4as²b/t, or 64sbh/t + 4as²b/t with sequence
+    parallelism, which a GPT-2 layer matches exactly.
+
+    ```json
+    {"mesh": {"tp": 2}, "activation_bytes_per_rank": 1179648,
+     "layers": [{"layer": 0, "activation_bytes_per_rank": 589824,
+                 "by_kind": {"matmul_inputs": ..., "norm_inputs": ..., ...},
+                 "sequence_parallel": true,
+                 "dims": {"b": 2, "s": 16, "h": 64, "a": 4, "t": 2},
+                 "megatron_gpt_layer_bytes": {"fp16_with_dropout": ...,
+                                              "f32_without_dropout": ...}}]}
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write the JSON report to (- for stdout)">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//

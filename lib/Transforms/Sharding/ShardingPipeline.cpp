@@ -22,4 +22,6 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
     pm.addPass(createSequenceParallel());
   if (!options.commReport.empty())
     pm.addPass(createCommReport(CommReportOptions{options.commReport}));
+  if (!options.memoryReport.empty())
+    pm.addPass(createMemoryReport(MemoryReportOptions{options.memoryReport}));
 }

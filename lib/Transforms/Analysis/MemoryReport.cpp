@@ -1,0 +1,176 @@
+//===- MemoryReport.cpp - Activation bytes per layer, as JSON -------------===//
+//
+// Part of pmlir.
+//
+// The activations a backward pass keeps, per tfm.layer and per rank,
+// counted as Korthikanti et al. count them for Megatron's GPT layer
+// ("Reducing Activation Recomputation in Large Transformer Models", §4):
+// the activation operands of every matmul, the inputs of the norms and of
+// the nonlinear elementwise ops (gelu, silu, both factors of a mul), the
+// query, key and value of each attention and its softmax probabilities
+// [b, a, s, s]. Adds, scales, reshapes and rotations keep nothing. A value
+// counts once however many ops keep it. A matmul input that is an
+// all_gather of a sequence shard counts as the shard: Megatron's sequence
+// parallelism keeps the shard and gathers it again in the backward pass.
+// Weights (function arguments and what is computed from them alone, e.g.
+// their local slices) are not activations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace pmlir {
+#define GEN_PASS_DEF_MEMORYREPORT
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// Values computed from weights alone: function arguments that are not
+/// token ids or labels, and the results of ops whose tensor operands all
+/// are such values.
+DenseSet<Value> parametersOf(func::FuncOp func) {
+  DenseSet<Value> params;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (type && isa<FloatType>(type.getElementType()) &&
+        !(name && (name.getValue() == "input_ids" || name.getValue() == "labels")))
+      params.insert(arg);
+  }
+  func.walk([&](Operation *op) {
+    if (op->getNumResults() == 0 || op->getNumRegions() != 0)
+      return;
+    bool fromParams = llvm::all_of(op->getOperands(), [&](Value v) {
+      return !isa<RankedTensorType>(v.getType()) || params.contains(v);
+    });
+    if (fromParams && llvm::any_of(op->getOperands(), [&](Value v) { return params.contains(v); }))
+      for (Value r : op->getResults())
+        params.insert(r);
+  });
+  return params;
+}
+
+struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass> {
+  using MemoryReportBase::MemoryReportBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
+    int64_t tp = mesh ? mesh.axisSize("tp") : 1;
+    llvm::json::Array layers;
+    int64_t total = 0;
+    module.walk([&](func::FuncOp func) {
+      DenseSet<Value> params = parametersOf(func);
+      func.walk([&](LayerOp layer) {
+        llvm::json::Object entry = reportLayer(layer, params, tp);
+        total += *entry.getInteger("activation_bytes_per_rank");
+        layers.push_back(std::move(entry));
+      });
+    });
+    llvm::json::Object meshJson;
+    if (mesh)
+      for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
+        meshJson[name.getValue()] = size;
+    llvm::json::Value report = llvm::json::Object{{"mesh", std::move(meshJson)},
+                                                  {"activation_bytes_per_rank", total},
+                                                  {"layers", std::move(layers)}};
+    // Written whole or not at all (a temporary file renamed into place).
+    if (llvm::Error err = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", report) << "\n";
+          return llvm::Error::success();
+        })) {
+      module.emitError() << "cannot write the memory report to '" << output
+                         << "': " << llvm::toString(std::move(err));
+      return signalPassFailure();
+    }
+  }
+
+  llvm::json::Object reportLayer(LayerOp layer, const DenseSet<Value> &params, int64_t tp) {
+    // Kept values by the reason they are kept, each counted once.
+    llvm::SetVector<Value> kept;
+    std::map<std::string, int64_t> byKind;
+    auto keep = [&](Value v, StringRef kind) {
+      if (!isa<RankedTensorType>(v.getType()) || params.contains(v))
+        return;
+      // A gathered sequence is kept as its shard.
+      if (auto gather = v.getDefiningOp<shard::AllGatherOp>())
+        v = gather.getInput();
+      if (kept.insert(v))
+        byKind[kind.str()] += bytesOf(v);
+    };
+    int64_t probabilities = 0;
+    bool sequenceParallel = false;
+    std::optional<std::array<int64_t, 4>> dims; // b, a, s, h of the first attention
+    layer.walk([&](Operation *op) {
+      if (auto matmul = dyn_cast<MatmulOp>(op)) {
+        keep(matmul.getLhs(), "matmul_inputs");
+        keep(matmul.getRhs(), "matmul_inputs");
+      } else if (isa<LayerNormOp, RmsNormOp, GeluOp, SiluOp>(op)) {
+        keep(op->getOperand(0), isa<GeluOp, SiluOp>(op) ? "activation_inputs" : "norm_inputs");
+      } else if (isa<MulOp>(op)) {
+        keep(op->getOperand(0), "activation_inputs");
+        keep(op->getOperand(1), "activation_inputs");
+      } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+        for (Value v : {attention.getQuery(), attention.getKey(), attention.getValue()})
+          keep(v, "attention_inputs");
+        ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
+        ArrayRef<int64_t> k = attention.getKey().getType().getShape();
+        auto element = attention.getQuery().getType().getElementType();
+        probabilities += q[0] * q[1] * q[2] * k[2] * (element.getIntOrFloatBitWidth() / 8);
+        if (!dims)
+          dims = {q[0], q[1] * tp, q[2], q[1] * tp * q[3]};
+      } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+        sequenceParallel |= scatter.getScatterAxis() == 1;
+      }
+    });
+    byKind["attention_probabilities"] = probabilities;
+    int64_t bytes = probabilities;
+    for (Value v : kept)
+      bytes += bytesOf(v);
+
+    llvm::json::Object kinds;
+    for (auto &[kind, n] : byKind)
+      kinds[kind] = n;
+    llvm::json::Object entry{{"layer", layer.getIndex()},
+                             {"activation_bytes_per_rank", bytes},
+                             {"by_kind", std::move(kinds)},
+                             {"sequence_parallel", sequenceParallel}};
+    if (dims) {
+      // Megatron's GPT layer per rank, in bytes: with 16-bit activations
+      // and dropout as the paper, and in this accounting (f32, no dropout).
+      auto [b, a, s, h] = *dims;
+      double sbh = double(s) * b * h, as2b = double(a) * s * s * b, t = double(tp);
+      double megatron = sequenceParallel ? sbh / t * (34 + 5.0 * a * s / h)
+                                         : sbh * (10 + 24 / t) + 5 * as2b / t;
+      double f32 = sequenceParallel ? sbh / t * 64 + 4 * as2b / t
+                                    : sbh * (16 + 48 / t) + 4 * as2b / t;
+      entry["dims"] = llvm::json::Object{{"b", b}, {"s", s}, {"h", h}, {"a", a}, {"t", tp}};
+      entry["megatron_gpt_layer_bytes"] =
+          llvm::json::Object{{"fp16_with_dropout", static_cast<int64_t>(megatron + 0.5)},
+                             {"f32_without_dropout", static_cast<int64_t>(f32 + 0.5)}};
+    }
+    return entry;
+  }
+};
+
+} // namespace
