@@ -49,8 +49,7 @@
 // GPT2-IR: tfm.matmul {{.*}} transpose_rhs : tensor<1x16x64xf32>, tensor<48x64xf32> -> tensor<1x16x48xf32>
 // GPT2-IR-NOT: shard.
 
-// Llama (8 query heads, 2 kv heads): the residual stream stays a pending
-// sum up to the next norm, so the count is the same.
+// Llama (8 query heads, 2 kv heads): no biases, the same count.
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \

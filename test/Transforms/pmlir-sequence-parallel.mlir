@@ -131,14 +131,23 @@ module {
 // NO-SP-NEXT: "count": 3,
 // NO-SP-NEXT: "wire_bytes_per_rank": 12288
 
-// Llama (tp = 4): each norm runs on the shard of its reduce-scattered
-// input and is gathered for the projections after it.
+// Llama (tp = 4): as in Megatron, the embedding and each block's output
+// are reduce-scattered, the residual stream is a sequence shard, each norm
+// runs on it and is gathered for the projections after it.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron sequence-parallel=1" | FileCheck %s --check-prefix=LLAMA
-// LLAMA-COUNT-2: shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
-// LLAMA: shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
-// LLAMA-NEXT: tfm.rmsnorm {{.*}} : tensor<2x4x64xf32>, tensor<64xf32>
-// LLAMA-NEXT: shard.all_gather {{.*}} gather_axis = 1 : tensor<2x4x64xf32> -> tensor<2x16x64xf32>
-// LLAMA-NEXT: tfm.matmul {{.*}} transpose_rhs
+// LLAMA: %[[E:.*]] = shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
+// LLAMA-NEXT: %[[N1:.*]] = tfm.rmsnorm %[[E]], {{.*}} : tensor<2x4x64xf32>, tensor<64xf32>
+// LLAMA-NEXT: shard.all_gather %[[N1]] {{.*}} gather_axis = 1 : tensor<2x4x64xf32> -> tensor<2x16x64xf32>
+// LLAMA: %[[O:.*]] = shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
+// LLAMA-NEXT: %[[H:.*]] = tfm.add %[[E]], %[[O]] : tensor<2x4x64xf32>, tensor<2x4x64xf32>
+// LLAMA-NEXT: %[[N2:.*]] = tfm.rmsnorm %[[H]]
+// LLAMA-NEXT: shard.all_gather %[[N2]]
+// LLAMA: %[[D:.*]] = shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
+// LLAMA-NEXT: %[[H2:.*]] = tfm.add %[[H]], %[[D]]
+// LLAMA-NEXT: tfm.yield %[[H2]] : tensor<2x4x64xf32>
+// LLAMA: tfm.rmsnorm {{.*}} : tensor<2x4x64xf32>, tensor<64xf32>
+// LLAMA-NEXT: %[[GF:.*]] = shard.all_gather {{.*}} gather_axis = 1 : tensor<2x4x64xf32> -> tensor<2x16x64xf32>
+// LLAMA-NEXT: tfm.matmul %[[GF]], {{.*}} transpose_rhs
 // LLAMA-NOT: shard.all_reduce

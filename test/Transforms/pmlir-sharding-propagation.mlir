@@ -170,6 +170,37 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 
 // -----
 
+// A sum of pending branches used nowhere else stays pending and is reduced
+// once (parallel attention and MLP); a sum with an operand that is needed
+// whole elsewhere anyway (a sequential residual stream) is not pending:
+// each operand is reduced, as Megatron does.
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  // CHECK-LABEL: func @parallel_branches
+  // CHECK: tfm.add {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []], pending = ["tp"]>]}
+  // CHECK-LABEL: func @sequential_residual
+  // CHECK: tfm.add {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []]>]}
+  func.func @parallel_branches(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
+                               %w1: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>},
+                               %w2: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>}) -> tensor<4x8xf32> {
+    %a = tfm.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %b = tfm.matmul %x, %w2 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %s = tfm.add %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+    %g = tfm.gelu %s tanh : tensor<4x8xf32>
+    return %g : tensor<4x8xf32>
+  }
+  func.func @sequential_residual(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
+                                 %w1: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>},
+                                 %w2: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>}) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %a = tfm.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %n = tfm.gelu %a tanh : tensor<4x8xf32>
+    %b = tfm.matmul %x, %w2 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %s = tfm.add %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+    return %n, %s : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}
+
+// -----
+
 // expected-error @+1 {{sharding propagation needs the module attribute tfm.mesh}}
 module {
   func.func @no_mesh(%x: tensor<4xf32>) -> tensor<4xf32> {

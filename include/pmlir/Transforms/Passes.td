@@ -56,9 +56,11 @@ def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
     layout and smaller ones are resharded. A sharded contracting factor
     (a matmul's K, an embedding's vocabulary) makes the result a pending sum
     on its axes; pending sums pass through ops linear in them (`scale`,
-    `matmul`, reshapes, `add` of two sums pending on the same axes) and stop
-    at the first op that needs the full value, where partitioning will
-    reduce them. Tensors nothing reaches are replicated. The result is
+    `matmul`, reshapes, `add` of sums pending on the same axes when no
+    operand is needed whole elsewhere: parallel branches are reduced once,
+    while a sequential residual stream, which the next norm needs whole
+    anyway, is reduced per block as in Megatron) and stop at the first op
+    that needs the full value, where partitioning will reduce them. Tensors nothing reaches are replicated. The result is
     deterministic. Each tfm op gets `tfm.shardings` (one `#tfm.sharding` per
     result); unannotated arguments and results get `tfm.sharding`.
 

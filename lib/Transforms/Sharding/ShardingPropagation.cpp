@@ -271,6 +271,15 @@ struct Propagation {
     return changed;
   }
 
+  /// Whether `user` needs its operands' full values: an op without a rule
+  /// that passes pending sums (a norm, a nonlinearity, a return).
+  static bool needsWhole(Operation *user) {
+    if (isa<ShardingConstraintOp>(user))
+      return false;
+    std::optional<ShardingRule> rule = getShardingRule(user);
+    return !rule || rule->pending == PendingRule::None;
+  }
+
   /// The pending axes that reach the results through the op's linearity.
   Axes passedPending(Operation *op, const ShardingRule &rule) {
     SmallVector<Axes> perOperand;
@@ -296,6 +305,16 @@ struct Propagation {
       for (const Axes &other : perOperand)
         if (other != common)
           return {};
+      // A sum whose operand is reduced anyway (another user needs it
+      // whole: a norm, the residual stream of a sequential block) gains
+      // nothing by staying pending, and would keep a full-size partial
+      // alive: reduce each operand instead, as Megatron does. Sums of
+      // operands used nowhere else (parallel attention and MLP branches)
+      // stay pending and are reduced once.
+      for (Value operand : op->getOperands())
+        for (Operation *user : operand.getUsers())
+          if (user != op && needsWhole(user))
+            return {};
       return common;
     }
     }
