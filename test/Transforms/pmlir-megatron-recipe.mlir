@@ -74,8 +74,10 @@
 // NOMESH: error: the megatron recipe needs the module attribute tfm.mesh
 
 // Attention splits by heads: tp must divide the query heads and divide the
-// kv heads or be a multiple of them; fewer kv heads than tp is a warning
-// that says what runs instead.
+// kv heads or be a multiple of them. With fewer kv heads than tp, as in
+// Megatron each device keeps the kv head its query heads read: k_proj and
+// v_proj split over the major part of tp (the sub-axis "tp:(1)2" of a tp of
+// 4), the query group over its minor part.
 // RUN: pmlir-gen llama --layers 1 --hidden 48 --heads 6 --kv-heads 3 --ffn 64 --vocab 96 --seq 8 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=HEADS
@@ -86,5 +88,10 @@
 // KV: error: 'tfm.attention' op has 3 key/value heads; tp = 2 must divide them or be a multiple of them
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 64 --vocab 96 --seq 8 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
-// RUN:   | pmlir-opt --pmlir-megatron-recipe -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEWKV
-// FEWKV: warning: attention with 2 key/value heads, fewer than tp = 4: the attention runs on all heads on every device
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=FEWKV
+// FEWKV-NOT: warning
+// FEWKV: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.global_type = tensor<16x64xf32>, tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}"tp:(1)2"], []]>}
+// FEWKV: %[[Q:.*]] = tfm.split_heads {{.*}} heads = 2 : tensor<2x8x16xf32> -> tensor<2x2x8x8xf32>
+// FEWKV: %[[K:.*]] = tfm.split_heads {{.*}} heads = 1 : tensor<2x8x8xf32> -> tensor<2x1x8x8xf32>
+// FEWKV: tfm.attention {{.*}} : tensor<2x2x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x2x8x8xf32>
+// FEWKV-NOT: shard.all_gather

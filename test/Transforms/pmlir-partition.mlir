@@ -142,6 +142,39 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 
 // -----
 
+// Sub-axes: a block along "tp:(1)2" of a tp of 4 is the tp coordinate
+// divided by 2, along "tp:(2)2" the coordinate modulo 2.
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // CHECK-LABEL: func.func @sub_axis_blocks
+  // CHECK: %[[I:.*]] = shard.process_multi_index on @mesh axes = [0] : index
+  // CHECK: %[[M:.*]] = arith.remui %[[I]], %{{.*}} : index
+  // CHECK: %[[OFF:.*]] = arith.muli %[[M]], %{{.*}} : index
+  // CHECK: tfm.arange start = 0 plus %[[OFF]] : tensor<4xi64>
+  // CHECK: %[[J:.*]] = shard.process_multi_index on @mesh axes = [0] : index
+  // CHECK: %[[D:.*]] = arith.divui %[[J]], %{{.*}} : index
+  // CHECK: %[[OFF2:.*]] = arith.muli %[[D]], %{{.*}} : index
+  // CHECK: tfm.arange start = 0 plus %[[OFF2]] : tensor<4xi64>
+  func.func @sub_axis_blocks() -> (tensor<8xi64> {tfm.sharding = #tfm.sharding<[["tp:(2)2"]]>},
+                                   tensor<8xi64> {tfm.sharding = #tfm.sharding<[["tp:(1)2"]]>}) {
+    %p = tfm.arange start = 0 {tfm.shardings = [#tfm.sharding<[["tp:(2)2"]]>]} : tensor<8xi64>
+    %q = tfm.arange start = 0 {tfm.shardings = [#tfm.sharding<[["tp:(1)2"]]>]} : tensor<8xi64>
+    return %p, %q : tensor<8xi64>, tensor<8xi64>
+  }
+}
+
+// -----
+
+// Collectives run over whole mesh axes: a sub-axis cannot be gathered.
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  func.func @gather_sub_axis(%x: tensor<8x4xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)2"], []]>}) -> tensor<8x4xf32> {
+    // expected-error @+1 {{'tfm.gelu' op cannot reshard an operand from #tfm.sharding<[["tp:(1)2"], []]> to #tfm.sharding<[[], []]>: it changes the sub-axis 'tp:(1)2', and collectives run over whole mesh axes}}
+    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[[], []]>]} : tensor<8x4xf32>
+    return %y : tensor<8x4xf32>
+  }
+}
+
+// -----
+
 // A contraction over a padded dimension needs zeros in one operand's
 // padding; a softmax over padded rows leaves other values there.
 module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {

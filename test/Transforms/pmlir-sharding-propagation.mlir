@@ -201,6 +201,41 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 
 // -----
 
+// Two kv heads on a tp of 4: the kv-heads factor takes the major part of tp
+// ("tp:(1)2": each kv head on two devices), the query group its minor
+// part, so key and value follow the queries split over all of tp.
+// CHECK-LABEL: func @kv_heads_below_tp
+// CHECK-SAME: %arg1: tensor<1x2x4x2xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp:(1)2"], [], []]>}
+// CHECK-SAME: %arg2: tensor<1x2x4x2xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp:(1)2"], [], []]>}
+// CHECK: tfm.attention {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"], [], []]>]}
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  func.func @kv_heads_below_tp(%q: tensor<1x8x4x2xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"], [], []]>},
+                               %k: tensor<1x2x4x2xf32>, %v: tensor<1x2x4x2xf32>) -> tensor<1x8x4x2xf32> {
+    %o = tfm.attention %q, %k, %v causal scale = 0.5 : tensor<1x8x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> -> tensor<1x8x4x2xf32>
+    return %o : tensor<1x8x4x2xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{argument #0 names mesh axes 'tp' and 'tp:(1)2', which share devices}}
+  func.func @overlapping_axes(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], ["tp:(1)2"]]>}) -> tensor<4x8xf32> {
+    return %x : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{argument #0 names mesh axis 'tp:(1)3', which the mesh #tfm.mesh<tp = 4> does not have}}
+  func.func @bad_sub_axis(%x: tensor<6x8xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)3"], []]>}) -> tensor<6x8xf32> {
+    return %x : tensor<6x8xf32>
+  }
+}
+
+// -----
+
 // expected-error @+1 {{sharding propagation needs the module attribute tfm.mesh}}
 module {
   func.func @no_mesh(%x: tensor<4xf32>) -> tensor<4xf32> {

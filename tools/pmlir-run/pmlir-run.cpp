@@ -227,9 +227,17 @@ std::optional<std::vector<int64_t>> globalShapeOf(Attribute globalType) {
 /// an error. Each rank's block is `local`; the global tensor is `global`
 /// where given (shards the parts do not divide are padded at the end), else
 /// `local` times the parts.
+/// `mesh` as a #tfm.mesh (axes in the same order).
+tfm::MeshAttr meshAttrOf(MLIRContext *context, const rt::Mesh &mesh) {
+  SmallVector<StringAttr> axes;
+  for (const std::string &name : mesh.axisNames())
+    axes.push_back(StringAttr::get(context, name));
+  return tfm::MeshAttr::get(context, axes, mesh.axisSizes());
+}
+
 std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
                              const std::optional<std::vector<int64_t>> &global,
-                             const rt::Mesh &mesh, llvm::ArrayRef<int64_t> coords,
+                             tfm::MeshAttr mesh, llvm::ArrayRef<int64_t> coords,
                              std::string &error) {
   if (global && global->size() != local.size()) {
     error = "has tfm.global_type of rank " + std::to_string(global->size()) + " for " +
@@ -251,15 +259,19 @@ std::optional<Slice> sliceOf(ArrayAttr sharding, llvm::ArrayRef<int64_t> local,
     int64_t parts = 1, index = 0;
     for (Attribute a : axes) {
       auto name = dyn_cast<StringAttr>(a);
-      int axis = name ? mesh.axisIndex(name.str()) : -1;
-      if (axis < 0) {
+      std::optional<tfm::MeshAttr::SubAxis> sub =
+          name ? mesh.subAxis(name.getValue()) : std::nullopt;
+      if (!sub) {
         error = "tfm.sharding names mesh axis " +
                 (name ? "'" + name.str() + "'" : std::string("(not a string)")) +
                 ", which --mesh does not have";
         return std::nullopt;
       }
-      parts *= mesh.axisSizes()[axis];
-      index = index * mesh.axisSizes()[axis] + coords[axis];
+      // A sub-axis "a:(p)s": the coordinate along a, without the parts
+      // below it, modulo s.
+      int64_t below = mesh.getSizes()[sub->index] / (sub->pre * sub->size);
+      parts *= sub->size;
+      index = index * sub->size + (coords[sub->index] / below) % sub->size;
     }
     int64_t size = global ? (*global)[d] : local[d] * parts;
     if (tfm::shardSize(size, parts) != local[d]) {
@@ -359,8 +371,9 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
         return failBind(error, "argument '" + a.name +
                                    "' is sharded (tfm.sharding); run it with --mesh");
       if (!(slice = sliceOf(sharding, a.shape,
-                            globalShapeOf(entry.getArgAttr(i, tfm::kGlobalTypeAttr)), *mesh,
-                            mesh->coordinates(rank), error)))
+                            globalShapeOf(entry.getArgAttr(i, tfm::kGlobalTypeAttr)),
+                            meshAttrOf(entry.getContext(), *mesh), mesh->coordinates(rank),
+                            error)))
         return failBind(error, "argument '" + a.name + "' " + error);
     }
     std::vector<int64_t> shape = slice ? slice->global : a.shape;
@@ -685,10 +698,7 @@ int main(int argc, char **argv) {
   if (auto name = entry.getResultAttrOfType<StringAttr>(0, tfm::kNameAttr))
     resultName = name.str();
   if (sharding) {
-    SmallVector<StringAttr> axes;
-    for (const std::string &name : mesh->axisNames())
-      axes.push_back(StringAttr::get(&context, name));
-    auto want = tfm::MeshAttr::get(&context, axes, mesh->axisSizes());
+    auto want = meshAttrOf(&context, *mesh);
     auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
     if (have && have != want)
       return fail("the model's tfm.mesh " + attrText(have) + " is not --mesh " + meshSpec);
@@ -736,8 +746,8 @@ int main(int argc, char **argv) {
     std::string error;
     if (!mesh)
       return fail("the result of @" + entryName + " is sharded (tfm.sharding); run it with --mesh");
-    if (!(resultSlice = sliceOf(resultSharding, resultShape, resultGlobal, *mesh,
-                                mesh->coordinates(rank), error)))
+    if (!(resultSlice = sliceOf(resultSharding, resultShape, resultGlobal,
+                                meshAttrOf(&context, *mesh), mesh->coordinates(rank), error)))
       return fail("the result of @" + entryName + " " + error);
   }
 
@@ -840,7 +850,8 @@ int main(int argc, char **argv) {
         }
         std::string unused;
         pasteSlice(blocks.data() + member * n,
-                   *sliceOf(resultSharding, resultShape, resultGlobal, *mesh, coords, unused),
+                   *sliceOf(resultSharding, resultShape, resultGlobal,
+                            meshAttrOf(&context, *mesh), coords, unused),
                    resultShape, assembled.data());
       }
       logits = assembled.data();

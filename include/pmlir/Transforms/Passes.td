@@ -74,9 +74,15 @@ def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
     same factor wins), a warning names the op and both shardings: the loser
     is resharded there.
 
-    Diagnostics: a missing `tfm.mesh`, an annotation naming an axis the mesh
-    lacks, axes whose device count does not divide the dimension they split,
-    pending axes on an argument.
+    A factor smaller than an axis that it divides takes the axis' major part,
+    a sub-axis (`"tp:(1)2"` for 2 kv heads on a tp of 4; the query group
+    takes `"tp:(2)2"`). A dimension the devices do not divide is split into
+    padded shards (see `pmlir-partition`).
+
+    Diagnostics: a missing `tfm.mesh`, an annotation naming an axis or a
+    sub-axis the mesh lacks, axes that share devices, more devices than the
+    elements of the dimension they split, pending axes on an argument;
+    warnings where user annotations conflict.
 
     Before (a Megatron MLP: fc1 column-parallel, fc2 row-parallel):
     ```mlir
@@ -109,7 +115,10 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
     derives the rest. Weights are recognized by Hugging Face name and
     `tfm.dims` role: column-parallel (`attn.c_attn`, `mlp.c_fc`, `q_proj`,
     `k_proj`, `v_proj`, `gate_proj`, `up_proj`: the `out` dimension on the
-    tp axis), row-parallel (`attn.c_proj`, `mlp.c_proj`, `o_proj`,
+    tp axis; with K key/value heads fewer than tp, `k_proj` and `v_proj`
+    split over the sub-axis `tp:(1)K`, so that each device keeps the kv
+    head its query heads read, replicated as in Megatron), row-parallel
+    (`attn.c_proj`, `mlp.c_proj`, `o_proj`,
     `down_proj`: the `in` dimension), vocab-parallel (`wte`,
     `embed_tokens`, `lm_head`: the `vocab` dimension; a vocabulary tp does
     not divide, as GPT-2's 50257, is split into padded shards of

@@ -59,6 +59,9 @@ struct ExportShardingsPass : public pmlir::impl::ExportShardingsBase<ExportShard
     for (int64_t d = 0; d < sharding.getRank(); ++d) {
       SmallVector<int16_t> axes;
       for (StringRef a : sharding.axesOf(d)) {
+        if (mesh.axisIndex(a) < 0 && mesh.subAxis(a))
+          return where->emitOpError() << "has the sharding " << sharding << " with the sub-axis '"
+                                      << a << "', which upstream shard annotations cannot express";
         if (mesh.axisIndex(a) < 0)
           return where->emitOpError() << "has the sharding " << sharding << " naming mesh axis '"
                                       << a << "', which the mesh " << mesh << " does not have";

@@ -15,6 +15,9 @@
 //     vocabulary tp does not divide is padded, as Megatron pads it (each
 //     shard holds ceil(V / tp) rows, the last ones padding);
 //   data-parallel: every argument's "batch" dimension on dp.
+// With fewer key/value heads than tp, k_proj and v_proj split over the
+// major part of tp ("tp:(1)K" for K heads): each device keeps the head its
+// query heads read, replicated over the minor part, as Megatron does.
 // GPT-2's fused QKV weight and bias are cut by tfm.split into Q, K and V; a
 // contiguous split of the fused dimension would give a device parts of two
 // projections, so the constraint goes on the split's results instead.
@@ -96,6 +99,12 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
         if (split >= 0) {
           if (auto fused = fusedSplit(arg, split)) {
             constrainParts(fused, split, context);
+          } else if (int64_t heads = projectedHeads(arg);
+                     role == Role::Column && heads > 0 && heads < mesh.axisSize(tpAxis)) {
+            // Fewer key/value heads than tp: each device keeps the one its
+            // query heads read, as Megatron replicates them; the heads
+            // split over the major part of tp, the minor part replicates.
+            dims[split].push_back(mesh.subAxisName(mesh.axisIndex(tpAxis), 1, heads));
           } else {
             dims[split].push_back(tpAxis);
           }
@@ -122,16 +131,20 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
                          << tpSize << " must divide them or be a multiple of them";
         return WalkResult::interrupt();
       }
-      if (kvHeads < tpSize)
-        op.emitWarning() << "attention with " << kvHeads << " key/value heads, fewer than " << tpAxis
-                         << " = " << tpSize
-                         << ": the attention runs on all heads on every device, between "
-                            "an all-gather of the query heads and a local slice (a per-device "
-                            "copy of its key/value head, as Megatron keeps, is not "
-                            "implemented yet)";
       return WalkResult::advance();
     });
     return failure(walked.wasInterrupted());
+  }
+
+  /// The heads of the projection `arg` is the weight of (its matmul's
+  /// result split into heads), or 0.
+  static int64_t projectedHeads(Value arg) {
+    for (Operation *user : arg.getUsers())
+      if (isa<MatmulOp>(user))
+        for (Operation *next : user->getResult(0).getUsers())
+          if (auto heads = dyn_cast<SplitHeadsOp>(next))
+            return heads.getHeads();
+    return 0;
   }
 
   /// The tfm.split that cuts `arg` along `dim` into projections, if that is

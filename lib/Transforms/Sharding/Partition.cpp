@@ -118,21 +118,44 @@ struct Partitioner {
     return tensor::ExtractSliceOp::create(b, loc, resized, v, offsets, sizes, strides);
   }
 
+  /// The grid axes of `axes` (of sub-axes, their axes).
   SmallVector<int16_t> gridAxes(ArrayRef<StringRef> axes) const {
     SmallVector<int16_t> out;
     for (StringRef a : axes)
-      out.push_back(static_cast<int16_t>(mesh.axisIndex(a)));
+      out.push_back(static_cast<int16_t>(mesh.subAxis(a)->index));
     return out;
   }
 
-  /// This rank's block index along `axes` (major first), as an index.
+  /// The first of `axes` that is a part of a mesh axis: shard collectives
+  /// run over whole grid axes only.
+  std::optional<StringRef> subAxisIn(ArrayRef<StringRef> axes) const {
+    for (StringRef a : axes)
+      if (mesh.axisIndex(a) < 0)
+        return a;
+    return std::nullopt;
+  }
+
+  /// This rank's block index along `axes` (major first), as an index. A
+  /// sub-axis "a:(p)s" is the coordinate along a, divided by the size of
+  /// the parts below it, modulo s.
   Value blockIndex(Location loc, ArrayRef<StringRef> axes) {
     auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes(axes));
-    Value index = multi.getResults().front();
-    for (auto [a, coord] : llvm::drop_begin(llvm::zip(axes, multi.getResults()))) {
+    Value index;
+    for (auto [a, coord] : llvm::zip(axes, multi.getResults())) {
+      MeshAttr::SubAxis sub = *mesh.subAxis(a);
+      int64_t below = mesh.getSizes()[sub.index] / (sub.pre * sub.size);
+      Value c = coord;
+      if (below != 1)
+        c = arith::DivUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, below));
+      if (sub.pre != 1)
+        c = arith::RemUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, sub.size));
+      if (!index) {
+        index = c;
+        continue;
+      }
       Value scaled = arith::MulIOp::create(
           b, loc, index, arith::ConstantIndexOp::create(b, loc, mesh.axisSize(a)));
-      index = arith::AddIOp::create(b, loc, scaled, coord);
+      index = arith::AddIOp::create(b, loc, scaled, c);
     }
     return index;
   }
@@ -162,6 +185,23 @@ struct Partitioner {
     for (StringRef a : to.pending)
       if (!llvm::is_contained(from.pending, a))
         return fail() << ": a full value cannot become a pending sum";
+    // Collectives run over whole grid axes: the axes that change (past
+    // the common prefix of each dimension, and reduced pending axes) must
+    // be whole.
+    for (auto [have, want] : llvm::zip(from.dims, to.dims)) {
+      size_t common = 0;
+      while (common < have.size() && common < want.size() && have[common] == want[common])
+        ++common;
+      for (ArrayRef<StringRef> changed : {ArrayRef(have).drop_front(common),
+                                          ArrayRef(want).drop_front(common)})
+        if (std::optional<StringRef> sub = subAxisIn(changed))
+          return fail() << ": it changes the sub-axis '" << *sub
+                        << "', and collectives run over whole mesh axes";
+    }
+    for (StringRef a : from.pending)
+      if (!llvm::is_contained(to.pending, a) && mesh.axisIndex(a) < 0)
+        return fail() << ": it reduces over the sub-axis '" << a
+                      << "', and collectives run over whole mesh axes";
     Sharding cur = from;
     auto emit = [&](Operation *op) {
       v = op->getResult(0);
@@ -346,6 +386,9 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   Sharding logits = locals.at(op.getLogits()).sharding;
   logits.pending.clear();
   Axes vocabAxes = logits.dims.back();
+  if (std::optional<StringRef> sub = subAxisIn(vocabAxes))
+    return op.emitOpError() << "has logits whose vocabulary is split over the sub-axis '" << *sub
+                            << "'; its all-reduces need whole mesh axes";
   Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};
   FailureOr<Value> x = get(op.getLogits(), logits, op);
   FailureOr<Value> labels = get(op.getLabels(), perToken, op);
@@ -450,7 +493,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
       Axes dimAxes;
       for (int64_t f : factors)
         llvm::append_range(dimAxes, axes[f]);
-      s.dims.push_back(dimAxes);
+      s.dims.push_back(mesh.mergeSubAxes(dimAxes));
     }
     return s;
   };
@@ -596,7 +639,7 @@ LogicalResult Partitioner::partition(Operation *op) {
       for (int64_t d = 0; d < type.getRank(); ++d) {
         Axes axes = sharding.axesOf(d);
         for (StringRef a : axes)
-          if (mesh.axisIndex(a) < 0)
+          if (!mesh.subAxis(a))
             return op->emitOpError() << "has tfm.shardings entry " << attr << " naming mesh axis '"
                                      << a << "', which the mesh " << mesh << " does not have";
         if (type.getShape()[d] < devicesOf(mesh, axes))

@@ -30,7 +30,6 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <map>
 #include <set>
@@ -75,12 +74,19 @@ struct Propagation {
       return where() << what << " has sharding " << attr << " of rank "
                                   << attr.getRank() << " for " << type;
     Sharding s;
+    Axes seen;
     for (int64_t d = 0; d < type.getRank(); ++d) {
-      Axes axes = attr.axesOf(d);
-      for (StringRef a : axes)
-        if (mesh.axisIndex(a) < 0)
+      Axes axes = mesh.mergeSubAxes(attr.axesOf(d));
+      for (StringRef a : axes) {
+        if (!mesh.subAxis(a))
           return where() << what << " names mesh axis '" << a
                                       << "', which the mesh " << mesh << " does not have";
+        for (StringRef b : seen)
+          if (mesh.overlap(a, b))
+            return where() << what << " names mesh axes '" << b << "' and '" << a
+                           << "', which share devices (sharding " << attr << ")";
+        seen.push_back(a);
+      }
       if (type.getShape()[d] < sizeOf(axes))
         return where() << what << " splits dimension " << d << " of " << type
                                     << " over " << sizeOf(axes)
@@ -89,7 +95,7 @@ struct Propagation {
     }
     s.pending = attr.pendingAxes();
     for (StringRef a : s.pending)
-      if (mesh.axisIndex(a) < 0)
+      if (!mesh.subAxis(a))
         return where() << what << " names mesh axis '" << a
                                     << "', which the mesh " << mesh << " does not have";
     return s;
@@ -212,14 +218,17 @@ struct Propagation {
     });
     SmallVector<Axes> decided(numFactors);
     SmallVector<bool> done(numFactors, false);
-    llvm::StringSet<> used;
+    Axes used;
+    auto isUsed = [&](StringRef a) {
+      return llvm::any_of(used, [&](StringRef u) { return mesh.overlap(a, u); });
+    };
     for (const Choice &c : choices) {
-      if (done[c.factor] || llvm::any_of(c.axes, [&](StringRef a) { return used.count(a); }))
+      if (done[c.factor] || llvm::any_of(c.axes, isUsed))
         continue;
       done[c.factor] = true;
       decided[c.factor] = c.axes;
       for (StringRef a : c.axes)
-        used.insert(a);
+        used.push_back(a);
     }
 
     // A user annotation whose axes lost to another's (for the same factor,
@@ -242,7 +251,7 @@ struct Propagation {
         llvm::append_range(pending, decided[f]);
     Axes passed = passedPending(op, rule);
     for (StringRef a : passed)
-      if (!llvm::is_contained(pending, a) && !used.count(a))
+      if (!llvm::is_contained(pending, a) && !isUsed(a))
         pending.push_back(a);
 
     bool changed = false;
@@ -262,7 +271,7 @@ struct Propagation {
           if (sizeOf(decided[f]) != rule.factors[f].size)
             break;
         }
-        s.dims.push_back(axes);
+        s.dims.push_back(mesh.mergeSubAxes(axes));
       }
       if (isResult)
         s.pending = pending;

@@ -80,8 +80,55 @@ int64_t MeshAttr::axisIndex(StringRef name) const {
 }
 
 int64_t MeshAttr::axisSize(StringRef name) const {
-  int64_t i = axisIndex(name);
-  return i < 0 ? 1 : getSizes()[i];
+  std::optional<SubAxis> sub = subAxis(name);
+  return sub ? sub->size : 1;
+}
+
+std::optional<MeshAttr::SubAxis> MeshAttr::subAxis(StringRef name) const {
+  auto [base, part] = name.split(":(");
+  int64_t index = axisIndex(base);
+  if (index < 0)
+    return std::nullopt;
+  int64_t whole = getSizes()[index];
+  if (part.empty() && !name.contains(":("))
+    return SubAxis{index, 1, whole};
+  auto [preText, sizeText] = part.split(")");
+  int64_t pre = 0, size = 0;
+  if (preText.getAsInteger(10, pre) || sizeText.getAsInteger(10, size) || pre < 1 || size < 1 ||
+      whole % (pre * size) != 0)
+    return std::nullopt;
+  return SubAxis{index, pre, size};
+}
+
+StringRef MeshAttr::subAxisName(int64_t axis, int64_t pre, int64_t size) const {
+  StringRef base = getAxes()[axis].getValue();
+  if (pre == 1 && size == getSizes()[axis])
+    return base;
+  std::string name = (base + ":(" + Twine(pre) + ")" + Twine(size)).str();
+  return StringAttr::get(getContext(), name).getValue();
+}
+
+bool MeshAttr::overlap(StringRef a, StringRef b) const {
+  std::optional<SubAxis> x = subAxis(a), y = subAxis(b);
+  if (!x || !y)
+    return a == b;
+  // Parts are ranges [pre, pre * size) of an axis' positions, major to
+  // minor in multiplicative steps.
+  return x->index == y->index && x->pre < y->pre * y->size && y->pre < x->pre * x->size;
+}
+
+SmallVector<StringRef> MeshAttr::mergeSubAxes(ArrayRef<StringRef> axes) const {
+  SmallVector<StringRef> merged;
+  for (StringRef a : axes) {
+    std::optional<SubAxis> next = subAxis(a);
+    std::optional<SubAxis> last = merged.empty() ? std::nullopt : subAxis(merged.back());
+    if (next && last && next->index == last->index && next->pre == last->pre * last->size) {
+      merged.back() = subAxisName(last->index, last->pre, last->size * next->size);
+      continue;
+    }
+    merged.push_back(a);
+  }
+  return merged;
 }
 
 int64_t MeshAttr::numDevices() const {

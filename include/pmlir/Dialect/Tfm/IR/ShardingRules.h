@@ -87,7 +87,9 @@ inline int64_t shardSize(int64_t global, int64_t devices) {
 
 /// Gives each factor of a dimension (`factors`, major first) the axes of
 /// `dimAxes` that split it: major factors first, each taking axes while they
-/// divide what remains of it. Axes past a factor they do not split fully
+/// divide what remains of it, and the major part (a sub-axis) of an axis
+/// that what remains divides (2 kv heads on a tp of 4 take "tp:(1)2", the
+/// query group "tp:(2)2"). Axes past a factor they do not split fully
 /// are not contiguous blocks of the next factor and are left out. The last
 /// factor, if minor everywhere, takes the axes that remain as an uneven
 /// (padded) split while they do not outnumber its elements.

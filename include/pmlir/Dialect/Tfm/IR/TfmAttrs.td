@@ -31,11 +31,32 @@ def Tfm_MeshAttr : Tfm_Attr<"Mesh", "mesh"> {
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Index of axis `name`, or -1.
+    /// Index of the whole axis `name`, or -1 (also for a sub-axis name).
     int64_t axisIndex(::llvm::StringRef name) const;
-    /// Size of axis `name` (1 when the mesh has no such axis).
+    /// Size of axis or sub-axis `name` (1 when the mesh has no such axis).
     int64_t axisSize(::llvm::StringRef name) const;
     int64_t numDevices() const;
+
+    /// A whole axis or a sub-axis, as Shardy's: "tp:(p)s" is the part of
+    /// axis tp of size s below the p major positions, so that the
+    /// coordinate along it is (tp / (|tp| / (p * s))) % s; "tp:(1)2" is the
+    /// major half of a tp of 4, "tp:(2)2" the minor half. A whole axis is
+    /// (1)|axis|.
+    struct SubAxis {
+      int64_t index, pre, size;
+    };
+    /// `name` as a sub-axis of this mesh, or std::nullopt when it names no
+    /// axis or a part that does not divide its axis.
+    std::optional<SubAxis> subAxis(::llvm::StringRef name) const;
+    /// The name of the part of `axis` of `size` below `pre` (the axis'
+    /// own name for the whole axis), uniqued in the context.
+    ::llvm::StringRef subAxisName(int64_t axis, int64_t pre, int64_t size) const;
+    /// Whether two axis names share devices (an axis and its parts; two
+    /// parts that overlap).
+    bool overlap(::llvm::StringRef a, ::llvm::StringRef b) const;
+    /// `axes` with adjacent parts of one axis merged (["tp:(1)2", "tp:(2)2"]
+    /// on a tp of 4 is ["tp"]).
+    ::llvm::SmallVector<::llvm::StringRef> mergeSubAxes(::llvm::ArrayRef<::llvm::StringRef> axes) const;
   }];
 }
 
@@ -48,6 +69,13 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
     replicate the tensor. `pending` lists the axes over which the value is a
     pending sum: each device holds a partial value and the tensor is their
     sum (the output of a matmul whose contracting dimension is split).
+
+    An axis may be a sub-axis, as in Shardy: `"tp:(p)s"` is the part of
+    axis `tp` of size `s` below its `p` major positions (on a tp of 4,
+    `"tp:(1)2"` is the major half, `"tp:(2)2"` the minor half); a tensor
+    split over `"tp:(1)2"` is replicated over the minor half. Propagation
+    makes them where a factor smaller than an axis divides it (2 kv heads
+    under 8 query heads on a tp of 4).
 
     As a user annotation (on an argument, a result or a
     `tfm.sharding_constraint`) it is fixed: propagation does not change it.
