@@ -18,6 +18,9 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Transforms/Passes.h"
 
+#include "JsonReport.h"
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -30,13 +33,10 @@ namespace pmlir {
 } // namespace pmlir
 
 using namespace mlir;
+using namespace pmlir;
+using pmlir::tfm::tensorBytes;
 
 namespace {
-
-int64_t bytesOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
 
 /// The share of a collective's buffer that one rank of a group of `n`
 /// sends in a ring algorithm.
@@ -56,28 +56,28 @@ std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>> collectiveOf(Op
   return llvm::TypeSwitch<Operation *,
                           std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>>>(op)
       .Case([](shard::AllReduceOp c) {
-        return std::make_tuple(StringRef("all_reduce"), c.getGridAxes(), bytesOf(c.getInput()));
+        return std::make_tuple(StringRef("all_reduce"), c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::AllGatherOp c) {
-        return std::make_tuple(StringRef("all_gather"), c.getGridAxes(), bytesOf(c.getResult()));
+        return std::make_tuple(StringRef("all_gather"), c.getGridAxes(), tensorBytes(c.getResult()));
       })
       .Case([](shard::ReduceScatterOp c) {
-        return std::make_tuple(StringRef("reduce_scatter"), c.getGridAxes(), bytesOf(c.getInput()));
+        return std::make_tuple(StringRef("reduce_scatter"), c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::AllToAllOp c) {
-        return std::make_tuple(StringRef("all_to_all"), c.getGridAxes(), bytesOf(c.getInput()));
+        return std::make_tuple(StringRef("all_to_all"), c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::AllSliceOp c) {
         return std::make_tuple(StringRef("all_slice"), c.getGridAxes(), int64_t(0));
       })
       .Case([](shard::BroadcastOp c) {
-        return std::make_tuple(StringRef("broadcast"), c.getGridAxes(), bytesOf(c.getInput()));
+        return std::make_tuple(StringRef("broadcast"), c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::SendOp c) {
-        return std::make_tuple(StringRef("send"), c.getGridAxes(), bytesOf(c.getInput()));
+        return std::make_tuple(StringRef("send"), c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::RecvOp c) {
-        return std::make_tuple(StringRef("recv"), c.getGridAxes(), bytesOf(c.getResult()));
+        return std::make_tuple(StringRef("recv"), c.getGridAxes(), tensorBytes(c.getResult()));
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -143,11 +143,7 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
             {"count", t.count}, {"bytes_per_rank", t.bytes}, {"wire_bytes_per_rank", t.wire}};
       return o;
     };
-    llvm::json::Object meshJson;
-    if (mesh)
-      for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
-        meshJson[name.getValue()] = size;
-    llvm::json::Value report = llvm::json::Object{{"mesh", std::move(meshJson)},
+    llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
                                                   {"total",
                                                    llvm::json::Object{
                                                        {"count", all.count},
@@ -156,15 +152,8 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
                                                   {"totals", totals(perKind)},
                                                   {"per_axis", totals(perAxes)},
                                                   {"collectives", std::move(list)}};
-    // Written whole or not at all (a temporary file renamed into place).
-    if (llvm::Error err = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", report) << "\n";
-          return llvm::Error::success();
-        })) {
-      module.emitError() << "cannot write the comm report to '" << output
-                         << "': " << llvm::toString(std::move(err));
+    if (failed(writeJsonReport(module, output, "comm report", report)))
       return signalPassFailure();
-    }
   }
 };
 

@@ -19,14 +19,14 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "JsonReport.h"
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <map>
 
@@ -36,14 +36,10 @@ namespace pmlir {
 } // namespace pmlir
 
 using namespace mlir;
+using namespace pmlir;
 using namespace pmlir::tfm;
 
 namespace {
-
-int64_t bytesOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
 
 /// Values computed from weights alone: function arguments that are not
 /// token ids or labels, and the results of ops whose tensor operands all
@@ -87,22 +83,11 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
         layers.push_back(std::move(entry));
       });
     });
-    llvm::json::Object meshJson;
-    if (mesh)
-      for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
-        meshJson[name.getValue()] = size;
-    llvm::json::Value report = llvm::json::Object{{"mesh", std::move(meshJson)},
+    llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
                                                   {"activation_bytes_per_rank", total},
                                                   {"layers", std::move(layers)}};
-    // Written whole or not at all (a temporary file renamed into place).
-    if (llvm::Error err = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", report) << "\n";
-          return llvm::Error::success();
-        })) {
-      module.emitError() << "cannot write the memory report to '" << output
-                         << "': " << llvm::toString(std::move(err));
+    if (failed(writeJsonReport(module, output, "memory report", report)))
       return signalPassFailure();
-    }
   }
 
   llvm::json::Object reportLayer(LayerOp layer, const DenseSet<Value> &params, int64_t tp) {
@@ -116,7 +101,7 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
       if (auto gather = v.getDefiningOp<shard::AllGatherOp>())
         v = gather.getInput();
       if (kept.insert(v))
-        byKind[kind.str()] += bytesOf(v);
+        byKind[kind.str()] += tensorBytes(v);
     };
     int64_t probabilities = 0;
     bool sequenceParallel = false;
@@ -146,7 +131,7 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
     byKind["attention_probabilities"] = probabilities;
     int64_t bytes = probabilities;
     for (Value v : kept)
-      bytes += bytesOf(v);
+      bytes += tensorBytes(v);
 
     llvm::json::Object kinds;
     for (auto &[kind, n] : byKind)

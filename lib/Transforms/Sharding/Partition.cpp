@@ -57,6 +57,8 @@ struct Local {
 };
 
 struct Partitioner {
+  Partitioner(MeshAttr mesh, OpBuilder &b) : mesh(mesh), b(b) {}
+
   MeshAttr mesh;
   OpBuilder &b;
   /// Global value -> its local value as computed.
@@ -674,7 +676,7 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
   }
 
   LogicalResult partition(func::FuncOp func, MeshAttr mesh, OpBuilder &b) {
-    Partitioner p{mesh, b, {}, {}};
+    Partitioner p(mesh, b);
     Block &old = func.getBody().front();
     Block *body = new Block();
     func.getBody().push_front(body);

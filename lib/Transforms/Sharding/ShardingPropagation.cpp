@@ -44,12 +44,9 @@ using namespace pmlir::tfm;
 
 namespace {
 
-int64_t bytesOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
 struct Propagation {
+  explicit Propagation(MeshAttr mesh) : mesh(mesh) {}
+
   MeshAttr mesh;
   llvm::MapVector<Value, Sharding> known;
 
@@ -144,7 +141,7 @@ struct Propagation {
         os << "argument #" << arg.getArgNumber();
       else
         os << "'" << v.getDefiningOp()->getName() << "' result";
-      os << " (" << known[v].toAttr(op->getContext()) << ", " << bytesOf(v) << " bytes)";
+      os << " (" << known[v].toAttr(op->getContext()) << ", " << tensorBytes(v) << " bytes)";
       return text;
     };
     op->emitWarning() << "the user sharding of " << describe(loser) << " conflicts with "
@@ -187,7 +184,7 @@ struct Propagation {
       for (auto [d, factors] : llvm::enumerate(dims))
         factorAxes(factors, it->second.dims[d], rule, mesh, perFactor);
       for (size_t f = 0; f < numFactors; ++f) {
-        candidates[f][perFactor[f]] += bytesOf(value);
+        candidates[f][perFactor[f]] += tensorBytes(value);
         if (seeds.count(value) && !perFactor[f].empty())
           proposals[f].push_back({value, perFactor[f]});
       }
@@ -371,7 +368,7 @@ struct ShardingPropagationPass
   }
 
   LogicalResult propagate(func::FuncOp func, MeshAttr mesh, MLIRContext *context) {
-    Propagation p{mesh, {}};
+    Propagation p(mesh);
     // The user annotations: (value, attribute), and where each is written.
     struct Seed {
       Value value;

@@ -73,6 +73,12 @@ struct Sharding {
   bool operator!=(const Sharding &other) const { return !(*this == other); }
 };
 
+/// The bytes of the ranked tensor `v` (at least one per element).
+inline int64_t tensorBytes(mlir::Value v) {
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
 /// The number of devices `axes` span on `mesh`.
 int64_t devicesOf(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
 

@@ -1,0 +1,46 @@
+//===- JsonReport.h - The reports' shared pieces ------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_LIB_TRANSFORMS_ANALYSIS_JSONREPORT_H
+#define PMLIR_LIB_TRANSFORMS_ANALYSIS_JSONREPORT_H
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pmlir {
+
+/// The module's tfm.mesh as {"axis": size, ...} ({} without one).
+inline llvm::json::Object meshJson(mlir::ModuleOp module) {
+  llvm::json::Object mesh;
+  if (auto attr = module->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr))
+    for (auto [name, size] : llvm::zip(attr.getAxes(), attr.getSizes()))
+      mesh[name.getValue()] = size;
+  return mesh;
+}
+
+/// Writes `report` to `path` (- for stdout) whole or not at all (a
+/// temporary file renamed into place); an error on `module` names `what`.
+inline mlir::LogicalResult writeJsonReport(mlir::ModuleOp module, llvm::StringRef path,
+                                           llvm::StringRef what,
+                                           const llvm::json::Value &report) {
+  if (llvm::Error err = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << llvm::formatv("{0:2}", report) << "\n";
+        return llvm::Error::success();
+      })) {
+    module.emitError() << "cannot write the " << what << " to '" << path
+                       << "': " << llvm::toString(std::move(err));
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
+} // namespace pmlir
+
+#endif // PMLIR_LIB_TRANSFORMS_ANALYSIS_JSONREPORT_H
