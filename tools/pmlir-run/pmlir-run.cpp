@@ -628,6 +628,16 @@ int main(int argc, char **argv) {
       pmlir_rt_fail(message.str().c_str());
     return ::fail(message);
   };
+  // A failure of rank 0 alone once every collective is done (--check, the
+  // output file): the others are finalizing, and an MPI_Abort racing their
+  // MPI_Finalize can leave mpirun hanging, so end cleanly with exit 1.
+  auto failAtEnd = [&](const llvm::Twine &message) {
+    if (!mesh)
+      return ::fail(message);
+    ::fail("rank " + llvm::Twine(rank) + ": " + message);
+    pmlir_rt_finalize();
+    return 1;
+  };
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // The compiled forward mallocs and frees its activations on every call.
@@ -710,21 +720,29 @@ int main(int argc, char **argv) {
     if (!recipe.empty())
       options.recipe = ShardingPipelineOptions::Recipe::Megatron;
     options.sequenceParallel = sequenceParallel;
-    if (rank == 0) {
-      options.commReport = commReportFile;
-      options.memoryReport = memoryReportFile;
-    }
     buildShardingPipeline(pm, options);
     // Every rank compiles the same program: rank 0 speaks for them.
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
       quiet.emplace(&context, [](Diagnostic &) { return success(); });
     if (failed(pm.run(*module))) {
-      if (rank != 0) { // rank 0 says why and ends the job
-        pmlir_rt_finalize();
-        return 1;
-      }
-      return fail("sharding " + modelFile + " on --mesh " + meshSpec + " failed");
+      // Every rank fails alike: rank 0 says why, and all end cleanly (an
+      // MPI_Abort racing the others' MPI_Finalize can leave mpirun hanging).
+      if (rank == 0)
+        ::fail("rank 0: sharding " + modelFile + " on --mesh " + meshSpec + " failed");
+      pmlir_rt_finalize();
+      return 1;
+    }
+    // The reports, written by rank 0 alone: a failure there is its own, and
+    // ends the job (MPI_Abort) while the others compile.
+    if (rank == 0 && (!commReportFile.empty() || !memoryReportFile.empty())) {
+      PassManager reports(&context);
+      if (!commReportFile.empty())
+        reports.addPass(createCommReport(CommReportOptions{commReportFile}));
+      if (!memoryReportFile.empty())
+        reports.addPass(createMemoryReport(MemoryReportOptions{memoryReportFile}));
+      if (failed(reports.run(*module)))
+        return fail("writing the reports failed");
     }
   }
   if (entry.getNumResults() != 1)
@@ -874,7 +892,7 @@ int main(int argc, char **argv) {
     if (!bindArguments(globalEntry, std::nullopt, 0, weights.get(), inputs.get(), globalArgs,
                        error) ||
         !unsharded.compile(*reference, globalEntry, globalArgs, error) || !unsharded.run(error))
-      return fail("the unsharded run of --check: " + error);
+      return failAtEnd("the unsharded run of --check: " + error);
     const float *expected = unsharded.result();
     double diff = 0, norm = 0;
     for (int64_t k = 0; k < n; ++k) {
@@ -888,7 +906,8 @@ int main(int argc, char **argv) {
                  << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
                                  double(tolerance), ok ? "ok" : "FAILED");
     if (!ok)
-      return fail("--check: the sharded result '" + resultName + "' differs from the unsharded run by " +
+      return failAtEnd("--check: the sharded result '" + resultName +
+                       "' differs from the unsharded run by " +
                   llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
                   llvm::formatv("{0:e3}", double(tolerance)).str());
   }
@@ -909,7 +928,7 @@ int main(int argc, char **argv) {
   if (!outputFile.empty() && rank == 0) {
     if (!writeSafeTensors(outputFile, {{resultName, DType::F32, resultShape, logits}}, {},
                           error))
-      return fail(error);
+      return failAtEnd(error);
   }
   program.releaseResult();
   if (mesh)
