@@ -345,6 +345,7 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
                    const SafeTensorsFile *weights, const SafeTensorsFile *inputs,
                    std::vector<Argument> &args, std::string &error) {
   std::string where = " of @" + entry.getSymName().str();
+  tfm::MeshAttr meshAttr = mesh ? meshAttrOf(entry.getContext(), *mesh) : tfm::MeshAttr();
   args.assign(entry.getNumArguments(), Argument());
   for (BlockArgument arg : entry.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -372,7 +373,7 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
                                    "' is sharded (tfm.sharding); run it with --mesh");
       if (!(slice = sliceOf(sharding, a.shape,
                             globalShapeOf(entry.getArgAttr(i, tfm::kGlobalTypeAttr)),
-                            meshAttrOf(entry.getContext(), *mesh), mesh->coordinates(rank),
+                            meshAttr, mesh->coordinates(rank),
                             error)))
         return failBind(error, "argument '" + a.name + "' " + error);
     }
@@ -655,6 +656,9 @@ int main(int argc, char **argv) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
+  // The mesh as the compiler sees it: shardings and sub-axes resolve on it.
+  context.getOrLoadDialect<tfm::TfmDialect>();
+  tfm::MeshAttr meshAttr = mesh ? meshAttrOf(&context, *mesh) : tfm::MeshAttr();
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -708,11 +712,10 @@ int main(int argc, char **argv) {
   if (auto name = entry.getResultAttrOfType<StringAttr>(0, tfm::kNameAttr))
     resultName = name.str();
   if (sharding) {
-    auto want = meshAttrOf(&context, *mesh);
     auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
-    if (have && have != want)
+    if (have && have != meshAttr)
       return fail("the model's tfm.mesh " + attrText(have) + " is not --mesh " + meshSpec);
-    (*module)->setAttr(tfm::kMeshAttr, want);
+    (*module)->setAttr(tfm::kMeshAttr, meshAttr);
     if (check && rank == 0)
       reference = module->clone();
     PassManager pm(&context);
@@ -765,7 +768,7 @@ int main(int argc, char **argv) {
     if (!mesh)
       return fail("the result of @" + entryName + " is sharded (tfm.sharding); run it with --mesh");
     if (!(resultSlice = sliceOf(resultSharding, resultShape, resultGlobal,
-                                meshAttrOf(&context, *mesh), mesh->coordinates(rank), error)))
+                                meshAttr, mesh->coordinates(rank), error)))
       return fail("the result of @" + entryName + " " + error);
   }
 
@@ -868,8 +871,7 @@ int main(int argc, char **argv) {
         }
         std::string unused;
         pasteSlice(blocks.data() + member * n,
-                   *sliceOf(resultSharding, resultShape, resultGlobal,
-                            meshAttrOf(&context, *mesh), coords, unused),
+                   *sliceOf(resultSharding, resultShape, resultGlobal, meshAttr, coords, unused),
                    resultShape, assembled.data());
       }
       logits = assembled.data();
