@@ -37,6 +37,17 @@ try:
 except (OSError, subprocess.SubprocessError):
     pass
 
+# Making a character device (root, with CAP_MKNOD): the output tests write
+# through a scratch copy of /dev/null.
+try:
+    import stat
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        os.mknod(os.path.join(scratch, "null"), stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        config.available_features.add("mknod")
+except (OSError, AttributeError):
+    pass
+
 # Multi-rank tests: ranks on this host, more ranks than cores allowed. mpirun
 # refuses root without the explicit opt-in (CI containers run as root);
 # containers may forbid the cross-process memory copy of shared-memory

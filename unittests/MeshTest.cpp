@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../lib/Runtime/Mesh.h"
+#include "pmlir/Support/Mesh.h"
 
 #include <gtest/gtest.h>
 

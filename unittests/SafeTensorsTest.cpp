@@ -210,8 +210,14 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
                            "tensor 'a': unknown dtype 'F31'"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})",
                            "not a non-negative integer"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2]})", "missing 'data_offsets'"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})",
-                           "missing 'data_offsets'"));
+                           "'data_offsets' [0] is not a pair [begin, end]"));
+  // Negative and fractional offsets are named as such, not as missing.
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[-8,0]})",
+                           "'data_offsets' [-8,0] holds -8, which is not a non-negative integer"));
+  EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8.0]})",
+                           "holds 8.0, which is not a non-negative integer"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[2],"data_offsets":[0,16]})",
                            "data_offsets [0, 16] outside the 8-byte data section"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})",
@@ -220,9 +226,61 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
                                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                                     data),
                           "overlap"));
+  // The error names both tensors of an overlap.
+  EXPECT_TRUE(refusedWith(fileBytes(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
+                                    R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                    data),
+                          "tensors 'a' and 'b' overlap"));
   EXPECT_TRUE(refusedWith(fileBytes(R"({"__metadata__":{"n":1}})", ""),
                           "metadata 'n' is not a string"));
   std::string error;
   EXPECT_FALSE(SafeTensorsFile::open("/nonexistent.safetensors", error));
   EXPECT_NE(error.find("cannot open: No such file or directory"), std::string::npos);
+}
+
+TEST(SafeTensors, TensorsMustCoverTheDataSectionExactly) {
+  const std::string data = floatsAsBytes({1, 2, 3});
+  // A header length one byte short: the header still parses (its padding
+  // lost a space), but every tensor would start one byte early.
+  std::string header = R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}} )";
+  std::string shifted = fileBytes(header, data);
+  shifted[0] = static_cast<char>(header.size() - 1);
+  EXPECT_TRUE(refusedWith(shifted, "the tensors cover 12 of the 13 bytes of the data section"));
+  // Bytes after the last tensor, and a hole between two.
+  EXPECT_TRUE(refusedWith(fileBytes(header, data + "xxxx"), "cover 12 of the 16 bytes"));
+  EXPECT_TRUE(refusedWith(
+      fileBytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                data),
+      "bytes [4, 8) of the data section before tensor 'b' belong to no tensor"));
+}
+
+TEST(SafeTensors, DeeplyNestedHeadersAreRefusedBeforeParsing) {
+  // A 100,000-deep shape once overflowed the stack while its error was
+  // formatted.
+  std::string deep = R"({"a":{"dtype":"F32","shape":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + R"(,"data_offsets":[0,0]}})";
+  EXPECT_TRUE(refusedWith(fileBytes(deep, ""), "corrupt header: JSON nested 100002 deep"));
+  // Brackets inside strings do not count.
+  std::string named = R"({"[[[[[[[[[[[[[[[[[[[[":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string error;
+  std::string bytes = fileBytes(named, floatsAsBytes({1}));
+  EXPECT_TRUE(SafeTensorsFile::parse("mem", reinterpret_cast<const uint8_t *>(bytes.data()),
+                                     bytes.size(), error))
+      << error;
+}
+
+TEST(SafeTensors, ParseReadsBytesInMemory) {
+  std::string bytes = fileBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                floatsAsBytes({1.5f, -2}));
+  std::string error;
+  auto file = SafeTensorsFile::parse("buffer", reinterpret_cast<const uint8_t *>(bytes.data()),
+                                     bytes.size(), error);
+  ASSERT_TRUE(file) << error;
+  float out[2];
+  ASSERT_TRUE(convertToF32(*file->find("a"), out, error));
+  EXPECT_EQ(out[0], 1.5f);
+  EXPECT_EQ(out[1], -2.0f);
+  EXPECT_FALSE(SafeTensorsFile::parse("buffer", nullptr, 0, error));
+  EXPECT_EQ(error, "buffer: truncated: 0 bytes, shorter than the 8-byte header length");
 }

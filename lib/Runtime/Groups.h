@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pmlir::rt {
 
@@ -22,7 +23,9 @@ namespace pmlir::rt {
 struct Group {
   MPI_Comm comm;
   int size;
-  std::string axes; // "tp,dp"
+  std::string axes;             // "tp,dp"
+  unsigned mask = 0;            // the set of axes, bit i for mesh axis i
+  std::vector<int64_t> members; // world ranks, in group order
 };
 
 /// This rank's group over `axes` (mesh axis indices, the last fastest);
@@ -36,6 +39,11 @@ int memberIndex(const Group &group, int64_t index, const char *what);
 
 /// Prints "pmlir-run: rank R: message" and ends the whole job.
 [[noreturn]] void failWith(const std::string &message);
+
+/// Broadcasts `bytes` bytes at `data` from group member 0 to the others
+/// over the group's MPI communicator, under the watchdog: a member that
+/// never comes ends the job with a message naming it.
+void broadcastBytes(void *data, int bytes, const Group &group, const char *what);
 
 /// pmlir_rt_init's collective timeout in seconds (<= 0: none).
 double collectiveTimeout();

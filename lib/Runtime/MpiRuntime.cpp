@@ -6,17 +6,24 @@
 // communicator from MPI_Comm_split: at init for each set of axes in
 // ascending order (so that ranks running different programs, as pipeline
 // stages do, never have to agree on creating one later), and on first use
-// for an axes list in another order. A watchdog thread ends the job when one
-// collective waits longer than the timeout: a peer that hangs would
-// otherwise hang every rank. It never calls MPI, so MPI needs no thread
-// support beyond MPI_THREAD_FUNNELED.
+// for an axes list in another order. A watchdog thread ends the job when
+// start-up (MPI_Init and the group splits), one collective, or the barrier
+// that ends the run waits longer than the timeout: a peer that hangs would
+// otherwise hang every rank. The message names the members that did not
+// arrive, read from the host's progress board. The watchdog never calls
+// MPI, so MPI needs no thread support beyond MPI_THREAD_FUNNELED.
+//
+// When the host has more ranks than cores, waits poll with short sleeps
+// instead of MPI's busy polling, which would take the core from the very
+// rank being waited for.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
 
 #include "Groups.h"
-#include "Mesh.h"
+#include "pmlir/Support/Mesh.h"
+#include "ProgressBoard.h"
 
 #include <mpi.h>
 
@@ -36,19 +43,31 @@ using namespace pmlir::rt;
 
 namespace {
 
+/// What the main thread waits in, for the watchdog: a collective of
+/// `group` (null: start-up) with its sequence number over the group's axes.
+struct Wait {
+  const char *what = nullptr;
+  const Group *group = nullptr;
+  int64_t sequence = 0;
+  int64_t peer = -1; // point to point: the other side's world rank
+};
+
 struct State {
   std::unique_ptr<Mesh> mesh;
   int rank = 0;
+  int ranks = 1;
   bool ownsMpi = false;
+  bool yieldWhenIdle = false;
   std::map<std::vector<int64_t>, Group> groups;
+  std::unique_ptr<ProgressBoard> board;
   double timeoutSeconds = 0;
   std::thread watchdog;
   std::atomic<bool> stopping{false};
-  // Set while a collective runs: its start (steady clock, ns), name and
-  // group, for the watchdog (groups never move or change once made).
+  // Set while the main thread waits: since when (steady clock, ns; 0: not
+  // waiting), and in what (written before `waitingSince`; groups never
+  // move or change once made).
   std::atomic<int64_t> waitingSince{0};
-  std::atomic<const char *> waitingIn{nullptr};
-  std::atomic<const Group *> waitingOn{nullptr};
+  Wait waiting;
 };
 
 State *state = nullptr;
@@ -117,6 +136,9 @@ std::string axesText(const std::vector<int64_t> &axes) {
 Group split(const std::vector<int64_t> &axes) {
   std::vector<int> list(axes.begin(), axes.end());
   Group group;
+  for (int a : list)
+    group.mask |= 1u << a;
+  group.members = state->mesh->group(state->rank, list);
   check(MPI_Comm_split(MPI_COMM_WORLD,
                        static_cast<int>(state->mesh->groupColor(state->rank, list)),
                        static_cast<int>(state->mesh->indexInGroup(state->rank, list)),
@@ -161,37 +183,102 @@ double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0
 
 namespace {
 
-/// Marks a collective as waiting for the watchdog.
+/// Marks the main thread as waiting in `what` on `group` (null: start-up)
+/// for the watchdog, and posts it to the progress board.
 struct Waiting {
-  Waiting(const char *what, const Group &group) {
+  /// `peer`: the member a send or recv waits for; collectives count on the
+  /// board, point to point (which the other members skip) does not.
+  Waiting(const char *what, const Group *group, int64_t peer = -1) {
+    int64_t sequence = 0;
+    if (state->board && group)
+      sequence = peer < 0 ? state->board->enter(state->rank, group->mask, what)
+                          : state->board->enter(state->rank, ~0u, what);
     if (state->timeoutSeconds <= 0)
       return;
-    state->waitingIn.store(what);
-    state->waitingOn.store(&group);
-    state->waitingSince.store(nowNs());
+    int64_t peerRank = peer >= 0 && group ? group->members[peer] : -1;
+    state->waiting = Wait{what, group, sequence, peerRank};
+    state->waitingSince.store(nowNs(), std::memory_order_release);
   }
-  ~Waiting() { state->waitingSince.store(0); }
+  Waiting(const char *what, const Group &group) : Waiting(what, &group) {}
+  ~Waiting() {
+    state->waitingSince.store(0);
+    if (state->board)
+      state->board->leave(state->rank);
+  }
 };
+
+/// Completes `request`: MPI_Wait, or on an oversubscribed host polls that
+/// sleep between tests once the wait is no longer short.
+void complete(MPI_Request &request, const char *what) {
+  if (!state->yieldWhenIdle)
+    return check(MPI_Wait(&request, MPI_STATUS_IGNORE), what);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done)
+      return;
+    if (polls >= 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 1024 ? 20 : 100));
+  }
+}
 
 void watch() {
   while (!state->stopping.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    int64_t since = state->waitingSince.load();
+    int64_t since = state->waitingSince.load(std::memory_order_acquire);
     if (since == 0 || (nowNs() - since) * 1e-9 < state->timeoutSeconds)
       continue;
     // The main thread is inside MPI: report and leave without touching MPI;
     // mpirun ends the other ranks when this one exits.
+    const Wait &wait = state->waiting;
+    std::string what, who;
+    if (!wait.group) {
+      what = std::string(wait.what) + " of the job's " + std::to_string(state->ranks) +
+             " ranks";
+      std::vector<int64_t> all(state->ranks);
+      for (int64_t r = 0; r < state->ranks; ++r)
+        all[r] = r;
+      if (state->board)
+        who = state->board->notArrived(all, 0, 0);
+    } else if (wait.peer >= 0) {
+      what = std::string(wait.what) + " over " + wait.group->axes + " with rank " +
+             std::to_string(wait.peer);
+      if (state->board)
+        who = state->board->whereIs(wait.peer, wait.group->mask);
+    } else {
+      what = std::string(wait.what) + (wait.sequence ? " #" + std::to_string(wait.sequence) : "") +
+             " over " + wait.group->axes;
+      if (state->board)
+        who = state->board->notArrived(wait.group->members, wait.group->mask, wait.sequence);
+    }
     std::fprintf(stderr,
-                 "pmlir-run: rank %d: %s over %s waited more than %g s for the "
-                 "rest of its group; ending the job\n",
-                 state->rank, state->waitingIn.load(), state->waitingOn.load()->axes.c_str(),
-                 state->timeoutSeconds);
+                 "pmlir-run: rank %d: %s waited more than %g s for the rest of %s%s%s; "
+                 "ending the job\n",
+                 state->rank, what.c_str(), state->timeoutSeconds,
+                 wait.group ? "its group" : "the job", who.empty() ? "" : "; ", who.c_str());
     std::fflush(stderr);
+    if (state->board && !wait.group)
+      state->board->unlinkName(); // the job ends before the others would
     std::_Exit(1);
   }
 }
 
+/// A rank and size from the launcher's environment, before MPI is up.
+int64_t environmentNumber(std::initializer_list<const char *> names, int64_t fallback) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name))
+      return std::strtoll(value, nullptr, 10);
+  return fallback;
+}
+
 } // namespace
+
+void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const char *what) {
+  Waiting waiting(what, group);
+  MPI_Request request;
+  check(MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, &request), what);
+  complete(request, what);
+}
 
 extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
                              double timeoutSeconds, char *error, size_t errorSize) {
@@ -208,46 +295,85 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
   if (!mesh)
     return setError(message);
 
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  bool ownsMpi = false;
-  if (!initialized) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-      return setError("MPI_Init_thread failed");
-    ownsMpi = true;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != mesh->numRanks())
-    return setError("mesh '" + std::string(meshSpec) + "' has " +
-                    std::to_string(mesh->numRanks()) + " ranks but the job has " +
-                    std::to_string(size) + " (mpirun -np)");
-
+  // Start-up waits for every rank (MPI_Init, the group splits): under the
+  // watchdog too, with the board naming ranks that never started.
   state = new State;
   state->mesh = std::make_unique<Mesh>(std::move(*mesh));
-  state->rank = rank;
-  state->ownsMpi = ownsMpi;
+  state->rank = static_cast<int>(
+      environmentNumber({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0));
+  state->ranks = static_cast<int>(environmentNumber({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1));
   state->timeoutSeconds = timeoutSeconds;
-  // Every set of axes, ascending: created here, by all ranks together.
-  int64_t n = static_cast<int64_t>(state->mesh->axisNames().size());
-  for (int64_t subset = 1; subset < (int64_t(1) << n); ++subset) {
-    std::vector<int64_t> axes;
-    for (int64_t a = 0; a < n; ++a)
-      if (subset & (int64_t(1) << a))
-        axes.push_back(a);
-    state->groups.emplace(axes, split(axes));
-  }
+  int64_t localRanks = environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
+  if (const char *yield = std::getenv("PMLIR_RT_YIELD_WHEN_IDLE"))
+    state->yieldWhenIdle = std::string(yield) != "0";
+  else
+    state->yieldWhenIdle = localRanks > static_cast<int64_t>(std::thread::hardware_concurrency());
+  state->board = ProgressBoard::open(state->rank, state->ranks);
+  if (state->board)
+    state->board->markStarted(state->rank);
   if (timeoutSeconds > 0)
     state->watchdog = std::thread(watch);
+  auto abandon = [&](const std::string &message) {
+    state->stopping.store(true);
+    if (state->watchdog.joinable())
+      state->watchdog.join();
+    delete state;
+    state = nullptr;
+    return setError(message);
+  };
+  {
+    Waiting startUp("start-up", nullptr);
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return abandon("MPI_Init_thread failed");
+      state->ownsMpi = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    state->rank = rank;
+    if (size != state->mesh->numRanks())
+      return abandon("mesh '" + std::string(meshSpec) + "' has " +
+                     std::to_string(state->mesh->numRanks()) + " ranks but the job has " +
+                     std::to_string(size) + " (mpirun -np)");
+    if (size != state->ranks)
+      state->board.reset(); // not the launcher's numbering: rows would lie
+    state->ranks = size;
+    // Every set of axes, ascending: created here, by all ranks together.
+    int64_t n = static_cast<int64_t>(state->mesh->axisNames().size());
+    for (int64_t subset = 1; subset < (int64_t(1) << n); ++subset) {
+      std::vector<int64_t> axes;
+      for (int64_t a = 0; a < n; ++a)
+        if (subset & (int64_t(1) << a))
+          axes.push_back(a);
+      state->groups.emplace(axes, split(axes));
+    }
+  }
+  // Every rank of the job has passed start-up, so has mapped the board.
+  if (state->board && environmentNumber({"OMPI_COMM_WORLD_LOCAL_RANK"}, 0) == 0)
+    state->board->unlinkName();
   return 0;
 }
 
 extern "C" void pmlir_rt_finalize(void) {
   if (!state)
     return;
+  // Every rank meets here before MPI_Finalize, which would wait without a
+  // limit for a rank still busy (rank 0 checking or writing the output).
+  {
+    std::vector<int64_t> all(state->mesh->axisNames().size());
+    for (size_t a = 0; a < all.size(); ++a)
+      all[a] = static_cast<int64_t>(a);
+    const Group &everyone = groupOf(all.data(), static_cast<int64_t>(all.size()), "finalize");
+    Waiting waiting("the end of the run", everyone);
+    MPI_Request request;
+    check(MPI_Ibarrier(everyone.comm, &request), "the end of the run");
+    complete(request, "the end of the run");
+  }
   state->stopping.store(true);
   if (state->watchdog.joinable())
     state->watchdog.join();
@@ -285,9 +411,12 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     const int64_t *axes, int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "all_reduce");
   Waiting waiting("all_reduce", group);
-  check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                      mpiCount(count, "all_reduce"), mpiType(dtype), mpiOp(op), group.comm),
+  MPI_Request request;
+  check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                       mpiCount(count, "all_reduce"), mpiType(dtype), mpiOp(op), group.comm,
+                       &request),
         "all_reduce");
+  complete(request, "all_reduce");
 }
 
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
@@ -296,8 +425,10 @@ extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
   const Group &group = groupOf(axes, numAxes, "all_gather");
   Waiting waiting("all_gather", group);
   int n = mpiCount(count, "all_gather");
-  check(MPI_Allgather(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm),
+  MPI_Request request;
+  check(MPI_Iallgather(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm, &request),
         "all_gather");
+  complete(request, "all_gather");
 }
 
 extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
@@ -307,8 +438,11 @@ extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
   int rootIndex = memberIndex(group, root, "gather: root");
   Waiting waiting("gather", group);
   int n = mpiCount(count, "gather");
-  check(MPI_Gather(send, n, mpiType(dtype), recv, n, mpiType(dtype), rootIndex, group.comm),
+  MPI_Request request;
+  check(MPI_Igather(send, n, mpiType(dtype), recv, n, mpiType(dtype), rootIndex, group.comm,
+                    &request),
         "gather");
+  complete(request, "gather");
 }
 
 extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
@@ -316,9 +450,11 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
                                         const int64_t *axes, int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "reduce_scatter");
   Waiting waiting("reduce_scatter", group);
-  check(MPI_Reduce_scatter_block(send, recv, mpiCount(count, "reduce_scatter"),
-                                 mpiType(dtype), mpiOp(op), group.comm),
+  MPI_Request request;
+  check(MPI_Ireduce_scatter_block(send, recv, mpiCount(count, "reduce_scatter"),
+                                  mpiType(dtype), mpiOp(op), group.comm, &request),
         "reduce_scatter");
+  complete(request, "reduce_scatter");
 }
 
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
@@ -327,8 +463,10 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
   const Group &group = groupOf(axes, numAxes, "all_to_all");
   Waiting waiting("all_to_all", group);
   int n = mpiCount(count, "all_to_all");
-  check(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm),
+  MPI_Request request;
+  check(MPI_Ialltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm, &request),
         "all_to_all");
+  complete(request, "all_to_all");
 }
 
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype,
@@ -336,29 +474,37 @@ extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtyp
   const Group &group = groupOf(axes, numAxes, "broadcast");
   int rootIndex = memberIndex(group, root, "broadcast: root");
   Waiting waiting("broadcast", group);
-  check(MPI_Bcast(buf, mpiCount(count, "broadcast"), mpiType(dtype),
-                  rootIndex, group.comm),
+  MPI_Request request;
+  check(MPI_Ibcast(buf, mpiCount(count, "broadcast"), mpiType(dtype), rootIndex, group.comm,
+                   &request),
         "broadcast");
+  complete(request, "broadcast");
 }
 
 extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t peer, const int64_t *axes, int64_t numAxes,
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "send");
-  Waiting waiting("send", group);
-  check(MPI_Send(buf, mpiCount(count, "send"), mpiType(dtype), memberIndex(group, peer, "send: peer"),
-                 static_cast<int>(tag), group.comm),
+  Waiting waiting("send", &group, memberIndex(group, peer, "send: peer"));
+  MPI_Request request;
+  check(MPI_Isend(buf, mpiCount(count, "send"), mpiType(dtype),
+                  memberIndex(group, peer, "send: peer"), static_cast<int>(tag), group.comm,
+                  &request),
         "send");
+  complete(request, "send");
 }
 
 extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t peer, const int64_t *axes, int64_t numAxes,
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "recv");
-  Waiting waiting("recv", group);
-  check(MPI_Recv(buf, mpiCount(count, "recv"), mpiType(dtype), memberIndex(group, peer, "recv: peer"),
-                 static_cast<int>(tag), group.comm, MPI_STATUS_IGNORE),
+  Waiting waiting("recv", &group, memberIndex(group, peer, "recv: peer"));
+  MPI_Request request;
+  check(MPI_Irecv(buf, mpiCount(count, "recv"), mpiType(dtype),
+                  memberIndex(group, peer, "recv: peer"), static_cast<int>(tag), group.comm,
+                  &request),
         "recv");
+  complete(request, "recv");
 }
 
 extern "C" void pmlir_rt_fail(const char *message) { failWith(message); }

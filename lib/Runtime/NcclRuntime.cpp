@@ -23,6 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 #include <map>
 #include <string>
 #include <thread>
@@ -87,11 +89,37 @@ std::pair<ncclComm_t, const Group *> commOf(const int64_t *axes, int64_t numAxes
   ncclUniqueId id;
   if (index == 0)
     checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, group.comm) != MPI_SUCCESS)
-    failWith("broadcasting the NCCL id of the group over " + group.axes + " failed");
+  // A member that never reaches this collective is named by the watchdog
+  // here, where the others wait for the id.
+  broadcastBytes(&id, sizeof(id), group, "broadcast of the NCCL id");
+  // Non-blocking init polled against the timeout: a member that takes the
+  // id and then stops would leave ncclCommInitRank waiting forever.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t comm;
-  checkNccl(ncclCommInitRank(&comm, group.size, id, index),
+  checkNccl(ncclCommInitRankConfig(&comm, group.size, id, index, &config),
             "ncclCommInitRank for the group over " + group.axes);
+  auto start = std::chrono::steady_clock::now();
+  double timeout = collectiveTimeout();
+  for (;;) {
+    ncclResult_t async = ncclInProgress;
+    checkNccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
+    if (async == ncclSuccess)
+      break;
+    if (async != ncclInProgress) {
+      ncclCommAbort(comm);
+      failWith("ncclCommInitRank for the group over " + group.axes + " failed: " +
+               ncclGetErrorString(async));
+    }
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (timeout > 0 && waited > timeout) {
+      ncclCommAbort(comm);
+      failWith("ncclCommInitRank for the group over " + group.axes + " waited more than " +
+               std::to_string(timeout) + " s for the rest of its group; ending the job");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   state->comms.emplace(&group, comm);
   return {comm, &group};
 }
@@ -144,20 +172,37 @@ extern "C" int pmlir_rt_nccl_init(char *error, size_t errorSize) {
   if (rc != cudaSuccess || devices == 0)
     return setError(std::string("the NCCL backend needs a GPU: ") +
                     (rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device"));
-  // Ranks on this host, and this one's index among them.
+  // Ranks on this host, and this one's index among them. Rank i of a host
+  // takes visible device i mod the visible count: all of them where each
+  // rank sees one GPU (CUDA_VISIBLE_DEVICES per rank), one each where every
+  // rank sees them all.
   MPI_Comm host;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
   int local = 0, locals = 0;
   MPI_Comm_rank(host, &local);
   MPI_Comm_size(host, &locals);
+  int device = local % devices;
+  // Two ranks on one physical GPU are refused (NCCL would fail later with
+  // less to say), unless a test asks for it: with a distinct NCCL_HOSTID per
+  // rank NCCL then treats the ranks as hosts of their own.
+  cudaDeviceProp properties;
+  if (cudaGetDeviceProperties(&properties, device) != cudaSuccess)
+    return setError("cudaGetDeviceProperties failed for device " + std::to_string(device));
+  std::vector<char> uuids(16 * static_cast<size_t>(locals));
+  MPI_Allgather(properties.uuid.bytes, 16, MPI_BYTE, uuids.data(), 16, MPI_BYTE, host);
   MPI_Comm_free(&host);
-  if (locals > devices)
-    return setError(std::to_string(locals) + " ranks on this host but " +
-                    std::to_string(devices) +
-                    " GPUs: the NCCL backend needs one GPU per rank");
+  const char *shared = std::getenv("PMLIR_RT_NCCL_SHARED_GPU");
+  if (!(shared && std::string(shared) == "1"))
+    for (int other = 0; other < locals; ++other)
+      if (other != local && std::memcmp(&uuids[16 * other], properties.uuid.bytes, 16) == 0)
+        return setError("local ranks " + std::to_string(std::min(local, other)) + " and " +
+                        std::to_string(std::max(local, other)) + " of this host (" +
+                        std::to_string(locals) + " ranks, " + std::to_string(devices) +
+                        " visible GPUs) would share one GPU: the NCCL backend needs one GPU "
+                        "per rank");
   state = new State;
-  state->device = local;
-  checkCuda(cudaSetDevice(local), "cudaSetDevice");
+  state->device = device;
+  checkCuda(cudaSetDevice(device), "cudaSetDevice");
   checkCuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking),
             "cudaStreamCreate");
   return 0;

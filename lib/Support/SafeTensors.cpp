@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Support/OutputFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,35 @@ const DTypeInfo &info(DType dtype) {
 // The header length is capped as in the reference implementation (100 MB), so
 // a corrupt length cannot make us read or allocate past reason.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// A header is {name: {dtype, shape: [...], data_offsets: [...]}}: three
+// levels. Deeper JSON is no safetensors header, and bounding it keeps the
+// recursive JSON reader and printer off the end of the stack.
+constexpr size_t kMaxHeaderNesting = 16;
+
+/// The deepest [] / {} nesting of JSON text, outside strings.
+size_t jsonNesting(const char *text, size_t size) {
+  size_t depth = 0, deepest = 0;
+  for (size_t i = 0; i < size; ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < size && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+/// A JSON value in a sentence: short values whole, long ones cut.
+std::string brief(const nlohmann::json &value) {
+  std::string text = value.dump();
+  return text.size() <= 80 ? text : text.substr(0, 77) + "...";
+}
 
 } // namespace
 
@@ -96,18 +126,23 @@ std::string parseEntry(const std::string &name, const nlohmann::json &entry,
   uint64_t elements = 1;
   for (const nlohmann::json &d : *shape) {
     if (!d.is_number_unsigned())
-      return "shape " + shape->dump() + " holds a value that is not a "
+      return "shape " + brief(*shape) + " holds a value that is not a "
              "non-negative integer";
     uint64_t dim = d.get<uint64_t>();
     if (dim > (1ull << 48) || __builtin_mul_overflow(elements, dim, &elements))
-      return "shape " + shape->dump() + " is too large";
+      return "shape " + brief(*shape) + " is too large";
     view.shape.push_back(static_cast<int64_t>(dim));
   }
 
   auto offsets = entry.find("data_offsets");
-  if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
-      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
-    return "missing 'data_offsets' [begin, end] of non-negative integers";
+  if (offsets == entry.end())
+    return "missing 'data_offsets' [begin, end]";
+  if (!offsets->is_array() || offsets->size() != 2)
+    return "'data_offsets' " + brief(*offsets) + " is not a pair [begin, end]";
+  for (const nlohmann::json &o : *offsets)
+    if (!o.is_number_unsigned())
+      return "'data_offsets' " + brief(*offsets) + " holds " + brief(o) +
+             ", which is not a non-negative integer";
   begin = (*offsets)[0].get<uint64_t>();
   end = (*offsets)[1].get<uint64_t>();
   if (begin > end || end > dataBytes)
@@ -155,8 +190,32 @@ SafeTensorsFile::open(const std::string &path, std::string &error) {
   file->filePath = path;
   file->mapping = mapping;
   file->mappingSize = size;
+  return validate(std::move(file), static_cast<const uint8_t *>(mapping), size, error);
+}
 
-  const uint8_t *bytes = static_cast<const uint8_t *>(mapping);
+std::unique_ptr<SafeTensorsFile> SafeTensorsFile::parse(const std::string &name,
+                                                        const uint8_t *bytes, size_t size,
+                                                        std::string &error) {
+  if (size < 8) {
+    error = name + ": truncated: " + std::to_string(size) +
+            " bytes, shorter than the 8-byte header length";
+    return nullptr;
+  }
+  std::unique_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  file->filePath = name;
+  file->owned.assign(bytes, bytes + size);
+  const uint8_t *base = file->owned.data();
+  return validate(std::move(file), base, size, error);
+}
+
+std::unique_ptr<SafeTensorsFile>
+SafeTensorsFile::validate(std::unique_ptr<SafeTensorsFile> file, const uint8_t *bytes,
+                          size_t size, std::string &error) {
+  const std::string &path = file->filePath;
+  auto fail = [&](const std::string &why) {
+    error = path + ": " + why;
+    return nullptr;
+  };
   uint64_t headerBytes = 0;
   for (int i = 7; i >= 0; --i)
     headerBytes = (headerBytes << 8) | bytes[i];
@@ -165,6 +224,10 @@ SafeTensorsFile::open(const std::string &path, std::string &error) {
                 " bytes, but the file has " + std::to_string(size - 8) +
                 " after the length");
   const char *text = reinterpret_cast<const char *>(bytes + 8);
+  if (size_t depth = jsonNesting(text, headerBytes); depth > kMaxHeaderNesting)
+    return fail("corrupt header: JSON nested " + std::to_string(depth) +
+                " deep; a safetensors header needs 3 levels (at most " +
+                std::to_string(kMaxHeaderNesting) + " are read)");
   nlohmann::json header =
       nlohmann::json::parse(text, text + headerBytes, nullptr,
                             /*allow_exceptions=*/false);
@@ -205,15 +268,26 @@ SafeTensorsFile::open(const std::string &path, std::string &error) {
     order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  // The ranges must tile the data section: each tensor starts where the
+  // one before ends, and the last ends with the file.
   std::vector<TensorView> sorted;
+  uint64_t covered = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     size_t i = order[k];
-    if (k > 0 && ranges[i].first < ranges[order[k - 1]].second &&
-        ranges[i].first != ranges[i].second)
-      return fail("corrupt header: tensors '" + file->views[order[k - 1]].name +
-                  "' and '" + file->views[i].name + "' overlap");
+    if (ranges[i].first < covered && ranges[i].first != ranges[i].second)
+      return fail("corrupt header: tensors '" + sorted.back().name + "' and '" +
+                  file->views[i].name + "' overlap");
+    if (ranges[i].first > covered)
+      return fail("corrupt header: bytes [" + std::to_string(covered) + ", " +
+                  std::to_string(ranges[i].first) + ") of the data section before tensor '" +
+                  file->views[i].name + "' belong to no tensor");
+    covered = std::max(covered, ranges[i].second);
     sorted.push_back(std::move(file->views[i]));
   }
+  if (covered != dataBytes)
+    return fail("corrupt header: the tensors cover " + std::to_string(covered) + " of the " +
+                std::to_string(dataBytes) +
+                " bytes of the data section (a wrong header length shifts the data)");
   file->views = std::move(sorted);
   return file;
 }
@@ -330,37 +404,17 @@ bool pmlir::writeSafeTensors(const std::string &path,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  std::string temporary = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0666);
-  if (fd < 0) {
-    error = path + ": cannot write: " + std::strerror(errno);
+  std::unique_ptr<OutputFile> file = OutputFile::open(path, error);
+  if (!file)
     return false;
-  }
-  auto writeAll = [&](const void *data, size_t size) {
-    const char *p = static_cast<const char *>(data);
-    while (size > 0) {
-      ssize_t n = ::write(fd, p, size);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return false;
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-    return true;
-  };
   uint8_t length[8];
   for (int i = 0; i < 8; ++i)
     length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
-  bool ok = writeAll(length, 8) && writeAll(text.data(), text.size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i)
-    ok = writeAll(tensors[i].data, sizes[i]);
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot write: " + std::strerror(errno);
-    ::unlink(temporary.c_str());
+  file->write(length, 8);
+  file->write(text.data(), text.size());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    file->write(tensors[i].data, sizes[i]);
+  if (!file->commit(error))
     return false;
-  }
   return true;
 }

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/ModelGen/ModelGen.h"
+#include "pmlir/Support/OutputFile.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -22,7 +23,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <cstdio>
@@ -172,19 +172,14 @@ int main(int argc, char **argv) {
   if (failed(mlir::verify(*module)))
     return fail("the generated module does not verify");
 
-  std::string error;
-  std::unique_ptr<ToolOutputFile> output =
-      mlir::openOutputFile(outputFile, &error);
-  if (!output)
-    return fail(error);
-  output->os() << "// " << command << "\n";
+  std::string text = "// " + command + "\n";
+  llvm::raw_string_ostream os(text);
   mlir::OpPrintingFlags flags;
   if (locationsFlag)
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  module->print(output->os(), flags);
-  output->os().flush();
-  if (output->os().has_error())
-    return fail("could not write '" + outputFile + "'");
-  output->keep();
+  module->print(os, flags);
+  std::string error;
+  if (!pmlir::writeOutputFile(outputFile, text, error))
+    return fail(error);
   return 0;
 }

@@ -3,13 +3,15 @@
 // Part of pmlir.
 //
 // mlir-opt with the tfm dialect, the upstream dialects pmlir programs use, and
-// every pmlir pass and pipeline. The output file is written under a temporary
-// name and renamed into place on success, so a failing run leaves no partial
-// file and an existing file untouched.
+// every pmlir pass and pipeline. The output goes through pmlir::OutputFile: a
+// failing run leaves no partial file and an existing file untouched, and a
+// device such as /dev/null is written, never replaced.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/OutputFile.h"
+#include "pmlir/Support/ToolMain.h"
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,10 +25,17 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 
-int main(int argc, char **argv) {
+namespace {
+
+int error(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "pmlir-opt") << message << "\n";
+  return EXIT_FAILURE;
+}
+
+int optMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<pmlir::tfm::TfmDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
@@ -40,27 +49,35 @@ int main(int argc, char **argv) {
   pmlir::registerPipelines();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "pmlir optimizer driver\n", registry);
+
+  // Text nested deeper than the stack holds is refused before parsing.
+  if (input != "-") {
+    auto buffer = llvm::MemoryBuffer::getFile(input);
+    std::string why;
+    if (buffer && !pmlir::checkNesting((*buffer)->getBuffer(), input, why))
+      return error(why);
+  }
   if (output == "-")
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, input, output, registry));
 
-  llvm::SmallString<128> temporary;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          output + ".%%%%%%.tmp", temporary)) {
-    llvm::WithColor::error(llvm::errs(), "pmlir-opt")
-        << "cannot write '" << output << "': " << ec.message() << "\n";
+  // A device, FIFO or socket is written in place; a regular file (or a new
+  // path, or a link's target) is written beside it and renamed over it.
+  std::string why;
+  std::unique_ptr<pmlir::OutputFile> file = pmlir::OutputFile::open(output, why);
+  if (!file)
+    return error(why);
+  // On failure MlirOptMain removes the file it was given (never a device:
+  // LLVM removes only regular files).
+  if (mlir::failed(mlir::MlirOptMain(argc, argv, input, file->writePath(), registry)))
     return EXIT_FAILURE;
-  }
-  // On failure MlirOptMain removes the file it was given.
-  if (mlir::failed(mlir::MlirOptMain(argc, argv, input, temporary, registry))) {
-    llvm::sys::fs::remove(temporary);
-    return EXIT_FAILURE;
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, output)) {
-    llvm::sys::fs::remove(temporary);
-    llvm::WithColor::error(llvm::errs(), "pmlir-opt")
-        << "cannot write '" << output << "': " << ec.message() << "\n";
-    return EXIT_FAILURE;
-  }
+  if (!file->commit(why))
+    return error(why);
   return EXIT_SUCCESS;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return pmlir::runToolMain("pmlir-opt", [&] { return optMain(argc, argv); });
 }

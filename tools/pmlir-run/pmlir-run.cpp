@@ -10,8 +10,11 @@
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
-// from --inputs, then from --weights. A weight found in neither gets a
-// deterministic seeded init; a missing input is an error. The program is
+// from --inputs, then from --weights (where Hugging Face's `transformer.`
+// prefix of GPT-2 LM-head checkpoints is accepted). Without --weights every
+// weight gets a deterministic seeded init; with it, a weight the file lacks
+// is an error unless --init-missing asks for the seeded init. A missing
+// input is an error. The program is
 // lowered with pmlir-cpu-pipeline and JIT-compiled by MLIR's ExecutionEngine.
 // f32 tensors in the files are used in place from the memory mapping.
 //
@@ -21,8 +24,10 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/Runtime.h"
-#include "../../lib/Runtime/Mesh.h"
+#include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/OutputFile.h"
 #include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Support/ToolMain.h"
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,6 +51,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
@@ -92,6 +98,15 @@ static llvm::cl::opt<std::string> entryName("entry",
 static llvm::cl::opt<uint64_t>
     seed("seed", llvm::cl::desc("seed of the init of missing weights"),
          llvm::cl::init(0));
+static llvm::cl::opt<bool> initMissing(
+    "init-missing",
+    llvm::cl::desc("with --weights: give weights the file lacks the seeded init (a warning "
+                   "lists them) instead of refusing the run"));
+// Fault injection for the fault tests: rank R stops (sleeps until killed)
+// at a phase, so that the others' timeouts can be seen to name it.
+static llvm::cl::opt<int> testHangRank("test-hang-rank", llvm::cl::Hidden, llvm::cl::init(-1));
+static llvm::cl::opt<std::string> testHangAt("test-hang-at", llvm::cl::Hidden,
+                                             llvm::cl::desc("start-up, check or output"));
 static llvm::cl::opt<bool> printResults(
     "print", llvm::cl::desc("print shape, mean, std and first values of each result"));
 static llvm::cl::opt<unsigned>
@@ -124,6 +139,19 @@ static llvm::cl::opt<std::string> commReportFile(
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
   return 1;
+}
+
+static void warn(const llvm::Twine &message) {
+  llvm::WithColor::warning(llvm::errs(), "pmlir-run") << message << "\n";
+}
+
+/// Stops here forever if the fault tests asked rank `rank` to hang at `phase`.
+static void maybeHang(int64_t rank, llvm::StringRef phase) {
+  if (testHangRank != rank || testHangAt != phase)
+    return;
+  llvm::errs() << "pmlir-run: rank " << rank << ": hanging at " << phase << " (--test-hang-at)\n";
+  for (;;)
+    pause();
 }
 
 namespace {
@@ -160,13 +188,82 @@ struct Descriptor {
   }
 };
 
+/// Heap bytes whose allocation can fail with a message instead of an
+/// abort: a seeded weight may be larger than the machine's memory.
+struct Buffer {
+  std::unique_ptr<uint8_t, void (*)(void *)> bytes{nullptr, &std::free};
+  uint8_t *data() const { return bytes.get(); }
+  /// `zeroed`: for blocks of padded shards, whose padding must be zeros.
+  bool allocate(size_t size, bool zeroed = false) {
+    size = size ? size : 1;
+    bytes.reset(static_cast<uint8_t *>(zeroed ? std::calloc(size, 1) : std::malloc(size)));
+    return bytes != nullptr;
+  }
+};
+
 /// One bound argument: its storage is either the mapping or `owned`.
 struct Argument {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> owned;
+  Buffer owned;
   void *data = nullptr;
+  /// Seeded because the weights file lacks it (with --init-missing).
+  bool seeded = false;
 };
+
+/// "1.5 GiB"
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6)
+    bytes /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", bytes, units[u]);
+  return text;
+}
+
+/// The first of `n` floats that is not finite, or -1.
+int64_t firstNonFinite(const float *values, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    if (!std::isfinite(values[k]))
+      return k;
+  return -1;
+}
+
+/// A token id of element type i32 or i64 at flat index k (the data of a
+/// safetensors tensor need not be aligned).
+int64_t loadId(const void *data, int64_t k, bool wide) {
+  if (wide) {
+    int64_t v;
+    std::memcpy(&v, static_cast<const uint8_t *>(data) + 8 * k, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, static_cast<const uint8_t *>(data) + 4 * k, 4);
+  return v;
+}
+
+/// The checkpoint names `name` may have: its own, under Hugging Face's
+/// `transformer.` prefix (GPT2LMHeadModel), and without `model.` (a base
+/// LlamaModel's checkpoint).
+std::vector<std::string> checkpointNames(const std::string &name) {
+  std::vector<std::string> names = {name, "transformer." + name};
+  if (llvm::StringRef(name).starts_with("model."))
+    names.push_back(name.substr(6));
+  return names;
+}
+
+/// The names in `file` closest to `name` (edit distance), for a message.
+std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
+  std::vector<std::pair<unsigned, std::string>> scored;
+  for (const TensorView &t : file.tensors())
+    scored.push_back({llvm::StringRef(t.name).edit_distance(name), t.name});
+  std::sort(scored.begin(), scored.end());
+  std::string text;
+  for (size_t i = 0; i < std::min<size_t>(2, scored.size()); ++i)
+    text += (i ? ", '" : "'") + scored[i].second + "'";
+  return text.empty() ? "the file has no tensors" : "closest: " + text;
+}
 
 std::string attrText(Attribute attr) {
   std::string text;
@@ -339,14 +436,20 @@ bool failBind(std::string &error, const llvm::Twine &message) {
 }
 
 /// Binds every argument of `entry` by its tfm.name, from `inputs` then
-/// `weights`, or with the seeded init for a weight in neither. On a mesh, a
-/// sharded argument gets this rank's block of the global tensor.
+/// `weights`; a weight in neither gets the seeded init when there is no
+/// weights file or --init-missing asks for it, else binding fails listing
+/// every missing weight. On a mesh, a sharded argument gets this rank's
+/// block of the global tensor.
 bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int64_t rank,
                    const SafeTensorsFile *weights, const SafeTensorsFile *inputs,
                    std::vector<Argument> &args, std::string &error) {
   std::string where = " of @" + entry.getSymName().str();
+  // One rank speaks for all about the files.
+  bool warnNonFinite = rank == 0, warnSeeded = rank == 0;
+  std::vector<std::string> missing;
   tfm::MeshAttr meshAttr = mesh ? meshAttrOf(entry.getContext(), *mesh) : tfm::MeshAttr();
-  args.assign(entry.getNumArguments(), Argument());
+  args.clear();
+  args.resize(entry.getNumArguments());
   for (BlockArgument arg : entry.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -383,9 +486,11 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
 
     const TensorView *view = nullptr;
     const SafeTensorsFile *from = nullptr;
-    for (const SafeTensorsFile *file : {inputs, weights})
-      if (file && !view && (view = file->find(a.name)))
-        from = file;
+    if (inputs && (view = inputs->find(a.name)))
+      from = inputs;
+    for (const std::string &candidate : checkpointNames(a.name))
+      if (weights && !view && (view = weights->find(candidate)))
+        from = weights;
     bool isInput = a.name == "input_ids" || !element.isF32();
     if (!view && isInput)
       return failBind(error, "input '" + a.name + "' (argument #" + std::to_string(i) + ", " +
@@ -395,8 +500,25 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
                                  (slice ? "global shape " : "shape ") + formatDims(shape) +
                                  " (argument #" + std::to_string(i) + where + perRank +
                                  "), got " + formatDims(view->shape));
+    auto allocate = [&](Buffer &buffer, int64_t elements, size_t bytesEach,
+                        bool zeroed = false) {
+      uint64_t bytes = 0;
+      if (__builtin_mul_overflow(static_cast<uint64_t>(elements), bytesEach, &bytes) ||
+          !buffer.allocate(bytes, zeroed))
+        return failBind(error, "cannot allocate " +
+                                   formatBytes(double(elements) * double(bytesEach)) + " for '" +
+                                   a.name + "' " + formatDims(shape) +
+                                   ": not enough memory");
+      return true;
+    };
     if (!view) {
-      a.owned.resize(n * sizeof(float));
+      if (weights && !initMissing) {
+        missing.push_back(a.name);
+        continue;
+      }
+      a.seeded = weights != nullptr;
+      if (!allocate(a.owned, n, sizeof(float)))
+        return false;
       seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size());
       a.data = a.owned.data();
     } else if (element.isF32()) {
@@ -404,7 +526,8 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
           reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
         a.data = const_cast<uint8_t *>(view->data); // used in place
       } else {
-        a.owned.resize(n * sizeof(float));
+        if (!allocate(a.owned, n, sizeof(float)))
+          return false;
         if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
           return failBind(error, "tensor '" + a.name + "' in " + from->path() +
                                      ": expected dtype F32, F16, BF16 or F64, got " +
@@ -415,11 +538,10 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
       if (view->dtype != DType::I64 && view->dtype != DType::I32)
         return failBind(error, "tensor '" + a.name + "' in " + from->path() +
                                    ": expected dtype I64 or I32, got " + dtypeName(view->dtype));
-      a.owned.resize(n * width);
+      if (!allocate(a.owned, n, width))
+        return false;
       for (int64_t k = 0; k < n; ++k) {
-        int64_t v = view->dtype == DType::I64
-                        ? reinterpret_cast<const int64_t *>(view->data)[k]
-                        : reinterpret_cast<const int32_t *>(view->data)[k];
+        int64_t v = loadId(view->data, k, view->dtype == DType::I64);
         if (width == 8)
           reinterpret_cast<int64_t *>(a.owned.data())[k] = v;
         else
@@ -427,12 +549,43 @@ bool bindArguments(func::FuncOp entry, const std::optional<rt::Mesh> &mesh, int6
       }
       a.data = a.owned.data();
     }
+    if (view && element.isF32() && warnNonFinite) {
+      const float *values = static_cast<const float *>(a.data);
+      if (int64_t k = firstNonFinite(values, n); k >= 0)
+        warn("weight '" + a.name + "' in " + from->path() +
+             " has non-finite values, the first at flat index " + llvm::Twine(k) + " (" +
+             (std::isnan(values[k]) ? "nan" : values[k] > 0 ? "inf" : "-inf") +
+             "): the results will not be finite");
+    }
     if (slice) {
-      std::vector<uint8_t> block(product(a.shape) * width);
+      // Padding beyond the global tensor stays zero: contractions over a
+      // padded dimension rely on it.
+      Buffer block;
+      if (!allocate(block, product(a.shape), width, /*zeroed=*/true))
+        return false;
       copySlice(static_cast<const uint8_t *>(a.data), *slice, a.shape, width, block.data());
       a.owned = std::move(block);
       a.data = a.owned.data();
     }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t k = 0; k < missing.size() && k < 10; ++k)
+      list += "\n  '" + missing[k] + "' (" + closestNames(*weights, missing[k]) + ")";
+    if (missing.size() > 10)
+      list += "\n  ... and " + std::to_string(missing.size() - 10) + " more";
+    return failBind(error, weights->path() + " lacks " + std::to_string(missing.size()) +
+                               " of the weights of @" + entry.getSymName().str() + ":" + list +
+                               "\n(--init-missing gives them the seeded init)");
+  }
+  if (warnSeeded) {
+    std::string list;
+    for (const Argument &a : args)
+      if (a.seeded)
+        list += (list.empty() ? "" : ", ") + a.name;
+    if (!list.empty())
+      warn("--init-missing: " + weights->path() + " lacks these weights, which get the seeded "
+           "init: " + list);
   }
   return true;
 }
@@ -527,8 +680,11 @@ bool underMpirun() {
 int launchRanks(int64_t ranks, int argc, char **argv) {
   std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to",
                                     "none"};
+  // More ranks than cores: ranks that wait must leave the core to the rank
+  // they wait for (the runtime's own waits do so in that case too).
   if (ranks > static_cast<int64_t>(std::thread::hardware_concurrency()))
-    words.push_back("--oversubscribe");
+    for (const char *word : {"--oversubscribe", "--mca", "mpi_yield_when_idle", "1"})
+      words.push_back(word);
   if (geteuid() == 0)
     words.push_back("--allow-run-as-root");
   words.push_back(llvm::sys::fs::getMainExecutable(argv[0], (void *)&launchRanks));
@@ -559,6 +715,8 @@ int launchRanks(int64_t ranks, int argc, char **argv) {
 /// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
 /// registers a `threads` option, so pmlir-run reads its own before LLVM's
 /// parser sees the rest. Returns -1 on a malformed value.
+constexpr int kMaxThreads = 1024;
+
 static int takeThreadsFlag(std::vector<char *> &args) {
   int threads = 0;
   std::vector<char *> rest;
@@ -573,19 +731,18 @@ static int takeThreadsFlag(std::vector<char *> &args) {
       rest.push_back(args[i]);
       continue;
     }
-    if (value.getAsInteger(10, threads) || threads <= 0)
+    if (value.getAsInteger(10, threads) || threads <= 0 || threads > kMaxThreads)
       return -1;
   }
   args = rest;
   return threads;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+static int runMain(int argc, char **argv) {
   std::vector<char *> argList(argv, argv + argc);
   int threads = takeThreadsFlag(argList);
   if (threads < 0)
-    return fail("--threads expects a positive number of threads");
+    return fail("--threads expects a number of threads from 1 to " + llvm::Twine(kMaxThreads));
   llvm::cl::ParseCommandLineOptions(
       static_cast<int>(argList.size()), argList.data(),
       "pmlir CPU runner\n\n  --threads N   threads of the GEMMs (default: "
@@ -608,6 +765,31 @@ int main(int argc, char **argv) {
     return fail("--recipe needs --mesh");
   if (modelFile.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
+  // Outputs are checked before any work: a missing directory, or an output
+  // that would replace an input or another output, is refused up front.
+  {
+    std::vector<std::pair<const char *, std::string>> outputs, inputFiles = {
+        {"the model", modelFile}, {"--weights", weightsFile}, {"--inputs", inputsFile}};
+    for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", outputFile},
+                              {"--comm-report", commReportFile},
+                              {"--memory-report", memoryReportFile}}) {
+      if (path.empty() || path == "-")
+        continue;
+      OutputTarget target;
+      std::string error;
+      if (!resolveOutput(path, target, error))
+        return fail(std::string(flag) + ": " + error);
+      for (auto [other, otherPath] : inputFiles)
+        if (!otherPath.empty() && sameFile(path, otherPath))
+          return fail(std::string(flag) + " '" + path + "' is " + other + " '" + otherPath +
+                      "': pmlir-run does not overwrite its inputs");
+      for (auto [other, otherPath] : outputs)
+        if (path == otherPath || sameFile(path, otherPath))
+          return fail(std::string(flag) + " and " + other + " name the same file '" + path +
+                      "'");
+      outputs.push_back({flag, path});
+    }
+  }
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
   std::optional<rt::Mesh> mesh;
   int64_t rank = 0;
@@ -617,6 +799,8 @@ int main(int argc, char **argv) {
       return fail(error);
     if (!underMpirun())
       return launchRanks(mesh->numRanks(), argc, argv);
+    if (const char *worldRank = std::getenv("OMPI_COMM_WORLD_RANK"))
+      maybeHang(std::atoll(worldRank), "start-up");
     char text[512];
     if (pmlir_rt_init(meshSpec.c_str(), rankOrder.c_str(), collectiveTimeout, text,
                       sizeof(text)))
@@ -662,6 +846,12 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  {
+    auto text = llvm::MemoryBuffer::getFile(modelFile);
+    std::string why;
+    if (text && !checkNesting((*text)->getBuffer(), modelFile, why))
+      return fail(why);
+  }
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(modelFile, sourceMgr, &context);
   if (!module)
     return 1;
@@ -808,8 +998,7 @@ int main(int argc, char **argv) {
                     .getElementType()
                     .getIntOrFloatBitWidth() == 64;
     for (int64_t k = 0, n = product(ids.shape); k < n; ++k) {
-      int64_t v = wide ? reinterpret_cast<const int64_t *>(ids.data)[k]
-                       : reinterpret_cast<const int32_t *>(ids.data)[k];
+      int64_t v = loadId(ids.data, k, wide);
       if ((v < 0 || v >= range.vocab) && v != range.ignored)
         return fail((range.ignored ? "label " : "token id ") + std::to_string(v) +
                     " at flat index " + std::to_string(k) + " of '" + ids.name +
@@ -818,6 +1007,22 @@ int main(int argc, char **argv) {
                                    : ""));
     }
   }
+
+  // Tokens per run of the whole job (for --repeat): the global token ids'
+  // count, not this rank's share of a batch split over dp.
+  int64_t jobTokens = 1;
+  if (resultSlice && resultSlice->global.size() >= 2)
+    jobTokens = product(llvm::ArrayRef<int64_t>(resultSlice->global).drop_back());
+  else if (resultType.getRank() >= 2)
+    jobTokens = product(resultType.getShape().drop_back());
+  for (auto [argNumber, range] : idRanges)
+    if (!range.ignored) {
+      std::optional<std::vector<int64_t>> global =
+          globalShapeOf(entry.getArgAttr(argNumber, tfm::kGlobalTypeAttr));
+      jobTokens = product(global ? llvm::ArrayRef<int64_t>(*global)
+                                 : llvm::ArrayRef<int64_t>(args[argNumber].shape));
+      break;
+    }
 
   Program program;
   if (!program.compile(*module, entry, args, error))
@@ -839,12 +1044,9 @@ int main(int argc, char **argv) {
     }
     std::sort(ms.begin(), ms.end());
     double median = ms[ms.size() / 2];
-    int64_t tokens = resultType.getRank() >= 2
-                         ? product(resultType.getShape().drop_back())
-                         : 1;
     if (rank == 0)
       llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s\n", median,
-                                 tokens / (median / 1000.0));
+                                 jobTokens / (median / 1000.0));
   }
 
   const float *logits = program.result();
@@ -879,8 +1081,24 @@ int main(int argc, char **argv) {
       resultShape = resultSlice->global;
     }
   }
+  // A non-finite result is named as such: with --check it is no sharding
+  // mismatch, and without it a silent NaN costs users days.
+  std::optional<int64_t> nonFinite;
+  if (rank == 0) {
+    if (int64_t k = firstNonFinite(logits, n); k >= 0) {
+      nonFinite = k;
+      int64_t count = 0;
+      for (int64_t j = k; j < n; ++j)
+        count += !std::isfinite(logits[j]);
+      warn("result '" + resultName + "' has " + llvm::Twine(count) + " non-finite of " +
+           llvm::Twine(n) + " values, the first at flat index " + llvm::Twine(k) + " (" +
+           (std::isnan(logits[k]) ? "nan" : logits[k] > 0 ? "inf" : "-inf") +
+           "): non-finite weights or inputs, or an overflow");
+    }
+  }
   // The unsharded program on rank 0, from the same weights and inputs.
   if (check && rank == 0) {
+    maybeHang(rank, "check");
     auto globalEntry = reference->lookupSymbol<func::FuncOp>(entryName);
     for (unsigned i = 0; i < globalEntry.getNumArguments(); ++i)
       globalEntry.removeArgAttr(i, tfm::kShardingAttr);
@@ -896,6 +1114,15 @@ int main(int argc, char **argv) {
         !unsharded.compile(*reference, globalEntry, globalArgs, error) || !unsharded.run(error))
       return failAtEnd("the unsharded run of --check: " + error);
     const float *expected = unsharded.result();
+    if (int64_t k = firstNonFinite(expected, n); k >= 0)
+      return failAtEnd("--check: the unsharded result '" + resultName +
+                       "' is not finite either (the first at flat index " + llvm::Twine(k) +
+                       "), so the comparison says nothing about sharding");
+    if (nonFinite)
+      return failAtEnd("--check: the sharded result '" + resultName +
+                       "' is not finite at flat index " + llvm::Twine(*nonFinite) +
+                       " where the unsharded run's is " +
+                       llvm::formatv("{0}", expected[*nonFinite]).str() + ": a sharding fault");
     double diff = 0, norm = 0;
     for (int64_t k = 0; k < n; ++k) {
       diff += (double(logits[k]) - expected[k]) * (double(logits[k]) - expected[k]);
@@ -928,6 +1155,7 @@ int main(int argc, char **argv) {
     llvm::outs() << "\n";
   }
   if (!outputFile.empty() && rank == 0) {
+    maybeHang(rank, "output");
     if (!writeSafeTensors(outputFile, {{resultName, DType::F32, resultShape, logits}}, {},
                           error))
       return failAtEnd(error);
@@ -936,4 +1164,9 @@ int main(int argc, char **argv) {
   if (mesh)
     pmlir_rt_finalize();
   return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  return runToolMain("pmlir-run", [&] { return runMain(argc, argv); });
 }

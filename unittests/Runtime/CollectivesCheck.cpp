@@ -24,7 +24,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "../../lib/Runtime/Mesh.h"
+#include "pmlir/Support/Mesh.h"
 
 #include <algorithm>
 #include <chrono>

@@ -46,12 +46,18 @@ struct TensorView {
 
 class SafeTensorsFile {
 public:
-  /// Maps `path` and validates its header: valid JSON, known dtypes,
-  /// non-negative shapes, and byte ranges that lie inside the data section,
-  /// hold exactly dtype size x elements bytes and do not overlap. On failure
-  /// returns null with `error` naming the file and the fault.
+  /// Maps `path` and validates its header: valid JSON nested at most
+  /// kMaxHeaderNesting deep, known dtypes, non-negative shapes, and byte
+  /// ranges that hold exactly dtype size x elements bytes, do not overlap
+  /// and cover the data section exactly (as the format requires: a header
+  /// length that is off shifts every tensor). On failure returns null with
+  /// `error` naming the file and the fault.
   static std::unique_ptr<SafeTensorsFile> open(const std::string &path,
                                                std::string &error);
+  /// The same checks on `size` bytes in memory (copied); `name` stands for
+  /// the path in messages.
+  static std::unique_ptr<SafeTensorsFile> parse(const std::string &name, const uint8_t *bytes,
+                                                size_t size, std::string &error);
   ~SafeTensorsFile();
   SafeTensorsFile(const SafeTensorsFile &) = delete;
   SafeTensorsFile &operator=(const SafeTensorsFile &) = delete;
@@ -65,10 +71,15 @@ public:
 
 private:
   SafeTensorsFile() = default;
+  /// Validates the header of the bytes at `base` (mapped or owned).
+  static std::unique_ptr<SafeTensorsFile> validate(std::unique_ptr<SafeTensorsFile> file,
+                                                   const uint8_t *base, size_t size,
+                                                   std::string &error);
 
   std::string filePath;
   void *mapping = nullptr;
   size_t mappingSize = 0;
+  std::vector<uint8_t> owned;
   std::vector<TensorView> views;
   std::map<std::string, std::string> meta;
 };

@@ -28,6 +28,9 @@ struct ModelSummary {
   llvm::SmallVector<mlir::Type> results;
   /// Matmul and attention FLOPs of one call, 2 per multiply-add.
   double flops = 0;
+  /// Tensors with a dynamic dimension: their elements and FLOPs are not
+  /// counted.
+  int64_t dynamicTensors = 0;
   /// Count of each tfm op, in name order.
   std::map<std::string, int64_t> opCounts;
 

@@ -8,6 +8,7 @@
 #define PMLIR_LIB_TRANSFORMS_ANALYSIS_JSONREPORT_H
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/OutputFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -25,17 +26,16 @@ inline llvm::json::Object meshJson(mlir::ModuleOp module) {
   return mesh;
 }
 
-/// Writes `report` to `path` (- for stdout) whole or not at all (a
-/// temporary file renamed into place); an error on `module` names `what`.
+/// Writes `report` to `path` (- for stdout) whole or not at all, without
+/// replacing a device or a link (OutputFile); an error on `module` names
+/// `what`.
 inline mlir::LogicalResult writeJsonReport(mlir::ModuleOp module, llvm::StringRef path,
                                            llvm::StringRef what,
                                            const llvm::json::Value &report) {
-  if (llvm::Error err = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
-        os << llvm::formatv("{0:2}", report) << "\n";
-        return llvm::Error::success();
-      })) {
-    module.emitError() << "cannot write the " << what << " to '" << path
-                       << "': " << llvm::toString(std::move(err));
+  std::string text = llvm::formatv("{0:2}", report).str() + "\n";
+  std::string error;
+  if (!writeOutputFile(path.str(), text, error)) {
+    module.emitError() << "cannot write the " << what << " to '" << path << "': " << error;
     return mlir::failure();
   }
   return mlir::success();

@@ -15,13 +15,22 @@ namespace pmlir {
 #include "pmlir/Transforms/Passes.h.inc"
 } // namespace pmlir
 
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
+
 using namespace mlir;
 using namespace pmlir;
 
-static int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
+/// The product of static dimensions in double (no overflow on huge
+/// shapes); 0 with a dynamic one, which the summary reports apart.
+static double product(ArrayRef<int64_t> dims) {
+  double n = 1;
+  for (int64_t d : dims) {
+    if (ShapedType::isDynamic(d))
+      return 0;
+    n *= static_cast<double>(d);
+  }
   return n;
 }
 
@@ -32,14 +41,14 @@ static double opFlops(Operation *op) {
     ArrayRef<int64_t> lhs = mm.getLhs().getType().getShape();
     ArrayRef<int64_t> out = mm.getResult().getType().getShape();
     int64_t k = mm.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
-    return 2.0 * product(out) * k;
+    return 2.0 * product(out) * product({k});
   }
   if (auto attn = dyn_cast<tfm::AttentionOp>(op)) {
     ArrayRef<int64_t> q = attn.getQuery().getType().getShape();
     ArrayRef<int64_t> k = attn.getKey().getType().getShape();
     ArrayRef<int64_t> v = attn.getValue().getType().getShape();
-    double scores = 1.0 * q[0] * q[1] * q[2] * k[2];
-    return 2.0 * scores * q[3] + 2.0 * scores * v[3];
+    double scores = product({q[0], q[1], q[2], k[2]});
+    return 2.0 * scores * product({q[3]}) + 2.0 * scores * product({v[3]});
   }
   return 0.0;
 }
@@ -60,9 +69,21 @@ ModelSummary pmlir::summarizeModel(func::FuncOp func) {
       continue;
     }
     ++s.weightTensors;
-    s.parameters += type.getNumElements();
-    s.weightBytes += type.getNumElements() *
-                     ((type.getElementTypeBitWidth() + 7) / 8);
+    if (!type.hasStaticShape()) {
+      ++s.dynamicTensors;
+      continue;
+    }
+    // Saturating: a shape past 2^63 elements is no model, but no UB either.
+    int64_t elements = 1, bytes = 0;
+    for (int64_t d : type.getShape())
+      if (llvm::MulOverflow(elements, d, elements))
+        elements = std::numeric_limits<int64_t>::max();
+    if (llvm::MulOverflow(elements, int64_t((type.getElementTypeBitWidth() + 7) / 8), bytes))
+      bytes = std::numeric_limits<int64_t>::max();
+    if (llvm::AddOverflow(s.parameters, elements, s.parameters))
+      s.parameters = std::numeric_limits<int64_t>::max();
+    if (llvm::AddOverflow(s.weightBytes, bytes, s.weightBytes))
+      s.weightBytes = std::numeric_limits<int64_t>::max();
   }
   llvm::append_range(s.results, func.getResultTypes());
   func.walk([&](Operation *op) {
@@ -87,7 +108,11 @@ void ModelSummary::print(llvm::raw_ostream &os) const {
   os << "  results: ";
   llvm::interleaveComma(results, os);
   os << "\n  dense matmul + attention FLOPs per call: "
-     << llvm::format("%.4g", flops / 1e9) << " GFLOP\n";
+     << llvm::format("%.4g", flops / 1e9) << " GFLOP";
+  if (dynamicTensors)
+    os << " (" << dynamicTensors
+       << " weight tensors of dynamic shape are not counted in parameters or FLOPs)";
+  os << "\n";
   os << "  ops:     ";
   llvm::interleaveComma(opCounts, os, [&](const auto &entry) {
     os << entry.first << " " << entry.second;

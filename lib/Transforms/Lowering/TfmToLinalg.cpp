@@ -789,6 +789,21 @@ struct ConvertTfmToLinalgPass
     : public pmlir::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // The lowerings compute on static shapes; a dynamic dimension is named
+    // here rather than left as "failed to legalize".
+    WalkResult dynamic = getOperation()->walk([](Operation *op) {
+      if (!isa<tfm::TfmDialect>(op->getDialect()) || isa<tfm::LayerOp>(op))
+        return WalkResult::advance();
+      for (Type type : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+        if (auto shaped = dyn_cast<ShapedType>(type); shaped && !shaped.hasStaticShape()) {
+          op->emitOpError() << "has a dynamic dimension in " << type
+                            << "; the CPU lowering needs static shapes";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (dynamic.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(ctx);
     populateTfmToLinalgPatterns(patterns);
     ConversionTarget target(*ctx);

@@ -72,6 +72,13 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     if (!mesh)
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
+    if (!tp && !dp) {
+      module.emitError() << "the megatron recipe shards over mesh axes '" << tpAxis
+                         << "' (tensor parallel) and '" << dpAxis
+                         << "' (data parallel), and mesh " << mesh
+                         << " has neither; name an axis so, or annotate by hand";
+      return signalPassFailure();
+    }
     if (tp && failed(checkHeads(module, mesh.axisSize(tpAxis))))
       return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -104,7 +111,9 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
             // Fewer key/value heads than tp: each device keeps the one its
             // query heads read, as Megatron replicates them; the heads
             // split over the major part of tp, the minor part replicates.
-            dims[split].push_back(mesh.subAxisName(mesh.axisIndex(tpAxis), 1, heads));
+            // One head (multi-query attention) is whole on every device.
+            if (heads > 1)
+              dims[split].push_back(mesh.subAxisName(mesh.axisIndex(tpAxis), 1, heads));
           } else {
             dims[split].push_back(tpAxis);
           }

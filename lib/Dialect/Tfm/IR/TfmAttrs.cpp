@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/Mesh.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -69,6 +70,12 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "mesh axis '" << name.getValue() << "' has size " << size
                          << "; sizes must be at least 1";
   }
+  // The device count is a product of sizes: bounded before it can overflow.
+  int64_t devices = 1;
+  for (int64_t size : sizes)
+    if (__builtin_mul_overflow(devices, size, &devices) || devices > rt::kMaxMeshDevices)
+      return emitError() << "a mesh of more than " << rt::kMaxMeshDevices
+                         << " devices (2^20) is not supported";
   return success();
 }
 

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include <cmath>
 #include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -150,8 +152,8 @@ static LogicalResult verifyNormOp(Operation *op, Value input, Value gamma,
                          tensorType(gamma).getShape(),
                          "the last dimension of 'input'")))
     return failure();
-  if (!(epsilon > 0.0))
-    return op->emitOpError() << "attribute 'epsilon': expected > 0, got "
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    return op->emitOpError() << "attribute 'epsilon': expected a finite value > 0, got "
                              << epsilon;
   return success();
 }
@@ -214,9 +216,11 @@ LogicalResult RopeOp::verify() {
                          tensorType(getPositions()).getShape(),
                          "[S] of 'input'")))
     return failure();
-  if (!(getTheta().convertToDouble() > 0.0))
-    return emitOpError() << "attribute 'theta': expected > 0, got "
-                         << getTheta().convertToDouble();
+  // A NaN, infinite or denormal base gives non-finite frequencies.
+  double theta = getTheta().convertToDouble();
+  if (!(theta > 0.0) || !std::isnormal(theta))
+    return emitOpError() << "attribute 'theta': expected a finite normal value > 0, got "
+                         << theta;
   return success();
 }
 
@@ -244,6 +248,10 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "query heads (" << q[1]
                          << ") must be a multiple of key/value heads (" << k[1]
                          << ") for grouped-query attention";
+  double scale = getScale().convertToDouble();
+  if (scale == 0.0 || !std::isfinite(scale))
+    return emitOpError() << "attribute 'scale': expected a finite non-zero value, got "
+                         << scale;
   if (getQueryOffset() && !getCausal())
     return emitOpError() << "has a query_offset but is not causal; the offset "
                             "only places the causal mask";

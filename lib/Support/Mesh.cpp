@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Mesh.h"
+#include "pmlir/Support/Mesh.h"
 
 #include <algorithm>
 #include <cctype>
@@ -54,7 +54,7 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
     std::string sizeText = item.substr(eq + 1);
     char *end = nullptr;
     long long size = std::strtoll(sizeText.c_str(), &end, 10);
-    if (sizeText.empty() || *end != '\0' || size < 1 || size > (1 << 20)) {
+    if (sizeText.empty() || *end != '\0' || size < 1 || size > kMaxMeshDevices) {
       error = "mesh axis '" + name + "': size '" + sizeText + "' is not a positive integer";
       return std::nullopt;
     }
@@ -63,7 +63,7 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
       return std::nullopt;
     }
     total *= size;
-    if (total > (1 << 20)) {
+    if (total > kMaxMeshDevices) {
       error = "mesh '" + spec + "' has more than 2^20 ranks";
       return std::nullopt;
     }

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PMLIR_RUNTIME_MESH_H
-#define PMLIR_RUNTIME_MESH_H
+#ifndef PMLIR_SUPPORT_MESH_H
+#define PMLIR_SUPPORT_MESH_H
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +18,9 @@
 #include <vector>
 
 namespace pmlir::rt {
+
+/// The most devices a mesh may have, here and in the IR (#tfm.mesh).
+inline constexpr int64_t kMaxMeshDevices = int64_t(1) << 20;
 
 class Mesh {
 public:
@@ -63,4 +66,4 @@ private:
 
 } // namespace pmlir::rt
 
-#endif // PMLIR_RUNTIME_MESH_H
+#endif // PMLIR_SUPPORT_MESH_H

@@ -1,0 +1,197 @@
+//===- OutputFile.cpp - Files written whole, without harming the path ----===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Support/OutputFile.h"
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace pmlir;
+
+namespace {
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string baseOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string quoted(const std::string &path) { return "'" + path + "'"; }
+
+} // namespace
+
+bool pmlir::resolveOutput(const std::string &path, OutputTarget &target, std::string &error) {
+  auto fail = [&](const std::string &why) {
+    error = "cannot write " + quoted(path) + ": " + why;
+    return false;
+  };
+  if (path.empty())
+    return fail("empty path");
+  std::string current = path;
+  // Follow the chain of links (as the kernel does, at most 40 of them) to
+  // the file that is written; a dangling link's target is created.
+  for (int hops = 0;; ++hops) {
+    if (hops > 40)
+      return fail("too many levels of symbolic links");
+    struct stat st;
+    if (::lstat(current.c_str(), &st) != 0) {
+      if (errno != ENOENT)
+        return fail(std::strerror(errno));
+      target = OutputTarget{current, false, 0666, false};
+      break;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      char link[PATH_MAX];
+      ssize_t n = ::readlink(current.c_str(), link, sizeof(link) - 1);
+      if (n < 0)
+        return fail(std::strerror(errno));
+      std::string next(link, static_cast<size_t>(n));
+      current = next[0] == '/' ? next : directoryOf(current) + "/" + next;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode))
+      return fail("it is a directory");
+    target = OutputTarget{current, !S_ISREG(st.st_mode),
+                          static_cast<unsigned>(st.st_mode & 07777), true};
+    break;
+  }
+  if (target.inPlace) {
+    if (::access(target.path.c_str(), W_OK) != 0)
+      return fail(std::strerror(errno));
+    return true;
+  }
+  // The temporary is made and renamed in the target's directory.
+  std::string directory = directoryOf(target.path);
+  struct stat st;
+  if (::stat(directory.c_str(), &st) != 0)
+    return fail("directory " + quoted(directory) + " does not exist");
+  if (!S_ISDIR(st.st_mode))
+    return fail(quoted(directory) + " is not a directory");
+  if (::access(directory.c_str(), W_OK | X_OK) != 0)
+    return fail("directory " + quoted(directory) + ": " + std::strerror(errno));
+  return true;
+}
+
+bool pmlir::sameFile(const std::string &a, const std::string &b) {
+  struct stat x, y;
+  if (::stat(a.c_str(), &x) != 0 || ::stat(b.c_str(), &y) != 0)
+    return false;
+  return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+std::unique_ptr<OutputFile> OutputFile::open(const std::string &path, std::string &error) {
+  std::unique_ptr<OutputFile> file(new OutputFile());
+  file->givenPath = path;
+  if (!resolveOutput(path, file->target, error))
+    return nullptr;
+  if (file->target.inPlace) {
+    file->writingTo = file->target.path;
+    file->fd = ::open(file->writingTo.c_str(), O_WRONLY | O_CLOEXEC);
+    if (file->fd < 0) {
+      error = "cannot write " + quoted(path) + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    return file;
+  }
+  static std::atomic<unsigned> counter{0};
+  std::random_device device;
+  std::string stem = directoryOf(file->target.path) + "/." + baseOf(file->target.path) + ".";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string candidate = stem + std::to_string(getpid()) + "-" +
+                            std::to_string(counter++) + "-" + std::to_string(device() % 100000) +
+                            ".tmp";
+    int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                    file->target.mode);
+    if (fd < 0 && errno == EEXIST)
+      continue;
+    if (fd < 0) {
+      error = "cannot write " + quoted(path) + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    // A replaced file keeps its permissions (open's mode is under the umask).
+    if (file->target.exists)
+      (void)::fchmod(fd, file->target.mode);
+    file->fd = fd;
+    file->writingTo = candidate;
+    return file;
+  }
+  error = "cannot write " + quoted(path) + ": no free temporary name beside it";
+  return nullptr;
+}
+
+OutputFile::~OutputFile() {
+  if (fd >= 0)
+    ::close(fd);
+  if (!committed && !target.inPlace && !writingTo.empty())
+    ::unlink(writingTo.c_str());
+}
+
+bool OutputFile::write(const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0 && writeErrno == 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      writeErrno = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return writeErrno == 0;
+}
+
+bool OutputFile::commit(std::string &error) {
+  int closed = ::close(fd);
+  fd = -1;
+  if (writeErrno == 0 && closed != 0)
+    writeErrno = errno;
+  if (writeErrno == 0 && !target.inPlace &&
+      std::rename(writingTo.c_str(), target.path.c_str()) != 0)
+    writeErrno = errno;
+  if (writeErrno != 0) {
+    error = "cannot write " + quoted(givenPath) + ": " + std::strerror(writeErrno);
+    return false;
+  }
+  committed = true;
+  return true;
+}
+
+bool pmlir::writeOutputFile(const std::string &path, std::string_view contents,
+                            std::string &error) {
+  if (path == "-") {
+    size_t done = 0;
+    while (done < contents.size()) {
+      ssize_t n = ::write(STDOUT_FILENO, contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        error = std::string("cannot write to standard output: ") + std::strerror(errno);
+        return false;
+      }
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  std::unique_ptr<OutputFile> file = OutputFile::open(path, error);
+  if (!file)
+    return false;
+  file->write(contents);
+  return file->commit(error);
+}
