@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages pmlir needs that are missing, then configures
-# and builds build/ (incrementally on later runs). Run as root, or with sudo
-# available.
+# and builds build/ (incrementally on later runs; --install-only stops after
+# the packages). Run as root, or with sudo available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,19 +16,9 @@ packages=(
   libgtest-dev python3-torch
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "pmlir: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+scripts/install-packages.sh "${packages[@]}"
+if [ "${1:-}" = "--install-only" ]; then
+  exit 0
 fi
 
 if [ ! -f build/build.ninja ]; then

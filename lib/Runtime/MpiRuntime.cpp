@@ -13,9 +13,9 @@
 // arrive, read from the host's progress board. The watchdog never calls
 // MPI, so MPI needs no thread support beyond MPI_THREAD_FUNNELED.
 //
-// When the host has more ranks than cores, waits poll with short sleeps
-// instead of MPI's busy polling, which would take the core from the very
-// rank being waited for.
+// A wait busy-polls for a while (1 ms; 100 us when the host has more ranks
+// than cores), then polls with short sleeps: MPI's unbounded busy polling
+// takes the core from the very rank being waited for on a busy host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,7 +57,9 @@ struct State {
   int rank = 0;
   int ranks = 1;
   bool ownsMpi = false;
-  bool yieldWhenIdle = false;
+  // How long a wait busy-polls before it sleeps between polls; < 0: never
+  // sleeps (MPI_Wait).
+  int64_t spinNs = -1;
   std::map<std::vector<int64_t>, Group> groups;
   std::unique_ptr<ProgressBoard> board;
   double timeoutSeconds = 0;
@@ -201,24 +203,28 @@ struct Waiting {
   }
   Waiting(const char *what, const Group &group) : Waiting(what, &group) {}
   ~Waiting() {
+    if (!state)
+      return; // start-up failed and took the state down
     state->waitingSince.store(0);
     if (state->board)
       state->board->leave(state->rank);
   }
 };
 
-/// Completes `request`: MPI_Wait, or on an oversubscribed host polls that
-/// sleep between tests once the wait is no longer short.
+/// Completes `request`: busy-polls for the rank's spin time, then sleeps
+/// between polls, so that a long wait leaves the core to the rank it waits
+/// for when the host is busy (bench/oversubscribed.py measures the choice).
 void complete(MPI_Request &request, const char *what) {
-  if (!state->yieldWhenIdle)
+  if (state->spinNs < 0)
     return check(MPI_Wait(&request, MPI_STATUS_IGNORE), what);
-  for (int polls = 0;; ++polls) {
+  int64_t start = nowNs();
+  for (int sleeps = 0;;) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done)
       return;
-    if (polls >= 64)
-      std::this_thread::sleep_for(std::chrono::microseconds(polls < 1024 ? 20 : 100));
+    if (nowNs() - start >= state->spinNs)
+      std::this_thread::sleep_for(std::chrono::microseconds(++sleeps < 100 ? 20 : 100));
   }
 }
 
@@ -304,10 +310,12 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
   state->ranks = static_cast<int>(environmentNumber({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1));
   state->timeoutSeconds = timeoutSeconds;
   int64_t localRanks = environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
-  if (const char *yield = std::getenv("PMLIR_RT_YIELD_WHEN_IDLE"))
-    state->yieldWhenIdle = std::string(yield) != "0";
-  else
-    state->yieldWhenIdle = localRanks > static_cast<int64_t>(std::thread::hardware_concurrency());
+  // Busy-poll 1 ms, 100 us where the host has more ranks than cores.
+  bool oversubscribed = localRanks > static_cast<int64_t>(std::thread::hardware_concurrency());
+  int64_t spinUs = oversubscribed ? 100 : 1000;
+  if (const char *spin = std::getenv("PMLIR_RT_SPIN_US"))
+    spinUs = std::atoll(spin);
+  state->spinNs = spinUs < 0 ? -1 : spinUs * 1000;
   state->board = ProgressBoard::open(state->rank, state->ranks);
   if (state->board)
     state->board->markStarted(state->rank);

@@ -344,6 +344,9 @@ bool pmlir::convertToF32(const TensorView &view, float *out,
                          std::string &error) {
   int64_t n = view.numElements();
   const uint8_t *p = view.data;
+  if (n == 0 && (view.dtype == DType::F32 || view.dtype == DType::F64 ||
+                 view.dtype == DType::F16 || view.dtype == DType::BF16))
+    return true; // nothing to copy (and `out` may be null)
   switch (view.dtype) {
   case DType::F32:
     std::memcpy(out, p, n * sizeof(float));

@@ -95,3 +95,22 @@
 // FEWKV: %[[K:.*]] = tfm.split_heads {{.*}} heads = 1 : tensor<2x8x8xf32> -> tensor<2x1x8x8xf32>
 // FEWKV: tfm.attention {{.*}} : tensor<2x2x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x2x8x8xf32>
 // FEWKV-NOT: shard.all_gather
+
+// One kv head (multi-query attention) on any tp: k_proj and v_proj stay whole
+// on every device (Megatron's kv % tp == 0 or tp % kv == 0 admits it), each
+// device runs its query heads against the one kv head, and nothing is
+// gathered.
+// RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 1 --ffn 64 --vocab 96 --seq 8 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=MQA
+// MQA-NOT: error
+// MQA: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.sharding = #tfm.sharding<{{\[\[}}], []]>}
+// MQA: tfm.attention {{.*}} : tensor<2x2x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x2x8x8xf32>
+// MQA-NOT: shard.all_gather
+
+// A mesh with neither tp nor dp is refused, not silently replicated, and
+// the module-level error does not print the module.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<x = 2>} {/' \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
+// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel) and 'dp' (data parallel), and mesh #tfm.mesh<x = 2> has neither

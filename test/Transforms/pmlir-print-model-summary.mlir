@@ -1,4 +1,5 @@
 // RUN: pmlir-opt %s --pmlir-print-model-summary | FileCheck %s
+// RUN: pmlir-opt %s --pmlir-print-model-summary | FileCheck %s --check-prefix=DYNAMIC
 
 // The summary is printed before the unchanged module.
 // CHECK:      model @two_layer_mlp
@@ -36,4 +37,17 @@ func.func @two_layer_mlp(%ids: tensor<4x8xi64> {tfm.name = "input_ids"},
 
 func.func @no_tfm_ops(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// Dynamic dimensions are not multiplied in (the kDynamic sentinel once
+// overflowed into negative counts): the weights of dynamic shape are named
+// apart, and the FLOPs of the matmul with a dynamic dimension are left out.
+// DYNAMIC:      model @dynamic
+// DYNAMIC:        weights: 2 tensors, 128 parameters (0.0 MB)
+// DYNAMIC-NEXT:   results: tensor<?x16xf32>
+// DYNAMIC-NEXT:   dense matmul + attention FLOPs per call: 0 GFLOP (1 weight tensors of dynamic shape are not counted in parameters or FLOPs)
+func.func @dynamic(%x: tensor<?x8xf32> {tfm.name = "input_ids"}, %w: tensor<8x16xf32> {tfm.name = "w"},
+                   %v: tensor<?x16xf32> {tfm.name = "v"}) -> tensor<?x16xf32> {
+  %y = tfm.matmul %x, %w : tensor<?x8xf32>, tensor<8x16xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
 }

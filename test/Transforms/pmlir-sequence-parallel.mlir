@@ -151,3 +151,9 @@ module {
 // LLAMA-NEXT: %[[GF:.*]] = shard.all_gather {{.*}} gather_axis = 1 : tensor<2x4x64xf32> -> tensor<2x16x64xf32>
 // LLAMA-NEXT: tfm.matmul %[[GF]], {{.*}} transpose_rhs
 // LLAMA-NOT: shard.all_reduce
+
+// A refusal at module level names the cause without printing the module.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | not pmlir-opt --pmlir-sequence-parallel 2>&1 | FileCheck %s --check-prefix=UNPARTITIONED --implicit-check-not=builtin.module
+// UNPARTITIONED: error: sequence parallelism runs on a partitioned program

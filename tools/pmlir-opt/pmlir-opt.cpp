@@ -50,11 +50,15 @@ int optMain(int argc, char **argv) {
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "pmlir optimizer driver\n", registry);
 
-  // Text nested deeper than the stack holds is refused before parsing.
+  // Text nested deeper than the stack holds is refused before parsing, and
+  // bytecode is read once in a child process, where a crash or a hang of
+  // the upstream reader on a corrupt file cannot take this process along.
   if (input != "-") {
     auto buffer = llvm::MemoryBuffer::getFile(input);
     std::string why;
     if (buffer && !pmlir::checkNesting((*buffer)->getBuffer(), input, why))
+      return error(why);
+    if (!pmlir::bytecodeReadsSafely(input, registry, why))
       return error(why);
   }
   if (output == "-")

@@ -790,6 +790,26 @@ static int runMain(int argc, char **argv) {
       outputs.push_back({flag, path});
     }
   }
+  DialectRegistry registry;
+  registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
+                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
+                  shard::ShardDialect,
+                  tensor::TensorDialect, bufferization::BufferizationDialect>();
+  registerCpuLoweringInterfaces(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  // Text nested deeper than the stack holds is refused, and bytecode is read
+  // once in a child process, where a crash or hang of the upstream reader on
+  // a corrupt file cannot take this process along. Not in a rank under
+  // mpirun: MPI forbids fork there, and pmlir-run's own launch checked.
+  {
+    auto text = llvm::MemoryBuffer::getFile(modelFile);
+    std::string why;
+    if (text && !checkNesting((*text)->getBuffer(), modelFile, why))
+      return fail(why);
+    if (!underMpirun() && !bytecodeReadsSafely(modelFile, registry, why))
+      return fail(why);
+  }
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
   std::optional<rt::Mesh> mesh;
   int64_t rank = 0;
@@ -831,14 +851,6 @@ static int runMain(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
-  DialectRegistry registry;
-  registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
-                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
-                  shard::ShardDialect,
-                  tensor::TensorDialect, bufferization::BufferizationDialect>();
-  registerCpuLoweringInterfaces(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
   // The mesh as the compiler sees it: shardings and sub-axes resolve on it.
   context.getOrLoadDialect<tfm::TfmDialect>();
@@ -846,12 +858,6 @@ static int runMain(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  {
-    auto text = llvm::MemoryBuffer::getFile(modelFile);
-    std::string why;
-    if (text && !checkNesting((*text)->getBuffer(), modelFile, why))
-      return fail(why);
-  }
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(modelFile, sourceMgr, &context);
   if (!module)
     return 1;
@@ -1045,8 +1051,9 @@ static int runMain(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     double median = ms[ms.size() / 2];
     if (rank == 0)
-      llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s\n", median,
-                                 jobTokens / (median / 1000.0));
+      llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s (%lld tokens a run)\n",
+                                   median, jobTokens / (median / 1000.0),
+                                   static_cast<long long>(jobTokens));
   }
 
   const float *logits = program.result();

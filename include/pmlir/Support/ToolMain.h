@@ -8,20 +8,34 @@
 // nested past a limit that stack holds, and turn LLVM's fatal errors (a
 // corrupt bytecode file makes the upstream reader ask for an impossible
 // SmallVector) and failed allocations into a one-line error and exit 1
-// instead of a stack dump. Header-only: for tools that link LLVM.
+// instead of a stack dump. MLIR's bytecode reader can also corrupt the heap
+// or loop on a corrupt file, which no handler catches, so a bytecode input
+// is read once in a child process first. Header-only: for tools that link
+// MLIR.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PMLIR_SUPPORT_TOOLMAIN_H
 #define PMLIR_SUPPORT_TOOLMAIN_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/thread.h"
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <functional>
 #include <optional>
 #include <string>
@@ -68,6 +82,58 @@ inline bool checkNesting(llvm::StringRef text, llvm::StringRef what, std::string
   error = (what + ": nesting " + llvm::Twine(depth) + " deep; at most " +
            llvm::Twine(kMaxNesting) + " levels of {}, [], () and <> are accepted")
               .str();
+  return false;
+}
+
+/// The seconds a bytecode file of `bytes` may take to read in the trial
+/// child: far more than the reader needs (it reads tens of MB a second).
+inline unsigned bytecodeReadSeconds(size_t bytes) { return 10 + bytes / (1 << 20); }
+
+/// Whether `path` is MLIR bytecode that reads without crashing or hanging:
+/// a child process parses it with `registry` first (the upstream reader
+/// crashes with heap corruption, or loops, on some one-byte corruptions).
+/// Text and unreadable files pass (the real parse reports on them). On
+/// failure `error` says what happened.
+inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegistry &registry,
+                                std::string &error) {
+  char magic[4] = {};
+  size_t bytes = 0;
+  if (FILE *f = std::fopen(path.c_str(), "rb")) {
+    size_t n = std::fread(magic, 1, 4, f);
+    if (std::fseek(f, 0, SEEK_END) == 0)
+      bytes = static_cast<size_t>(std::max(0L, std::ftell(f)));
+    std::fclose(f);
+    if (n != 4 || std::memcmp(magic, "ML\xefR", 4) != 0)
+      return true;
+  } else {
+    return true;
+  }
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0)
+    return true; // no trial: read it as usual
+  if (child == 0) {
+    alarm(bytecodeReadSeconds(bytes));
+    // Only the answer matters: no diagnostics, no dumps.
+    int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0)
+      dup2(devnull, STDERR_FILENO);
+    mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+    mlir::ParserConfig config(&context);
+    auto module = mlir::parseSourceFile<mlir::ModuleOp>(path, config);
+    std::_Exit(module ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status))
+    return true; // read, or refused with a diagnostic the real parse repeats
+  int signal = WTERMSIG(status);
+  error = signal == SIGALRM
+              ? "'" + path + "': reading this bytecode did not finish in " +
+                    std::to_string(bytecodeReadSeconds(bytes)) + " s; the file is corrupt"
+              : "'" + path + "': the MLIR bytecode reader crashed on this file (" +
+                    strsignal(signal) + "); the file is corrupt";
   return false;
 }
 

@@ -35,7 +35,7 @@ inline mlir::LogicalResult writeJsonReport(mlir::ModuleOp module, llvm::StringRe
   std::string text = llvm::formatv("{0:2}", report).str() + "\n";
   std::string error;
   if (!writeOutputFile(path.str(), text, error)) {
-    module.emitError() << "cannot write the " << what << " to '" << path << "': " << error;
+    mlir::emitError(module.getLoc()) << "cannot write the " << what << " to '" << path << "': " << error;
     return mlir::failure();
   }
   return mlir::success();

@@ -58,13 +58,13 @@ struct SequenceParallelPass
       return signalPassFailure();
     int64_t axis = mesh.axisIndex(tpAxis);
     if (axis < 0) {
-      module.emitError() << "sequence parallelism needs the mesh axis '" << tpAxis
+      emitError(module.getLoc()) << "sequence parallelism needs the mesh axis '" << tpAxis
                          << "', which the mesh " << mesh << " does not have";
       return signalPassFailure();
     }
     auto grid = dyn_cast_or_null<shard::GridOp>(module.lookupSymbol("mesh"));
     if (!grid) {
-      module.emitError() << "sequence parallelism runs on a partitioned program (shard.grid "
+      emitError(module.getLoc()) << "sequence parallelism runs on a partitioned program (shard.grid "
                             "@mesh); run pmlir-partition first";
       return signalPassFailure();
     }

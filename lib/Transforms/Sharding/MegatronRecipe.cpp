@@ -73,7 +73,7 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
     if (!tp && !dp) {
-      module.emitError() << "the megatron recipe shards over mesh axes '" << tpAxis
+      emitError(module.getLoc()) << "the megatron recipe shards over mesh axes '" << tpAxis
                          << "' (tensor parallel) and '" << dpAxis
                          << "' (data parallel), and mesh " << mesh
                          << " has neither; name an axis so, or annotate by hand";

@@ -687,11 +687,13 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
     };
     for (BlockArgument arg : old.getArguments()) {
       if (!isa<RankedTensorType>(arg.getType()))
-        return func.emitOpError() << "argument #" << arg.getArgNumber() << " is not a tensor";
+        return emitError(arg.getLoc()) << "@" << func.getSymName() << ": argument #"
+                                       << arg.getArgNumber() << " is not a tensor";
       Sharding s = shardingOfArg(arg.getArgNumber());
       if (!s.pending.empty())
-        return func.emitOpError() << "argument #" << arg.getArgNumber()
-                                  << " has pending axes; an input is a full value";
+        return emitError(arg.getLoc()) << "@" << func.getSymName() << ": argument #"
+                                       << arg.getArgNumber()
+                                       << " has pending axes; an input is a full value";
       BlockArgument local = body->addArgument(p.localType(arg, s), arg.getLoc());
       p.locals[arg] = {local, s};
       if (local.getType() != arg.getType())

@@ -171,7 +171,7 @@ func.func @layernorm_beta_type(%x: tensor<2x7x16xf32>, %g: tensor<16xf32>, %b: t
 // -----
 
 func.func @layernorm_epsilon(%x: tensor<2x7x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) {
-  // expected-error @+1 {{attribute 'epsilon': expected > 0, got 0}}
+  // expected-error @+1 {{attribute 'epsilon': expected a finite value > 0, got 0}}
   %0 = tfm.layernorm %x, %g, %b eps = 0.0 : tensor<2x7x16xf32>, tensor<16xf32>
   return
 }
@@ -187,7 +187,7 @@ func.func @rmsnorm_gamma_element_type(%x: tensor<2x7x16xf32>, %g: tensor<16xbf16
 // -----
 
 func.func @rmsnorm_epsilon(%x: tensor<2x7x16xf32>, %g: tensor<16xf32>) {
-  // expected-error @+1 {{attribute 'epsilon': expected > 0, got -1}}
+  // expected-error @+1 {{attribute 'epsilon': expected a finite value > 0, got -1}}
   %0 = tfm.rmsnorm %x, %g eps = -1.0 : tensor<2x7x16xf32>, tensor<16xf32>
   return
 }
@@ -283,8 +283,56 @@ func.func @rope_positions_shape(%x: tensor<2x4x7x8xf32>, %p: tensor<8xi64>) {
 // -----
 
 func.func @rope_theta(%x: tensor<2x4x7x8xf32>, %p: tensor<7xi64>) {
-  // expected-error @+1 {{attribute 'theta': expected > 0, got 0}}
+  // expected-error @+1 {{attribute 'theta': expected a finite normal value > 0, got 0}}
   %0 = tfm.rope %x, %p theta = 0.0 : tensor<2x4x7x8xf32>, tensor<7xi64>
+  return
+}
+
+// -----
+
+func.func @rope_theta_nan(%x: tensor<2x4x7x8xf32>, %p: tensor<7xi64>) {
+  // expected-error @+1 {{attribute 'theta': expected a finite normal value > 0, got nan}}
+  %0 = tfm.rope %x, %p theta = 0x7FF8000000000000 : tensor<2x4x7x8xf32>, tensor<7xi64>
+  return
+}
+
+// -----
+
+func.func @rope_theta_denormal(%x: tensor<2x4x7x8xf32>, %p: tensor<7xi64>) {
+  // expected-error @+1 {{attribute 'theta': expected a finite normal value > 0, got 4.940656e-324}}
+  %0 = tfm.rope %x, %p theta = 0x0000000000000001 : tensor<2x4x7x8xf32>, tensor<7xi64>
+  return
+}
+
+// -----
+
+func.func @layernorm_epsilon_nan(%x: tensor<2x7x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{attribute 'epsilon': expected a finite value > 0, got nan}}
+  %0 = tfm.layernorm %x, %g, %b eps = 0x7FF8000000000000 : tensor<2x7x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rmsnorm_epsilon_inf(%x: tensor<2x7x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{attribute 'epsilon': expected a finite value > 0, got INF}}
+  %0 = tfm.rmsnorm %x, %g eps = 0x7FF0000000000000 : tensor<2x7x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale_zero(%q: tensor<2x4x7x8xf32>) {
+  // expected-error @+1 {{attribute 'scale': expected a finite non-zero value, got 0}}
+  %0 = tfm.attention %q, %q, %q causal scale = 0.0 : tensor<2x4x7x8xf32>, tensor<2x4x7x8xf32>, tensor<2x4x7x8xf32> -> tensor<2x4x7x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale_nan(%q: tensor<2x4x7x8xf32>) {
+  // expected-error @+1 {{attribute 'scale': expected a finite non-zero value, got nan}}
+  %0 = tfm.attention %q, %q, %q causal scale = 0x7FF8000000000000 : tensor<2x4x7x8xf32>, tensor<2x4x7x8xf32>, tensor<2x4x7x8xf32> -> tensor<2x4x7x8xf32>
   return
 }
 

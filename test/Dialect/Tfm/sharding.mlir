@@ -56,6 +56,17 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 0>} {}
 
 // -----
 
+// 2^65 devices: the product of the sizes overflows 64 bits.
+// expected-error @+1 {{a mesh of more than 1048576 devices (2^20) is not supported}}
+module attributes {tfm.mesh = #tfm.mesh<a = 4294967296, b = 4294967296, c = 2>} {}
+
+// -----
+
+// expected-error @+1 {{a mesh of more than 1048576 devices (2^20) is not supported}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 1024, tp = 2048>} {}
+
+// -----
+
 // expected-error @+1 {{mesh axis 'dp' is used twice in one sharding}}
 func.func @axis_twice(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["dp"], ["dp"]]>}) {
   return

@@ -234,7 +234,7 @@ std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
 MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {
   auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
   if (!mesh)
-    module->emitError() << who
+    emitError(module->getLoc()) << who
                         << " needs the module attribute tfm.mesh "
                            "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)";
   return mesh;
