@@ -12,9 +12,10 @@ batch 4 x seq 128, seeded weights; every rank gets one GEMM thread. Load is
 suite that runs two multi-rank tests at once. For each setting the table
 gives tokens/s (median over rounds of pmlir-run --repeat's median) and the
 ratio of tp=2 to the single rank measured in the same round.
-PMLIR_RT_SPIN_US picks the wait: how many microseconds it busy-polls before
-it sleeps between polls (-1: MPI_Wait, never sleeps). The runtime's default
-is 1000, or 100 where a host has more ranks than cores.
+PMLIR_RT_SPIN_US picks the wait: -1 for MPI's blocking calls (the runtime's
+default), else the non-blocking call polled busily for that many
+microseconds and with 20-100 us sleeps after (100 is the default where a host
+runs more ranks than cores).
 Prints Markdown for docs/performance.md.
 """
 import argparse
@@ -25,8 +26,9 @@ import statistics
 import subprocess
 import tempfile
 
-WAITS = {"-1": "busy polling (MPI_Wait)", "0": "sleeps between polls at once",
-         "100": "busy 100 us, then sleeps", "1000": "busy 1 ms, then sleeps (default)"}
+WAITS = {"-1": "MPI's blocking calls (default)", "0": "sleeps between polls at once",
+         "100": "busy 100 us, then sleeps (default when ranks > cores)",
+         "1000": "busy 1 ms, then sleeps"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 

@@ -13,17 +13,19 @@
 // arrive, read from the host's progress board. The watchdog never calls
 // MPI, so MPI needs no thread support beyond MPI_THREAD_FUNNELED.
 //
-// A wait busy-polls for a while (1 ms; 100 us when the host has more ranks
-// than cores), then polls with short sleeps: MPI's unbounded busy polling
-// takes the core from the very rank being waited for on a busy host.
+// Where a host runs more ranks than cores, a wait busy-polls 100 us, then
+// polls with short sleeps: MPI's unbounded busy polling would take the core
+// from the very rank being waited for. Elsewhere the calls are MPI's
+// blocking ones: non-blocking collectives advance only while polled, and
+// sleeping between polls slowed large transfers several times over.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
 
 #include "Groups.h"
-#include "pmlir/Support/Mesh.h"
 #include "ProgressBoard.h"
+#include "pmlir/Support/Mesh.h"
 
 #include <mpi.h>
 
@@ -57,8 +59,8 @@ struct State {
   int rank = 0;
   int ranks = 1;
   bool ownsMpi = false;
-  // How long a wait busy-polls before it sleeps between polls; < 0: never
-  // sleeps (MPI_Wait).
+  // How long a wait busy-polls before it sleeps between polls; < 0: MPI's
+  // blocking calls, which never sleep.
   int64_t spinNs = -1;
   std::map<std::vector<int64_t>, Group> groups;
   std::unique_ptr<ProgressBoard> board;
@@ -215,9 +217,9 @@ struct Waiting {
 /// between polls, so that a long wait leaves the core to the rank it waits
 /// for when the host is busy (bench/oversubscribed.py measures the choice).
 void complete(MPI_Request &request, const char *what) {
-  if (state->spinNs < 0)
-    return check(MPI_Wait(&request, MPI_STATUS_IGNORE), what);
   int64_t start = nowNs();
+  // Sleeps long enough that the scheduler runs the other rank, not the
+  // waiter again at once (measured: 5 us sleeps lose what 20 us ones gain).
   for (int sleeps = 0;;) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
@@ -226,6 +228,17 @@ void complete(MPI_Request &request, const char *what) {
     if (nowNs() - start >= state->spinNs)
       std::this_thread::sleep_for(std::chrono::microseconds(++sleeps < 100 ? 20 : 100));
   }
+}
+
+/// Runs a collective: the blocking MPI call (OpenMPI's tuned algorithms),
+/// or where waits sleep its non-blocking twin, completed by complete().
+template <typename Blocking, typename Start>
+void collective(const char *what, Blocking blocking, Start start) {
+  if (state->spinNs < 0)
+    return check(blocking(), what);
+  MPI_Request request;
+  check(start(&request), what);
+  complete(request, what);
 }
 
 void watch() {
@@ -281,9 +294,9 @@ int64_t environmentNumber(std::initializer_list<const char *> names, int64_t fal
 
 void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const char *what) {
   Waiting waiting(what, group);
-  MPI_Request request;
-  check(MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, &request), what);
-  complete(request, what);
+  collective(
+      what, [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, group.comm); },
+      [&](MPI_Request *r) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, r); });
 }
 
 extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
@@ -310,9 +323,10 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
   state->ranks = static_cast<int>(environmentNumber({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1));
   state->timeoutSeconds = timeoutSeconds;
   int64_t localRanks = environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
-  // Busy-poll 1 ms, 100 us where the host has more ranks than cores.
+  // MPI's blocking calls, unless the host has more ranks than cores: then
+  // busy-poll 100 us and sleep between polls after that.
   bool oversubscribed = localRanks > static_cast<int64_t>(std::thread::hardware_concurrency());
-  int64_t spinUs = oversubscribed ? 100 : 1000;
+  int64_t spinUs = oversubscribed ? 100 : -1;
   if (const char *spin = std::getenv("PMLIR_RT_SPIN_US"))
     spinUs = std::atoll(spin);
   state->spinNs = spinUs < 0 ? -1 : spinUs * 1000;
@@ -378,9 +392,9 @@ extern "C" void pmlir_rt_finalize(void) {
       all[a] = static_cast<int64_t>(a);
     const Group &everyone = groupOf(all.data(), static_cast<int64_t>(all.size()), "finalize");
     Waiting waiting("the end of the run", everyone);
-    MPI_Request request;
-    check(MPI_Ibarrier(everyone.comm, &request), "the end of the run");
-    complete(request, "the end of the run");
+    collective(
+        "the end of the run", [&] { return MPI_Barrier(everyone.comm); },
+        [&](MPI_Request *r) { return MPI_Ibarrier(everyone.comm, r); });
   }
   state->stopping.store(true);
   if (state->watchdog.joinable())
@@ -419,12 +433,14 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     const int64_t *axes, int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "all_reduce");
   Waiting waiting("all_reduce", group);
-  MPI_Request request;
-  check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                       mpiCount(count, "all_reduce"), mpiType(dtype), mpiOp(op), group.comm,
-                       &request),
-        "all_reduce");
-  complete(request, "all_reduce");
+  const void *in = send == recv ? MPI_IN_PLACE : send;
+  int n = mpiCount(count, "all_reduce");
+  collective(
+      "all_reduce",
+      [&] { return MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(op), group.comm); },
+      [&](MPI_Request *r) {
+        return MPI_Iallreduce(in, recv, n, mpiType(dtype), mpiOp(op), group.comm, r);
+      });
 }
 
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
@@ -433,10 +449,10 @@ extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
   const Group &group = groupOf(axes, numAxes, "all_gather");
   Waiting waiting("all_gather", group);
   int n = mpiCount(count, "all_gather");
-  MPI_Request request;
-  check(MPI_Iallgather(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm, &request),
-        "all_gather");
-  complete(request, "all_gather");
+  MPI_Datatype type = mpiType(dtype);
+  collective(
+      "all_gather", [&] { return MPI_Allgather(send, n, type, recv, n, type, group.comm); },
+      [&](MPI_Request *r) { return MPI_Iallgather(send, n, type, recv, n, type, group.comm, r); });
 }
 
 extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
@@ -446,11 +462,13 @@ extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
   int rootIndex = memberIndex(group, root, "gather: root");
   Waiting waiting("gather", group);
   int n = mpiCount(count, "gather");
-  MPI_Request request;
-  check(MPI_Igather(send, n, mpiType(dtype), recv, n, mpiType(dtype), rootIndex, group.comm,
-                    &request),
-        "gather");
-  complete(request, "gather");
+  MPI_Datatype type = mpiType(dtype);
+  collective(
+      "gather",
+      [&] { return MPI_Gather(send, n, type, recv, n, type, rootIndex, group.comm); },
+      [&](MPI_Request *r) {
+        return MPI_Igather(send, n, type, recv, n, type, rootIndex, group.comm, r);
+      });
 }
 
 extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
@@ -458,11 +476,16 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
                                         const int64_t *axes, int64_t numAxes) {
   const Group &group = groupOf(axes, numAxes, "reduce_scatter");
   Waiting waiting("reduce_scatter", group);
-  MPI_Request request;
-  check(MPI_Ireduce_scatter_block(send, recv, mpiCount(count, "reduce_scatter"),
-                                  mpiType(dtype), mpiOp(op), group.comm, &request),
-        "reduce_scatter");
-  complete(request, "reduce_scatter");
+  int n = mpiCount(count, "reduce_scatter");
+  collective(
+      "reduce_scatter",
+      [&] {
+        return MPI_Reduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(op), group.comm);
+      },
+      [&](MPI_Request *r) {
+        return MPI_Ireduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(op), group.comm,
+                                         r);
+      });
 }
 
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
@@ -471,10 +494,10 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
   const Group &group = groupOf(axes, numAxes, "all_to_all");
   Waiting waiting("all_to_all", group);
   int n = mpiCount(count, "all_to_all");
-  MPI_Request request;
-  check(MPI_Ialltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), group.comm, &request),
-        "all_to_all");
-  complete(request, "all_to_all");
+  MPI_Datatype type = mpiType(dtype);
+  collective(
+      "all_to_all", [&] { return MPI_Alltoall(send, n, type, recv, n, type, group.comm); },
+      [&](MPI_Request *r) { return MPI_Ialltoall(send, n, type, recv, n, type, group.comm, r); });
 }
 
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype,
@@ -482,11 +505,12 @@ extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtyp
   const Group &group = groupOf(axes, numAxes, "broadcast");
   int rootIndex = memberIndex(group, root, "broadcast: root");
   Waiting waiting("broadcast", group);
-  MPI_Request request;
-  check(MPI_Ibcast(buf, mpiCount(count, "broadcast"), mpiType(dtype), rootIndex, group.comm,
-                   &request),
-        "broadcast");
-  complete(request, "broadcast");
+  int n = mpiCount(count, "broadcast");
+  collective(
+      "broadcast", [&] { return MPI_Bcast(buf, n, mpiType(dtype), rootIndex, group.comm); },
+      [&](MPI_Request *r) {
+        return MPI_Ibcast(buf, n, mpiType(dtype), rootIndex, group.comm, r);
+      });
 }
 
 extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype,
@@ -494,12 +518,13 @@ extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dty
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "send");
   Waiting waiting("send", &group, memberIndex(group, peer, "send: peer"));
-  MPI_Request request;
-  check(MPI_Isend(buf, mpiCount(count, "send"), mpiType(dtype),
-                  memberIndex(group, peer, "send: peer"), static_cast<int>(tag), group.comm,
-                  &request),
-        "send");
-  complete(request, "send");
+  int n = mpiCount(count, "send"), to = memberIndex(group, peer, "send: peer");
+  collective(
+      "send",
+      [&] { return MPI_Send(buf, n, mpiType(dtype), to, static_cast<int>(tag), group.comm); },
+      [&](MPI_Request *r) {
+        return MPI_Isend(buf, n, mpiType(dtype), to, static_cast<int>(tag), group.comm, r);
+      });
 }
 
 extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
@@ -507,12 +532,16 @@ extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
                               int64_t tag) {
   const Group &group = groupOf(axes, numAxes, "recv");
   Waiting waiting("recv", &group, memberIndex(group, peer, "recv: peer"));
-  MPI_Request request;
-  check(MPI_Irecv(buf, mpiCount(count, "recv"), mpiType(dtype),
-                  memberIndex(group, peer, "recv: peer"), static_cast<int>(tag), group.comm,
-                  &request),
-        "recv");
-  complete(request, "recv");
+  int n = mpiCount(count, "recv"), from = memberIndex(group, peer, "recv: peer");
+  collective(
+      "recv",
+      [&] {
+        return MPI_Recv(buf, n, mpiType(dtype), from, static_cast<int>(tag), group.comm,
+                        MPI_STATUS_IGNORE);
+      },
+      [&](MPI_Request *r) {
+        return MPI_Irecv(buf, n, mpiType(dtype), from, static_cast<int>(tag), group.comm, r);
+      });
 }
 
 extern "C" void pmlir_rt_fail(const char *message) { failWith(message); }

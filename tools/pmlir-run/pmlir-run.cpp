@@ -712,11 +712,12 @@ int launchRanks(int64_t ranks, int argc, char **argv) {
 
 } // namespace
 
-/// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
-/// registers a `threads` option, so pmlir-run reads its own before LLVM's
-/// parser sees the rest. Returns -1 on a malformed value.
 constexpr int kMaxThreads = 1024;
 
+/// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
+/// registers a `threads` option, so pmlir-run reads its own before LLVM's
+/// parser sees the rest. Returns -1 on a malformed value or one past
+/// kMaxThreads.
 static int takeThreadsFlag(std::vector<char *> &args) {
   int threads = 0;
   std::vector<char *> rest;

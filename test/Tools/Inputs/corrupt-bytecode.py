@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs pmlir-opt on one-byte corruptions of a bytecode file: every byte
-XORed with 0x80 and with 0xff. Each run must end with exit 0 or 1 and, when
+with its top bit flipped (the flips that turn small varint sizes and
+offsets into huge ones). Each run must end with exit 0 or 1 and, when
 it fails, a one-line error: no crash, no stack dump, no LLVM ERROR, no hang
 (the upstream reader corrupts its heap or loops on some of these, which
 pmlir-opt survives by reading bytecode in a child process first).
@@ -16,7 +17,7 @@ data = open(path, "rb").read()
 corrupt = os.path.join(scratch, "corrupt.mlirbc")
 failures, refused, crashed_reader = [], 0, 0
 for i in range(len(data)):
-    for flip in (0x80, 0xFF):
+    for flip in (0x80,):
         b = bytearray(data)
         b[i] ^= flip
         with open(corrupt, "wb") as f:
@@ -32,7 +33,7 @@ for i in range(len(data)):
             failures.append(f"byte {i} ^ {flip:#x}: exit {r.returncode}: {r.stderr[:300]!r}")
         refused += r.returncode == 1
         crashed_reader += "the file is corrupt" in r.stderr
-print(f"{2 * len(data)} corruptions: {refused} refused, {crashed_reader} of them by the "
+print(f"{len(data)} corruptions: {refused} refused, {crashed_reader} of them by the "
       f"trial read, {len(failures)} failures")
 for f in failures[:10]:
     print(f)
