@@ -5,7 +5,9 @@
 // Collectives on device buffers. A group's NCCL communicator is made when
 // the group first runs an NCCL collective: every member of an SPMD group
 // reaches that call together, which is what ncclCommInitRank needs, and a
-// program that never uses a group pays nothing for it. The wait after each
+// program that never uses a group pays nothing for it. The id broadcast runs
+// under the MPI side's watchdog and the init is non-blocking, polled against
+// the timeout, so a member that never comes is named instead of waited for. The wait after each
 // call polls the stream instead of blocking in it, so that an NCCL error
 // reported asynchronously (a peer gone) or the collective timeout ends the
 // job with a message instead of a hang; on timeout the communicator is
@@ -24,10 +26,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace pmlir::rt;
 

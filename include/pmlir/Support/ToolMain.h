@@ -28,17 +28,18 @@
 #include "llvm/Support/thread.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <functional>
 #include <optional>
 #include <string>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace pmlir {
 
@@ -75,7 +76,7 @@ inline size_t nestingDepth(llvm::StringRef text) {
 /// Refuses MLIR text nested deeper than kMaxNesting; `what` names the input.
 inline bool checkNesting(llvm::StringRef text, llvm::StringRef what, std::string &error) {
   if (text.size() >= 4 && text.starts_with("ML\xef\x52"))
-    return true; // bytecode: its reader is guarded by the stack size alone
+    return true; // bytecode: bytecodeReadsSafely tries it in a child instead
   size_t depth = nestingDepth(text);
   if (depth <= kMaxNesting)
     return true;
