@@ -205,8 +205,6 @@ struct Waiting {
   }
   Waiting(const char *what, const Group &group) : Waiting(what, &group) {}
   ~Waiting() {
-    if (!state)
-      return; // start-up failed and took the state down
     state->waitingSince.store(0);
     if (state->board)
       state->board->leave(state->rank);
@@ -335,22 +333,16 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
     state->board->markStarted(state->rank);
   if (timeoutSeconds > 0)
     state->watchdog = std::thread(watch);
-  auto abandon = [&](const std::string &message) {
-    state->stopping.store(true);
-    if (state->watchdog.joinable())
-      state->watchdog.join();
-    delete state;
-    state = nullptr;
-    return setError(message);
-  };
-  {
+  // The start-up wait ends (with its scope) before a failure tears the
+  // state down.
+  std::string failure = [&]() -> std::string {
     Waiting startUp("start-up", nullptr);
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
       int provided = 0;
       if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return abandon("MPI_Init_thread failed");
+        return "MPI_Init_thread failed";
       state->ownsMpi = true;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -359,9 +351,9 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     state->rank = rank;
     if (size != state->mesh->numRanks())
-      return abandon("mesh '" + std::string(meshSpec) + "' has " +
-                     std::to_string(state->mesh->numRanks()) + " ranks but the job has " +
-                     std::to_string(size) + " (mpirun -np)");
+      return "mesh '" + std::string(meshSpec) + "' has " +
+             std::to_string(state->mesh->numRanks()) + " ranks but the job has " +
+             std::to_string(size) + " (mpirun -np)";
     if (size != state->ranks)
       state->board.reset(); // not the launcher's numbering: rows would lie
     state->ranks = size;
@@ -374,6 +366,15 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
           axes.push_back(a);
       state->groups.emplace(axes, split(axes));
     }
+    return "";
+  }();
+  if (!failure.empty()) {
+    state->stopping.store(true);
+    if (state->watchdog.joinable())
+      state->watchdog.join();
+    delete state;
+    state = nullptr;
+    return setError(failure);
   }
   // Every rank of the job has passed start-up, so has mapped the board.
   if (state->board && environmentNumber({"OMPI_COMM_WORLD_LOCAL_RANK"}, 0) == 0)

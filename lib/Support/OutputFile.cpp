@@ -33,6 +33,21 @@ std::string baseOf(const std::string &path) {
 
 std::string quoted(const std::string &path) { return "'" + path + "'"; }
 
+/// Writes all `size` bytes to `fd`; 0, or the errno of the failure.
+int writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? errno : EIO;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 } // namespace
 
 bool pmlir::resolveOutput(const std::string &path, OutputTarget &target, std::string &error) {
@@ -142,18 +157,8 @@ OutputFile::~OutputFile() {
 }
 
 bool OutputFile::write(const void *data, size_t size) {
-  const char *p = static_cast<const char *>(data);
-  while (size > 0 && writeErrno == 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      writeErrno = n < 0 ? errno : EIO;
-      break;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
+  if (writeErrno == 0)
+    writeErrno = writeAll(fd, data, size);
   return writeErrno == 0;
 }
 
@@ -176,16 +181,9 @@ bool OutputFile::commit(std::string &error) {
 bool pmlir::writeOutputFile(const std::string &path, std::string_view contents,
                             std::string &error) {
   if (path == "-") {
-    size_t done = 0;
-    while (done < contents.size()) {
-      ssize_t n = ::write(STDOUT_FILENO, contents.data() + done, contents.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        error = std::string("cannot write to standard output: ") + std::strerror(errno);
-        return false;
-      }
-      done += static_cast<size_t>(n);
+    if (int failure = writeAll(STDOUT_FILENO, contents.data(), contents.size())) {
+      error = std::string("cannot write to standard output: ") + std::strerror(failure);
+      return false;
     }
     return true;
   }

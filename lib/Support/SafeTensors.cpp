@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Support/Nesting.h"
 #include "pmlir/Support/OutputFile.h"
 
 #include <nlohmann/json.hpp>
@@ -49,24 +50,6 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // levels. Deeper JSON is no safetensors header, and bounding it keeps the
 // recursive JSON reader and printer off the end of the stack.
 constexpr size_t kMaxHeaderNesting = 16;
-
-/// The deepest [] / {} nesting of JSON text, outside strings.
-size_t jsonNesting(const char *text, size_t size) {
-  size_t depth = 0, deepest = 0;
-  for (size_t i = 0; i < size; ++i) {
-    char c = text[i];
-    if (c == '"') {
-      for (++i; i < size && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 /// A JSON value in a sentence: short values whole, long ones cut.
 std::string brief(const nlohmann::json &value) {
@@ -224,7 +207,8 @@ SafeTensorsFile::validate(std::unique_ptr<SafeTensorsFile> file, const uint8_t *
                 " bytes, but the file has " + std::to_string(size - 8) +
                 " after the length");
   const char *text = reinterpret_cast<const char *>(bytes + 8);
-  if (size_t depth = jsonNesting(text, headerBytes); depth > kMaxHeaderNesting)
+  if (size_t depth = bracketDepth({text, static_cast<size_t>(headerBytes)}, /*mlir=*/false);
+      depth > kMaxHeaderNesting)
     return fail("corrupt header: JSON nested " + std::to_string(depth) +
                 " deep; a safetensors header needs 3 levels (at most " +
                 std::to_string(kMaxHeaderNesting) + " are read)");

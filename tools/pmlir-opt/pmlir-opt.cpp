@@ -25,7 +25,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 
 namespace {
@@ -53,21 +52,15 @@ int optMain(int argc, char **argv) {
   // Text nested deeper than the stack holds is refused before parsing, and
   // bytecode is read once in a child process, where a crash or a hang of
   // the upstream reader on a corrupt file cannot take this process along.
-  if (input != "-") {
-    auto buffer = llvm::MemoryBuffer::getFile(input);
-    std::string why;
-    if (buffer && !pmlir::checkNesting((*buffer)->getBuffer(), input, why))
-      return error(why);
-    if (!pmlir::bytecodeReadsSafely(input, registry, why))
-      return error(why);
-  }
+  std::string why;
+  if (!pmlir::checkModelInput(input, registry, /*trialRead=*/true, why))
+    return error(why);
   if (output == "-")
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, input, output, registry));
 
   // A device, FIFO or socket is written in place; a regular file (or a new
   // path, or a link's target) is written beside it and renamed over it.
-  std::string why;
   std::unique_ptr<pmlir::OutputFile> file = pmlir::OutputFile::open(output, why);
   if (!file)
     return error(why);

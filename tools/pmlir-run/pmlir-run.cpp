@@ -51,7 +51,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
@@ -803,14 +802,8 @@ static int runMain(int argc, char **argv) {
   // once in a child process, where a crash or hang of the upstream reader on
   // a corrupt file cannot take this process along. Not in a rank under
   // mpirun: MPI forbids fork there, and pmlir-run's own launch checked.
-  {
-    auto text = llvm::MemoryBuffer::getFile(modelFile);
-    std::string why;
-    if (text && !checkNesting((*text)->getBuffer(), modelFile, why))
-      return fail(why);
-    if (!underMpirun() && !bytecodeReadsSafely(modelFile, registry, why))
-      return fail(why);
-  }
+  if (std::string why; !checkModelInput(modelFile, registry, !underMpirun(), why))
+    return fail(why);
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
   std::optional<rt::Mesh> mesh;
   int64_t rank = 0;

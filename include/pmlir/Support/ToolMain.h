@@ -18,12 +18,15 @@
 #ifndef PMLIR_SUPPORT_TOOLMAIN_H
 #define PMLIR_SUPPORT_TOOLMAIN_H
 
+#include "pmlir/Support/Nesting.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/thread.h"
 
@@ -50,34 +53,11 @@ namespace pmlir {
 constexpr unsigned kToolStackBytes = 1u << 30;
 constexpr size_t kMaxNesting = 10000;
 
-/// The deepest nesting of {}, [], () and <> in MLIR text, outside string
-/// literals and // comments ("->" is no closing bracket).
-inline size_t nestingDepth(llvm::StringRef text) {
-  size_t depth = 0, deepest = 0;
-  for (size_t i = 0, n = text.size(); i < n; ++i) {
-    char c = text[i];
-    if (c == '"') {
-      for (++i; i < n && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-    } else if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-      while (i < n && text[i] != '\n')
-        ++i;
-    } else if (c == '{' || c == '[' || c == '(' || c == '<') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == '}' || c == ']' || c == ')' || (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
-               depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 /// Refuses MLIR text nested deeper than kMaxNesting; `what` names the input.
 inline bool checkNesting(llvm::StringRef text, llvm::StringRef what, std::string &error) {
   if (text.size() >= 4 && text.starts_with("ML\xef\x52"))
     return true; // bytecode: bytecodeReadsSafely tries it in a child instead
-  size_t depth = nestingDepth(text);
+  size_t depth = bracketDepth({text.data(), text.size()}, /*mlir=*/true);
   if (depth <= kMaxNesting)
     return true;
   error = (what + ": nesting " + llvm::Twine(depth) + " deep; at most " +
@@ -136,6 +116,20 @@ inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegi
               : "'" + path + "': the MLIR bytecode reader crashed on this file (" +
                     strsignal(signal) + "); the file is corrupt";
   return false;
+}
+
+/// What the tools check of a model file before MLIR reads it: the nesting
+/// of text, and with `trialRead` a trial read of bytecode in a child (not
+/// in an MPI rank, which must not fork). Standard input and unreadable
+/// files pass: the real read reports on them.
+inline bool checkModelInput(const std::string &path, const mlir::DialectRegistry &registry,
+                            bool trialRead, std::string &error) {
+  if (path == "-")
+    return true;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (buffer && !checkNesting((*buffer)->getBuffer(), path, error))
+    return false;
+  return !trialRead || bytecodeReadsSafely(path, registry, error);
 }
 
 namespace detail {
