@@ -10,17 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/InitAllPMLIR.h"
 #include "pmlir/Support/ToolMain.h"
-#include "pmlir/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -37,9 +29,7 @@ namespace {
 MLIRContext &context() {
   static MLIRContext *ctx = [] {
     DialectRegistry registry;
-    registry.insert<pmlir::tfm::TfmDialect, arith::ArithDialect, func::FuncDialect,
-                    linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
-                    shard::ShardDialect, tensor::TensorDialect>();
+    pmlir::registerAllDialects(registry);
     auto *c = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
     c->loadAllAvailableDialects();
     return c;

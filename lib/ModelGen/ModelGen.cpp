@@ -187,14 +187,14 @@ public:
 
     auto tokens = RankedTensorType::get({batch, seq}, b.getI64Type());
     SmallVector<Type> argTypes = {tokens};
-    SmallVector<Attribute> argAttrs = {argAttr("input_ids", {"batch", "seq"})};
+    SmallVector<Attribute> argAttrs = {argAttr("input_ids", {"batch", "seq"}, tfm::ArgumentRole::Input)};
     if (loss) {
       argTypes.push_back(tokens);
-      argAttrs.push_back(argAttr("labels", {"batch", "seq"}));
+      argAttrs.push_back(argAttr("labels", {"batch", "seq"}, tfm::ArgumentRole::Label));
     }
     for (const WeightSpec &w : weights) {
       argTypes.push_back(RankedTensorType::get(w.shape, f32));
-      argAttrs.push_back(argAttr(w.name, w.dims));
+      argAttrs.push_back(argAttr(w.name, w.dims, tfm::ArgumentRole::Param));
     }
     Type resultType = loss ? RankedTensorType::get({}, f32)
                            : RankedTensorType::get({batch, seq, vocab}, f32);
@@ -314,14 +314,15 @@ public:
   }
 
 private:
-  DictionaryAttr argAttr(llvm::StringRef name,
-                         llvm::ArrayRef<std::string> dims) {
+  DictionaryAttr argAttr(llvm::StringRef name, llvm::ArrayRef<std::string> dims,
+                         tfm::ArgumentRole role) {
     SmallVector<Attribute> dimAttrs;
     for (const std::string &d : dims)
       dimAttrs.push_back(b.getStringAttr(d));
     return b.getDictionaryAttr(
         {b.getNamedAttr(tfm::kNameAttr, b.getStringAttr(name)),
-         b.getNamedAttr(tfm::kDimsAttr, b.getArrayAttr(dimAttrs))});
+         b.getNamedAttr(tfm::kDimsAttr, b.getArrayAttr(dimAttrs)),
+         b.getNamedAttr(tfm::kRoleAttr, b.getStringAttr(tfm::stringifyArgumentRole(role)))});
   }
 
   llvm::StringMap<Value> byName;

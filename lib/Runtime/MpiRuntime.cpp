@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <vector>
 
+using namespace pmlir;
 using namespace pmlir::rt;
 
 namespace {

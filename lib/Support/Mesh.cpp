@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <sstream>
 
-using namespace pmlir::rt;
+using namespace pmlir;
 
 namespace {
 
@@ -119,7 +119,66 @@ int64_t Mesh::numRanks() const {
   return n;
 }
 
-int Mesh::axisIndex(const std::string &name) const {
+std::optional<AxisName> AxisName::split(std::string_view name) {
+  AxisName parts;
+  size_t open = name.find(":(");
+  parts.axis = name.substr(0, open);
+  if (open == std::string_view::npos)
+    return parts;
+  // "(p)s" with positive decimal p and s.
+  std::string_view rest = name.substr(open + 2);
+  auto number = [&](int64_t &value) {
+    size_t digits = 0;
+    value = 0;
+    while (digits < rest.size() && digits < 12 && std::isdigit(static_cast<unsigned char>(rest[digits])))
+      value = value * 10 + (rest[digits++] - '0');
+    rest.remove_prefix(digits);
+    return digits > 0 && value > 0;
+  };
+  if (!number(parts.pre) || rest.empty() || rest.front() != ')')
+    return std::nullopt;
+  rest.remove_prefix(1);
+  if (!number(parts.size) || !rest.empty())
+    return std::nullopt;
+  return parts;
+}
+
+std::optional<SubAxis> AxisName::resolve(int64_t index, int64_t axisSize) const {
+  if (pre == 0)
+    return SubAxis{index, 1, axisSize};
+  if (pre > axisSize || size > axisSize || axisSize % (pre * size) != 0)
+    return std::nullopt;
+  return SubAxis{index, pre, size};
+}
+
+std::string pmlir::subAxisName(std::string_view axis, int64_t axisSize, int64_t pre,
+                               int64_t size) {
+  if (pre == 1 && size == axisSize)
+    return std::string(axis);
+  return std::string(axis) + ":(" + std::to_string(pre) + ")" + std::to_string(size);
+}
+
+std::optional<SubAxis> Mesh::subAxis(std::string_view name) const {
+  std::optional<AxisName> parts = AxisName::split(name);
+  int index = parts ? axisIndex(parts->axis) : -1;
+  if (index < 0)
+    return std::nullopt;
+  return parts->resolve(index, sizes[index]);
+}
+
+int64_t Mesh::blockIndex(const std::vector<std::string> &axes,
+                         const std::vector<int64_t> &coords) const {
+  int64_t block = 0;
+  for (const std::string &name : axes) {
+    std::optional<SubAxis> sub = subAxis(name);
+    if (!sub)
+      return -1;
+    block = block * sub->size + sub->coordinate(coords[sub->index], sizes[sub->index]);
+  }
+  return block;
+}
+
+int Mesh::axisIndex(std::string_view name) const {
   auto it = std::find(names.begin(), names.end(), name);
   return it == names.end() ? -1 : int(it - names.begin());
 }

@@ -9,22 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/InitAllPMLIR.h"
 #include "pmlir/Support/OutputFile.h"
 #include "pmlir/Support/ToolMain.h"
-#include "pmlir/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/WithColor.h"
 
 namespace {
@@ -36,16 +25,8 @@ int error(const llvm::Twine &message) {
 
 int optMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<pmlir::tfm::TfmDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
-                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::scf::SCFDialect,
-                  mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
-  pmlir::registerCpuLoweringInterfaces(registry);
-  // Upstream canonicalize, cse, inline, ... next to the pmlir passes.
-  mlir::registerTransformsPasses();
-  pmlir::registerPMLIRPasses();
-  pmlir::registerPipelines();
+  pmlir::registerAllDialects(registry);
+  pmlir::registerAllPasses();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "pmlir optimizer driver\n", registry);
 

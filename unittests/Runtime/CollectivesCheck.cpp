@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-using pmlir::rt::Mesh;
+using pmlir::Mesh;
 
 namespace {
 

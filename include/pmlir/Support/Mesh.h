@@ -5,7 +5,9 @@
 // A mesh is named axes with sizes ("tp=2,dp=2,pp=4"). Ranks map to mesh
 // coordinates in a rank order, fastest axis first: by default Megatron's
 // tp, cp, ep, dp, pp. A group over a set of axes is the ranks that share
-// this rank's coordinates on every other axis. Pure logic: no MPI.
+// this rank's coordinates on every other axis. Sub-axes ("tp:(1)2") name
+// parts of an axis, as Shardy's. Pure logic (no MPI, no MLIR): the runtime,
+// the tools and the compiler's #tfm.mesh share it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,12 +17,57 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace pmlir::rt {
+namespace pmlir {
 
 /// The most devices a mesh may have, here and in the IR (#tfm.mesh).
 inline constexpr int64_t kMaxMeshDevices = int64_t(1) << 20;
+
+/// The symbol of the `shard.grid` that partitioned programs run on: the
+/// mesh, grid axis i being mesh axis i.
+inline constexpr const char *kGridName = "mesh";
+
+/// A whole axis or a part of one, as Shardy's sub-axes: "tp:(p)s" is the
+/// part of axis tp of size s below its p major positions; "tp:(1)2" is the
+/// major half of a tp of 4, "tp:(2)2" the minor half. A whole axis is
+/// (1)|axis|.
+struct SubAxis {
+  int64_t index; ///< the axis
+  int64_t pre;   ///< the positions of the axis above the part
+  int64_t size;  ///< the part's size
+
+  /// How many consecutive coordinates of the axis share one coordinate of
+  /// the part: the size of the parts below it.
+  int64_t stride(int64_t axisSize) const { return axisSize / (pre * size); }
+  /// The coordinate along the part of a device at `axisCoordinate` on the
+  /// axis. The partitioner emits this same arithmetic as IR.
+  int64_t coordinate(int64_t axisCoordinate, int64_t axisSize) const {
+    return (axisCoordinate / stride(axisSize)) % size;
+  }
+  /// Whether the two parts share devices.
+  bool overlaps(const SubAxis &other) const {
+    return index == other.index && pre < other.pre * other.size &&
+           other.pre < pre * size;
+  }
+};
+
+/// The parts of an axis name: "tp" or "tp:(p)s".
+struct AxisName {
+  std::string_view axis;
+  /// pre and size of a sub-axis; both 0 for a whole axis.
+  int64_t pre = 0, size = 0;
+  /// Splits `name`; nullopt when it has a malformed sub-axis suffix.
+  static std::optional<AxisName> split(std::string_view name);
+  /// `name` as a part of the axis `index` of size `axisSize`, or nullopt
+  /// when the part does not divide the axis.
+  std::optional<SubAxis> resolve(int64_t index, int64_t axisSize) const;
+};
+
+/// The name of the part of axis `axis` (of size `axisSize`) of `size` below
+/// `pre`: the axis' own name for the whole axis.
+std::string subAxisName(std::string_view axis, int64_t axisSize, int64_t pre, int64_t size);
 
 class Mesh {
 public:
@@ -38,7 +85,15 @@ public:
   const std::vector<int64_t> &axisSizes() const { return sizes; }
   int64_t numRanks() const;
   /// Index of `name` in axisNames(), or -1.
-  int axisIndex(const std::string &name) const;
+  int axisIndex(std::string_view name) const;
+  /// `name` (an axis or a sub-axis) on this mesh, or nullopt when it names
+  /// no axis or a part that does not divide its axis.
+  std::optional<SubAxis> subAxis(std::string_view name) const;
+  /// The index of the block of a tensor dimension split over `axes` (axis
+  /// or sub-axis names, major first) that the device at `coordinates` holds;
+  /// -1 if an axis is not on this mesh.
+  int64_t blockIndex(const std::vector<std::string> &axes,
+                     const std::vector<int64_t> &coordinates) const;
 
   /// Coordinate of `rank` on each axis (axisNames() order).
   std::vector<int64_t> coordinates(int64_t rank) const;
@@ -64,6 +119,6 @@ private:
   std::vector<int> order;       // axis indices, fastest first
 };
 
-} // namespace pmlir::rt
+} // namespace pmlir
 
 #endif // PMLIR_SUPPORT_MESH_H

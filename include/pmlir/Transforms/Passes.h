@@ -27,8 +27,18 @@ namespace pmlir {
 /// tfm ops with static shapes to linalg, tensor, arith and math.
 void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
-/// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+/// What pmlir-cpu-pipeline lowers for.
+struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
+  Option<std::string> entry{
+      *this, "entry",
+      llvm::cl::desc("the function callers enter through its C interface"),
+      llvm::cl::init("forward")};
+};
+
+/// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:
+/// exactly what pmlir-run compiles.
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const CpuPipelineOptions &options = CpuPipelineOptions());
 
 /// The external interface models the CPU pipeline needs (bufferization and
 /// deallocation of arith, func, linalg, memref, scf, tensor, cf).

@@ -315,6 +315,58 @@ def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
 
+def DropShardings : Pass<"pmlir-drop-shardings", "mlir::ModuleOp"> {
+  let summary = "removes the sharding annotations of a global program";
+  let description = [{
+    The global program as if it had no mesh: `tfm.sharding` on function
+    arguments and results, `tfm.sharding_constraint` ops (their uses take
+    the constrained value) and the module's `tfm.mesh` are removed. This is
+    the unsharded program `pmlir-run --check` compares the sharded run
+    against.
+
+    Before:
+    ```mlir
+    module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+      func.func @f(%w: tensor<8x32xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) ... {
+        %c = tfm.sharding_constraint %x to <[[], ["tp"]]> : tensor<8x32xf32>
+    ```
+    After:
+    ```mlir
+    module {
+      func.func @f(%w: tensor<8x32xf32>) ... {
+    ```
+  }];
+}
+
+def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
+  let summary = "prepares the entry function to be called through the C interface";
+  let description = [{
+    The first step of `pmlir-cpu-pipeline`. The entry function gets
+    `llvm.emit_c_interface` (callers pass memref descriptors by pointer), and
+    its arguments `bufferization.writable = false`: the caller may hand in
+    read-only memory (weights mapped from a file), so bufferization must
+    copy before writing into one. The binding attributes (`tfm.name`,
+    `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`) have served
+    once the program is per-rank and are removed from every function, as
+    LLVM translation does not know them.
+
+    Before:
+    ```mlir
+    func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input"}) -> ...
+    ```
+    After:
+    ```mlir
+    func.func @forward(%ids: tensor<2x8xi64> {bufferization.writable = false}) -> ...
+        attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the function callers enter">,
+  ];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
 def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
   let summary = "writes the collectives of a partitioned program as JSON";
   let description = [{

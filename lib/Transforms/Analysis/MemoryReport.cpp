@@ -41,16 +41,12 @@ using namespace pmlir::tfm;
 
 namespace {
 
-/// Values computed from weights alone: function arguments that are not
-/// token ids or labels, and the results of ops whose tensor operands all
-/// are such values.
+/// Values computed from weights alone: parameter arguments, and the
+/// results of ops whose tensor operands all are such values.
 DenseSet<Value> parametersOf(func::FuncOp func) {
   DenseSet<Value> params;
   for (BlockArgument arg : func.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (type && isa<FloatType>(type.getElementType()) &&
-        !(name && (name.getValue() == "input_ids" || name.getValue() == "labels")))
+    if (argumentRole(func, arg.getArgNumber()) == ArgumentRole::Param)
       params.insert(arg);
   }
   func.walk([&](Operation *op) {

@@ -60,7 +60,7 @@ ModelSummary pmlir::summarizeModel(func::FuncOp func) {
     auto type = cast<ShapedType>(arg.getType());
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                   tfm::kNameAttr);
-    if (!name || name.getValue() == "input_ids") {
+    if (tfm::argumentRole(func, arg.getArgNumber()) != tfm::ArgumentRole::Param) {
       std::string text;
       llvm::raw_string_ostream os(text);
       os << (name ? name.getValue() : "%arg" + std::to_string(arg.getArgNumber()))

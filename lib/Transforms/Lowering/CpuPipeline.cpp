@@ -2,7 +2,7 @@
 //
 // Part of pmlir.
 //
-// tfm (one function per distinct layer) -> linalg on tensors, shard
+// The entry's C interface, then tfm (one function per distinct layer) -> linalg on tensors, shard
 // collectives as runtime calls -> elementwise fusion -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
 // plain strided memrefs) -> ownership-based deallocation, each free moved to
@@ -35,7 +35,8 @@
 
 using namespace mlir;
 
-void pmlir::buildCpuLoweringPipeline(OpPassManager &pm) {
+void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  pm.addPass(createPrepareCInterface(PrepareCInterfaceOptions{options.entry}));
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
@@ -84,10 +85,11 @@ void pmlir::registerCpuLoweringInterfaces(DialectRegistry &registry) {
 }
 
 void pmlir::registerPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CpuPipelineOptions>(
       "pmlir-cpu-pipeline",
-      "lowers tfm to the LLVM dialect for CPU execution (see CpuPipeline.cpp)",
-      [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
+      "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
+      "(see CpuPipeline.cpp)",
+      buildCpuLoweringPipeline);
   PassPipelineRegistration<ShardingPipelineOptions>(
       "pmlir-sharding-pipeline",
       "shards a global program with tfm.mesh into the per-rank program: [recipe], "

@@ -62,7 +62,7 @@ struct SequenceParallelPass
                          << "', which the mesh " << mesh << " does not have";
       return signalPassFailure();
     }
-    auto grid = dyn_cast_or_null<shard::GridOp>(module.lookupSymbol("mesh"));
+    auto grid = dyn_cast_or_null<shard::GridOp>(module.lookupSymbol(pmlir::kGridName));
     if (!grid) {
       emitError(module.getLoc()) << "sequence parallelism runs on a partitioned program (shard.grid "
                             "@mesh); run pmlir-partition first";
@@ -149,7 +149,7 @@ struct SequenceParallelPass
                                    << dim;
         b.setInsertionPoint(op);
         Value slice = shard::AllSliceOp::create(b, op->getLoc(), shardType(type, tp, dim), v,
-                                                "mesh", ArrayRef<int16_t>{axis}, dim);
+                                                pmlir::kGridName, ArrayRef<int16_t>{axis}, dim);
         operand.set(slice);
       }
     }
@@ -165,7 +165,7 @@ struct SequenceParallelPass
           first = use->getOwner();
       Value v = uses.front()->get();
       b.setInsertionPoint(first);
-      Value full = shard::AllGatherOp::create(b, first->getLoc(), v.getType(), "mesh",
+      Value full = shard::AllGatherOp::create(b, first->getLoc(), v.getType(), pmlir::kGridName,
                                               ArrayRef<int16_t>{axis}, v, APInt(64, seqDim));
       for (OpOperand *use : uses)
         use->set(full);
@@ -176,7 +176,7 @@ struct SequenceParallelPass
     for (shard::AllReduceOp op : starts) {
       b.setInsertionPoint(op);
       Value scattered = shard::ReduceScatterOp::create(
-          b, op.getLoc(), op.getResult().getType(), "mesh", ArrayRef<int16_t>{axis},
+          b, op.getLoc(), op.getResult().getType(), pmlir::kGridName, ArrayRef<int16_t>{axis},
           op.getInput(), shard::ReductionKind::Sum, APInt(64, seqDim));
       op.getResult().replaceAllUsesWith(scattered);
       op.erase();

@@ -30,7 +30,7 @@ using namespace pmlir::tfm;
 
 namespace {
 
-constexpr StringLiteral kGridName = "mesh";
+using pmlir::kGridName;
 
 struct ExportShardingsPass : public pmlir::impl::ExportShardingsBase<ExportShardingsPass> {
   MeshAttr mesh;

@@ -48,7 +48,7 @@ using namespace pmlir::tfm;
 
 namespace {
 
-constexpr StringLiteral kGridName = "mesh";
+using pmlir::kGridName;
 
 /// A partitioned value: the local tensor and the sharding it holds.
 struct Local {
@@ -137,15 +137,14 @@ struct Partitioner {
     return std::nullopt;
   }
 
-  /// This rank's block index along `axes` (major first), as an index. A
-  /// sub-axis "a:(p)s" is the coordinate along a, divided by the size of
-  /// the parts below it, modulo s.
+  /// This rank's block index along `axes` (major first), as an index:
+  /// Mesh::blockIndex, with SubAxis::coordinate emitted as IR.
   Value blockIndex(Location loc, ArrayRef<StringRef> axes) {
     auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes(axes));
     Value index;
     for (auto [a, coord] : llvm::zip(axes, multi.getResults())) {
       MeshAttr::SubAxis sub = *mesh.subAxis(a);
-      int64_t below = mesh.getSizes()[sub.index] / (sub.pre * sub.size);
+      int64_t below = sub.stride(mesh.getSizes()[sub.index]);
       Value c = coord;
       if (below != 1)
         c = arith::DivUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, below));

@@ -73,8 +73,8 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   // The device count is a product of sizes: bounded before it can overflow.
   int64_t devices = 1;
   for (int64_t size : sizes)
-    if (__builtin_mul_overflow(devices, size, &devices) || devices > rt::kMaxMeshDevices)
-      return emitError() << "a mesh of more than " << rt::kMaxMeshDevices
+    if (__builtin_mul_overflow(devices, size, &devices) || devices > pmlir::kMaxMeshDevices)
+      return emitError() << "a mesh of more than " << pmlir::kMaxMeshDevices
                          << " devices (2^20) is not supported";
   return success();
 }
@@ -92,26 +92,16 @@ int64_t MeshAttr::axisSize(StringRef name) const {
 }
 
 std::optional<MeshAttr::SubAxis> MeshAttr::subAxis(StringRef name) const {
-  auto [base, part] = name.split(":(");
-  int64_t index = axisIndex(base);
+  std::optional<pmlir::AxisName> parts = pmlir::AxisName::split(name);
+  int64_t index = parts ? axisIndex(parts->axis) : -1;
   if (index < 0)
     return std::nullopt;
-  int64_t whole = getSizes()[index];
-  if (part.empty() && !name.contains(":("))
-    return SubAxis{index, 1, whole};
-  auto [preText, sizeText] = part.split(")");
-  int64_t pre = 0, size = 0;
-  if (preText.getAsInteger(10, pre) || sizeText.getAsInteger(10, size) || pre < 1 || size < 1 ||
-      whole % (pre * size) != 0)
-    return std::nullopt;
-  return SubAxis{index, pre, size};
+  return parts->resolve(index, getSizes()[index]);
 }
 
 StringRef MeshAttr::subAxisName(int64_t axis, int64_t pre, int64_t size) const {
-  StringRef base = getAxes()[axis].getValue();
-  if (pre == 1 && size == getSizes()[axis])
-    return base;
-  std::string name = (base + ":(" + Twine(pre) + ")" + Twine(size)).str();
+  std::string name =
+      pmlir::subAxisName(getAxes()[axis].getValue(), getSizes()[axis], pre, size);
   return StringAttr::get(getContext(), name).getValue();
 }
 
@@ -119,9 +109,7 @@ bool MeshAttr::overlap(StringRef a, StringRef b) const {
   std::optional<SubAxis> x = subAxis(a), y = subAxis(b);
   if (!x || !y)
     return a == b;
-  // Parts are ranges [pre, pre * size) of an axis' positions, major to
-  // minor in multiplicative steps.
-  return x->index == y->index && x->pre < y->pre * y->size && y->pre < x->pre * x->size;
+  return x->overlaps(*y);
 }
 
 SmallVector<StringRef> MeshAttr::mergeSubAxes(ArrayRef<StringRef> axes) const {

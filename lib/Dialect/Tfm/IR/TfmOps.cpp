@@ -34,6 +34,61 @@ void TfmDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// Argument roles
+//===----------------------------------------------------------------------===//
+
+StringRef pmlir::tfm::stringifyArgumentRole(ArgumentRole role) {
+  switch (role) {
+  case ArgumentRole::Param:
+    return "param";
+  case ArgumentRole::Input:
+    return "input";
+  case ArgumentRole::Label:
+    return "label";
+  case ArgumentRole::OptimizerState:
+    return "optimizer_state";
+  }
+  llvm_unreachable("unknown argument role");
+}
+
+std::optional<ArgumentRole> pmlir::tfm::parseArgumentRole(StringRef text) {
+  for (ArgumentRole role : {ArgumentRole::Param, ArgumentRole::Input, ArgumentRole::Label,
+                            ArgumentRole::OptimizerState})
+    if (text == stringifyArgumentRole(role))
+      return role;
+  return std::nullopt;
+}
+
+ArgumentRole pmlir::tfm::argumentRole(FunctionOpInterface func, unsigned index) {
+  if (auto role = func.getArgAttrOfType<StringAttr>(index, kRoleAttr))
+    if (std::optional<ArgumentRole> parsed = parseArgumentRole(role.getValue()))
+      return *parsed;
+  auto name = func.getArgAttrOfType<StringAttr>(index, kNameAttr);
+  if (!name)
+    return ArgumentRole::Input;
+  if (name.getValue() == "labels")
+    return ArgumentRole::Label;
+  if (name.getValue() == "input_ids")
+    return ArgumentRole::Input;
+  auto type = dyn_cast<ShapedType>(func.getArgument(index).getType());
+  if (!type || !isa<FloatType>(type.getElementType()))
+    return ArgumentRole::Input;
+  return ArgumentRole::Param;
+}
+
+LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
+                                                   unsigned index, NamedAttribute attr) {
+  if (attr.getName() != kRoleAttr)
+    return success();
+  auto text = dyn_cast<StringAttr>(attr.getValue());
+  if (!text || !parseArgumentRole(text.getValue()))
+    return op->emitOpError() << "argument #" << index << ": tfm.role must be one of \"param\", "
+                                "\"input\", \"label\", \"optimizer_state\", got "
+                             << attr.getValue();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Verifier helpers
 //===----------------------------------------------------------------------===//
 

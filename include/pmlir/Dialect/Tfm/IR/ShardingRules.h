@@ -15,6 +15,7 @@
 #define PMLIR_DIALECT_TFM_IR_SHARDINGRULES_H
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/Layout.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
@@ -82,14 +83,8 @@ inline int64_t tensorBytes(mlir::Value v) {
 /// The number of devices `axes` span on `mesh`.
 int64_t devicesOf(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
 
-/// The size of one shard of a dimension of `global` elements split over
-/// `devices`. A split the devices do not divide is padded, as GSPMD pads
-/// uneven shards: every device holds ceil(global / devices) elements, device
-/// i the global elements from i * that size on, and the last devices'
-/// blocks end in padding.
-inline int64_t shardSize(int64_t global, int64_t devices) {
-  return (global + devices - 1) / devices;
-}
+/// Shards of uneven splits are padded (pmlir/Support/Layout.h).
+using pmlir::shardSize;
 
 /// Gives each factor of a dimension (`factors`, major first) the axes of
 /// `dimAxes` that split it: major factors first, each taking axes while they

@@ -7,12 +7,15 @@
 #ifndef PMLIR_DIALECT_TFM_IR_TFM_H
 #define PMLIR_DIALECT_TFM_IR_TFM_H
 
+#include "pmlir/Support/Mesh.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -42,6 +45,23 @@ inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
 /// needs it where shards are padded (a split the devices do not divide),
 /// as the local shape then does not tell the global one.
 inline constexpr llvm::StringLiteral kGlobalTypeAttr = "tfm.global_type";
+/// Argument attribute saying what an argument is: "param", "input",
+/// "label" or "optimizer_state". Read it through argumentRole().
+inline constexpr llvm::StringLiteral kRoleAttr = "tfm.role";
+
+enum class ArgumentRole { Param, Input, Label, OptimizerState };
+
+/// The spelling of `role` in tfm.role.
+llvm::StringRef stringifyArgumentRole(ArgumentRole role);
+/// `text` as a role, or std::nullopt.
+std::optional<ArgumentRole> parseArgumentRole(llvm::StringRef text);
+
+/// What argument `index` of `func` is: its tfm.role, or for programs
+/// written without roles, an input if it has no tfm.name, else a label if
+/// it is named "labels", an input if it is named "input_ids" or its
+/// elements are not floats, a parameter otherwise. The one place that decides it.
+ArgumentRole argumentRole(mlir::FunctionOpInterface func, unsigned index);
+
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
 /// Op attribute that sharding propagation writes: one #tfm.sharding per

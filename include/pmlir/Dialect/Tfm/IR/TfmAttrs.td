@@ -37,14 +37,8 @@ def Tfm_MeshAttr : Tfm_Attr<"Mesh", "mesh"> {
     int64_t axisSize(::llvm::StringRef name) const;
     int64_t numDevices() const;
 
-    /// A whole axis or a sub-axis, as Shardy's: "tp:(p)s" is the part of
-    /// axis tp of size s below the p major positions, so that the
-    /// coordinate along it is (tp / (|tp| / (p * s))) % s; "tp:(1)2" is the
-    /// major half of a tp of 4, "tp:(2)2" the minor half. A whole axis is
-    /// (1)|axis|.
-    struct SubAxis {
-      int64_t index, pre, size;
-    };
+    /// A whole axis or a sub-axis ("tp:(p)s"), as pmlir::SubAxis says.
+    using SubAxis = ::pmlir::SubAxis;
     /// `name` as a sub-axis of this mesh, or std::nullopt when it names no
     /// axis or a part that does not divide its axis.
     std::optional<SubAxis> subAxis(::llvm::StringRef name) const;

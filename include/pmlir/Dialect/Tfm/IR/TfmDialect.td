@@ -13,6 +13,7 @@ def Tfm_Dialect : Dialect {
   let name = "tfm";
   let cppNamespace = "::pmlir::tfm";
   let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
   }];

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-using pmlir::rt::Mesh;
+using pmlir::Mesh;
 
 namespace {
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../lib/Runtime/ProgressBoard.h"
+#include "../../lib/Runtime/ProgressBoard.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,108 @@
+//===- Binding.h - Tensors from safetensors files for a program -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// Binds the arguments of a compiled program by name: inputs and labels from
+// the inputs file, then the weights file; a parameter in neither gets a
+// seeded init when there is no weights file (or when asked), else binding
+// fails naming every missing weight. On a mesh, a sharded argument is this
+// rank's block of the global tensor (pmlir/Support/Layout.h). Pure C++:
+// the argument list comes from describeEntry (Execution/Program.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_EXECUTION_BINDING_H
+#define PMLIR_EXECUTION_BINDING_H
+
+#include "pmlir/Support/Layout.h"
+#include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/SafeTensors.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pmlir::exec {
+
+enum class ElementKind { F32, I32, I64 };
+
+/// What an argument is, as argumentRole() decides it.
+enum class Role { Param, Input, Label, OptimizerState };
+
+/// A tensor of the entry function as binding and assembly need it.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape; ///< this rank's shape
+  ElementKind element = ElementKind::F32;
+  Role role = Role::Param;
+  /// Set for a sharded tensor: the axes of each dimension.
+  std::optional<DimAxes> sharding;
+  /// The global shape where the program gives it (tfm.global_type).
+  std::optional<std::vector<int64_t>> global;
+};
+
+/// Heap bytes whose allocation can fail with a message instead of an
+/// abort: a seeded weight may be larger than the machine's memory.
+struct Buffer {
+  std::unique_ptr<uint8_t, void (*)(void *)> bytes{nullptr, &std::free};
+  uint8_t *data() const { return bytes.get(); }
+  /// `zeroed`: for blocks of padded shards, whose padding must be zeros.
+  bool allocate(size_t size, bool zeroed = false);
+};
+
+/// One bound argument: its storage is either a file's mapping or `owned`.
+struct BoundArgument {
+  std::string name;
+  std::vector<int64_t> shape;
+  Buffer owned;
+  void *data = nullptr;
+  /// Seeded because the weights file lacks it (with initMissing).
+  bool seeded = false;
+};
+
+struct BindOptions {
+  const SafeTensorsFile *weights = nullptr;
+  const SafeTensorsFile *inputs = nullptr;
+  /// Give weights the weights file lacks the seeded init.
+  bool initMissing = false;
+  uint64_t seed = 0;
+  /// Where warnings about the files go (one rank speaks for all); null: none.
+  std::function<void(const std::string &)> warn;
+};
+
+/// Binds `args` (of the function `entry`, for messages) on the rank at
+/// `coordinates` of `mesh` (null: not on a mesh). Returns false with a
+/// message in `error`.
+bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry,
+                   const Mesh *mesh, const std::vector<int64_t> &coordinates,
+                   const BindOptions &options, std::vector<BoundArgument> &bound,
+                   std::string &error);
+
+/// Deterministic init of a weight named `name` with `rank` dimensions:
+/// 1-D `*.bias` -> 0, other 1-D (norm) weights -> 1, everything else
+/// N(0, 0.02). The stream depends on the seed and the name only.
+void seededInit(const std::string &name, float *out, int64_t n, size_t rank, uint64_t seed);
+
+/// The checkpoint names `name` may have: its own, under Hugging Face's
+/// `transformer.` prefix (GPT2LMHeadModel), and without `model.` (a base
+/// LlamaModel's checkpoint).
+std::vector<std::string> checkpointNames(const std::string &name);
+
+/// "1.5 GiB"
+std::string formatBytes(double bytes);
+/// The first of `n` floats that is not finite, or -1.
+int64_t firstNonFinite(const float *values, int64_t n);
+/// "nan", "inf" or "-inf".
+const char *nonFiniteName(float value);
+/// A token id of 8 (`wide`) or 4 bytes at flat index k of possibly
+/// unaligned data.
+int64_t loadId(const void *data, int64_t k, bool wide);
+/// The number of elements of `shape`.
+int64_t elementCount(const std::vector<int64_t> &shape);
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_EXECUTION_BINDING_H

@@ -1,0 +1,81 @@
+//===- Program.h - A compiled program with its arguments bound --*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What pmlir-run JIT-compiles: the entry function's signature as binding
+// needs it (describeEntry), and the LLVM-dialect module that the CPU
+// pipeline made of it, compiled for this host by MLIR's ExecutionEngine
+// with the runtime's entry points bound by name (JitProgram).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_EXECUTION_PROGRAM_H
+#define PMLIR_EXECUTION_PROGRAM_H
+
+#include "pmlir/Execution/Binding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace pmlir::exec {
+
+/// The entry function as binding and result assembly see it.
+struct EntrySignature {
+  std::string name;
+  std::vector<TensorSpec> arguments;
+  /// The one result (named by its tfm.name, "logits" without one).
+  TensorSpec result;
+};
+
+/// Reads the signature of `entry` (per-rank shapes, shardings, roles). Fails
+/// with a message on what pmlir-run cannot bind or return: an argument that
+/// is no tensor of static shape, has no tfm.name or an element type other
+/// than f32, i32, i64; a result that is not one f32 tensor of static shape.
+bool describeEntry(mlir::func::FuncOp entry, EntrySignature &signature, std::string &error);
+
+/// A ranked memref descriptor as the C interface lays it out:
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct MemRefDescriptor {
+  std::vector<int64_t> words;
+  MemRefDescriptor(void *data, const std::vector<int64_t> &shape);
+  void setPointers(void *data);
+  void *allocated() const;
+  void *aligned() const;
+};
+
+/// The entry of a module lowered to the LLVM dialect (by
+/// pmlir-cpu-pipeline), JIT-compiled for this host.
+class JitProgram {
+public:
+  ~JitProgram();
+  /// Compiles `lowered`, whose entry has `signature`, at -O3 for this host's
+  /// CPU. Returns null with a message in `error`.
+  static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered,
+                                            const EntrySignature &signature,
+                                            std::string &error);
+  /// Runs the entry on `args` (bound for `signature`'s arguments). The
+  /// result stays valid until releaseResult() or the next run.
+  bool run(std::vector<BoundArgument> &args, std::string &error);
+  const float *result() const;
+  void releaseResult();
+
+private:
+  JitProgram() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::string symbol;
+  std::vector<int64_t> resultShape;
+  std::vector<MemRefDescriptor> descriptors; // the result's, then the arguments'
+  std::vector<void *> pointers, packed;
+};
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_EXECUTION_PROGRAM_H

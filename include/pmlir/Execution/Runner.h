@@ -1,0 +1,82 @@
+//===- Runner.h - Compile and run a tfm model on one or many ranks -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What pmlir-run does, as a library: options in, an exit status out. A
+// global program with a mesh is sharded (pmlir-sharding-pipeline), lowered
+// (pmlir-cpu-pipeline), JIT-compiled and run on arguments bound from
+// safetensors files; on a mesh, started outside mpirun it launches itself
+// on every rank, and under mpirun it is one rank. Sharded results are
+// assembled on rank 0; --check compiles and runs the unsharded program
+// (pmlir-drop-shardings) there and compares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_EXECUTION_RUNNER_H
+#define PMLIR_EXECUTION_RUNNER_H
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pmlir::exec {
+
+struct RunOptions {
+  std::string model;
+  std::string entry = "forward";
+  std::string weights, inputs, output;
+  /// With weights: seed the weights the file lacks instead of failing.
+  bool initMissing = false;
+  uint64_t seed = 0;
+
+  /// The mesh ("tp=2,dp=2"; empty: one process) and its rank order.
+  std::string mesh, rankOrder;
+  /// Seconds a collective may wait before the job ends (<= 0: no limit).
+  double timeout = 60;
+  /// Shard a global program with this recipe ("" or "megatron").
+  std::string recipe;
+  bool sequenceParallel = false;
+  std::string commReport, memoryReport;
+  /// Also run the unsharded program on rank 0 and compare.
+  bool check = false;
+  double tolerance = 1e-5;
+
+  /// Print shape, mean, std and the first values of the result.
+  bool print = false;
+  /// After a warm-up, run this many times and print the median time.
+  unsigned repeat = 0;
+  /// Threads of the GEMMs (0: all cores).
+  int threads = 0;
+  /// Write the module handed to the JIT (the LLVM dialect) here.
+  std::string emitCompiled;
+
+  /// How to start this same run on every rank (the command line that
+  /// launched it, its first word the executable).
+  std::vector<std::string> relaunch;
+  /// Applied to every pass manager that rank 0 runs (IR printing, timing).
+  std::function<mlir::LogicalResult(mlir::PassManager &)> configurePassManager;
+
+  /// Fault injection for the fault tests: this rank stops (until killed)
+  /// at `hangAt` ("start-up", "check" or "output").
+  int64_t hangRank = -1;
+  std::string hangAt;
+};
+
+/// The dialects and interfaces a run needs.
+void registerRunDialects(mlir::DialectRegistry &registry);
+
+/// Runs `options` and returns the process exit status (0 on success). Errors
+/// are printed to stderr as "pmlir-run: error: ...".
+int runModel(const RunOptions &options);
+
+/// Prints the process groups of each axis of `mesh` and returns 0, or 1
+/// after an error.
+int printGroups(const std::string &mesh, const std::string &rankOrder);
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_EXECUTION_RUNNER_H

@@ -1,0 +1,52 @@
+//===- InitAllPMLIR.h - Every dialect, pass and pipeline of pmlir -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// The one registry that pmlir-opt, pmlir-run, the fuzzers and the tests
+// use: the tfm dialect, the upstream dialects pmlir programs contain or
+// lower to, the external interfaces the CPU pipeline needs, and every pass
+// and pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_INITALLPMLIR_H
+#define PMLIR_INITALLPMLIR_H
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace pmlir {
+
+/// The dialects of pmlir programs and the interfaces their lowering needs.
+inline void registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<tfm::TfmDialect, mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect, mlir::func::FuncDialect,
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect, mlir::shard::ShardDialect,
+                  mlir::tensor::TensorDialect>();
+  registerCpuLoweringInterfaces(registry);
+}
+
+/// Every pmlir pass and pipeline, and upstream's generic transforms
+/// (canonicalize, cse, inline, ...) next to them.
+inline void registerAllPasses() {
+  mlir::registerTransformsPasses();
+  registerPMLIRPasses();
+  registerPipelines();
+}
+
+} // namespace pmlir
+
+#endif // PMLIR_INITALLPMLIR_H

@@ -1,0 +1,97 @@
+//===- Layout.h - Where a rank's block of a sharded tensor lies -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// The one layout decoder of sharded tensors. A dimension split over mesh
+// axes (major first, sub-axes allowed) is cut into as many equal blocks as
+// the axes have devices; a split the devices do not divide is padded as
+// GSPMD pads uneven shards: every device holds ceil(global / devices)
+// elements, device i those from i times that size on, and the last
+// devices' blocks end in padding. The block a device holds is
+// Mesh::blockIndex, the arithmetic the partitioner emits as IR. pmlir-run
+// binds weights and assembles results with it. Pure logic: no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_SUPPORT_LAYOUT_H
+#define PMLIR_SUPPORT_LAYOUT_H
+
+#include "pmlir/Support/Mesh.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pmlir {
+
+/// The size of one shard of a dimension of `global` elements split over
+/// `devices`.
+inline int64_t shardSize(int64_t global, int64_t devices) {
+  return (global + devices - 1) / devices;
+}
+
+/// Per tensor dimension, the mesh axes that split it, major first.
+using DimAxes = std::vector<std::vector<std::string>>;
+
+/// One device's block of a sharded tensor, row-major.
+struct BlockLayout {
+  std::vector<int64_t> global; ///< the global shape
+  std::vector<int64_t> local;  ///< the block's shape (padding included)
+  std::vector<int64_t> offset; ///< the block's first global element
+
+  /// Decodes the block of the device at `coordinates` on `mesh` of a tensor
+  /// split as `dims` whose blocks are `local`. `global` is the global shape
+  /// where known (it says how much of the last blocks is padding), else
+  /// `local` times the parts. On failure sets `error` (a phrase that follows
+  /// the tensor's name) and returns nullopt.
+  static std::optional<BlockLayout> decode(const Mesh &mesh, const DimAxes &dims,
+                                           const std::vector<int64_t> &local,
+                                           const std::optional<std::vector<int64_t>> &global,
+                                           const std::vector<int64_t> &coordinates,
+                                           std::string &error);
+
+  /// Copies the block out of the global tensor `globalData` (elements of
+  /// `width` bytes) into `block`, reading only the block. Padding in
+  /// `block` is left as it is: callers that contract over it zero it first.
+  void copyOut(const void *globalData, size_t width, void *block) const;
+  /// Writes `block` into its place in `globalData`, padding left out.
+  void pasteIn(const void *block, size_t width, void *globalData) const;
+
+  /// Calls copyRow(global offset, block offset, elements) for each
+  /// innermost row of the block, in elements, leaving out padding.
+  template <typename CopyRow> void forEachRow(CopyRow copyRow) const;
+};
+
+template <typename CopyRow> void BlockLayout::forEachRow(CopyRow copyRow) const {
+  size_t rank = local.size();
+  if (rank == 0)
+    return copyRow(0, 0, 1);
+  int64_t elements = 1;
+  for (int64_t n : local)
+    elements *= n;
+  std::vector<int64_t> index(rank, 0);
+  int64_t row = local.back();
+  int64_t inside = std::min(row, global.back() - offset.back());
+  for (int64_t done = 0; done < elements; done += row) {
+    int64_t at = 0;
+    bool padding = inside <= 0;
+    for (size_t d = 0; d < rank; ++d) {
+      padding |= offset[d] + index[d] >= global[d];
+      at = at * global[d] + offset[d] + index[d];
+    }
+    if (!padding)
+      copyRow(at, done, inside);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+} // namespace pmlir
+
+#endif // PMLIR_SUPPORT_LAYOUT_H

@@ -1,0 +1,246 @@
+//===- Binding.cpp - Tensors from safetensors files for a program ---------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Execution/Binding.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace pmlir;
+using namespace pmlir::exec;
+
+bool Buffer::allocate(size_t size, bool zeroed) {
+  size = size ? size : 1;
+  bytes.reset(static_cast<uint8_t *>(zeroed ? std::calloc(size, 1) : std::malloc(size)));
+  return bytes != nullptr;
+}
+
+std::string exec::formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6)
+    bytes /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", bytes, units[u]);
+  return text;
+}
+
+int64_t exec::firstNonFinite(const float *values, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    if (!std::isfinite(values[k]))
+      return k;
+  return -1;
+}
+
+const char *exec::nonFiniteName(float value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+int64_t exec::loadId(const void *data, int64_t k, bool wide) {
+  if (wide) {
+    int64_t v;
+    std::memcpy(&v, static_cast<const uint8_t *>(data) + 8 * k, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, static_cast<const uint8_t *>(data) + 4 * k, 4);
+  return v;
+}
+
+int64_t exec::elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<std::string> exec::checkpointNames(const std::string &name) {
+  std::vector<std::string> names = {name, "transformer." + name};
+  if (llvm::StringRef(name).starts_with("model."))
+    names.push_back(name.substr(6));
+  return names;
+}
+
+void exec::seededInit(const std::string &name, float *out, int64_t n, size_t rank,
+                      uint64_t seed) {
+  bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (rank == 1) {
+    std::fill(out, out + n, bias ? 0.0f : 1.0f);
+    return;
+  }
+  std::mt19937_64 rng(seed ^ std::hash<std::string>{}(name));
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = normal(rng);
+}
+
+namespace {
+
+/// The names in `file` closest to `name` (edit distance), for a message.
+std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
+  std::vector<std::pair<unsigned, std::string>> scored;
+  for (const TensorView &t : file.tensors())
+    scored.push_back({llvm::StringRef(t.name).edit_distance(name), t.name});
+  std::sort(scored.begin(), scored.end());
+  std::string text;
+  for (size_t i = 0; i < std::min<size_t>(2, scored.size()); ++i)
+    text += (i ? ", '" : "'") + scored[i].second + "'";
+  return text.empty() ? "the file has no tensors" : "closest: " + text;
+}
+
+size_t widthOf(ElementKind element) {
+  return element == ElementKind::I64 ? 8 : 4;
+}
+
+/// Binds one argument; `missing` collects parameters the weights lack.
+bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, const Mesh *mesh,
+             const std::vector<int64_t> &coordinates, const BindOptions &options,
+             BoundArgument &a, std::vector<std::string> &missing, std::string &error) {
+  std::string where = " of @" + entry;
+  auto failWith = [&](const std::string &message) {
+    error = message;
+    return false;
+  };
+  a.name = spec.name;
+  a.shape = spec.shape;
+  size_t width = widthOf(spec.element);
+
+  // A sharded argument: bind the global tensor, then keep this rank's block.
+  std::optional<BlockLayout> layout;
+  if (spec.sharding) {
+    if (!mesh)
+      return failWith("argument '" + a.name + "' is sharded (tfm.sharding); run it with --mesh");
+    if (!(layout = BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates,
+                                       error)))
+      return failWith("argument '" + a.name + "' " + error);
+  }
+  std::vector<int64_t> shape = layout ? layout->global : a.shape;
+  std::string perRank = layout ? ", " + formatDims(a.shape) + " per rank" : "";
+  int64_t n = elementCount(shape);
+
+  const SafeTensorsFile *weights = options.weights, *inputs = options.inputs;
+  const TensorView *view = nullptr;
+  const SafeTensorsFile *from = nullptr;
+  if (inputs && (view = inputs->find(a.name)))
+    from = inputs;
+  for (const std::string &candidate : checkpointNames(a.name))
+    if (weights && !view && (view = weights->find(candidate)))
+      from = weights;
+  bool isParam = spec.role == Role::Param || spec.role == Role::OptimizerState;
+  if (!view && !isParam)
+    return failWith(std::string(spec.role == Role::Label ? "label" : "input") + " '" + a.name +
+                    "' (argument #" + std::to_string(index) + ", " + formatDims(shape) +
+                    ") is in neither --inputs nor --weights");
+  if (view && view->shape != shape)
+    return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
+                    (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +
+                    std::to_string(index) + where + perRank + "), got " +
+                    formatDims(view->shape));
+  auto allocate = [&](Buffer &buffer, int64_t elements, size_t bytesEach, bool zeroed = false) {
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(elements), bytesEach, &bytes) ||
+        !buffer.allocate(bytes, zeroed))
+      return failWith("cannot allocate " + formatBytes(double(elements) * double(bytesEach)) +
+                      " for '" + a.name + "' " + formatDims(shape) + ": not enough memory");
+    return true;
+  };
+  if (!view) {
+    if (weights && !options.initMissing) {
+      missing.push_back(a.name);
+      return true;
+    }
+    a.seeded = weights != nullptr;
+    if (!allocate(a.owned, n, sizeof(float)))
+      return false;
+    seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(),
+               options.seed);
+    a.data = a.owned.data();
+  } else if (spec.element == ElementKind::F32) {
+    if (view->dtype == DType::F32 &&
+        reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
+      a.data = const_cast<uint8_t *>(view->data); // used in place, never written
+    } else {
+      if (!allocate(a.owned, n, sizeof(float)))
+        return false;
+      if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
+        return failWith("tensor '" + a.name + "' in " + from->path() +
+                        ": expected dtype F32, F16, BF16 or F64, got " +
+                        dtypeName(view->dtype));
+      a.data = a.owned.data();
+    }
+  } else {
+    if (view->dtype != DType::I64 && view->dtype != DType::I32)
+      return failWith("tensor '" + a.name + "' in " + from->path() +
+                      ": expected dtype I64 or I32, got " + dtypeName(view->dtype));
+    if (!allocate(a.owned, n, width))
+      return false;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t v = loadId(view->data, k, view->dtype == DType::I64);
+      if (width == 8)
+        reinterpret_cast<int64_t *>(a.owned.data())[k] = v;
+      else
+        reinterpret_cast<int32_t *>(a.owned.data())[k] = static_cast<int32_t>(v);
+    }
+    a.data = a.owned.data();
+  }
+  if (view && spec.element == ElementKind::F32 && options.warn) {
+    const float *values = static_cast<const float *>(a.data);
+    if (int64_t k = firstNonFinite(values, n); k >= 0)
+      options.warn("weight '" + a.name + "' in " + from->path() +
+                   " has non-finite values, the first at flat index " + std::to_string(k) +
+                   " (" + nonFiniteName(values[k]) + "): the results will not be finite");
+  }
+  if (layout) {
+    // Padding beyond the global tensor stays zero: contractions over a
+    // padded dimension rely on it.
+    Buffer block;
+    if (!allocate(block, elementCount(a.shape), width, /*zeroed=*/true))
+      return false;
+    layout->copyOut(a.data, width, block.data());
+    a.owned = std::move(block);
+    a.data = a.owned.data();
+  }
+  return true;
+}
+
+} // namespace
+
+bool exec::bindArguments(const std::vector<TensorSpec> &args, const std::string &entry,
+                         const Mesh *mesh, const std::vector<int64_t> &coordinates,
+                         const BindOptions &options, std::vector<BoundArgument> &bound,
+                         std::string &error) {
+  std::vector<std::string> missing;
+  bound.clear();
+  bound.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!bindOne(args[i], i, entry, mesh, coordinates, options, bound[i], missing, error))
+      return false;
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t k = 0; k < missing.size() && k < 10; ++k)
+      list += "\n  '" + missing[k] + "' (" + closestNames(*options.weights, missing[k]) + ")";
+    if (missing.size() > 10)
+      list += "\n  ... and " + std::to_string(missing.size() - 10) + " more";
+    error = options.weights->path() + " lacks " + std::to_string(missing.size()) +
+            " of the weights of @" + entry + ":" + list +
+            "\n(--init-missing gives them the seeded init)";
+    return false;
+  }
+  if (options.warn) {
+    std::string list;
+    for (const BoundArgument &a : bound)
+      if (a.seeded)
+        list += (list.empty() ? "" : ", ") + a.name;
+    if (!list.empty())
+      options.warn("--init-missing: " + options.weights->path() +
+                   " lacks these weights, which get the seeded init: " + list);
+  }
+  return true;
+}

@@ -1,0 +1,584 @@
+//===- Runner.cpp - Compile and run a tfm model on one or many ranks ------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Execution/Runner.h"
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/Launch.h"
+#include "pmlir/Execution/Program.h"
+#include "pmlir/InitAllPMLIR.h"
+#include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/OutputFile.h"
+#include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Support/ToolMain.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <malloc.h>
+#include <map>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::exec;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
+  return 1;
+}
+
+void warn(const llvm::Twine &message) {
+  llvm::WithColor::warning(llvm::errs(), "pmlir-run") << message << "\n";
+}
+
+std::string attrText(Attribute attr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  return text;
+}
+
+/// `mesh` as a #tfm.mesh (axes in the same order).
+tfm::MeshAttr meshAttrOf(MLIRContext *context, const Mesh &mesh) {
+  SmallVector<StringAttr> axes;
+  for (const std::string &name : mesh.axisNames())
+    axes.push_back(StringAttr::get(context, name));
+  return tfm::MeshAttr::get(context, axes, mesh.axisSizes());
+}
+
+/// Outputs are checked before any work: a missing directory, or an output
+/// that would replace an input or another output, is refused up front.
+bool checkOutputs(const RunOptions &o, std::string &error) {
+  std::vector<std::pair<const char *, std::string>> outputs,
+      inputFiles = {{"the model", o.model}, {"--weights", o.weights}, {"--inputs", o.inputs}};
+  for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
+                            {"--comm-report", o.commReport},
+                            {"--memory-report", o.memoryReport},
+                            {"--emit-compiled", o.emitCompiled}}) {
+    if (path.empty() || path == "-")
+      continue;
+    OutputTarget target;
+    if (!resolveOutput(path, target, error)) {
+      error = std::string(flag) + ": " + error;
+      return false;
+    }
+    for (auto [other, otherPath] : inputFiles)
+      if (!otherPath.empty() && sameFile(path, otherPath)) {
+        error = std::string(flag) + " '" + path + "' is " + other + " '" + otherPath +
+                "': pmlir-run does not overwrite its inputs";
+        return false;
+      }
+    for (auto [other, otherPath] : outputs)
+      if (path == otherPath || sameFile(path, otherPath)) {
+        error = std::string(flag) + " and " + other + " name the same file '" + path + "'";
+        return false;
+      }
+    outputs.push_back({flag, path});
+  }
+  return true;
+}
+
+/// Token ids index embedding tables and labels the logits' columns: per
+/// argument, the vocabulary and the one value outside it a label may take.
+struct IdRange {
+  int64_t vocab;
+  std::optional<int64_t> ignored;
+};
+
+std::map<unsigned, IdRange> idRangesOf(func::FuncOp entry) {
+  std::map<unsigned, IdRange> ranges;
+  auto argumentOf = [&](Value v) -> std::optional<unsigned> {
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == entry)
+      return arg.getArgNumber();
+    return std::nullopt;
+  };
+  entry.walk([&](Operation *op) {
+    if (auto embedding = dyn_cast<tfm::EmbeddingOp>(op))
+      if (auto i = argumentOf(embedding.getIds()))
+        ranges[*i] = {embedding.getTable().getType().getShape()[0], std::nullopt};
+    if (auto loss = dyn_cast<tfm::CrossEntropyOp>(op))
+      if (auto i = argumentOf(loss.getLabels()))
+        ranges[*i] = {loss.getLogits().getType().getShape().back(), loss.getIgnoreIndex()};
+  });
+  return ranges;
+}
+
+/// Out-of-range token ids and labels are refused before the run.
+bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &signature,
+              const std::vector<BoundArgument> &args, std::string &error) {
+  for (auto [argNumber, range] : ranges) {
+    const BoundArgument &ids = args[argNumber];
+    bool wide = signature.arguments[argNumber].element == ElementKind::I64;
+    for (int64_t k = 0, n = elementCount(ids.shape); k < n; ++k) {
+      int64_t v = loadId(ids.data, k, wide);
+      if ((v >= 0 && v < range.vocab) || v == range.ignored)
+        continue;
+      error = (range.ignored ? "label " : "token id ") + std::to_string(v) + " at flat index " +
+              std::to_string(k) + " of '" + ids.name + "' is outside the vocabulary [0, " +
+              std::to_string(range.vocab) + ")" +
+              (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored)
+                             : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Grid axis i is mesh axis i: the shapes must agree.
+bool checkGrids(ModuleOp module, const std::optional<Mesh> &mesh, const std::string &spec,
+                std::string &error) {
+  WalkResult bad = module.walk([&](shard::GridOp grid) {
+    llvm::ArrayRef<int64_t> shape = grid.getShape();
+    std::vector<int64_t> want = mesh ? mesh->axisSizes() : std::vector<int64_t>{};
+    if (mesh && std::vector<int64_t>(shape.begin(), shape.end()) == want)
+      return WalkResult::advance();
+    std::string got;
+    for (int64_t d : shape)
+      got += (got.empty() ? "" : "x") + std::to_string(d);
+    error = "grid @" + grid.getSymName().str() + " has shape " + got +
+            (mesh ? ", but --mesh " + spec + " has other axis sizes"
+                  : "; run it with a --mesh of those axis sizes");
+    return WalkResult::interrupt();
+  });
+  return !bad.wasInterrupted();
+}
+
+/// One run on this process: one rank of a mesh, or the whole job.
+class Job {
+public:
+  Job(const RunOptions &options, MLIRContext &context) : o(options), context(context) {}
+  int run();
+
+private:
+  const RunOptions &o;
+  MLIRContext &context;
+  std::optional<Mesh> mesh;
+  int64_t rank = 0;
+  std::unique_ptr<SafeTensorsFile> weights, inputs;
+
+  /// Stops here forever if the fault tests asked this rank to hang at
+  /// `phase`.
+  void maybeHang(int64_t who, llvm::StringRef phase) const {
+    if (o.hangRank != who || o.hangAt != phase)
+      return;
+    llvm::errs() << "pmlir-run: rank " << who << ": hanging at " << phase
+                 << " (--test-hang-at)\n";
+    for (;;)
+      pause();
+  }
+  /// A failure anywhere names its rank and ends the job.
+  int failHere(const llvm::Twine &message) const {
+    if (mesh)
+      pmlir_rt_fail(message.str().c_str());
+    return fail(message);
+  }
+  /// A failure of rank 0 alone once every collective is done (--check, the
+  /// output file): the others are finalizing, and an MPI_Abort racing
+  /// their MPI_Finalize can leave mpirun hanging, so end cleanly, exit 1.
+  int failAtEnd(const llvm::Twine &message) const {
+    if (!mesh)
+      return fail(message);
+    fail("rank " + llvm::Twine(rank) + ": " + message);
+    pmlir_rt_finalize();
+    return 1;
+  }
+  /// A pass manager on this job's context, configured as the tool asked
+  /// on rank 0 (IR printing, timing); other ranks compile the same.
+  LogicalResult configure(PassManager &pm) const {
+    if (rank == 0 && o.configurePassManager)
+      return o.configurePassManager(pm);
+    return success();
+  }
+  /// Lowers `module` with pmlir-cpu-pipeline for the entry and JIT-compiles
+  /// it; `emit` writes the lowered module first.
+  std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature,
+                                      bool emit, std::string &error) const;
+  int assembleAndReport(JitProgram &program, const EntrySignature &signature,
+                        OwningOpRef<ModuleOp> &reference);
+};
+
+std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
+                                         bool emit, std::string &error) const {
+  PassManager pm(&context);
+  CpuPipelineOptions options;
+  options.entry = signature.name;
+  buildCpuLoweringPipeline(pm, options);
+  if (failed(configure(pm)) || failed(pm.run(module))) {
+    error = "lowering @" + signature.name + " failed";
+    return nullptr;
+  }
+  if (emit && !o.emitCompiled.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module.print(os);
+    os << "\n";
+    if (!writeOutputFile(o.emitCompiled, text, error))
+      return nullptr;
+  }
+  return JitProgram::create(module, signature, error);
+}
+
+int Job::run() {
+  // On a mesh: started plainly, launch the ranks; under mpirun, be one.
+  if (!o.mesh.empty()) {
+    std::string error;
+    if (!(mesh = Mesh::parse(o.mesh, o.rankOrder, error)))
+      return fail(error);
+    if (!underMpirun())
+      return launchRanks(mesh->numRanks(), o.relaunch);
+    maybeHang(launcherRank(), "start-up");
+    char text[512];
+    if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, text, sizeof(text)))
+      return fail(text);
+    rank = pmlir_rt_rank();
+  }
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  // The compiled forward mallocs and frees its activations on every call.
+  // Keep freed memory in the heap (up to glibc's largest mmap threshold)
+  // instead of unmapping it, or each call pays a page fault per 4 KiB.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  // The mesh as the compiler sees it: shardings and sub-axes resolve on it.
+  context.getOrLoadDialect<tfm::TfmDialect>();
+  tfm::MeshAttr meshAttr = mesh ? meshAttrOf(&context, *mesh) : tfm::MeshAttr();
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(o.model, sourceMgr, &context);
+  if (!module)
+    return 1;
+  auto entry = module->lookupSymbol<func::FuncOp>(o.entry);
+  if (!entry)
+    return failHere("no function @" + o.entry + " in " + o.model);
+
+  // A global program with a mesh (from the model or --recipe) is sharded
+  // here: recipe, propagation, partition.
+  bool partitioned = !module->getOps<shard::GridOp>().empty();
+  bool sharding = !partitioned && (!o.recipe.empty() || (*module)->getAttr(tfm::kMeshAttr));
+  if (!o.recipe.empty() && partitioned)
+    return failHere("--recipe shards a global program, but " + o.model +
+                    " is already partitioned (it has a shard.grid)");
+  if (sharding && !mesh)
+    return failHere(o.recipe.empty() ? o.model + " has a tfm.mesh: run it with --mesh"
+                                     : "--recipe needs --mesh");
+  for (auto [given, flag] : {std::pair<bool, const char *>{o.check, "--check"},
+                             {o.sequenceParallel, "--sequence-parallel"},
+                             {!o.commReport.empty(), "--comm-report"},
+                             {!o.memoryReport.empty(), "--memory-report"}})
+    if (given && !sharding)
+      return failHere(std::string(flag) +
+                      " needs a global program to shard: --recipe, or a model with tfm.mesh");
+  std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
+  OwningOpRef<ModuleOp> reference;
+  if (sharding) {
+    auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
+    if (have && have != meshAttr)
+      return failHere("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
+    (*module)->setAttr(tfm::kMeshAttr, meshAttr);
+    if (o.check && rank == 0)
+      reference = module->clone();
+    PassManager pm(&context);
+    ShardingPipelineOptions options;
+    if (!o.recipe.empty())
+      options.recipe = ShardingPipelineOptions::Recipe::Megatron;
+    options.sequenceParallel = o.sequenceParallel;
+    buildShardingPipeline(pm, options);
+    // Every rank compiles the same program: rank 0 speaks for them.
+    std::optional<ScopedDiagnosticHandler> quiet;
+    if (rank != 0)
+      quiet.emplace(&context, [](Diagnostic &) { return success(); });
+    if (failed(configure(pm)) || failed(pm.run(*module))) {
+      // Every rank fails alike: rank 0 says why, and all end cleanly (an
+      // MPI_Abort racing the others' MPI_Finalize can leave mpirun hanging).
+      if (rank == 0)
+        fail("rank 0: sharding " + o.model + " on --mesh " + o.mesh + " failed");
+      pmlir_rt_finalize();
+      return 1;
+    }
+    // The reports, written by rank 0 alone: a failure there is its own, and
+    // ends the job (MPI_Abort) while the others compile.
+    if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty())) {
+      PassManager reports(&context);
+      if (!o.commReport.empty())
+        reports.addPass(createCommReport(CommReportOptions{o.commReport}));
+      if (!o.memoryReport.empty())
+        reports.addPass(createMemoryReport(MemoryReportOptions{o.memoryReport}));
+      if (failed(configure(reports)) || failed(reports.run(*module)))
+        return failHere("writing the reports failed");
+    }
+  }
+
+  std::string error;
+  EntrySignature signature;
+  if (!describeEntry(entry, signature, error))
+    return failHere(error);
+  if (signature.result.sharding) {
+    const TensorSpec &result = signature.result;
+    if (!mesh)
+      return failHere("the result of @" + o.entry +
+                      " is sharded (tfm.sharding); run it with --mesh");
+    if (!BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
+                             mesh->coordinates(rank), error))
+      return failHere("the result of @" + o.entry + " " + error);
+  }
+  if (!checkGrids(*module, mesh, o.mesh, error))
+    return failHere(error);
+
+  if (!o.weights.empty() && !(weights = SafeTensorsFile::open(o.weights, error)))
+    return failHere(error);
+  if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
+    return failHere(error);
+
+  BindOptions bind;
+  bind.weights = weights.get();
+  bind.inputs = inputs.get();
+  bind.initMissing = o.initMissing;
+  bind.seed = o.seed;
+  // One rank speaks for all about the files.
+  if (rank == 0)
+    bind.warn = [](const std::string &message) { warn(message); };
+  std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
+  std::vector<BoundArgument> args;
+  if (!bindArguments(signature.arguments, signature.name, mesh ? &*mesh : nullptr, coordinates,
+                     bind, args, error) ||
+      !checkIds(idRanges, signature, args, error))
+    return failHere(error);
+
+  std::unique_ptr<JitProgram> program = compile(*module, signature, rank == 0, error);
+  if (!program)
+    return failHere(error);
+  pmlir_rt_set_num_threads(o.threads);
+  if (!program->run(args, error))
+    return failHere(error);
+
+  if (o.repeat > 0) {
+    // Tokens per run of the whole job: the global token ids' count, not
+    // this rank's share of a batch split over dp.
+    int64_t jobTokens = 1;
+    const TensorSpec &result = signature.result;
+    std::optional<BlockLayout> resultLayout;
+    if (result.sharding)
+      resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
+                                         coordinates, error);
+    std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->global : result.shape;
+    if (resultGlobal.size() >= 2)
+      jobTokens = elementCount(std::vector<int64_t>(resultGlobal.begin(), resultGlobal.end() - 1));
+    for (auto [argNumber, range] : idRanges)
+      if (!range.ignored) {
+        const TensorSpec &ids = signature.arguments[argNumber];
+        jobTokens = elementCount(ids.global ? *ids.global : ids.shape);
+        break;
+      }
+    std::vector<double> ms;
+    for (unsigned r = 0; r < o.repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      if (!program->run(args, error))
+        return failHere(error);
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms[ms.size() / 2];
+    if (rank == 0)
+      llvm::outs() << llvm::format("forward: median %.3f ms, %.1f tokens/s (%lld tokens a run)\n",
+                                   median, jobTokens / (median / 1000.0),
+                                   static_cast<long long>(jobTokens));
+  }
+  return assembleAndReport(*program, signature, reference);
+}
+
+int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
+                           OwningOpRef<ModuleOp> &reference) {
+  std::string error;
+  const TensorSpec &result = signature.result;
+  const float *values = program.result();
+  std::vector<int64_t> shape = result.shape;
+  int64_t n = elementCount(shape);
+  // Without a sharding, results are replicated on a mesh (the program's own
+  // collectives make them so) and rank 0 speaks for the job. A sharded
+  // result is gathered to rank 0 and each block put in its place.
+  std::vector<float> assembled;
+  if (result.sharding) {
+    std::vector<int64_t> allAxes(mesh->axisSizes().size());
+    for (size_t a = 0; a < allAxes.size(); ++a)
+      allAxes[a] = static_cast<int64_t>(a);
+    int64_t ranks = mesh->numRanks();
+    std::vector<float> blocks(rank == 0 ? n * ranks : 0);
+    pmlir_rt_gather(values, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
+                    static_cast<int64_t>(allAxes.size()));
+    if (rank == 0) {
+      for (int64_t member = 0; member < ranks; ++member) {
+        // Member j of the group over all axes, the last axis fastest.
+        std::vector<int64_t> coords(allAxes.size());
+        for (int64_t a = static_cast<int64_t>(coords.size()) - 1, j = member; a >= 0; --a) {
+          coords[a] = j % mesh->axisSizes()[a];
+          j /= mesh->axisSizes()[a];
+        }
+        std::optional<BlockLayout> layout = BlockLayout::decode(
+            *mesh, *result.sharding, result.shape, result.global, coords, error);
+        if (!layout)
+          return failAtEnd("the result of @" + signature.name + " " + error);
+        if (assembled.empty())
+          assembled.resize(elementCount(layout->global));
+        layout->pasteIn(blocks.data() + member * n, sizeof(float), assembled.data());
+        shape = layout->global;
+      }
+      values = assembled.data();
+      n = static_cast<int64_t>(assembled.size());
+    }
+  }
+  // A non-finite result is named as such: with --check it is no sharding
+  // mismatch, and without it a silent NaN costs users days.
+  std::optional<int64_t> nonFinite;
+  if (rank == 0) {
+    if (int64_t k = firstNonFinite(values, n); k >= 0) {
+      nonFinite = k;
+      int64_t count = 0;
+      for (int64_t j = k; j < n; ++j)
+        count += !std::isfinite(values[j]);
+      warn("result '" + result.name + "' has " + llvm::Twine(count) + " non-finite of " +
+           llvm::Twine(n) + " values, the first at flat index " + llvm::Twine(k) + " (" +
+           nonFiniteName(values[k]) + "): non-finite weights or inputs, or an overflow");
+    }
+  }
+  // The unsharded program on rank 0, from the same weights and inputs.
+  if (o.check && rank == 0) {
+    maybeHang(rank, "check");
+    PassManager drop(&context);
+    drop.addPass(createDropShardings());
+    EntrySignature globalSignature;
+    std::vector<BoundArgument> globalArgs;
+    std::unique_ptr<JitProgram> unsharded;
+    BindOptions bind;
+    bind.weights = weights.get();
+    bind.inputs = inputs.get();
+    bind.initMissing = o.initMissing;
+    bind.seed = o.seed;
+    if (failed(configure(drop)) || failed(drop.run(*reference)))
+      return failAtEnd("the unsharded run of --check: dropping the shardings failed");
+    auto globalEntry = reference->lookupSymbol<func::FuncOp>(o.entry);
+    if (!describeEntry(globalEntry, globalSignature, error) ||
+        !bindArguments(globalSignature.arguments, globalSignature.name, nullptr, {}, bind,
+                       globalArgs, error) ||
+        !(unsharded = compile(*reference, globalSignature, /*emit=*/false, error)) ||
+        !unsharded->run(globalArgs, error))
+      return failAtEnd("the unsharded run of --check: " + error);
+    const float *expected = unsharded->result();
+    if (int64_t k = firstNonFinite(expected, n); k >= 0)
+      return failAtEnd("--check: the unsharded result '" + result.name +
+                       "' is not finite either (the first at flat index " + llvm::Twine(k) +
+                       "), so the comparison says nothing about sharding");
+    if (nonFinite)
+      return failAtEnd("--check: the sharded result '" + result.name +
+                       "' is not finite at flat index " + llvm::Twine(*nonFinite) +
+                       " where the unsharded run's is " +
+                       llvm::formatv("{0}", expected[*nonFinite]).str() + ": a sharding fault");
+    double diff = 0, norm = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      diff += (double(values[k]) - expected[k]) * (double(values[k]) - expected[k]);
+      norm += double(expected[k]) * expected[k];
+    }
+    double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+    bool ok = relative <= o.tolerance;
+    llvm::outs() << "check: " << result.name
+                 << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
+                                 o.tolerance, ok ? "ok" : "FAILED");
+    if (!ok)
+      return failAtEnd("--check: the sharded result '" + result.name +
+                       "' differs from the unsharded run by " +
+                       llvm::formatv("{0:e3}", relative).str() +
+                       " (relative), more than --tolerance " +
+                       llvm::formatv("{0:e3}", o.tolerance).str());
+  }
+  if (o.print && rank == 0) {
+    double sum = 0, squares = 0;
+    for (int64_t k = 0; k < n; ++k)
+      sum += values[k];
+    double mean = sum / n;
+    for (int64_t k = 0; k < n; ++k)
+      squares += (values[k] - mean) * (values[k] - mean);
+    llvm::outs() << result.name << ": shape " << formatDims(shape)
+                 << llvm::format(", mean %.6g, std %.6g, first", mean, std::sqrt(squares / n));
+    for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
+      llvm::outs() << llvm::format(" %.6g", values[k]);
+    llvm::outs() << "\n";
+  }
+  if (!o.output.empty() && rank == 0) {
+    maybeHang(rank, "output");
+    if (!writeSafeTensors(o.output, {{result.name, DType::F32, shape, values}}, {}, error))
+      return failAtEnd(error);
+  }
+  program.releaseResult();
+  if (mesh)
+    pmlir_rt_finalize();
+  return 0;
+}
+
+} // namespace
+
+void exec::registerRunDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+int exec::printGroups(const std::string &meshSpec, const std::string &rankOrder) {
+  if (meshSpec.empty())
+    return fail("--print-groups needs --mesh");
+  std::string error;
+  std::optional<Mesh> mesh = Mesh::parse(meshSpec, rankOrder, error);
+  if (!mesh)
+    return fail(error);
+  llvm::outs() << mesh->describeGroups();
+  return 0;
+}
+
+int exec::runModel(const RunOptions &o) {
+  if (!o.rankOrder.empty() && o.mesh.empty())
+    return fail("--rank-order needs --mesh");
+  if (!o.recipe.empty() && o.recipe != "megatron")
+    return fail("unknown --recipe '" + o.recipe + "' (known: megatron)");
+  if (!o.recipe.empty() && o.mesh.empty())
+    return fail("--recipe needs --mesh");
+  if (o.model.empty())
+    return fail("no model: pmlir-run MODEL.mlir [options]");
+  std::string error;
+  if (!checkOutputs(o, error))
+    return fail(error);
+  DialectRegistry registry;
+  registerRunDialects(registry);
+  // Text nested deeper than the stack holds is refused, and bytecode is read
+  // once in a child process, where a crash or hang of the upstream reader on
+  // a corrupt file cannot take this process along. Not in a rank under
+  // mpirun: MPI forbids fork there, and pmlir-run's own launch checked.
+  if (!checkModelInput(o.model, registry, !underMpirun(), error))
+    return fail(error);
+  MLIRContext context(registry);
+  Job job(o, context);
+  return job.run();
+}

@@ -1,0 +1,60 @@
+//===- PrepareCInterface.cpp - The entry as a C function over memrefs -----===//
+//
+// Part of pmlir.
+//
+// pmlir-run calls the compiled entry through its C interface with
+// arguments that may live in a read-only file mapping; the binding
+// attributes are no longer needed by then and LLVM translation would warn
+// on them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-prepare-c-interface"
+
+namespace pmlir {
+#define GEN_PASS_DEF_PREPARECINTERFACE
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+struct PrepareCInterfacePass
+    : public pmlir::impl::PrepareCInterfaceBase<PrepareCInterfacePass> {
+  using PrepareCInterfaceBase::PrepareCInterfaceBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    module.walk([&](func::FuncOp f) {
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        for (StringRef name :
+             {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr})
+          f.removeArgAttr(i, name);
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        for (StringRef name : {kNameAttr, kShardingAttr, kGlobalTypeAttr})
+          f.removeResultAttr(i, StringAttr::get(context, name));
+    });
+    auto entryFunc = module.lookupSymbol<func::FuncOp>(entry);
+    if (!entryFunc || entryFunc.isExternal()) {
+      LLVM_DEBUG(llvm::dbgs() << "no entry function @" << entry << "\n");
+      return;
+    }
+    for (unsigned i = 0; i < entryFunc.getNumArguments(); ++i)
+      entryFunc.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, false));
+    entryFunc->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+    LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": C interface, "
+                            << entryFunc.getNumArguments() << " read-only arguments\n");
+  }
+};
+
+} // namespace

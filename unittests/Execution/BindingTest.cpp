@@ -1,0 +1,154 @@
+//===- BindingTest.cpp - Arguments bound from safetensors files -----------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Execution/Binding.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <unistd.h>
+
+using namespace pmlir;
+using namespace pmlir::exec;
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "pmlir-bind-" + std::to_string(getpid()) + "-" + name;
+}
+
+Mesh parse(const std::string &spec) {
+  std::string error;
+  std::optional<Mesh> mesh = Mesh::parse(spec, "", error);
+  EXPECT_TRUE(mesh.has_value()) << error;
+  return *mesh;
+}
+
+/// A weights file with "h.0.w" [5, 4] = 0, 1, ... in f64 (converted on
+/// binding) and "wte.weight" [3, 2] in f32; an inputs file with input_ids
+/// [2] in i32.
+class BindingTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::vector<double> w(20);
+    std::iota(w.begin(), w.end(), 0.0);
+    std::vector<float> wte = {1, 2, 3, 4, 5, 6};
+    std::vector<int32_t> ids = {2, 0};
+    std::string error;
+    ASSERT_TRUE(writeSafeTensors(weightsPath, {{"h.0.w", DType::F64, {5, 4}, w.data()},
+                                               {"wte.weight", DType::F32, {3, 2}, wte.data()}},
+                                 {}, error))
+        << error;
+    ASSERT_TRUE(writeSafeTensors(inputsPath, {{"input_ids", DType::I32, {2}, ids.data()}}, {},
+                                 error))
+        << error;
+    weights = SafeTensorsFile::open(weightsPath, error);
+    inputs = SafeTensorsFile::open(inputsPath, error);
+    ASSERT_TRUE(weights && inputs) << error;
+    options.weights = weights.get();
+    options.inputs = inputs.get();
+  }
+  void TearDown() override {
+    std::remove(weightsPath.c_str());
+    std::remove(inputsPath.c_str());
+  }
+
+  static TensorSpec spec(const std::string &name, std::vector<int64_t> shape,
+                         ElementKind element = ElementKind::F32, Role role = Role::Param) {
+    TensorSpec s;
+    s.name = name;
+    s.shape = std::move(shape);
+    s.element = element;
+    s.role = role;
+    return s;
+  }
+
+  std::string weightsPath = tempPath("w.safetensors"), inputsPath = tempPath("i.safetensors");
+  std::unique_ptr<SafeTensorsFile> weights, inputs;
+  BindOptions options;
+};
+
+TEST_F(BindingTest, BindsByNameWithConversions) {
+  std::vector<BoundArgument> bound;
+  std::string error;
+  ASSERT_TRUE(bindArguments({spec("input_ids", {2}, ElementKind::I64, Role::Input),
+                             spec("wte.weight", {3, 2}), spec("h.0.w", {5, 4})},
+                            "forward", nullptr, {}, options, bound, error))
+      << error;
+  const int64_t *ids = static_cast<const int64_t *>(bound[0].data);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 0);
+  // f32 is used in place from the mapping; f64 is converted into a copy.
+  EXPECT_EQ(bound[1].data, weights->find("wte.weight")->data);
+  EXPECT_EQ(static_cast<const float *>(bound[2].data)[19], 19.0f);
+}
+
+TEST_F(BindingTest, ShardedArgumentsGetThisRanksBlockWithZeroPadding) {
+  // 5 rows over tp = 2: rank 1 holds rows 3, 4 and a zero row of padding.
+  Mesh mesh = parse("tp=2");
+  TensorSpec w = spec("h.0.w", {3, 4});
+  w.sharding = DimAxes{{"tp"}, {}};
+  w.global = std::vector<int64_t>{5, 4};
+  std::vector<BoundArgument> bound;
+  std::string error;
+  ASSERT_TRUE(
+      bindArguments({w}, "forward", &mesh, mesh.coordinates(1), options, bound, error))
+      << error;
+  const float *block = static_cast<const float *>(bound[0].data);
+  EXPECT_EQ(std::vector<float>(block, block + 12),
+            (std::vector<float>{12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 0, 0}));
+  // Without a mesh a sharded argument is refused.
+  EXPECT_FALSE(bindArguments({w}, "forward", nullptr, {}, options, bound, error));
+  EXPECT_EQ(error, "argument 'h.0.w' is sharded (tfm.sharding); run it with --mesh");
+}
+
+TEST_F(BindingTest, MissingWeightsAreListedWithTheClosestNames) {
+  std::vector<BoundArgument> bound;
+  std::string error;
+  EXPECT_FALSE(bindArguments({spec("h.0.v", {5, 4}), spec("wte.weight", {3, 2})}, "forward",
+                             nullptr, {}, options, bound, error));
+  EXPECT_EQ(error, weightsPath + " lacks 1 of the weights of @forward:\n  'h.0.v' (closest: "
+                                 "'h.0.w', 'wte.weight')\n(--init-missing gives them the "
+                                 "seeded init)");
+  // With initMissing they get the seeded init and a warning names them.
+  std::string warned;
+  options.initMissing = true;
+  options.warn = [&](const std::string &message) { warned += message; };
+  ASSERT_TRUE(bindArguments({spec("h.0.v", {5, 4}), spec("ln.bias", {4})}, "forward", nullptr,
+                            {}, options, bound, error))
+      << error;
+  EXPECT_TRUE(bound[0].seeded);
+  EXPECT_EQ(static_cast<const float *>(bound[1].data)[3], 0.0f);
+  EXPECT_EQ(warned, "--init-missing: " + weightsPath +
+                        " lacks these weights, which get the seeded init: h.0.v, ln.bias");
+}
+
+TEST_F(BindingTest, InputsAndLabelsAreNeverSeeded) {
+  std::vector<BoundArgument> bound;
+  std::string error;
+  options.initMissing = true;
+  EXPECT_FALSE(bindArguments({spec("labels", {2}, ElementKind::I64, Role::Label)}, "forward",
+                             nullptr, {}, options, bound, error));
+  EXPECT_EQ(error, "label 'labels' (argument #0, [2]) is in neither --inputs nor --weights");
+  EXPECT_FALSE(bindArguments({spec("input_ids", {3}, ElementKind::I64, Role::Input)}, "forward",
+                             nullptr, {}, options, bound, error));
+  EXPECT_EQ(error, "tensor 'input_ids' in " + inputsPath +
+                       ": expected shape [3] (argument #0 of @forward), got [2]");
+}
+
+TEST(SeededInit, DependsOnTheNameAndSeedOnly) {
+  std::vector<float> a(8), b(8), c(8);
+  seededInit("h.0.w", a.data(), 8, 2, 7);
+  seededInit("h.0.w", b.data(), 8, 2, 7);
+  seededInit("h.1.w", c.data(), 8, 2, 7);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(checkpointNames("model.norm.weight"),
+            (std::vector<std::string>{"model.norm.weight", "transformer.model.norm.weight",
+                                      "norm.weight"}));
+}
+
+} // namespace
