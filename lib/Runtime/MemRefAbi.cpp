@@ -16,6 +16,7 @@
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace {
 
@@ -67,52 +68,94 @@ const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes);
   }                                                                            \
   extern "C" void _mlir_ciface_pmlir_rt_send_##SUFFIX(                         \
       StridedMemRefType<T, 1> *in, StridedMemRefType<int64_t, 1> *axes,        \
-      int64_t peer) {                                                          \
+      int64_t peer, int64_t tag) {                                             \
     pmlir_rt_send(begin(in), in->sizes[0], DTYPE, peer, axesOf(axes),          \
-                  axes->sizes[0], /*tag=*/0);                                  \
+                  axes->sizes[0], tag);                                        \
   }                                                                            \
   extern "C" void _mlir_ciface_pmlir_rt_recv_##SUFFIX(                         \
       StridedMemRefType<T, 1> *out, StridedMemRefType<int64_t, 1> *axes,       \
-      int64_t peer) {                                                          \
+      int64_t peer, int64_t tag) {                                             \
     pmlir_rt_recv(begin(out), out->sizes[0], DTYPE, peer, axesOf(axes),        \
-                  axes->sizes[0], /*tag=*/0);                                  \
+                  axes->sizes[0], tag);                                        \
   }
 
-PMLIR_RT_MEMREF_ENTRIES(f32, float, PMLIR_RT_F32)
-PMLIR_RT_MEMREF_ENTRIES(f64, double, PMLIR_RT_F64)
-PMLIR_RT_MEMREF_ENTRIES(i32, int32_t, PMLIR_RT_I32)
-PMLIR_RT_MEMREF_ENTRIES(i64, int64_t, PMLIR_RT_I64)
-PMLIR_RT_MEMREF_MOVES(f32, float, PMLIR_RT_F32)
-PMLIR_RT_MEMREF_MOVES(f64, double, PMLIR_RT_F64)
-PMLIR_RT_MEMREF_MOVES(i32, int32_t, PMLIR_RT_I32)
-PMLIR_RT_MEMREF_MOVES(i64, int64_t, PMLIR_RT_I64)
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
+  PMLIR_RT_MEMREF_ENTRIES(SUFFIX, CTYPE, PMLIR_RT_##ENUM)                                      \
+  PMLIR_RT_MEMREF_MOVES(SUFFIX, CTYPE, PMLIR_RT_##ENUM)
+#include "pmlir/Runtime/RuntimeAbi.def"
 
 extern "C" int64_t _mlir_ciface_pmlir_rt_index_in_group(StridedMemRefType<int64_t, 1> *axes) {
   return pmlir_rt_index_in_group(axesOf(axes), axes->sizes[0]);
 }
 
-#define PMLIR_RT_SYMBOL(SUFFIX)                                                \
-  {"_mlir_ciface_pmlir_rt_all_reduce_" #SUFFIX,                                \
-   reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_reduce_##SUFFIX)},      \
-      {"_mlir_ciface_pmlir_rt_all_gather_" #SUFFIX,                            \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_gather_##SUFFIX)},  \
-      {"_mlir_ciface_pmlir_rt_reduce_scatter_" #SUFFIX,                        \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_reduce_scatter_##SUFFIX)}, \
-      {"_mlir_ciface_pmlir_rt_all_to_all_" #SUFFIX,                            \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_all_to_all_##SUFFIX)},  \
-      {"_mlir_ciface_pmlir_rt_broadcast_" #SUFFIX,                             \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_broadcast_##SUFFIX)},   \
-      {"_mlir_ciface_pmlir_rt_send_" #SUFFIX,                                  \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_send_##SUFFIX)},        \
-      {"_mlir_ciface_pmlir_rt_recv_" #SUFFIX,                                  \
-       reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_recv_##SUFFIX)},
+namespace {
+
+/// The C signature RuntimeAbi.def gives each entry, on elements of type T.
+template <typename T> struct TableSignatures {
+  using VOID = void;
+  using BUFFER = StridedMemRefType<T, 1> *;
+  using AXES = StridedMemRefType<int64_t, 1> *;
+  using I32 = int32_t;
+  using I64 = int64_t;
+  template <typename R, typename... Params> using Fn = R (*)(Params...);
+#define PMLIR_RT_TYPED_ENTRY(NAME, RESULT, ...) using NAME = Fn<RESULT, __VA_ARGS__>;
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...) using NAME = Fn<RESULT, __VA_ARGS__>;
+#include "pmlir/Runtime/RuntimeAbi.def"
+};
+
+// The typed entries defined above. Each must be in the table with the C
+// signature defined here, and the table must have no others.
+#define PMLIR_RT_FOR_EACH_TYPED_ENTRY(M, SUFFIX, CTYPE)                                        \
+  M(all_reduce, SUFFIX, CTYPE)                                                                 \
+  M(all_gather, SUFFIX, CTYPE)                                                                 \
+  M(reduce_scatter, SUFFIX, CTYPE)                                                             \
+  M(all_to_all, SUFFIX, CTYPE)                                                                 \
+  M(broadcast, SUFFIX, CTYPE)                                                                  \
+  M(send, SUFFIX, CTYPE)                                                                       \
+  M(recv, SUFFIX, CTYPE)
+#define PMLIR_RT_COUNT(NAME, SUFFIX, CTYPE) +1
+constexpr int kTypedEntriesHere = 0 PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_COUNT, , );
+constexpr int kTypedEntriesInTable = 0
+#define PMLIR_RT_TYPED_ENTRY(NAME, ...) +1
+#include "pmlir/Runtime/RuntimeAbi.def"
+    ;
+static_assert(kTypedEntriesHere == kTypedEntriesInTable,
+              "RuntimeAbi.def lists typed entries that MemRefAbi.cpp does not define");
+
+#define PMLIR_RT_CHECK_SIGNATURE(NAME, SUFFIX, CTYPE)                                          \
+  static_assert(std::is_same_v<decltype(&_mlir_ciface_pmlir_rt_##NAME##_##SUFFIX),             \
+                               TableSignatures<CTYPE>::NAME>,                                  \
+                "pmlir_rt_" #NAME "_" #SUFFIX " does not have RuntimeAbi.def's signature");
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
+  static_assert(PMLIR_RT_##ENUM == CODE);                                                     \
+  PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_CHECK_SIGNATURE, SUFFIX, CTYPE)
+#include "pmlir/Runtime/RuntimeAbi.def"
+
+// An untyped entry's function: through its C interface or plain.
+#define PMLIR_RT_ENTRY_FUNCTION_1(NAME) _mlir_ciface_pmlir_rt_##NAME
+#define PMLIR_RT_ENTRY_FUNCTION_0(NAME) pmlir_rt_##NAME
+#define PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE) PMLIR_RT_ENTRY_FUNCTION_##C_INTERFACE(NAME)
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                         \
+  static_assert(std::is_same_v<decltype(&PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE)),          \
+                               TableSignatures<float>::NAME>,                                  \
+                "pmlir_rt_" #NAME " does not have RuntimeAbi.def's signature");
+#include "pmlir/Runtime/RuntimeAbi.def"
+
+} // namespace
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_collective_symbols(void) {
-  static const pmlir_rt_symbol symbols[] = {PMLIR_RT_SYMBOL(f32) PMLIR_RT_SYMBOL(f64)
-                                                PMLIR_RT_SYMBOL(i32) PMLIR_RT_SYMBOL(i64){
-      "_mlir_ciface_pmlir_rt_index_in_group",
-      reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_index_in_group)},
-      {"pmlir_rt_coordinate", reinterpret_cast<void *>(&pmlir_rt_coordinate)},
+  // Every entry of the table, by the name the lowering calls it.
+#define PMLIR_RT_TYPED_SYMBOL(NAME, SUFFIX, CTYPE)                                             \
+  {"_mlir_ciface_pmlir_rt_" #NAME "_" #SUFFIX,                                                 \
+   reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_##NAME##_##SUFFIX)},
+  static const pmlir_rt_symbol symbols[] = {
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
+  PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_TYPED_SYMBOL, SUFFIX, CTYPE)
+#include "pmlir/Runtime/RuntimeAbi.def"
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                         \
+  {C_INTERFACE ? "_mlir_ciface_pmlir_rt_" #NAME : "pmlir_rt_" #NAME,                           \
+   reinterpret_cast<void *>(&PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE))},
+#include "pmlir/Runtime/RuntimeAbi.def"
       {nullptr, nullptr}};
   return symbols;
 }

@@ -163,10 +163,11 @@ func.func @point_to_point_and_broadcast(%x: tensor<4xf64>, %p: index) -> (tensor
   // CHECK: %[[ZERO:.*]] = arith.constant 0 : index
   // CHECK: %[[D:.*]] = arith.addi %[[M]], %[[ZERO]] : index
   // CHECK: %[[D64:.*]] = arith.index_cast %[[D]] : index to i64
-  // CHECK: call @pmlir_rt_send_f64(%{{.*}}, %{{.*}}, %[[D64]]) : (memref<?xf64>, memref<?xi64>, i64) -> ()
+  // CHECK: %[[TAG:.*]] = arith.constant 0 : i64
+  // CHECK: call @pmlir_rt_send_f64(%{{.*}}, %{{.*}}, %[[D64]], %[[TAG]]) : (memref<?xf64>, memref<?xi64>, i64, i64) -> ()
   %s = shard.send %x on @mesh grid_axes = [1] destination = [%p] : (tensor<4xf64>, index) -> tensor<4xf64>
   // CHECK: %[[OUT:.*]] = memref.alloc() : memref<4xf64>
-  // CHECK: call @pmlir_rt_recv_f64(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf64>, memref<?xi64>, i64) -> ()
+  // CHECK: call @pmlir_rt_recv_f64(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf64>, memref<?xi64>, i64, i64) -> ()
   // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]]
   %r = shard.recv %x on @mesh grid_axes = [1] source = [3] : (tensor<4xf64>) -> tensor<4xf64>
   // CHECK: return %{{.*}}, %[[X]], %[[R]]

@@ -23,18 +23,15 @@
 extern "C" {
 #endif
 
+/* Element types and reductions, from the one ABI table (RuntimeAbi.def). */
 typedef enum {
-  PMLIR_RT_F32 = 0,
-  PMLIR_RT_F64 = 1,
-  PMLIR_RT_I32 = 2,
-  PMLIR_RT_I64 = 3,
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE) PMLIR_RT_##ENUM = CODE,
+#include "pmlir/Runtime/RuntimeAbi.def"
 } pmlir_rt_dtype;
 
 typedef enum {
-  PMLIR_RT_SUM = 0,
-  PMLIR_RT_MAX = 1,
-  PMLIR_RT_MIN = 2,
-  PMLIR_RT_PRODUCT = 3,
+#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME) PMLIR_RT_##ENUM = CODE,
+#include "pmlir/Runtime/RuntimeAbi.def"
 } pmlir_rt_reduction;
 
 /* Starts MPI (unless it is up) and the mesh `mesh` ("tp=2,dp=2") with
@@ -82,9 +79,9 @@ void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t
 void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                    const int64_t *axes, int64_t num_axes, int64_t tag);
 
-/* The memref-descriptor entry points that pmlir-lower-shard-to-runtime
- * calls (`_mlir_ciface_pmlir_rt_*`), for a JIT to bind by name; terminated
- * by an entry whose name is null. */
+/* The entry points that pmlir-lower-shard-to-runtime calls (RuntimeAbi.def:
+ * `_mlir_ciface_pmlir_rt_*` over memref descriptors, and plain ones), for a
+ * JIT to bind by name; terminated by an entry whose name is null. */
 const pmlir_rt_symbol *pmlir_rt_collective_symbols(void);
 
 /* Ends the whole job: prints "pmlir-run: rank R: message" and aborts every

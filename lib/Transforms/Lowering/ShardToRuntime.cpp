@@ -25,6 +25,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "pmlir/Runtime/RuntimeAbi.h"
+
 namespace pmlir {
 #define GEN_PASS_DEF_LOWERSHARDTORUNTIME
 #include "pmlir/Transforms/Passes.h.inc"
@@ -34,28 +36,23 @@ using namespace mlir;
 
 namespace {
 
-/// The runtime's suffix for an element type, or "" if it has none.
+using pmlir::rt::abi::EntryId;
+
+/// The runtime's suffix for an element type (the table spells suffixes as
+/// MLIR spells the types), or "" if it has none.
 std::string typeSuffix(Type t) {
-  if (t.isF32())
-    return "f32";
-  if (t.isF64())
-    return "f64";
-  if (t.isInteger(32))
-    return "i32";
-  if (t.isInteger(64))
-    return "i64";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  t.print(os);
+  for (const pmlir::rt::abi::DType &dtype : pmlir::rt::abi::dtypes())
+    if (text == dtype.suffix)
+      return text;
   return "";
 }
 
 /// pmlir_rt_reduction's value, or -1.
 int runtimeReduction(shard::ReductionKind kind) {
-  switch (kind) {
-  case shard::ReductionKind::Sum: return 0;
-  case shard::ReductionKind::Max: return 1;
-  case shard::ReductionKind::Min: return 2;
-  case shard::ReductionKind::Product: return 3;
-  default: return -1;
-  }
+  return pmlir::rt::abi::reductionCode(shard::stringifyReductionKind(kind).str()).value_or(-1);
 }
 
 MemRefType dynamic1D(Type element) {
@@ -149,10 +146,45 @@ struct Lowering {
     return tensor;
   }
 
-  func::CallOp call(OpBuilder &b, Location loc, StringRef name, ValueRange args,
-                    TypeRange results = {}) {
-    declare(b, loc, name, b.getFunctionType(args.getTypes(), results));
+  /// The MLIR type of a parameter or result kind of the ABI table, on
+  /// elements `element`.
+  static Type abiType(OpBuilder &b, pmlir::rt::abi::Kind kind, Type element) {
+    switch (kind) {
+    case pmlir::rt::abi::BUFFER:
+      return dynamic1D(element);
+    case pmlir::rt::abi::AXES:
+      return dynamic1D(b.getI64Type());
+    case pmlir::rt::abi::I32:
+      return b.getI32Type();
+    case pmlir::rt::abi::I64:
+      return b.getI64Type();
+    case pmlir::rt::abi::VOID:
+      break;
+    }
+    return Type();
+  }
+
+  /// Calls runtime entry `id` (on elements `element` for a typed entry),
+  /// declared with the types RuntimeAbi.def gives it.
+  func::CallOp call(OpBuilder &b, Location loc, EntryId id, ValueRange args,
+                    Type element = Type()) {
+    const pmlir::rt::abi::Entry &entry = pmlir::rt::abi::entry(id);
+    std::string name =
+        pmlir::rt::abi::symbolName(id, element ? typeSuffix(element) : std::string());
+    SmallVector<Type> params, results;
+    for (pmlir::rt::abi::Kind kind : entry.params)
+      params.push_back(abiType(b, kind, element));
+    if (entry.result != pmlir::rt::abi::VOID)
+      results.push_back(abiType(b, entry.result, element));
+    assert(TypeRange(params) == args.getTypes() && "arguments disagree with RuntimeAbi.def");
+    declare(b, loc, name, b.getFunctionType(params, results), entry.cInterface);
     return func::CallOp::create(b, loc, name, results, args);
+  }
+
+  /// The tag of point-to-point messages: shard.send and shard.recv carry
+  /// none, so their messages match in program order under tag 0.
+  static Value messageTag(OpBuilder &b, Location loc) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   }
 
   /// Permutes `tensor`'s dimensions so that result dim i is input dim perm[i].
@@ -210,13 +242,14 @@ struct Lowering {
 
   /// Calls reducing runtime entry `name` on the flat buffer `input` and
   /// replaces `op` with the `out`-typed tensor it writes.
-  void replaceWithReduction(Operation *op, OpBuilder &b, StringRef name, Value input,
+  void replaceWithReduction(Operation *op, OpBuilder &b, EntryId id, Value input,
                             RankedTensorType out, ArrayRef<shard::GridAxis> axes,
                             int reduction) {
     Location loc = op->getLoc();
     Value buffer = resultBuffer(b, loc, out);
     Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
-    call(b, loc, name, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, axes), code});
+    call(b, loc, id, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, axes), code},
+         out.getElementType());
     op->replaceAllUsesWith(ValueRange{tensorOf(b, loc, buffer, out)});
     op->erase();
   }
@@ -238,7 +271,7 @@ struct Lowering {
     if (failed(t) || failed(reduction))
       return failure();
     OpBuilder b(op);
-    replaceWithReduction(op, b, "pmlir_rt_all_reduce_" + t->suffix,
+    replaceWithReduction(op, b, EntryId::all_reduce,
                          flatBuffer(b, op.getLoc(), op.getInput()), t->out,
                          op.getGridAxes(), *reduction);
     return success();
@@ -317,8 +350,9 @@ struct Lowering {
     RankedTensorType stacked = stackedType(t->in, *n);
     Value input = flatBuffer(b, loc, op.getInput());
     Value buffer = resultBuffer(b, loc, stacked);
-    call(b, loc, "pmlir_rt_all_gather_" + t->suffix,
-         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())});
+    call(b, loc, EntryId::all_gather,
+         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())},
+         t->in.getElementType());
     op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
                                           op.getGatherAxis().getSExtValue(), t->out));
     op.erase();
@@ -339,7 +373,7 @@ struct Lowering {
     Location loc = op.getLoc();
     Value input =
         blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
-    replaceWithReduction(op, b, "pmlir_rt_reduce_scatter_" + t->suffix,
+    replaceWithReduction(op, b, EntryId::reduce_scatter,
                          flatBuffer(b, loc, input), t->out, op.getGridAxes(), *reduction);
     return success();
   }
@@ -360,9 +394,10 @@ struct Lowering {
     // Each member receives blocks of the shape it sends.
     auto stacked = cast<RankedTensorType>(blocks.getType());
     Value buffer = resultBuffer(b, loc, stacked);
-    call(b, loc, "pmlir_rt_all_to_all_" + t->suffix,
+    call(b, loc, EntryId::all_to_all,
          {flatBuffer(b, loc, blocks), dynamicView(b, loc, buffer),
-          axesMemRef(b, loc, op.getGridAxes())});
+          axesMemRef(b, loc, op.getGridAxes())},
+         t->in.getElementType());
     op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
                                           op.getConcatAxis().getSExtValue(), t->out));
     op.erase();
@@ -380,8 +415,8 @@ struct Lowering {
     OpBuilder b(op);
     Location loc = op.getLoc();
     int64_t k = op.getSliceAxis().getSExtValue();
-    func::CallOp index64 = call(b, loc, "pmlir_rt_index_in_group",
-                                {axesMemRef(b, loc, op.getGridAxes())}, {b.getI64Type()});
+    func::CallOp index64 =
+        call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, op.getGridAxes())});
     Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
     int64_t block = t->in.getShape()[k] / *n;
     SmallVector<OpFoldResult> offsets(t->in.getRank(), b.getIndexAttr(0));
@@ -441,9 +476,10 @@ struct Lowering {
       return failure();
     Location loc = op.getLoc();
     Value buffer = resultBuffer(b, loc, t->out);
-    call(b, loc, "pmlir_rt_broadcast_" + t->suffix,
+    call(b, loc, EntryId::broadcast,
          {flatBuffer(b, loc, op.getInput()), dynamicView(b, loc, buffer),
-          axesMemRef(b, loc, op.getGridAxes()), *root});
+          axesMemRef(b, loc, op.getGridAxes()), *root},
+         t->in.getElementType());
     op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
     op.erase();
     return success();
@@ -461,8 +497,10 @@ struct Lowering {
     if (failed(peer))
       return failure();
     Location loc = op.getLoc();
-    call(b, loc, "pmlir_rt_send_" + t->suffix,
-         {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAxes()), *peer});
+    call(b, loc, EntryId::send,
+         {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAxes()), *peer,
+          messageTag(b, loc)},
+         t->in.getElementType());
     op.replaceAllUsesWith(op.getInput());
     op.erase();
     return success();
@@ -482,8 +520,10 @@ struct Lowering {
       return failure();
     Location loc = op.getLoc();
     Value buffer = resultBuffer(b, loc, t->out);
-    call(b, loc, "pmlir_rt_recv_" + t->suffix,
-         {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), *peer});
+    call(b, loc, EntryId::recv,
+         {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), *peer,
+          messageTag(b, loc)},
+         t->out.getElementType());
     op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
     op.erase();
     return success();
@@ -518,8 +558,7 @@ struct Lowering {
     SmallVector<shard::GridAxis> all;
     for (int64_t a = 0; a < grid.getRank(); ++a)
       all.push_back(a);
-    func::CallOp index64 = call(b, loc, "pmlir_rt_index_in_group",
-                                {axesMemRef(b, loc, all)}, {b.getI64Type()});
+    func::CallOp index64 = call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, all)});
     Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
     op.replaceAllUsesWith(index);
     op.erase();
@@ -538,12 +577,9 @@ struct Lowering {
       for (int64_t a = 0; a < grid.getRank(); ++a)
         axes.push_back(a);
     SmallVector<Value> coords;
-    declare(b, loc, "pmlir_rt_coordinate",
-            b.getFunctionType({b.getI64Type()}, {b.getI64Type()}), /*cInterface=*/false);
     for (int64_t a : axes) {
       Value axis = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(a));
-      auto c = func::CallOp::create(b, loc, "pmlir_rt_coordinate",
-                                    TypeRange{b.getI64Type()}, ValueRange{axis});
+      func::CallOp c = call(b, loc, EntryId::coordinate, {axis});
       coords.push_back(
           arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
     }

@@ -1,0 +1,89 @@
+//===- RuntimeAbi.h - The runtime's C ABI as data for a compiler -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// RuntimeAbi.def read into tables: what the lowering of collectives needs to
+// name and declare the runtime's entry points. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_RUNTIME_RUNTIMEABI_H
+#define PMLIR_RUNTIME_RUNTIMEABI_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pmlir::rt::abi {
+
+/// The kinds of parameters and results in RuntimeAbi.def.
+enum Kind { VOID, BUFFER, AXES, I32, I64 };
+
+enum class EntryId {
+#define PMLIR_RT_TYPED_ENTRY(NAME, ...) NAME,
+#define PMLIR_RT_ENTRY(NAME, ...) NAME,
+#include "pmlir/Runtime/RuntimeAbi.def"
+};
+
+struct Entry {
+  const char *name; ///< without the pmlir_rt_ prefix
+  /// One entry per element type (name_<suffix>).
+  bool typed;
+  /// Called through its C interface (memref descriptors).
+  bool cInterface;
+  Kind result;
+  std::vector<Kind> params;
+};
+
+struct DType {
+  int code;
+  const char *suffix; ///< "f32"
+};
+
+/// The entries in table order (EntryId indexes it).
+inline const std::vector<Entry> &entries() {
+  static const std::vector<Entry> table = {
+#define PMLIR_RT_TYPED_ENTRY(NAME, RESULT, ...) {#NAME, true, true, RESULT, {__VA_ARGS__}},
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                       \
+  {#NAME, false, C_INTERFACE == 1, RESULT, {__VA_ARGS__}},
+#include "pmlir/Runtime/RuntimeAbi.def"
+  };
+  return table;
+}
+
+/// The entry `id` of the table.
+inline const Entry &entry(EntryId id) { return entries()[static_cast<size_t>(id)]; }
+
+/// The symbol compiled code calls for `id` (on elements with `suffix` for a
+/// typed entry): "pmlir_rt_all_reduce_f32", "pmlir_rt_coordinate".
+inline std::string symbolName(EntryId id, std::string_view suffix) {
+  const Entry &e = entry(id);
+  std::string name = std::string("pmlir_rt_") + e.name;
+  if (e.typed)
+    name += "_" + std::string(suffix);
+  return name;
+}
+
+/// The element types the typed entries exist for.
+inline const std::vector<DType> &dtypes() {
+  static const std::vector<DType> table = {
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE) {CODE, #SUFFIX},
+#include "pmlir/Runtime/RuntimeAbi.def"
+  };
+  return table;
+}
+
+/// The code of the reduction the shard dialect spells `name` ("sum").
+inline std::optional<int> reductionCode(std::string_view name) {
+#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME)                                                 \
+  if (name == #NAME)                                                                         \
+    return CODE;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  return std::nullopt;
+}
+
+} // namespace pmlir::rt::abi
+
+#endif // PMLIR_RUNTIME_RUNTIMEABI_H
