@@ -103,21 +103,15 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
     bool sequenceParallel = false;
     std::optional<std::array<int64_t, 4>> dims; // b, a, s, h of the first attention
     layer.walk([&](Operation *op) {
-      if (auto matmul = dyn_cast<MatmulOp>(op)) {
-        keep(matmul.getLhs(), "matmul_inputs");
-        keep(matmul.getRhs(), "matmul_inputs");
-      } else if (isa<LayerNormOp, RmsNormOp, GeluOp, SiluOp>(op)) {
-        keep(op->getOperand(0), isa<GeluOp, SiluOp>(op) ? "activation_inputs" : "norm_inputs");
-      } else if (isa<MulOp>(op)) {
-        keep(op->getOperand(0), "activation_inputs");
-        keep(op->getOperand(1), "activation_inputs");
-      } else if (auto attention = dyn_cast<AttentionOp>(op)) {
-        for (Value v : {attention.getQuery(), attention.getKey(), attention.getValue()})
-          keep(v, "attention_inputs");
+      if (auto cost = dyn_cast<CostOpInterface>(op)) {
+        SmallVector<SavedValue> saved;
+        cost.getSavedForBackward(saved);
+        for (SavedValue &v : saved)
+          keep(v.value, v.kind);
+        probabilities += cost.getSavedInternalBytes();
+      }
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
         ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
-        ArrayRef<int64_t> k = attention.getKey().getType().getShape();
-        auto element = attention.getQuery().getType().getElementType();
-        probabilities += q[0] * q[1] * q[2] * k[2] * (element.getIntOrFloatBitWidth() / 8);
         if (!dims)
           dims = {q[0], q[1] * tp, q[2], q[1] * tp * q[3]};
       } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {

@@ -22,37 +22,6 @@ namespace pmlir {
 using namespace mlir;
 using namespace pmlir;
 
-/// The product of static dimensions in double (no overflow on huge
-/// shapes); 0 with a dynamic one, which the summary reports apart.
-static double product(ArrayRef<int64_t> dims) {
-  double n = 1;
-  for (int64_t d : dims) {
-    if (ShapedType::isDynamic(d))
-      return 0;
-    n *= static_cast<double>(d);
-  }
-  return n;
-}
-
-/// Dense FLOPs of one op (2 per multiply-add); a causal mask is not
-/// subtracted, so the count is comparable across attention variants.
-static double opFlops(Operation *op) {
-  if (auto mm = dyn_cast<tfm::MatmulOp>(op)) {
-    ArrayRef<int64_t> lhs = mm.getLhs().getType().getShape();
-    ArrayRef<int64_t> out = mm.getResult().getType().getShape();
-    int64_t k = mm.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
-    return 2.0 * product(out) * product({k});
-  }
-  if (auto attn = dyn_cast<tfm::AttentionOp>(op)) {
-    ArrayRef<int64_t> q = attn.getQuery().getType().getShape();
-    ArrayRef<int64_t> k = attn.getKey().getType().getShape();
-    ArrayRef<int64_t> v = attn.getValue().getType().getShape();
-    double scores = product({q[0], q[1], q[2], k[2]});
-    return 2.0 * scores * product({q[3]}) + 2.0 * scores * product({v[3]});
-  }
-  return 0.0;
-}
-
 ModelSummary pmlir::summarizeModel(func::FuncOp func) {
   ModelSummary s;
   s.function = func.getSymName().str();
@@ -93,7 +62,8 @@ ModelSummary pmlir::summarizeModel(func::FuncOp func) {
     ++s.opCounts[op->getName().getStringRef().str()];
     if (isa<tfm::LayerOp>(op))
       ++s.layers;
-    s.flops += opFlops(op);
+    if (auto cost = dyn_cast<tfm::CostOpInterface>(op))
+      s.flops += cost.getFlops();
   });
   return s;
 }

@@ -41,9 +41,7 @@ using namespace pmlir::tfm;
 namespace {
 
 /// Ops that compute each sequence position from that position alone.
-bool isSequenceLocal(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, ScaleOp, GeluOp, SiluOp, LayerNormOp, RmsNormOp>(op);
-}
+bool isSequenceLocal(Operation *op) { return op->hasTrait<pmlir::tfm::OpTrait::SequenceLocal>(); }
 
 struct SequenceParallelPass
     : public pmlir::impl::SequenceParallelBase<SequenceParallelPass> {

@@ -348,6 +348,38 @@ struct Partitioner {
   LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
 };
 
+namespace {
+
+/// What partition offers an op's local rewrite: the op's contracted axes,
+/// its results' axes as computed, and block offsets computed before it.
+class LocalRewrite : public LocalPartition {
+public:
+  LocalRewrite(Partitioner &partitioner, Operation *local, ArrayRef<StringRef> contracted,
+               ArrayRef<Sharding> computed, const IRMapping &mapping)
+      : partitioner(partitioner), local(local), contracted(contracted), computed(computed),
+        mapping(mapping) {}
+
+  ArrayRef<StringRef> contractedAxes() const override { return contracted; }
+  ArrayRef<SmallVector<StringRef>> resultAxes(unsigned i) const override {
+    return computed[i].dims;
+  }
+  Value localOf(Value global) const override { return mapping.lookup(global); }
+  Value blockStart(ArrayRef<StringRef> axes, int64_t localSize, int64_t base) override {
+    OpBuilder::InsertionGuard guard(partitioner.b);
+    partitioner.b.setInsertionPoint(local);
+    return partitioner.blockStart(local->getLoc(), axes, localSize, base);
+  }
+
+private:
+  Partitioner &partitioner;
+  Operation *local;
+  ArrayRef<StringRef> contracted;
+  ArrayRef<Sharding> computed;
+  const IRMapping &mapping;
+};
+
+} // namespace
+
 LogicalResult Partitioner::partitionLayer(LayerOp layer) {
   auto newLayer = LayerOp::create(b, layer.getLoc(), layer->getResultTypes(),
                                   layer.getIndexAttr());
@@ -549,8 +581,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
                                << " devices, but no operand's padding is known to be zeros";
   }
   // Ops that map zeros to zeros keep zero padding zeros.
-  bool keepsZeros = isa<MatmulOp, AddOp, SubOp, MulOp, ScaleOp, GeluOp, SiluOp, RmsNormOp,
-                        SplitOp, SplitHeadsOp, MergeHeadsOp, RopeOp>(op) &&
+  bool keepsZeros = op->hasTrait<pmlir::tfm::OpTrait::KeepsZeroPadding>() &&
                     llvm::none_of(op->getOperands(), [&](Value operand) {
                       return dirtyPadding.contains(mapping.lookup(operand));
                     });
@@ -567,36 +598,11 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
     computed.push_back(s);
   }
   Location loc = op->getLoc();
-  auto extendWith = [&](Value operand) { local->insertOperands(local->getNumOperands(), operand); };
-  if (auto heads = dyn_cast<SplitHeadsOp>(local)) {
-    heads.setHeads(cast<RankedTensorType>(heads.getResult().getType()).getShape()[1]);
-  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-    // Vocab-parallel (the vocabulary is its contracting factor): the local
-    // table is a block of rows.
-    if (!contracted.empty()) {
-      int64_t rows = cast<RankedTensorType>(mapping.lookup(embedding.getTable()).getType()).getShape()[0];
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(local);
-      extendWith(blockStart(loc, contracted, rows, 0));
-    }
-  } else if (auto arange = dyn_cast<ArangeOp>(op)) {
-    if (!computed.front().dims[0].empty()) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(local);
-      int64_t n = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[0];
-      extendWith(blockStart(loc, computed.front().dims[0], n, 0));
-    }
-  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
-    const Axes &seqAxes = computed.front().dims[2];
-    if (attention.getCausal() && !seqAxes.empty()) {
-      // Queries of a sequence block see keys up to their global position.
-      ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
-      ArrayRef<int64_t> k = attention.getKey().getType().getShape();
-      int64_t localSeq = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[2];
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(local);
-      extendWith(blockStart(loc, seqAxes, localSeq, k[2] - q[2]));
-    }
+  // What the op needs beyond local shapes (block offsets, local counts).
+  if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
+    LocalRewrite rewrite(*this, local, contracted, computed, mapping);
+    if (failed(ruled.partitionLocally(local, rewrite)))
+      return failure();
   }
 
   for (auto [i, s] : llvm::enumerate(computed)) {

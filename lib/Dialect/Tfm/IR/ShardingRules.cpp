@@ -7,7 +7,6 @@
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace pmlir::tfm;
@@ -44,26 +43,13 @@ int64_t dimOf(Value v, int64_t d) { return cast<RankedTensorType>(v.getType()).g
 
 /// Same-shape ops: every operand and result dimension is one factor;
 /// `lastKind` for the last one (softmax and norms replicate it).
-ShardingRule elementwise(Operation *op, FactorKind lastKind, PendingRule pending) {
+ShardingRule elementwise(Operation *op, FactorKind lastKind) {
   RuleBuilder b;
   SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
   if (!fs.empty())
     b.rule.factors[fs.back()].kind = lastKind;
   b.rule.operands.assign(op->getNumOperands(), RuleBuilder::oneEach(fs));
   b.rule.results.push_back(RuleBuilder::oneEach(fs));
-  b.rule.pending = pending;
-  return b.rule;
-}
-
-/// lhs op rhs, rhs a trailing suffix of lhs (bias, position table, residual).
-ShardingRule binary(Operation *op, PendingRule pending) {
-  RuleBuilder b;
-  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
-  int64_t skip = rankOf(op->getOperand(0)) - rankOf(op->getOperand(1));
-  b.rule.operands.push_back(RuleBuilder::oneEach(fs));
-  b.rule.operands.push_back(RuleBuilder::oneEach(ArrayRef(fs).drop_front(skip)));
-  b.rule.results.push_back(RuleBuilder::oneEach(fs));
-  b.rule.pending = pending;
   return b.rule;
 }
 
@@ -79,7 +65,36 @@ ShardingRule norm(Operation *op) {
   return b.rule;
 }
 
-ShardingRule matmul(MatmulOp op) {
+} // namespace
+
+ShardingRule pmlir::tfm::trailingBroadcastRule(Operation *op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
+  for (Value operand : op->getOperands())
+    b.rule.operands.push_back(
+        RuleBuilder::oneEach(ArrayRef(fs).drop_front(fs.size() - rankOf(operand))));
+  b.rule.results.push_back(RuleBuilder::oneEach(fs));
+  b.rule.pending = pendingRuleOf(op);
+  return b.rule;
+}
+
+PendingRule pmlir::tfm::pendingRuleOf(Operation *op) {
+  if (op->hasTrait<pmlir::tfm::OpTrait::SumOfOperands>())
+    return PendingRule::Additive;
+  if (op->hasTrait<pmlir::tfm::OpTrait::LinearInEachOperand>())
+    return PendingRule::LinearInOne;
+  return PendingRule::None;
+}
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  return elementwise(getOperation(), FactorKind::Replicated);
+}
+
+ShardingRule LayerNormOp::getShardingRule() { return norm(getOperation()); }
+ShardingRule RmsNormOp::getShardingRule() { return norm(getOperation()); }
+
+ShardingRule MatmulOp::getShardingRule() {
+  MatmulOp op = *this;
   RuleBuilder b;
   int64_t rank = rankOf(op.getLhs());
   SmallVector<int64_t> batch;
@@ -100,14 +115,14 @@ ShardingRule matmul(MatmulOp op) {
   result.push_back({n});
   b.rule.operands = {lhs, rhs};
   b.rule.results = {result};
-  b.rule.pending = PendingRule::LinearInOne;
   return b.rule;
 }
 
 /// Vocab-parallel: a device holding rows [v0, v1) of the table looks up the
 /// ids in that range and contributes zeros for the rest; the sum over the
 /// vocab axes is the lookup (Megatron's VocabParallelEmbedding).
-ShardingRule embedding(EmbeddingOp op) {
+ShardingRule EmbeddingOp::getShardingRule() {
+  EmbeddingOp op = *this;
   RuleBuilder b;
   SmallVector<int64_t> ids = b.factorsOf(op.getIds());
   int64_t vocab = b.factor(dimOf(op.getTable(), 0), FactorKind::Contracting);
@@ -121,7 +136,7 @@ ShardingRule embedding(EmbeddingOp op) {
 
 /// [B, S, A*D] <-> [B, A, S, D]: the hidden dimension is heads (major) times
 /// head size.
-ShardingRule heads(Value split, bool splitting) {
+static ShardingRule heads(Value split, bool splitting) {
   RuleBuilder b;
   int64_t batch = b.factor(dimOf(split, 0)), heads = b.factor(dimOf(split, 1));
   int64_t seq = b.factor(dimOf(split, 2)), size = b.factor(dimOf(split, 3));
@@ -129,13 +144,16 @@ ShardingRule heads(Value split, bool splitting) {
   Dims separate = {{batch}, {heads}, {seq}, {size}};
   b.rule.operands = {splitting ? merged : separate};
   b.rule.results = {splitting ? separate : merged};
-  b.rule.pending = PendingRule::LinearInOne;
   return b.rule;
 }
 
+ShardingRule SplitHeadsOp::getShardingRule() { return heads(getResult(), /*splitting=*/true); }
+ShardingRule MergeHeadsOp::getShardingRule() { return heads(getInput(), /*splitting=*/false); }
+
 /// Query heads are kv heads (major) times the group; the key sequence and
 /// the head size are reduced over inside a softmax, so they replicate.
-ShardingRule attention(AttentionOp op) {
+ShardingRule AttentionOp::getShardingRule() {
+  AttentionOp op = *this;
   RuleBuilder b;
   int64_t batch = b.factor(dimOf(op.getQuery(), 0));
   int64_t kvHeads = b.factor(dimOf(op.getKey(), 1));
@@ -153,19 +171,20 @@ ShardingRule attention(AttentionOp op) {
 
 /// Positions follow the sequence; the rotation pairs the two halves of the
 /// head dimension, which replicates.
-ShardingRule rope(RopeOp op) {
+ShardingRule RopeOp::getShardingRule() {
+  RopeOp op = *this;
   RuleBuilder b;
   SmallVector<int64_t> fs = b.factorsOf(op.getResult());
   b.rule.factors[fs[3]].kind = FactorKind::Replicated;
   b.rule.operands = {RuleBuilder::oneEach(fs), Dims{{fs[2]}}};
   b.rule.results = {RuleBuilder::oneEach(fs)};
-  b.rule.pending = PendingRule::LinearInOne;
   return b.rule;
 }
 
 /// The split dimension is parts (major, replicated: a device cannot hold a
 /// different part for each result) times the part.
-ShardingRule split(SplitOp op) {
+ShardingRule SplitOp::getShardingRule() {
+  SplitOp op = *this;
   RuleBuilder b;
   int64_t dim = op.getDim();
   SmallVector<int64_t> fs = b.factorsOf(op.getResult(0));
@@ -175,11 +194,11 @@ ShardingRule split(SplitOp op) {
   b.rule.operands = {input};
   for (unsigned i = 0; i < op.getNumResults(); ++i)
     b.rule.results.push_back(RuleBuilder::oneEach(fs));
-  b.rule.pending = PendingRule::LinearInOne;
   return b.rule;
 }
 
-ShardingRule arange(ArangeOp op) {
+ShardingRule ArangeOp::getShardingRule() {
+  ArangeOp op = *this;
   RuleBuilder b;
   b.rule.results = {RuleBuilder::oneEach(b.factorsOf(op.getResult()))};
   return b.rule;
@@ -190,7 +209,8 @@ ShardingRule arange(ArangeOp op) {
 /// vocab-parallel cross entropy: max and sum all-reduces over the
 /// vocabulary, the per-token parts gathered over the tokens), so every
 /// factor may be split.
-ShardingRule crossEntropy(CrossEntropyOp op) {
+ShardingRule CrossEntropyOp::getShardingRule() {
+  CrossEntropyOp op = *this;
   RuleBuilder b;
   SmallVector<int64_t> fs = b.factorsOf(op.getLogits());
   b.rule.operands = {RuleBuilder::oneEach(fs),
@@ -199,36 +219,57 @@ ShardingRule crossEntropy(CrossEntropyOp op) {
   return b.rule;
 }
 
-} // namespace
-
 std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
-  return TypeSwitch<Operation *, std::optional<ShardingRule>>(op)
-      .Case<AddOp, SubOp>([](Operation *op) { return binary(op, PendingRule::Additive); })
-      .Case<MulOp>([](Operation *op) { return binary(op, PendingRule::LinearInOne); })
-      .Case<ScaleOp, ShardingConstraintOp>([](Operation *op) {
-        return elementwise(op, FactorKind::Parallel, PendingRule::LinearInOne);
-      })
-      .Case<GeluOp, SiluOp>([](Operation *op) {
-        return elementwise(op, FactorKind::Parallel, PendingRule::None);
-      })
-      .Case<SoftmaxOp>([](Operation *op) {
-        return elementwise(op, FactorKind::Replicated, PendingRule::None);
-      })
-      .Case<LayerNormOp, RmsNormOp>([](Operation *op) { return norm(op); })
-      .Case<MatmulOp>(matmul)
-      .Case<EmbeddingOp>(embedding)
-      .Case<SplitHeadsOp>([](SplitHeadsOp op) {
-        return heads(op.getResult(), /*splitting=*/true);
-      })
-      .Case<MergeHeadsOp>([](MergeHeadsOp op) {
-        return heads(op.getInput(), /*splitting=*/false);
-      })
-      .Case<AttentionOp>(attention)
-      .Case<RopeOp>(rope)
-      .Case<SplitOp>(split)
-      .Case<ArangeOp>(arange)
-      .Case<CrossEntropyOp>(crossEntropy)
-      .Default([](Operation *) { return std::nullopt; });
+  auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!rule)
+    return std::nullopt;
+  ShardingRule result = rule.getShardingRule();
+  result.pending = pendingRuleOf(op);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Local rewrites in partition
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitHeadsOp::partitionLocally(Operation *local, LocalPartition &) {
+  auto heads = cast<SplitHeadsOp>(local);
+  heads.setHeads(heads.getResult().getType().getShape()[1]);
+  return success();
+}
+
+/// Vocab-parallel (the vocabulary is its contracting factor): the local
+/// table is a block of rows, starting at the operand added here.
+LogicalResult EmbeddingOp::partitionLocally(Operation *local, LocalPartition &partition) {
+  ArrayRef<StringRef> vocabAxes = partition.contractedAxes();
+  if (vocabAxes.empty())
+    return success();
+  int64_t rows = cast<RankedTensorType>(partition.localOf(getTable()).getType()).getShape()[0];
+  local->insertOperands(local->getNumOperands(), partition.blockStart(vocabAxes, rows, 0));
+  return success();
+}
+
+/// A sequence block's positions start at its block offset.
+LogicalResult ArangeOp::partitionLocally(Operation *local, LocalPartition &partition) {
+  ArrayRef<StringRef> axes = partition.resultAxes(0)[0];
+  if (axes.empty())
+    return success();
+  int64_t n = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[0];
+  local->insertOperands(local->getNumOperands(), partition.blockStart(axes, n, 0));
+  return success();
+}
+
+/// Queries of a sequence block see keys up to their global position.
+LogicalResult AttentionOp::partitionLocally(Operation *local, LocalPartition &partition) {
+  ArrayRef<StringRef> seqAxes = partition.resultAxes(0)[2];
+  if (!getCausal() || seqAxes.empty())
+    return success();
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  int64_t localSeq = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[2];
+  local->insertOperands(local->getNumOperands(),
+                        partition.blockStart(seqAxes, localSeq, k[2] - q[2]));
+  return success();
 }
 
 MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {

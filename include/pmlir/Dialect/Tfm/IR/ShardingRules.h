@@ -24,40 +24,6 @@
 
 namespace pmlir::tfm {
 
-enum class FactorKind { Parallel, Contracting, Replicated };
-
-/// How a pending sum on an operand reaches the result.
-enum class PendingRule {
-  /// The op is linear in each operand alone (scale, matmul, mul, reshapes):
-  /// one pending operand with the others not pending on its axes gives a
-  /// result pending on them.
-  LinearInOne,
-  /// The op is a sum of its operands (add, sub): the result is pending on
-  /// the axes that every float operand is pending on.
-  Additive,
-  /// The op needs its operands' full values (nonlinear).
-  None,
-};
-
-struct ShardingRule {
-  struct Factor {
-    int64_t size;
-    FactorKind kind;
-  };
-  llvm::SmallVector<Factor> factors;
-  /// Per operand and per result, per dimension: its factors, major first.
-  /// An operand the rule does not shard (a scalar attribute-like input) has
-  /// std::nullopt.
-  llvm::SmallVector<std::optional<llvm::SmallVector<llvm::SmallVector<int64_t>>>> operands;
-  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
-  PendingRule pending = PendingRule::None;
-
-  /// Whether factor `f` is the minor-most factor of every dimension it is
-  /// part of. Only such a factor may be split unevenly: its padding then
-  /// sits at the end of each of its dimensions.
-  bool isMinorEverywhere(int64_t f) const;
-};
-
 using Axes = llvm::SmallVector<llvm::StringRef>;
 
 /// A sharding as passes work on it: per dimension the mesh axes that split
@@ -102,8 +68,9 @@ void factorAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<llvm::StringRef>
 /// one.
 MeshAttr meshOf(mlir::Operation *module, llvm::StringRef who);
 
-/// The rule of a tfm op (every op but tfm.layer and tfm.yield, whose values
-/// are those of the region), or std::nullopt for ops without one.
+/// The rule of an op (its ShardingRuleOpInterface: every tfm op but
+/// tfm.layer, tfm.yield and the pieces of partitioned programs), or
+/// std::nullopt for ops without one.
 std::optional<ShardingRule> getShardingRule(mlir::Operation *op);
 
 } // namespace pmlir::tfm

@@ -19,6 +19,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "pmlir/Dialect/Tfm/IR/TfmInterfaces.h"
+
 #include "pmlir/Dialect/Tfm/IR/TfmDialect.h.inc"
 #include "pmlir/Dialect/Tfm/IR/TfmEnums.h.inc"
 

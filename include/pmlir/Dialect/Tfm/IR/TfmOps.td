@@ -9,6 +9,7 @@
 
 include "pmlir/Dialect/Tfm/IR/TfmDialect.td"
 include "pmlir/Dialect/Tfm/IR/TfmAttrs.td"
+include "pmlir/Dialect/Tfm/IR/TfmInterfaces.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -35,9 +36,17 @@ def Tfm_GeluApproximation : I32EnumAttr<"GeluApproximation",
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tfm_Dialect, mnemonic, traits>;
 
+// An op with its own sharding rule; with its own local rewrite in partition.
+defvar Tfm_OwnRule = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterface, ["getShardingRule"]>;
+defvar Tfm_OwnRuleAndLocal = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterface,
+                                                       ["getShardingRule", "partitionLocally"]>;
+// What a backward pass keeps of the op; its FLOPs.
+defvar Tfm_Saves = DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getSavedForBackward"]>;
+
 // Pure elementwise ops whose result has the type of their one operand.
 class Tfm_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                            Tfm_ShardingRuleOpInterface])> {
   let arguments = (ins Tfm_FloatTensor:$input);
   let results = (outs Tfm_FloatTensor:$result);
 }
@@ -46,7 +55,7 @@ class Tfm_UnaryOp<string mnemonic, list<Trait> traits = []>
 // Embedding and positions
 //===----------------------------------------------------------------------===//
 
-def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, Tfm_OwnRuleAndLocal]> {
   let summary = "gathers rows of an embedding table by token id";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. The table is `[vocab, hidden]`;
@@ -76,7 +85,7 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_ArangeOp : Tfm_Op<"arange", [Pure]> {
+def Tfm_ArangeOp : Tfm_Op<"arange", [Pure, Tfm_OwnRuleAndLocal]> {
   let summary = "the positions start, start + 1, ..., start + n - 1";
   let description = [{
     A rank-1 integer tensor of consecutive positions. GPT-2 feeds it to the
@@ -99,7 +108,8 @@ def Tfm_ArangeOp : Tfm_Op<"arange", [Pure]> {
 // Matmul and elementwise
 //===----------------------------------------------------------------------===//
 
-def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
+def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
+    Tfm_KeepsZeroPadding, DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops", "getSavedForBackward"]>]> {
   let summary = "batched matrix product with optional transposed operands";
   let description = [{
     `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`);
@@ -128,9 +138,10 @@ def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
 
 // Binary elementwise ops: `rhs` is `lhs`'s shape or a trailing suffix of it
 // (a bias or a position table), broadcast over the leading dimensions.
-class Tfm_BinaryOp<string mnemonic, string what>
-    : Tfm_Op<mnemonic, [Pure,
-        TypesMatchWith<"result has the type of lhs", "lhs", "result", "$_self">]> {
+class Tfm_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure,
+        TypesMatchWith<"result has the type of lhs", "lhs", "result", "$_self">,
+        Tfm_ShardingRuleOpInterface, Tfm_SequenceLocal, Tfm_KeepsZeroPadding])> {
   let summary = "elementwise " # what # " with trailing-dimension broadcast";
   let description = [{
     `result = lhs }] # what # [{ broadcast(rhs)`, where the shape of `rhs` equals
@@ -147,11 +158,12 @@ class Tfm_BinaryOp<string mnemonic, string what>
   let hasVerifier = 1;
 }
 
-def Tfm_AddOp : Tfm_BinaryOp<"add", "+">;
-def Tfm_SubOp : Tfm_BinaryOp<"sub", "-">;
-def Tfm_MulOp : Tfm_BinaryOp<"mul", "*">;
+def Tfm_AddOp : Tfm_BinaryOp<"add", "+", [Tfm_SumOfOperands]>;
+def Tfm_SubOp : Tfm_BinaryOp<"sub", "-", [Tfm_SumOfOperands]>;
+def Tfm_MulOp : Tfm_BinaryOp<"mul", "*", [Tfm_LinearInEachOperand, Tfm_Saves]>;
 
-def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType]> {
+def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType,
+    Tfm_ShardingRuleOpInterface, Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_LinearInEachOperand]> {
   let summary = "multiplies every element by a constant";
   let description = [{
     ```mlir
@@ -163,7 +175,7 @@ def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $factor attr-dict `:` type($input)";
 }
 
-def Tfm_GeluOp : Tfm_UnaryOp<"gelu"> {
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
   let summary = "Gaussian error linear unit, exact (erf) or tanh form";
   let description = [{
     `erf`: `0.5 x (1 + erf(x / sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
@@ -178,7 +190,7 @@ def Tfm_GeluOp : Tfm_UnaryOp<"gelu"> {
   let assemblyFormat = "$input $approximation attr-dict `:` type($input)";
 }
 
-def Tfm_SiluOp : Tfm_UnaryOp<"silu"> {
+def Tfm_SiluOp : Tfm_UnaryOp<"silu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
   let summary = "x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -193,7 +205,8 @@ def Tfm_SiluOp : Tfm_UnaryOp<"silu"> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_LayerNormOp : Tfm_Op<"layernorm",
-    [Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>, Tfm_OwnRule,
+     Tfm_SequenceLocal, Tfm_Saves]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta`, with the biased
@@ -213,7 +226,8 @@ def Tfm_LayerNormOp : Tfm_Op<"layernorm",
   let hasVerifier = 1;
 }
 
-def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>, Tfm_OwnRule,
+    Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma`; `gamma` is `[hidden]`.
@@ -231,7 +245,7 @@ def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
-def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax"> {
+def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", [Tfm_OwnRule]> {
   let summary = "softmax over the last dimension";
   let description = [{
     ```mlir
@@ -245,7 +259,8 @@ def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax"> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure]> {
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, Tfm_OwnRuleAndLocal, Tfm_LinearInEachOperand,
+    Tfm_KeepsZeroPadding]> {
   let summary = "[B, S, A*D] -> [B, A, S, D]";
   let description = [{
     Splits the hidden dimension into `heads` heads and moves the head
@@ -265,7 +280,8 @@ def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure]> {
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
+    Tfm_KeepsZeroPadding]> {
   let summary = "[B, A, S, D] -> [B, S, A*D]";
   let description = [{
     The inverse of `tfm.split_heads`.
@@ -280,7 +296,8 @@ def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_OwnRule,
+    Tfm_LinearInEachOperand, Tfm_KeepsZeroPadding]> {
   let summary = "rotary position embedding, Hugging Face rotate-half convention";
   let description = [{
     For `x` of shape `[B, A, S, D]` (D even) and `positions` of shape `[S]`:
@@ -304,7 +321,9 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, Tfm_OwnRuleAndLocal,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface,
+                              ["getFlops", "getSavedForBackward", "getSavedInternalBytes"]>]> {
   let summary = "scaled dot-product attention, causal and grouped-query";
   let description = [{
     `query` is `[B, Hq, S, D]`, `key` is `[B, Hkv, Skv, D]`, `value` is
@@ -340,7 +359,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
 // Structure
 //===----------------------------------------------------------------------===//
 
-def Tfm_SplitOp : Tfm_Op<"split", [Pure]> {
+def Tfm_SplitOp : Tfm_Op<"split", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
+    Tfm_KeepsZeroPadding]> {
   let summary = "splits a tensor into equal parts along one dimension";
   let description = [{
     GPT-2 stores the query, key and value projections as one `[H, 3H]` Conv1D
@@ -397,7 +417,7 @@ def Tfm_YieldOp : Tfm_Op<"yield", [Pure, Terminator, HasParent<"LayerOp">,
 //===----------------------------------------------------------------------===//
 
 def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Tfm_ShardingRuleOpInterface, Tfm_LinearInEachOperand]> {
   let summary = "pins the sharding of a value";
   let description = [{
     The result is the input, with sharding `sharding` on the module's
@@ -415,7 +435,7 @@ def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
-def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure]> {
+def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure, Tfm_OwnRule]> {
   let summary = "mean token cross entropy with an ignore index";
   let description = [{
     `logits` is `[..., V]`, `labels` has `logits`' shape without the last

@@ -1,0 +1,107 @@
+//===- TfmInterfaces.h - What each tfm op is, for the passes ----*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// The data the interfaces of TfmInterfaces.td speak in: factor sharding
+// rules (as Shardy's OpShardingRule: an op's iteration space is a list of
+// factors, each tensor dimension a product of factors, major first; a
+// factor is parallel, contracting (each device sums over its block: the
+// result is a pending sum) or needs replication), what partition offers an
+// op's local rewrite, and the op traits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_DIALECT_TFM_IR_TFMINTERFACES_H
+#define PMLIR_DIALECT_TFM_IR_TFMINTERFACES_H
+
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace pmlir::tfm {
+
+enum class FactorKind { Parallel, Contracting, Replicated };
+
+/// How a pending sum on an operand reaches the result (from the op's
+/// traits: pendingRuleOf).
+enum class PendingRule {
+  /// LinearInEachOperand: one pending operand with the others not pending
+  /// on its axes gives a result pending on them.
+  LinearInOne,
+  /// SumOfOperands: the result is pending on the axes that every float
+  /// operand is pending on.
+  Additive,
+  /// The op needs its operands' full values (nonlinear).
+  None,
+};
+
+struct ShardingRule {
+  struct Factor {
+    int64_t size;
+    FactorKind kind;
+  };
+  llvm::SmallVector<Factor> factors;
+  /// Per operand and per result, per dimension: its factors, major first.
+  /// An operand the rule does not shard (a scalar attribute-like input) has
+  /// std::nullopt.
+  llvm::SmallVector<std::optional<llvm::SmallVector<llvm::SmallVector<int64_t>>>> operands;
+  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
+  PendingRule pending = PendingRule::None;
+
+  /// Whether factor `f` is the minor-most factor of every dimension it is
+  /// part of. Only such a factor may be split unevenly: its padding then
+  /// sits at the end of each of its dimensions.
+  bool isMinorEverywhere(int64_t f) const;
+};
+
+/// The rule of elementwise ops with trailing broadcast: one parallel factor
+/// per result dimension, each operand holding the trailing ones; pending
+/// sums as the op's traits say.
+ShardingRule trailingBroadcastRule(mlir::Operation *op);
+
+/// How pending sums pass through `op`, from its traits.
+PendingRule pendingRuleOf(mlir::Operation *op);
+
+/// What partition offers an op's local rewrite (partitionLocally).
+class LocalPartition {
+public:
+  virtual ~LocalPartition() = default;
+  /// The mesh axes the op's contracting factors are split over: its
+  /// results are pending sums over them.
+  virtual llvm::ArrayRef<llvm::StringRef> contractedAxes() const = 0;
+  /// Per dimension, the axes that split local result `i` as computed.
+  virtual llvm::ArrayRef<llvm::SmallVector<llvm::StringRef>> resultAxes(unsigned i) const = 0;
+  /// The local value of the global value `v`.
+  virtual mlir::Value localOf(mlir::Value global) const = 0;
+  /// An index value: `base` plus this rank's block index along `axes`
+  /// times `localSize`, the first global element of its block, computed
+  /// before the local op.
+  virtual mlir::Value blockStart(llvm::ArrayRef<llvm::StringRef> axes, int64_t localSize,
+                                 int64_t base) = 0;
+};
+
+/// A value a backward pass keeps, and why.
+struct SavedValue {
+  mlir::Value value;
+  llvm::StringRef kind;
+};
+
+namespace OpTrait {
+template <typename ConcreteType>
+class SequenceLocal : public mlir::OpTrait::TraitBase<ConcreteType, SequenceLocal> {};
+template <typename ConcreteType>
+class KeepsZeroPadding : public mlir::OpTrait::TraitBase<ConcreteType, KeepsZeroPadding> {};
+template <typename ConcreteType>
+class LinearInEachOperand
+    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachOperand> {};
+template <typename ConcreteType>
+class SumOfOperands : public mlir::OpTrait::TraitBase<ConcreteType, SumOfOperands> {};
+} // namespace OpTrait
+
+} // namespace pmlir::tfm
+
+#include "pmlir/Dialect/Tfm/IR/TfmInterfaces.h.inc"
+
+#endif // PMLIR_DIALECT_TFM_IR_TFMINTERFACES_H
