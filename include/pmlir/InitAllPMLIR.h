@@ -33,9 +33,8 @@ namespace pmlir {
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<tfm::TfmDialect, mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect, mlir::func::FuncDialect,
-                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect, mlir::shard::ShardDialect,
-                  mlir::tensor::TensorDialect>();
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                  mlir::scf::SCFDialect, mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
   registerCpuLoweringInterfaces(registry);
 }
 

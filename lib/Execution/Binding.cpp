@@ -68,8 +68,7 @@ std::vector<std::string> exec::checkpointNames(const std::string &name) {
   return names;
 }
 
-void exec::seededInit(const std::string &name, float *out, int64_t n, size_t rank,
-                      uint64_t seed) {
+void exec::seededInit(const std::string &name, float *out, int64_t n, size_t rank, uint64_t seed) {
   bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
   if (rank == 1) {
     std::fill(out, out + n, bias ? 0.0f : 1.0f);
@@ -95,14 +94,12 @@ std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
   return text.empty() ? "the file has no tensors" : "closest: " + text;
 }
 
-size_t widthOf(ElementKind element) {
-  return element == ElementKind::I64 ? 8 : 4;
-}
+size_t widthOf(ElementKind element) { return element == ElementKind::I64 ? 8 : 4; }
 
 /// Binds one argument; `missing` collects parameters the weights lack.
 bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, const Mesh *mesh,
-             const std::vector<int64_t> &coordinates, const BindOptions &options,
-             BoundArgument &a, std::vector<std::string> &missing, std::string &error) {
+             const std::vector<int64_t> &coordinates, const BindOptions &options, BoundArgument &a,
+             std::vector<std::string> &missing, std::string &error) {
   std::string where = " of @" + entry;
   auto failWith = [&](const std::string &message) {
     error = message;
@@ -117,8 +114,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
   if (spec.sharding) {
     if (!mesh)
       return failWith("argument '" + a.name + "' is sharded (tfm.sharding); run it with --mesh");
-    if (!(layout = BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates,
-                                       error)))
+    if (!(layout =
+              BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates, error)))
       return failWith("argument '" + a.name + "' " + error);
   }
   std::vector<int64_t> shape = layout ? layout->global : a.shape;
@@ -141,8 +138,7 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
   if (view && view->shape != shape)
     return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
                     (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +
-                    std::to_string(index) + where + perRank + "), got " +
-                    formatDims(view->shape));
+                    std::to_string(index) + where + perRank + "), got " + formatDims(view->shape));
   auto allocate = [&](Buffer &buffer, int64_t elements, size_t bytesEach, bool zeroed = false) {
     uint64_t bytes = 0;
     if (__builtin_mul_overflow(static_cast<uint64_t>(elements), bytesEach, &bytes) ||
@@ -159,8 +155,7 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
     a.seeded = weights != nullptr;
     if (!allocate(a.owned, n, sizeof(float)))
       return false;
-    seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(),
-               options.seed);
+    seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(), options.seed);
     a.data = a.owned.data();
   } else if (spec.element == ElementKind::F32) {
     if (view->dtype == DType::F32 &&
@@ -171,8 +166,7 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
         return false;
       if (!convertToF32(*view, reinterpret_cast<float *>(a.owned.data()), error))
         return failWith("tensor '" + a.name + "' in " + from->path() +
-                        ": expected dtype F32, F16, BF16 or F64, got " +
-                        dtypeName(view->dtype));
+                        ": expected dtype F32, F16, BF16 or F64, got " + dtypeName(view->dtype));
       a.data = a.owned.data();
     }
   } else {
@@ -194,8 +188,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
     const float *values = static_cast<const float *>(a.data);
     if (int64_t k = firstNonFinite(values, n); k >= 0)
       options.warn("weight '" + a.name + "' in " + from->path() +
-                   " has non-finite values, the first at flat index " + std::to_string(k) +
-                   " (" + nonFiniteName(values[k]) + "): the results will not be finite");
+                   " has non-finite values, the first at flat index " + std::to_string(k) + " (" +
+                   nonFiniteName(values[k]) + "): the results will not be finite");
   }
   if (layout) {
     // Padding beyond the global tensor stays zero: contractions over a

@@ -26,8 +26,7 @@ int64_t pmlir::exec::launcherRank() {
 }
 
 int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &command) {
-  std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to",
-                                    "none"};
+  std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
   // More ranks than cores: ranks that wait must leave the core to the rank
   // they wait for (the runtime's own waits do so in that case too).
   if (ranks > static_cast<int64_t>(std::thread::hardware_concurrency()))

@@ -138,8 +138,7 @@ bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &s
       error = (range.ignored ? "label " : "token id ") + std::to_string(v) + " at flat index " +
               std::to_string(k) + " of '" + ids.name + "' is outside the vocabulary [0, " +
               std::to_string(range.vocab) + ")" +
-              (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored)
-                             : "");
+              (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored) : "");
       return false;
     }
   }
@@ -183,8 +182,7 @@ private:
   void maybeHang(int64_t who, llvm::StringRef phase) const {
     if (o.hangRank != who || o.hangAt != phase)
       return;
-    llvm::errs() << "pmlir-run: rank " << who << ": hanging at " << phase
-                 << " (--test-hang-at)\n";
+    llvm::errs() << "pmlir-run: rank " << who << ": hanging at " << phase << " (--test-hang-at)\n";
     for (;;)
       pause();
   }
@@ -213,8 +211,8 @@ private:
   }
   /// Lowers `module` with pmlir-cpu-pipeline for the entry and JIT-compiles
   /// it; `emit` writes the lowered module first.
-  std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature,
-                                      bool emit, std::string &error) const;
+  std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature, bool emit,
+                                      std::string &error) const;
   int assembleAndReport(JitProgram &program, const EntrySignature &signature,
                         OwningOpRef<ModuleOp> &reference);
 };
@@ -509,11 +507,10 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
                  << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
                                  o.tolerance, ok ? "ok" : "FAILED");
     if (!ok)
-      return failAtEnd("--check: the sharded result '" + result.name +
-                       "' differs from the unsharded run by " +
-                       llvm::formatv("{0:e3}", relative).str() +
-                       " (relative), more than --tolerance " +
-                       llvm::formatv("{0:e3}", o.tolerance).str());
+      return failAtEnd(
+          "--check: the sharded result '" + result.name + "' differs from the unsharded run by " +
+          llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
+          llvm::formatv("{0:e3}", o.tolerance).str());
   }
   if (o.print && rank == 0) {
     double sum = 0, squares = 0;

@@ -187,7 +187,8 @@ public:
 
     auto tokens = RankedTensorType::get({batch, seq}, b.getI64Type());
     SmallVector<Type> argTypes = {tokens};
-    SmallVector<Attribute> argAttrs = {argAttr("input_ids", {"batch", "seq"}, tfm::ArgumentRole::Input)};
+    SmallVector<Attribute> argAttrs = {
+        argAttr("input_ids", {"batch", "seq"}, tfm::ArgumentRole::Input)};
     if (loss) {
       argTypes.push_back(tokens);
       argAttrs.push_back(argAttr("labels", {"batch", "seq"}, tfm::ArgumentRole::Label));

@@ -38,49 +38,44 @@ const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes);
                         axes->sizes[0]);                                       \
   }
 
-#define PMLIR_RT_MEMREF_MOVES(SUFFIX, T, DTYPE)                                \
-  extern "C" void _mlir_ciface_pmlir_rt_all_gather_##SUFFIX(                   \
-      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
-      StridedMemRefType<int64_t, 1> *axes) {                                   \
-    pmlir_rt_all_gather(begin(in), begin(out), in->sizes[0], DTYPE,            \
-                        axesOf(axes), axes->sizes[0]);                         \
-  }                                                                            \
-  extern "C" void _mlir_ciface_pmlir_rt_reduce_scatter_##SUFFIX(               \
-      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
-      StridedMemRefType<int64_t, 1> *axes, int32_t op) {                       \
-    pmlir_rt_reduce_scatter(begin(in), begin(out), out->sizes[0], DTYPE,       \
-                            static_cast<pmlir_rt_reduction>(op), axesOf(axes), \
-                            axes->sizes[0]);                                   \
-  }                                                                            \
-  extern "C" void _mlir_ciface_pmlir_rt_all_to_all_##SUFFIX(                   \
-      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
-      StridedMemRefType<int64_t, 1> *axes) {                                   \
-    int64_t n = pmlir_rt_group_size(axesOf(axes), axes->sizes[0]);             \
-    pmlir_rt_all_to_all(begin(in), begin(out), in->sizes[0] / n, DTYPE,        \
-                        axesOf(axes), axes->sizes[0]);                         \
-  }                                                                            \
-  extern "C" void _mlir_ciface_pmlir_rt_broadcast_##SUFFIX(                    \
-      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,               \
-      StridedMemRefType<int64_t, 1> *axes, int64_t root) {                     \
-    std::memcpy(begin(out), begin(in), in->sizes[0] * sizeof(T));              \
-    pmlir_rt_broadcast(begin(out), out->sizes[0], DTYPE, root, axesOf(axes),   \
-                       axes->sizes[0]);                                        \
-  }                                                                            \
-  extern "C" void _mlir_ciface_pmlir_rt_send_##SUFFIX(                         \
-      StridedMemRefType<T, 1> *in, StridedMemRefType<int64_t, 1> *axes,        \
-      int64_t peer, int64_t tag) {                                             \
-    pmlir_rt_send(begin(in), in->sizes[0], DTYPE, peer, axesOf(axes),          \
-                  axes->sizes[0], tag);                                        \
-  }                                                                            \
-  extern "C" void _mlir_ciface_pmlir_rt_recv_##SUFFIX(                         \
-      StridedMemRefType<T, 1> *out, StridedMemRefType<int64_t, 1> *axes,       \
-      int64_t peer, int64_t tag) {                                             \
-    pmlir_rt_recv(begin(out), out->sizes[0], DTYPE, peer, axesOf(axes),        \
-                  axes->sizes[0], tag);                                        \
+#define PMLIR_RT_MEMREF_MOVES(SUFFIX, T, DTYPE)                                                    \
+  extern "C" void _mlir_ciface_pmlir_rt_all_gather_##SUFFIX(StridedMemRefType<T, 1> *in,           \
+                                                            StridedMemRefType<T, 1> *out,          \
+                                                            StridedMemRefType<int64_t, 1> *axes) { \
+    pmlir_rt_all_gather(begin(in), begin(out), in->sizes[0], DTYPE, axesOf(axes), axes->sizes[0]); \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_reduce_scatter_##SUFFIX(                                   \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,                                   \
+      StridedMemRefType<int64_t, 1> *axes, int32_t op) {                                           \
+    pmlir_rt_reduce_scatter(begin(in), begin(out), out->sizes[0], DTYPE,                           \
+                            static_cast<pmlir_rt_reduction>(op), axesOf(axes), axes->sizes[0]);    \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_all_to_all_##SUFFIX(StridedMemRefType<T, 1> *in,           \
+                                                            StridedMemRefType<T, 1> *out,          \
+                                                            StridedMemRefType<int64_t, 1> *axes) { \
+    int64_t n = pmlir_rt_group_size(axesOf(axes), axes->sizes[0]);                                 \
+    pmlir_rt_all_to_all(begin(in), begin(out), in->sizes[0] / n, DTYPE, axesOf(axes),              \
+                        axes->sizes[0]);                                                           \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_broadcast_##SUFFIX(                                        \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,                                   \
+      StridedMemRefType<int64_t, 1> *axes, int64_t root) {                                         \
+    std::memcpy(begin(out), begin(in), in->sizes[0] * sizeof(T));                                  \
+    pmlir_rt_broadcast(begin(out), out->sizes[0], DTYPE, root, axesOf(axes), axes->sizes[0]);      \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_send_##SUFFIX(StridedMemRefType<T, 1> *in,                 \
+                                                      StridedMemRefType<int64_t, 1> *axes,         \
+                                                      int64_t peer, int64_t tag) {                 \
+    pmlir_rt_send(begin(in), in->sizes[0], DTYPE, peer, axesOf(axes), axes->sizes[0], tag);        \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_recv_##SUFFIX(StridedMemRefType<T, 1> *out,                \
+                                                      StridedMemRefType<int64_t, 1> *axes,         \
+                                                      int64_t peer, int64_t tag) {                 \
+    pmlir_rt_recv(begin(out), out->sizes[0], DTYPE, peer, axesOf(axes), axes->sizes[0], tag);      \
   }
 
-#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
-  PMLIR_RT_MEMREF_ENTRIES(SUFFIX, CTYPE, PMLIR_RT_##ENUM)                                      \
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                                  \
+  PMLIR_RT_MEMREF_ENTRIES(SUFFIX, CTYPE, PMLIR_RT_##ENUM)                                          \
   PMLIR_RT_MEMREF_MOVES(SUFFIX, CTYPE, PMLIR_RT_##ENUM)
 #include "pmlir/Runtime/RuntimeAbi.def"
 
@@ -105,13 +100,13 @@ template <typename T> struct TableSignatures {
 
 // The typed entries defined above. Each must be in the table with the C
 // signature defined here, and the table must have no others.
-#define PMLIR_RT_FOR_EACH_TYPED_ENTRY(M, SUFFIX, CTYPE)                                        \
-  M(all_reduce, SUFFIX, CTYPE)                                                                 \
-  M(all_gather, SUFFIX, CTYPE)                                                                 \
-  M(reduce_scatter, SUFFIX, CTYPE)                                                             \
-  M(all_to_all, SUFFIX, CTYPE)                                                                 \
-  M(broadcast, SUFFIX, CTYPE)                                                                  \
-  M(send, SUFFIX, CTYPE)                                                                       \
+#define PMLIR_RT_FOR_EACH_TYPED_ENTRY(M, SUFFIX, CTYPE)                                            \
+  M(all_reduce, SUFFIX, CTYPE)                                                                     \
+  M(all_gather, SUFFIX, CTYPE)                                                                     \
+  M(reduce_scatter, SUFFIX, CTYPE)                                                                 \
+  M(all_to_all, SUFFIX, CTYPE)                                                                     \
+  M(broadcast, SUFFIX, CTYPE)                                                                      \
+  M(send, SUFFIX, CTYPE)                                                                           \
   M(recv, SUFFIX, CTYPE)
 #define PMLIR_RT_COUNT(NAME, SUFFIX, CTYPE) +1
 constexpr int kTypedEntriesHere = 0 PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_COUNT, , );
@@ -122,12 +117,12 @@ constexpr int kTypedEntriesInTable = 0
 static_assert(kTypedEntriesHere == kTypedEntriesInTable,
               "RuntimeAbi.def lists typed entries that MemRefAbi.cpp does not define");
 
-#define PMLIR_RT_CHECK_SIGNATURE(NAME, SUFFIX, CTYPE)                                          \
-  static_assert(std::is_same_v<decltype(&_mlir_ciface_pmlir_rt_##NAME##_##SUFFIX),             \
-                               TableSignatures<CTYPE>::NAME>,                                  \
+#define PMLIR_RT_CHECK_SIGNATURE(NAME, SUFFIX, CTYPE)                                              \
+  static_assert(std::is_same_v<decltype(&_mlir_ciface_pmlir_rt_##NAME##_##SUFFIX),                 \
+                               TableSignatures<CTYPE>::NAME>,                                      \
                 "pmlir_rt_" #NAME "_" #SUFFIX " does not have RuntimeAbi.def's signature");
-#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
-  static_assert(PMLIR_RT_##ENUM == CODE);                                                     \
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                                  \
+  static_assert(PMLIR_RT_##ENUM == CODE);                                                          \
   PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_CHECK_SIGNATURE, SUFFIX, CTYPE)
 #include "pmlir/Runtime/RuntimeAbi.def"
 
@@ -135,9 +130,9 @@ static_assert(kTypedEntriesHere == kTypedEntriesInTable,
 #define PMLIR_RT_ENTRY_FUNCTION_1(NAME) _mlir_ciface_pmlir_rt_##NAME
 #define PMLIR_RT_ENTRY_FUNCTION_0(NAME) pmlir_rt_##NAME
 #define PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE) PMLIR_RT_ENTRY_FUNCTION_##C_INTERFACE(NAME)
-#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                         \
-  static_assert(std::is_same_v<decltype(&PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE)),          \
-                               TableSignatures<float>::NAME>,                                  \
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                             \
+  static_assert(std::is_same_v<decltype(&PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE)),              \
+                               TableSignatures<float>::NAME>,                                      \
                 "pmlir_rt_" #NAME " does not have RuntimeAbi.def's signature");
 #include "pmlir/Runtime/RuntimeAbi.def"
 
@@ -145,15 +140,15 @@ static_assert(kTypedEntriesHere == kTypedEntriesInTable,
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_collective_symbols(void) {
   // Every entry of the table, by the name the lowering calls it.
-#define PMLIR_RT_TYPED_SYMBOL(NAME, SUFFIX, CTYPE)                                             \
-  {"_mlir_ciface_pmlir_rt_" #NAME "_" #SUFFIX,                                                 \
+#define PMLIR_RT_TYPED_SYMBOL(NAME, SUFFIX, CTYPE)                                                 \
+  {"_mlir_ciface_pmlir_rt_" #NAME "_" #SUFFIX,                                                     \
    reinterpret_cast<void *>(&_mlir_ciface_pmlir_rt_##NAME##_##SUFFIX)},
   static const pmlir_rt_symbol symbols[] = {
-#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                              \
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                                  \
   PMLIR_RT_FOR_EACH_TYPED_ENTRY(PMLIR_RT_TYPED_SYMBOL, SUFFIX, CTYPE)
 #include "pmlir/Runtime/RuntimeAbi.def"
-#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                         \
-  {C_INTERFACE ? "_mlir_ciface_pmlir_rt_" #NAME : "pmlir_rt_" #NAME,                           \
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                             \
+  {C_INTERFACE ? "_mlir_ciface_pmlir_rt_" #NAME : "pmlir_rt_" #NAME,                               \
    reinterpret_cast<void *>(&PMLIR_RT_ENTRY_FUNCTION(NAME, C_INTERFACE))},
 #include "pmlir/Runtime/RuntimeAbi.def"
       {nullptr, nullptr}};

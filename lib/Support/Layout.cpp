@@ -40,9 +40,8 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
     }
     int64_t size = global ? (*global)[d] : local[d] * parts;
     if (shardSize(size, parts) != local[d]) {
-      error = "has blocks of " + std::to_string(local[d]) + " in dimension " +
-              std::to_string(d) + ", which is not " + std::to_string(size) + " split in " +
-              std::to_string(parts);
+      error = "has blocks of " + std::to_string(local[d]) + " in dimension " + std::to_string(d) +
+              ", which is not " + std::to_string(size) + " split in " + std::to_string(parts);
       return std::nullopt;
     }
     layout.global.push_back(size);

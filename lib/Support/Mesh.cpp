@@ -130,7 +130,8 @@ std::optional<AxisName> AxisName::split(std::string_view name) {
   auto number = [&](int64_t &value) {
     size_t digits = 0;
     value = 0;
-    while (digits < rest.size() && digits < 12 && std::isdigit(static_cast<unsigned char>(rest[digits])))
+    while (digits < rest.size() && digits < 12 &&
+           std::isdigit(static_cast<unsigned char>(rest[digits])))
       value = value * 10 + (rest[digits++] - '0');
     rest.remove_prefix(digits);
     return digits > 0 && value > 0;
@@ -151,8 +152,7 @@ std::optional<SubAxis> AxisName::resolve(int64_t index, int64_t axisSize) const 
   return SubAxis{index, pre, size};
 }
 
-std::string pmlir::subAxisName(std::string_view axis, int64_t axisSize, int64_t pre,
-                               int64_t size) {
+std::string pmlir::subAxisName(std::string_view axis, int64_t axisSize, int64_t pre, int64_t size) {
   if (pre == 1 && size == axisSize)
     return std::string(axis);
   return std::string(axis) + ":(" + std::to_string(pre) + ")" + std::to_string(size);

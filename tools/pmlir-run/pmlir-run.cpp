@@ -105,10 +105,10 @@ static llvm::cl::opt<std::string> memoryReportFile(
     "memory-report",
     llvm::cl::desc("write the activation bytes each layer keeps for the backward pass, per "
                    "rank, to this JSON file"));
-static llvm::cl::opt<std::string> emitCompiled(
-    "emit-compiled",
-    llvm::cl::desc("write the module handed to the JIT (the LLVM dialect, as "
-                   "pmlir-opt --pmlir-cpu-pipeline prints it) to this file"));
+static llvm::cl::opt<std::string>
+    emitCompiled("emit-compiled",
+                 llvm::cl::desc("write the module handed to the JIT (the LLVM dialect, as "
+                                "pmlir-opt --pmlir-cpu-pipeline prints it) to this file"));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));

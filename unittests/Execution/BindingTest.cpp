@@ -38,12 +38,13 @@ protected:
     std::vector<float> wte = {1, 2, 3, 4, 5, 6};
     std::vector<int32_t> ids = {2, 0};
     std::string error;
-    ASSERT_TRUE(writeSafeTensors(weightsPath, {{"h.0.w", DType::F64, {5, 4}, w.data()},
-                                               {"wte.weight", DType::F32, {3, 2}, wte.data()}},
-                                 {}, error))
+    ASSERT_TRUE(writeSafeTensors(
+        weightsPath,
+        {{"h.0.w", DType::F64, {5, 4}, w.data()}, {"wte.weight", DType::F32, {3, 2}, wte.data()}},
+        {}, error))
         << error;
-    ASSERT_TRUE(writeSafeTensors(inputsPath, {{"input_ids", DType::I32, {2}, ids.data()}}, {},
-                                 error))
+    ASSERT_TRUE(
+        writeSafeTensors(inputsPath, {{"input_ids", DType::I32, {2}, ids.data()}}, {}, error))
         << error;
     weights = SafeTensorsFile::open(weightsPath, error);
     inputs = SafeTensorsFile::open(inputsPath, error);
@@ -94,8 +95,7 @@ TEST_F(BindingTest, ShardedArgumentsGetThisRanksBlockWithZeroPadding) {
   w.global = std::vector<int64_t>{5, 4};
   std::vector<BoundArgument> bound;
   std::string error;
-  ASSERT_TRUE(
-      bindArguments({w}, "forward", &mesh, mesh.coordinates(1), options, bound, error))
+  ASSERT_TRUE(bindArguments({w}, "forward", &mesh, mesh.coordinates(1), options, bound, error))
       << error;
   const float *block = static_cast<const float *>(bound[0].data);
   EXPECT_EQ(std::vector<float>(block, block + 12),
@@ -117,8 +117,8 @@ TEST_F(BindingTest, MissingWeightsAreListedWithTheClosestNames) {
   std::string warned;
   options.initMissing = true;
   options.warn = [&](const std::string &message) { warned += message; };
-  ASSERT_TRUE(bindArguments({spec("h.0.v", {5, 4}), spec("ln.bias", {4})}, "forward", nullptr,
-                            {}, options, bound, error))
+  ASSERT_TRUE(bindArguments({spec("h.0.v", {5, 4}), spec("ln.bias", {4})}, "forward", nullptr, {},
+                            options, bound, error))
       << error;
   EXPECT_TRUE(bound[0].seeded);
   EXPECT_EQ(static_cast<const float *>(bound[1].data)[3], 0.0f);

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Runtime/Runtime.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
+#include "pmlir/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -34,8 +34,7 @@ TEST(RuntimeAbi, EveryEntryTheLoweringCallsIsRegisteredForTheJit) {
     }
     for (const std::string &suffix : suffixes) {
       std::string symbol = rtabi::symbolName(id, suffix);
-      EXPECT_TRUE(registered.count((entry.cInterface ? "_mlir_ciface_" : "") + symbol))
-          << symbol;
+      EXPECT_TRUE(registered.count((entry.cInterface ? "_mlir_ciface_" : "") + symbol)) << symbol;
       ++expected;
     }
   }

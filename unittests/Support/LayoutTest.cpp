@@ -123,8 +123,7 @@ TEST(BlockLayout, MismatchesAreNamed) {
   EXPECT_EQ(error, "has blocks of 4 in dimension 0, which is not 9 split in 2");
   EXPECT_FALSE(BlockLayout::decode(mesh, {{"tp"}, {}}, {4}, std::nullopt, {0}, error));
   EXPECT_EQ(error, "has 2 entries in tfm.sharding for 1 dimensions");
-  EXPECT_FALSE(
-      BlockLayout::decode(mesh, {{"tp"}}, {4}, std::vector<int64_t>{8, 1}, {0}, error));
+  EXPECT_FALSE(BlockLayout::decode(mesh, {{"tp"}}, {4}, std::vector<int64_t>{8, 1}, {0}, error));
   EXPECT_EQ(error, "has a global shape of rank 2 for 1 dimensions");
 }
 

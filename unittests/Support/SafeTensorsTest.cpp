@@ -22,8 +22,7 @@ using namespace pmlir;
 namespace {
 
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "pmlir-st-" + std::to_string(getpid()) + "-" +
-         name;
+  return ::testing::TempDir() + "pmlir-st-" + std::to_string(getpid()) + "-" + name;
 }
 
 /// A safetensors file from its parts: length, header text, data bytes.
@@ -71,10 +70,9 @@ std::string floatsAsBytes(std::initializer_list<float> values) {
 } // namespace
 
 TEST(SafeTensors, ReadsAFileBuiltFromTheSpec) {
-  std::string header =
-      R"({"__metadata__":{"format":"pt"},)"
-      R"("b":{"dtype":"F32","shape":[3],"data_offsets":[8,20]},)"
-      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string header = R"({"__metadata__":{"format":"pt"},)"
+                       R"("b":{"dtype":"F32","shape":[3],"data_offsets":[8,20]},)"
+                       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   std::string path = tempPath("spec");
   writeFile(path, fileBytes(header, floatsAsBytes({1, 2, 3, 4, 5})));
   std::string error;
@@ -99,10 +97,8 @@ TEST(SafeTensors, WriterOutputFollowsTheSpecAndReadsBack) {
   float w[6] = {0.5f, -1, 2, 3, 4, 5};
   int64_t ids[2] = {7, 50256};
   std::string error;
-  ASSERT_TRUE(writeSafeTensors(path,
-                               {{"w", DType::F32, {2, 3}, w},
-                                {"input_ids", DType::I64, {1, 2}, ids}},
-                               {}, error))
+  ASSERT_TRUE(writeSafeTensors(
+      path, {{"w", DType::F32, {2, 3}, w}, {"input_ids", DType::I64, {1, 2}, ids}}, {}, error))
       << error;
   std::string bytes = readFile(path);
   uint64_t headerBytes = 0;
@@ -130,8 +126,8 @@ TEST(SafeTensors, WriterOutputFollowsTheSpecAndReadsBack) {
 TEST(SafeTensors, FailedWriteLeavesExistingFileUntouched) {
   std::string error;
   float x = 1;
-  EXPECT_FALSE(writeSafeTensors("/nonexistent-dir/x.safetensors",
-                                {{"x", DType::F32, {1}, &x}}, {}, error));
+  EXPECT_FALSE(
+      writeSafeTensors("/nonexistent-dir/x.safetensors", {{"x", DType::F32, {1}, &x}}, {}, error));
   EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
   std::string path = tempPath("keep");
   writeFile(path, "keep");
@@ -144,7 +140,7 @@ TEST(SafeTensors, HalfAndBfloat16Conversion) {
   EXPECT_EQ(halfToFloat(0x3c00), 1.0f);
   EXPECT_EQ(halfToFloat(0xc000), -2.0f);
   EXPECT_EQ(halfToFloat(0x7bff), 65504.0f);
-  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24)); // smallest subnormal
+  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));    // smallest subnormal
   EXPECT_EQ(halfToFloat(0x03ff), std::ldexp(1023.0f, -24)); // largest subnormal
   EXPECT_EQ(halfToFloat(0x8000), -0.0f);
   EXPECT_TRUE(std::isinf(halfToFloat(0x7c00)));
@@ -154,15 +150,14 @@ TEST(SafeTensors, HalfAndBfloat16Conversion) {
   EXPECT_EQ(bfloat16ToFloat(0x3e20), 0.15625f);
 
   std::string path = tempPath("half");
-  uint16_t halfs[3] = {0x3c00, 0x3800, 0xbc00};   // 1, 0.5, -1
-  uint16_t bf16s[2] = {0x4049, 0xbf00};           // 3.140625, -0.5
+  uint16_t halfs[3] = {0x3c00, 0x3800, 0xbc00}; // 1, 0.5, -1
+  uint16_t bf16s[2] = {0x4049, 0xbf00};         // 3.140625, -0.5
   double f64s[2] = {0.25, -8};
   std::string error;
-  ASSERT_TRUE(writeSafeTensors(path,
-                               {{"h", DType::F16, {3}, halfs},
-                                {"b", DType::BF16, {2}, bf16s},
-                                {"d", DType::F64, {2}, f64s}},
-                               {}, error));
+  ASSERT_TRUE(writeSafeTensors(
+      path,
+      {{"h", DType::F16, {3}, halfs}, {"b", DType::BF16, {2}, bf16s}, {"d", DType::F64, {2}, f64s}},
+      {}, error));
   auto file = SafeTensorsFile::open(path, error);
   ASSERT_TRUE(file) << error;
   float out[3];
@@ -178,8 +173,7 @@ TEST(SafeTensors, HalfAndBfloat16Conversion) {
 
 TEST(SafeTensors, IntegerTensorsDoNotConvertToFloat) {
   int32_t v[1] = {3};
-  TensorView view{"ids", DType::I32, {1},
-                  reinterpret_cast<const uint8_t *>(v), 4};
+  TensorView view{"ids", DType::I32, {1}, reinterpret_cast<const uint8_t *>(v), 4};
   float out[1];
   std::string error;
   EXPECT_FALSE(convertToF32(view, out, error));
@@ -204,8 +198,8 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
   auto refusedEntry = [&](const std::string &entry, const std::string &fault) {
     return refusedWith(fileBytes(R"({"a":)" + entry + "}", data), fault);
   };
-  EXPECT_TRUE(refusedEntry(R"({"shape":[2],"data_offsets":[0,8]})",
-                           "tensor 'a': missing string 'dtype'"));
+  EXPECT_TRUE(
+      refusedEntry(R"({"shape":[2],"data_offsets":[0,8]})", "tensor 'a': missing string 'dtype'"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F31","shape":[2],"data_offsets":[0,8]})",
                            "tensor 'a': unknown dtype 'F31'"));
   EXPECT_TRUE(refusedEntry(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})",
@@ -231,8 +225,8 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
                                     R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
                                     data),
                           "tensors 'a' and 'b' overlap"));
-  EXPECT_TRUE(refusedWith(fileBytes(R"({"__metadata__":{"n":1}})", ""),
-                          "metadata 'n' is not a string"));
+  EXPECT_TRUE(
+      refusedWith(fileBytes(R"({"__metadata__":{"n":1}})", ""), "metadata 'n' is not a string"));
   std::string error;
   EXPECT_FALSE(SafeTensorsFile::open("/nonexistent.safetensors", error));
   EXPECT_NE(error.find("cannot open: No such file or directory"), std::string::npos);
@@ -248,11 +242,11 @@ TEST(SafeTensors, TensorsMustCoverTheDataSectionExactly) {
   EXPECT_TRUE(refusedWith(shifted, "the tensors cover 12 of the 13 bytes of the data section"));
   // Bytes after the last tensor, and a hole between two.
   EXPECT_TRUE(refusedWith(fileBytes(header, data + "xxxx"), "cover 12 of the 16 bytes"));
-  EXPECT_TRUE(refusedWith(
-      fileBytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                data),
-      "bytes [4, 8) of the data section before tensor 'b' belong to no tensor"));
+  EXPECT_TRUE(
+      refusedWith(fileBytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                            data),
+                  "bytes [4, 8) of the data section before tensor 'b' belong to no tensor"));
 }
 
 TEST(SafeTensors, DeeplyNestedHeadersAreRefusedBeforeParsing) {
@@ -262,7 +256,8 @@ TEST(SafeTensors, DeeplyNestedHeadersAreRefusedBeforeParsing) {
                      std::string(100000, ']') + R"(,"data_offsets":[0,0]}})";
   EXPECT_TRUE(refusedWith(fileBytes(deep, ""), "corrupt header: JSON nested 100002 deep"));
   // Brackets inside strings do not count.
-  std::string named = R"({"[[[[[[[[[[[[[[[[[[[[":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string named =
+      R"({"[[[[[[[[[[[[[[[[[[[[":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   std::string error;
   std::string bytes = fileBytes(named, floatsAsBytes({1}));
   EXPECT_TRUE(SafeTensorsFile::parse("mem", reinterpret_cast<const uint8_t *>(bytes.data()),

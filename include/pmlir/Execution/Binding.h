@@ -76,10 +76,9 @@ struct BindOptions {
 /// Binds `args` (of the function `entry`, for messages) on the rank at
 /// `coordinates` of `mesh` (null: not on a mesh). Returns false with a
 /// message in `error`.
-bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry,
-                   const Mesh *mesh, const std::vector<int64_t> &coordinates,
-                   const BindOptions &options, std::vector<BoundArgument> &bound,
-                   std::string &error);
+bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry, const Mesh *mesh,
+                   const std::vector<int64_t> &coordinates, const BindOptions &options,
+                   std::vector<BoundArgument> &bound, std::string &error);
 
 /// Deterministic init of a weight named `name` with `rank` dimensions:
 /// 1-D `*.bias` -> 0, other 1-D (norm) weights -> 1, everything else

@@ -58,8 +58,7 @@ public:
   ~JitProgram();
   /// Compiles `lowered`, whose entry has `signature`, at -O3 for this host's
   /// CPU. Returns null with a message in `error`.
-  static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered,
-                                            const EntrySignature &signature,
+  static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered, const EntrySignature &signature,
                                             std::string &error);
   /// Runs the entry on `args` (bound for `signature`'s arguments). The
   /// result stays valid until releaseResult() or the next run.

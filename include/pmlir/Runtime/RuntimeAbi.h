@@ -46,7 +46,7 @@ struct DType {
 inline const std::vector<Entry> &entries() {
   static const std::vector<Entry> table = {
 #define PMLIR_RT_TYPED_ENTRY(NAME, RESULT, ...) {#NAME, true, true, RESULT, {__VA_ARGS__}},
-#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                       \
+#define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...)                                             \
   {#NAME, false, C_INTERFACE == 1, RESULT, {__VA_ARGS__}},
 #include "pmlir/Runtime/RuntimeAbi.def"
   };
@@ -77,8 +77,8 @@ inline const std::vector<DType> &dtypes() {
 
 /// The code of the reduction the shard dialect spells `name` ("sum").
 inline std::optional<int> reductionCode(std::string_view name) {
-#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME)                                                 \
-  if (name == #NAME)                                                                         \
+#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME)                                                       \
+  if (name == #NAME)                                                                               \
     return CODE;
 #include "pmlir/Runtime/RuntimeAbi.def"
   return std::nullopt;

@@ -48,8 +48,7 @@ struct SubAxis {
   }
   /// Whether the two parts share devices.
   bool overlaps(const SubAxis &other) const {
-    return index == other.index && pre < other.pre * other.size &&
-           other.pre < pre * size;
+    return index == other.index && pre < other.pre * other.size && other.pre < pre * size;
   }
 };
 

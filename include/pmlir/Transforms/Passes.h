@@ -29,10 +29,9 @@ void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
 /// What pmlir-cpu-pipeline lowers for.
 struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
-  Option<std::string> entry{
-      *this, "entry",
-      llvm::cl::desc("the function callers enter through its C interface"),
-      llvm::cl::init("forward")};
+  Option<std::string> entry{*this, "entry",
+                            llvm::cl::desc("the function callers enter through its C interface"),
+                            llvm::cl::init("forward")};
 };
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:

@@ -23,9 +23,12 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "pmlir-comm-report"
 
 namespace pmlir {
 #define GEN_PASS_DEF_COMMREPORT
@@ -86,6 +89,7 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
   using CommReportBase::CommReportBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "writing the comm report to " << output << "\n");
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<pmlir::tfm::MeshAttr>(pmlir::tfm::kMeshAttr);
     auto axisName = [&](int16_t axis) -> std::string {

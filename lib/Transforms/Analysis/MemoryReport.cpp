@@ -27,8 +27,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
 
 #include <map>
+
+#define DEBUG_TYPE "pmlir-memory-report"
 
 namespace pmlir {
 #define GEN_PASS_DEF_MEMORYREPORT
@@ -66,6 +69,7 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
   using MemoryReportBase::MemoryReportBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "writing the memory report to " << output << "\n");
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
     int64_t tp = mesh ? mesh.axisSize("tp") : 1;

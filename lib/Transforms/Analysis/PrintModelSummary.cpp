@@ -15,9 +15,12 @@ namespace pmlir {
 #include "pmlir/Transforms/Passes.h.inc"
 } // namespace pmlir
 
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
+
+#define DEBUG_TYPE "pmlir-print-model-summary"
 
 using namespace mlir;
 using namespace pmlir;
@@ -95,6 +98,7 @@ namespace {
 struct PrintModelSummaryPass
     : public pmlir::impl::PrintModelSummaryBase<PrintModelSummaryPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "summarizing " << getOperation()->getName() << "\n");
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       ModelSummary summary = summarizeModel(func);
       if (summary.opCounts.empty())

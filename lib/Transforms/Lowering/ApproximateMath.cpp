@@ -10,6 +10,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-approximate-math"
 
 namespace pmlir {
 #define GEN_PASS_DEF_APPROXIMATEMATH
@@ -29,7 +32,13 @@ struct ApproximateMathPass
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef) { return true; });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    LLVM_DEBUG({
+      int64_t left = 0;
+      getOperation()->walk(
+          [&](Operation *op) { left += isa<math::MathDialect>(op->getDialect()); });
+      llvm::dbgs() << left << " math ops left to intrinsics and libm\n";
+    });
   }
 };
 

@@ -13,6 +13,9 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-dealloc-after-last-use"
 
 namespace pmlir {
 #define GEN_PASS_DEF_DEALLOCAFTERLASTUSE
@@ -56,8 +59,11 @@ struct DeallocAfterLastUsePass
       if (!alloc || alloc->getBlock() != dealloc->getBlock())
         continue;
       Operation *last = lastUse(buffer, dealloc, dealloc->getBlock());
-      if (last && last->isBeforeInBlock(dealloc))
+      if (last && last->isBeforeInBlock(dealloc)) {
+        LLVM_DEBUG(llvm::dbgs() << "free of " << alloc.getType() << " moved to after "
+                                << last->getName() << "\n");
         dealloc->moveAfter(last);
+      }
     }
   }
 };

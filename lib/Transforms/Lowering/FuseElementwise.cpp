@@ -9,6 +9,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-fuse-elementwise"
 
 namespace pmlir {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -40,7 +43,12 @@ struct FuseElementwisePass
                  !namesLibraryCall(fused->get().getDefiningOp());
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    LLVM_DEBUG({
+      int64_t loops = 0;
+      getOperation()->walk([&](linalg::GenericOp) { ++loops; });
+      llvm::dbgs() << loops << " linalg.generic ops after fusion\n";
+    });
   }
 };
 

@@ -15,6 +15,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-linalg-to-library-calls"
 
 namespace pmlir {
 #define GEN_PASS_DEF_LINALGTOLIBRARYCALLS
@@ -51,6 +54,8 @@ struct LinalgToLibraryCallsPass
       // A zero fill of the output right before the op need not be written
       // and read back: the kernel is told to overwrite instead.
       bool accumulate = true;
+      LLVM_DEBUG(llvm::dbgs() << "library call " << *op.getLibraryCall() << " at " << op.getLoc()
+                              << "\n");
       if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
           fill && fill.getOutputs()[0] == op.getDpsInits()[0] &&
           matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {

@@ -17,6 +17,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-outline-layers"
 
 namespace pmlir {
 #define GEN_PASS_DEF_OUTLINELAYERS
@@ -52,6 +55,8 @@ struct OutlineLayersPass
       for (tfm::LayerOp layer : layers) {
         SetVector<Value> captured;
         getUsedValuesDefinedAbove(layer.getBody(), captured);
+        LLVM_DEBUG(llvm::dbgs() << "layer " << layer.getIndex() << " of @" << parent.getSymName()
+                                << " captures " << captured.size() << " values\n");
         SmallVector<Type> argTypes;
         for (Value v : captured)
           argTypes.push_back(v.getType());

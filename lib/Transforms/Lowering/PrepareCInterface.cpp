@@ -28,8 +28,7 @@ using namespace pmlir::tfm;
 
 namespace {
 
-struct PrepareCInterfacePass
-    : public pmlir::impl::PrepareCInterfaceBase<PrepareCInterfacePass> {
+struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<PrepareCInterfacePass> {
   using PrepareCInterfaceBase::PrepareCInterfaceBase;
 
   void runOnOperation() override {
@@ -37,8 +36,7 @@ struct PrepareCInterfacePass
     MLIRContext *context = &getContext();
     module.walk([&](func::FuncOp f) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        for (StringRef name :
-             {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr})
+        for (StringRef name : {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr})
           f.removeArgAttr(i, name);
       for (unsigned i = 0; i < f.getNumResults(); ++i)
         for (StringRef name : {kNameAttr, kShardingAttr, kGlobalTypeAttr})
@@ -52,8 +50,8 @@ struct PrepareCInterfacePass
     for (unsigned i = 0; i < entryFunc.getNumArguments(); ++i)
       entryFunc.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, false));
     entryFunc->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
-    LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": C interface, "
-                            << entryFunc.getNumArguments() << " read-only arguments\n");
+    LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": C interface, " << entryFunc.getNumArguments()
+                            << " read-only arguments\n");
   }
 };
 

@@ -26,6 +26,9 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "pmlir/Runtime/RuntimeAbi.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-lower-shard-to-runtime"
 
 namespace pmlir {
 #define GEN_PASS_DEF_LOWERSHARDTORUNTIME
@@ -243,8 +246,7 @@ struct Lowering {
   /// Calls reducing runtime entry `name` on the flat buffer `input` and
   /// replaces `op` with the `out`-typed tensor it writes.
   void replaceWithReduction(Operation *op, OpBuilder &b, EntryId id, Value input,
-                            RankedTensorType out, ArrayRef<shard::GridAxis> axes,
-                            int reduction) {
+                            RankedTensorType out, ArrayRef<shard::GridAxis> axes, int reduction) {
     Location loc = op->getLoc();
     Value buffer = resultBuffer(b, loc, out);
     Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
@@ -271,9 +273,8 @@ struct Lowering {
     if (failed(t) || failed(reduction))
       return failure();
     OpBuilder b(op);
-    replaceWithReduction(op, b, EntryId::all_reduce,
-                         flatBuffer(b, op.getLoc(), op.getInput()), t->out,
-                         op.getGridAxes(), *reduction);
+    replaceWithReduction(op, b, EntryId::all_reduce, flatBuffer(b, op.getLoc(), op.getInput()),
+                         t->out, op.getGridAxes(), *reduction);
     return success();
   }
 
@@ -373,8 +374,8 @@ struct Lowering {
     Location loc = op.getLoc();
     Value input =
         blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
-    replaceWithReduction(op, b, EntryId::reduce_scatter,
-                         flatBuffer(b, loc, input), t->out, op.getGridAxes(), *reduction);
+    replaceWithReduction(op, b, EntryId::reduce_scatter, flatBuffer(b, loc, input), t->out,
+                         op.getGridAxes(), *reduction);
     return success();
   }
 
@@ -601,6 +602,7 @@ struct LowerShardToRuntimePass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      LLVM_DEBUG(llvm::dbgs() << "lowering " << op->getName() << " at " << op->getLoc() << "\n");
       LogicalResult done =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,

@@ -18,8 +18,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/Debug.h"
 
 #include <cmath>
+
+#define DEBUG_TYPE "pmlir-convert-tfm-to-linalg"
 
 namespace pmlir {
 #define GEN_PASS_DEF_CONVERTTFMTOLINALG
@@ -804,6 +807,7 @@ struct ConvertTfmToLinalgPass
     });
     if (dynamic.wasInterrupted())
       return signalPassFailure();
+    LLVM_DEBUG(llvm::dbgs() << "lowering tfm in " << getOperation()->getName() << "\n");
     RewritePatternSet patterns(ctx);
     populateTfmToLinalgPatterns(patterns);
     ConversionTarget target(*ctx);

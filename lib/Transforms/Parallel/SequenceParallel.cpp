@@ -27,8 +27,11 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
 
 #include <map>
+
+#define DEBUG_TYPE "pmlir-sequence-parallel"
 
 namespace pmlir {
 #define GEN_PASS_DEF_SEQUENCEPARALLEL
@@ -50,6 +53,7 @@ struct SequenceParallelPass
   int64_t seqDim = 1;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "sequence parallelism\n");
     ModuleOp module = getOperation();
     MeshAttr mesh = meshOf(module, "sequence parallelism");
     if (!mesh)

@@ -19,6 +19,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-export-shardings"
 
 namespace pmlir {
 #define GEN_PASS_DEF_EXPORTSHARDINGS
@@ -36,6 +39,7 @@ struct ExportShardingsPass : public pmlir::impl::ExportShardingsBase<ExportShard
   MeshAttr mesh;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "exporting shardings to the shard dialect\n");
     ModuleOp module = getOperation();
     if (!(mesh = meshOf(module, "exporting shardings")))
       return signalPassFailure();

@@ -31,6 +31,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-megatron-recipe"
 
 namespace pmlir {
 #define GEN_PASS_DEF_MEGATRONRECIPE
@@ -66,6 +69,7 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
   using MegatronRecipeBase::MegatronRecipeBase;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "Megatron recipe on " << getOperation()->getName() << "\n");
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     MeshAttr mesh = meshOf(module, "the megatron recipe");

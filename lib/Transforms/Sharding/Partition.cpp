@@ -35,8 +35,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Debug.h"
 
 #include <map>
+
+#define DEBUG_TYPE "pmlir-partition"
 
 namespace pmlir {
 #define GEN_PASS_DEF_PARTITION
@@ -178,6 +181,9 @@ struct Partitioner {
                            Operation *user) {
     Location loc = user->getLoc();
     Value input = v;
+    LLVM_DEBUG(llvm::dbgs() << "reshard for " << user->getName() << " at " << loc << ": "
+                            << from.toAttr(b.getContext()) << " -> " << to.toAttr(b.getContext())
+                            << "\n");
     auto fail = [&]() {
       return user->emitOpError() << "cannot reshard an operand from "
                                  << from.toAttr(b.getContext()) << " to "
@@ -597,7 +603,6 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
     local->getResult(i).setType(localType(op->getResult(i), s));
     computed.push_back(s);
   }
-  Location loc = op->getLoc();
   // What the op needs beyond local shapes (block offsets, local counts).
   if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
     LocalRewrite rewrite(*this, local, contracted, computed, mapping);
@@ -668,6 +673,7 @@ LogicalResult Partitioner::partition(Operation *op) {
 
 struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "partitioning " << getOperation()->getName() << "\n");
     ModuleOp module = getOperation();
     MeshAttr mesh = meshOf(module, "partitioning");
     if (!mesh)

@@ -10,10 +10,18 @@
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-sharding-pipeline"
 
 using namespace mlir;
 
 void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptions &options) {
+  LLVM_DEBUG(llvm::dbgs() << "sharding pipeline: recipe "
+                          << (options.recipe == ShardingPipelineOptions::Recipe::Megatron
+                                  ? "megatron"
+                                  : "none")
+                          << ", sequence parallel " << options.sequenceParallel << "\n");
   if (options.recipe == ShardingPipelineOptions::Recipe::Megatron)
     pm.addPass(createMegatronRecipe());
   pm.addPass(createShardingPropagation());

@@ -30,9 +30,12 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Debug.h"
 
 #include <map>
 #include <set>
+
+#define DEBUG_TYPE "pmlir-sharding-propagation"
 
 namespace pmlir {
 #define GEN_PASS_DEF_SHARDINGPROPAGATION
@@ -220,8 +223,16 @@ struct Propagation {
       return llvm::any_of(used, [&](StringRef u) { return mesh.overlap(a, u); });
     };
     for (const Choice &c : choices) {
-      if (done[c.factor] || llvm::any_of(c.axes, isUsed))
+      if (done[c.factor] || llvm::any_of(c.axes, isUsed)) {
+        LLVM_DEBUG(llvm::dbgs() << op->getName() << " at " << op->getLoc() << ": factor "
+                                << c.factor << " on [" << llvm::join(c.axes, ", ") << "] lost ("
+                                << c.weight << " bytes) to [" << llvm::join(decided[c.factor], ", ")
+                                << "]\n");
         continue;
+      }
+      LLVM_DEBUG(llvm::dbgs() << op->getName() << " at " << op->getLoc() << ": factor " << c.factor
+                              << " on [" << llvm::join(c.axes, ", ") << "], " << c.weight
+                              << " bytes\n");
       done[c.factor] = true;
       decided[c.factor] = c.axes;
       for (StringRef a : c.axes)
@@ -357,6 +368,7 @@ struct Propagation {
 struct ShardingPropagationPass
     : public pmlir::impl::ShardingPropagationBase<ShardingPropagationPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "propagating shardings\n");
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     MeshAttr mesh = meshOf(module, "sharding propagation");

@@ -7,7 +7,6 @@
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
-
 using namespace mlir;
 using namespace pmlir::tfm;
 

@@ -100,8 +100,7 @@ std::optional<MeshAttr::SubAxis> MeshAttr::subAxis(StringRef name) const {
 }
 
 StringRef MeshAttr::subAxisName(int64_t axis, int64_t pre, int64_t size) const {
-  std::string name =
-      pmlir::subAxisName(getAxes()[axis].getValue(), getSizes()[axis], pre, size);
+  std::string name = pmlir::subAxisName(getAxes()[axis].getValue(), getSizes()[axis], pre, size);
   return StringAttr::get(getContext(), name).getValue();
 }
 

@@ -76,13 +76,14 @@ ArgumentRole pmlir::tfm::argumentRole(FunctionOpInterface func, unsigned index) 
   return ArgumentRole::Param;
 }
 
-LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
-                                                   unsigned index, NamedAttribute attr) {
+LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned region, unsigned index,
+                                                   NamedAttribute attr) {
   if (attr.getName() != kRoleAttr)
     return success();
   auto text = dyn_cast<StringAttr>(attr.getValue());
   if (!text || !parseArgumentRole(text.getValue()))
-    return op->emitOpError() << "argument #" << index << ": tfm.role must be one of \"param\", "
+    return op->emitOpError() << "argument #" << index
+                             << ": tfm.role must be one of \"param\", "
                                 "\"input\", \"label\", \"optimizer_state\", got "
                              << attr.getValue();
   return success();

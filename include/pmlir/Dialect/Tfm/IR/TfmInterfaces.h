@@ -94,8 +94,7 @@ class SequenceLocal : public mlir::OpTrait::TraitBase<ConcreteType, SequenceLoca
 template <typename ConcreteType>
 class KeepsZeroPadding : public mlir::OpTrait::TraitBase<ConcreteType, KeepsZeroPadding> {};
 template <typename ConcreteType>
-class LinearInEachOperand
-    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachOperand> {};
+class LinearInEachOperand : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachOperand> {};
 template <typename ConcreteType>
 class SumOfOperands : public mlir::OpTrait::TraitBase<ConcreteType, SumOfOperands> {};
 } // namespace OpTrait
