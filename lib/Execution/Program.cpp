@@ -218,7 +218,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
   return program;
 }
 
-bool JitProgram::run(std::vector<BoundArgument> &args, std::string &error) {
+void JitProgram::bind(std::vector<BoundArgument> &args) {
   releaseResult();
   descriptors.clear();
   pointers.clear();
@@ -231,6 +231,10 @@ bool JitProgram::run(std::vector<BoundArgument> &args, std::string &error) {
     pointers.push_back(d.words.data());
   for (void *&p : pointers)
     packed.push_back(&p);
+}
+
+bool JitProgram::run(std::string &error) {
+  releaseResult();
   if (llvm::Error err = engine->invokePacked(symbol, packed)) {
     error = llvm::toString(std::move(err));
     return false;

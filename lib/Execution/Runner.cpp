@@ -202,6 +202,15 @@ private:
     pmlir_rt_finalize();
     return 1;
   }
+  /// How arguments bind from this job's files (warnings off).
+  BindOptions bindOptions() const {
+    BindOptions bind;
+    bind.weights = weights.get();
+    bind.inputs = inputs.get();
+    bind.initMissing = o.initMissing;
+    bind.seed = o.seed;
+    return bind;
+  }
   /// A pass manager on this job's context, configured as the tool asked
   /// on rank 0 (IR printing, timing); other ranks compile the same.
   LogicalResult configure(PassManager &pm) const {
@@ -351,11 +360,7 @@ int Job::run() {
   if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
     return failHere(error);
 
-  BindOptions bind;
-  bind.weights = weights.get();
-  bind.inputs = inputs.get();
-  bind.initMissing = o.initMissing;
-  bind.seed = o.seed;
+  BindOptions bind = bindOptions();
   // One rank speaks for all about the files.
   if (rank == 0)
     bind.warn = [](const std::string &message) { warn(message); };
@@ -370,7 +375,8 @@ int Job::run() {
   if (!program)
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
-  if (!program->run(args, error))
+  program->bind(args);
+  if (!program->run(error))
     return failHere(error);
 
   if (o.repeat > 0) {
@@ -394,7 +400,7 @@ int Job::run() {
     std::vector<double> ms;
     for (unsigned r = 0; r < o.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
-      if (!program->run(args, error))
+      if (!program->run(error))
         return failHere(error);
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -472,19 +478,17 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
     EntrySignature globalSignature;
     std::vector<BoundArgument> globalArgs;
     std::unique_ptr<JitProgram> unsharded;
-    BindOptions bind;
-    bind.weights = weights.get();
-    bind.inputs = inputs.get();
-    bind.initMissing = o.initMissing;
-    bind.seed = o.seed;
+    BindOptions bind = bindOptions();
     if (failed(configure(drop)) || failed(drop.run(*reference)))
       return failAtEnd("the unsharded run of --check: dropping the shardings failed");
     auto globalEntry = reference->lookupSymbol<func::FuncOp>(o.entry);
     if (!describeEntry(globalEntry, globalSignature, error) ||
         !bindArguments(globalSignature.arguments, globalSignature.name, nullptr, {}, bind,
                        globalArgs, error) ||
-        !(unsharded = compile(*reference, globalSignature, /*emit=*/false, error)) ||
-        !unsharded->run(globalArgs, error))
+        !(unsharded = compile(*reference, globalSignature, /*emit=*/false, error)))
+      return failAtEnd("the unsharded run of --check: " + error);
+    unsharded->bind(globalArgs);
+    if (!unsharded->run(error))
       return failAtEnd("the unsharded run of --check: " + error);
     const float *expected = unsharded->result();
     if (int64_t k = firstNonFinite(expected, n); k >= 0)
