@@ -19,16 +19,19 @@
 // GPT2: "total": {
 // GPT2-NEXT: "bytes_per_rank": 20480,
 // GPT2-NEXT: "count": 5,
+// GPT2-NEXT: "seconds": {{.*}},
 // GPT2-NEXT: "wire_bytes_per_rank": 20480
 // GPT2: "totals": {
 // GPT2-NEXT: "all_reduce": {
 // GPT2-NEXT: "bytes_per_rank": 20480,
 // GPT2-NEXT: "count": 5,
+// GPT2-NEXT: "seconds": {{.*}},
 // GPT2-NEXT: "wire_bytes_per_rank": 20480
 // GPT2-NEXT: },
 // GPT2-NEXT: "all_slice": {
 // GPT2-NEXT: "bytes_per_rank": 0,
 // GPT2-NEXT: "count": 12,
+// GPT2-NEXT: "seconds": {{.*}},
 // GPT2-NEXT: "wire_bytes_per_rank": 0
 // GPT2-NEXT: }
 // GPT2-NEXT: }
@@ -58,6 +61,7 @@
 // LLAMA-NEXT: "all_reduce": {
 // LLAMA-NEXT: "bytes_per_rank": 20480,
 // LLAMA-NEXT: "count": 5,
+// LLAMA-NEXT: "seconds": {{.*}},
 // LLAMA-NEXT: "wire_bytes_per_rank": 20480
 // LLAMA-NEXT: }
 // LLAMA-NEXT: }
@@ -72,7 +76,38 @@
 // TP4-NEXT: "all_reduce": {
 // TP4-NEXT: "bytes_per_rank": 40960,
 // TP4-NEXT: "count": 5,
+// TP4-NEXT: "seconds": {{.*}},
 // TP4-NEXT: "wire_bytes_per_rank": 61440
+
+// The modeled time: each all_reduce is a ring of 2*3 steps; on links of
+// 50 GB/s and 10 us over tp, 6 * 10 us + 12288 B / 50 GB/s = 60.24576 us.
+// Without links, 100 GB/s and 5 us: 6 * 5 us + 12288 B / 100 GB/s.
+// RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
+// RUN:       --pmlir-comm-report=links=tp=50:10,dp=1:1 -o /dev/null | FileCheck %s --check-prefix=LINKS
+// LINKS: "kind": "all_reduce",
+// LINKS: "seconds": 6.02457{{[0-9]*}}e-05,
+// LINKS: "total": {
+// LINKS-NEXT: "bytes_per_rank": 40960,
+// LINKS-NEXT: "count": 5,
+// LINKS-NEXT: "seconds": 0.000301228{{[0-9]*}},
+// RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
+// RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=DEFAULT-LINKS
+// DEFAULT-LINKS: "seconds": 3.01228{{[0-9]*}}e-05,
+
+// Malformed links: an error naming the entry and the form.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | not pmlir-opt --pmlir-comm-report=links=tp=50 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-LINK
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | not pmlir-opt --pmlir-comm-report=links=tp=0:1 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-LINK
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | not pmlir-opt --pmlir-comm-report=links=tp=1:1,tp=2:2 -o /dev/null 2>&1 | FileCheck %s --check-prefix=TWICE
+// BAD-LINK: error: pmlir-comm-report: link '{{.*}}' is not AXIS=GBPS:US
+// BAD-LINK-NOT: note
+// TWICE: error: pmlir-comm-report: link of axis 'tp' given twice
 
 // A file that cannot be written: an error, no crash.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \

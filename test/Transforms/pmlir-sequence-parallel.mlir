@@ -112,14 +112,17 @@ module {
 // GPT2-COMM: "total": {
 // GPT2-COMM-NEXT: "bytes_per_rank": 24576,
 // GPT2-COMM-NEXT: "count": 6,
+// GPT2-COMM-NEXT: "seconds": {{.*}},
 // GPT2-COMM-NEXT: "wire_bytes_per_rank": 12288
 // GPT2-COMM: "all_gather": {
 // GPT2-COMM-NEXT: "bytes_per_rank": 12288,
 // GPT2-COMM-NEXT: "count": 3,
+// GPT2-COMM-NEXT: "seconds": {{.*}},
 // GPT2-COMM-NEXT: "wire_bytes_per_rank": 6144
 // GPT2-COMM: "reduce_scatter": {
 // GPT2-COMM-NEXT: "bytes_per_rank": 12288,
 // GPT2-COMM-NEXT: "count": 3,
+// GPT2-COMM-NEXT: "seconds": {{.*}},
 // GPT2-COMM-NEXT: "wire_bytes_per_rank": 6144
 // GPT2-COMM-NOT: all_reduce
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
@@ -129,6 +132,7 @@ module {
 // NO-SP: "total": {
 // NO-SP-NEXT: "bytes_per_rank": 12288,
 // NO-SP-NEXT: "count": 3,
+// NO-SP-NEXT: "seconds": {{.*}},
 // NO-SP-NEXT: "wire_bytes_per_rank": 12288
 
 // Llama (tp = 4): as in Megatron, the embedding and each block's output

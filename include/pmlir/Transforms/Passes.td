@@ -384,8 +384,15 @@ def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
     group of n ranks: 2(n-1)/n of an all_reduce's tensor, (n-1)/n of an
     all_gather's, reduce_scatter's or all_to_all's buffer, the whole tensor
     of a broadcast or send; in it a reduce_scatter plus an all_gather of one
-    tensor cost what its all_reduce costs. `total` sums the collectives that
-    communicate (all but all_slice).
+    tensor cost what its all_reduce costs. `seconds` is the ring's modeled
+    time: its steps (2(n-1) for an all_reduce, n-1 for an all_gather,
+    reduce_scatter, all_to_all or broadcast, 1 for a send) times the link
+    latency plus the wire bytes over the link bandwidth, on the slowest link
+    of the group's axes. Links come from `links`, per axis, bandwidth in GB/s
+    and latency in microseconds (`tp=450:2,dp=25:10,*=100:5`; `*` is every
+    axis not named; without it 100 GB/s and 5 us). The reshard planner
+    costs its plans with the same model (pmlir/Sharding/CostModel.h).
+    `total` sums the collectives that communicate (all but all_slice).
     The IR is unchanged. `output` is a file (written whole or not at all) or
     `-` for stdout.
 
@@ -395,17 +402,21 @@ def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
     ```
     ```json
     {"mesh": {"dp": 2, "tp": 2},
-     "total": {"count": 3, "bytes_per_rank": 12288, "wire_bytes_per_rank": 12288},
+     "total": {"count": 3, "bytes_per_rank": 12288, "wire_bytes_per_rank": 12288,
+               "seconds": 3.012288e-05},
      "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288,
-                               "wire_bytes_per_rank": 12288}, ...},
+                               "wire_bytes_per_rank": 12288, "seconds": 3.012288e-05}, ...},
      "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288, ...}},
      "collectives": [{"kind": "all_reduce", "axes": ["tp"], "shape": [1, 16, 64],
-                      "bytes_per_rank": 4096, "wire_bytes_per_rank": 4096}, ...]}
+                      "bytes_per_rank": 4096, "wire_bytes_per_rank": 4096,
+                      "seconds": 1.004096e-05}, ...]}
     ```
   }];
   let options = [
     Option<"output", "output", "std::string", "\"-\"",
            "file to write the JSON report to (- for stdout)">,
+    Option<"links", "links", "std::string", "\"\"",
+           "links per mesh axis, AXIS=GBPS:US, comma-separated (* for the others)">,
   ];
 }
 

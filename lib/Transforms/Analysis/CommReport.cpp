@@ -12,6 +12,9 @@
 // (n-1)/n of an all_gather's, reduce_scatter's or all_to_all's buffer, the
 // tensor of a broadcast or send, for a group of n ranks. In wire bytes a
 // reduce_scatter and an all_gather together cost what an all_reduce costs.
+// And `seconds`, the modeled time of the ring on the links given per axis.
+// Bytes and time come from the cost model the reshard planner uses
+// (pmlir/Sharding/CostModel.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +22,8 @@
 #include "pmlir/Transforms/Passes.h"
 
 #include "JsonReport.h"
-#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Sharding/CostModel.h"
+#include "pmlir/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -37,50 +41,46 @@ namespace pmlir {
 
 using namespace mlir;
 using namespace pmlir;
-using pmlir::tfm::tensorBytes;
+using pmlir::sharding::CollectiveKind;
+using pmlir::sharding::CostModel;
+using pmlir::sharding::stringifyCollectiveKind;
+using pmlir::sharding::tensorBytes;
 
 namespace {
 
-/// The share of a collective's buffer that one rank of a group of `n`
-/// sends in a ring algorithm.
-double wireFactor(StringRef kind, int64_t n) {
-  if (kind == "all_reduce")
-    return 2.0 * (n - 1) / n;
-  if (kind == "all_gather" || kind == "reduce_scatter" || kind == "all_to_all")
-    return double(n - 1) / n;
-  if (kind == "broadcast" || kind == "send")
-    return 1.0;
-  return 0.0; // all_slice moves nothing, recv sends nothing
-}
-
 /// The kind, the grid axes and the bytes of a collective, or std::nullopt
 /// for a shard op that is not one.
-std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>> collectiveOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *,
-                          std::optional<std::tuple<StringRef, ArrayRef<int16_t>, int64_t>>>(op)
+using Collective = std::tuple<CollectiveKind, ArrayRef<int16_t>, int64_t>;
+std::optional<Collective> collectiveOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<Collective>>(op)
       .Case([](shard::AllReduceOp c) {
-        return std::make_tuple(StringRef("all_reduce"), c.getGridAxes(), tensorBytes(c.getInput()));
+        return std::make_tuple(CollectiveKind::AllReduce, c.getGridAxes(),
+                               tensorBytes(c.getInput()));
       })
       .Case([](shard::AllGatherOp c) {
-        return std::make_tuple(StringRef("all_gather"), c.getGridAxes(), tensorBytes(c.getResult()));
+        return std::make_tuple(CollectiveKind::AllGather, c.getGridAxes(),
+                               tensorBytes(c.getResult()));
       })
       .Case([](shard::ReduceScatterOp c) {
-        return std::make_tuple(StringRef("reduce_scatter"), c.getGridAxes(), tensorBytes(c.getInput()));
+        return std::make_tuple(CollectiveKind::ReduceScatter, c.getGridAxes(),
+                               tensorBytes(c.getInput()));
       })
       .Case([](shard::AllToAllOp c) {
-        return std::make_tuple(StringRef("all_to_all"), c.getGridAxes(), tensorBytes(c.getInput()));
+        return std::make_tuple(CollectiveKind::AllToAll, c.getGridAxes(),
+                               tensorBytes(c.getInput()));
       })
       .Case([](shard::AllSliceOp c) {
-        return std::make_tuple(StringRef("all_slice"), c.getGridAxes(), int64_t(0));
+        return std::make_tuple(CollectiveKind::AllSlice, c.getGridAxes(), int64_t(0));
       })
       .Case([](shard::BroadcastOp c) {
-        return std::make_tuple(StringRef("broadcast"), c.getGridAxes(), tensorBytes(c.getInput()));
+        return std::make_tuple(CollectiveKind::Broadcast, c.getGridAxes(),
+                               tensorBytes(c.getInput()));
       })
       .Case([](shard::SendOp c) {
-        return std::make_tuple(StringRef("send"), c.getGridAxes(), tensorBytes(c.getInput()));
+        return std::make_tuple(CollectiveKind::Send, c.getGridAxes(), tensorBytes(c.getInput()));
       })
       .Case([](shard::RecvOp c) {
-        return std::make_tuple(StringRef("recv"), c.getGridAxes(), tensorBytes(c.getResult()));
+        return std::make_tuple(CollectiveKind::Recv, c.getGridAxes(), tensorBytes(c.getResult()));
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -97,8 +97,15 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
         return mesh.getAxes()[axis].str();
       return "axis" + std::to_string(axis);
     };
+    std::string error;
+    std::optional<CostModel> model = CostModel::parse(links, error);
+    if (!model) {
+      mlir::emitError(module.getLoc()) << "pmlir-comm-report: " << error;
+      return signalPassFailure();
+    }
     struct Total {
       int64_t count = 0, bytes = 0, wire = 0;
+      double seconds = 0;
     };
     // The ranks of a collective's group: the product of its grid axes.
     auto groupSize = [&](Operation *op, ArrayRef<int16_t> axes) {
@@ -120,39 +127,50 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
       auto [kind, axes, bytes] = *collective;
       std::string axesKey;
       llvm::json::Array axesJson;
+      SmallVector<std::string> names;
       for (int16_t a : axes) {
-        axesKey += (axesKey.empty() ? "" : ",") + axisName(a);
-        axesJson.push_back(axisName(a));
+        names.push_back(axisName(a));
+        axesKey += (axesKey.empty() ? "" : ",") + names.back();
+        axesJson.push_back(names.back());
       }
-      auto wire = static_cast<int64_t>(wireFactor(kind, groupSize(op, axes)) * bytes + 0.5);
+      SmallVector<StringRef> nameRefs(names.begin(), names.end());
+      pmlir::sharding::CollectiveCost cost =
+          model->cost(kind, bytes, nameRefs, groupSize(op, axes));
+      StringRef kindName = stringifyCollectiveKind(kind);
       // The total counts what communicates (an all_slice is a local slice).
       Total none;
-      for (Total *t : {&perKind[kind.str()], &perAxes[axesKey], kind == "all_slice" ? &none : &all}) {
+      for (Total *t : {&perKind[kindName.str()], &perAxes[axesKey],
+                       kind == CollectiveKind::AllSlice ? &none : &all}) {
         t->count++;
         t->bytes += bytes;
-        t->wire += wire;
+        t->wire += cost.wireBytes;
+        t->seconds += cost.seconds;
       }
-      llvm::json::Object entry{{"kind", kind}, {"axes", std::move(axesJson)},
-                               {"bytes_per_rank", bytes}, {"wire_bytes_per_rank", wire}};
+      llvm::json::Object entry{{"kind", kindName},
+                               {"axes", std::move(axesJson)},
+                               {"bytes_per_rank", bytes},
+                               {"wire_bytes_per_rank", cost.wireBytes},
+                               {"seconds", cost.seconds}};
       auto type = cast<RankedTensorType>(op->getOperand(0).getType());
       entry["shape"] = llvm::json::Array(type.getShape());
       if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>())
         entry["layer"] = layer.getIndex();
       list.push_back(std::move(entry));
     });
-    auto totals = [](const std::map<std::string, Total> &m) {
+    auto totalJson = [](const Total &t) {
+      return llvm::json::Object{{"count", t.count},
+                                {"bytes_per_rank", t.bytes},
+                                {"wire_bytes_per_rank", t.wire},
+                                {"seconds", t.seconds}};
+    };
+    auto totals = [&](const std::map<std::string, Total> &m) {
       llvm::json::Object o;
       for (auto &[key, t] : m)
-        o[key] = llvm::json::Object{
-            {"count", t.count}, {"bytes_per_rank", t.bytes}, {"wire_bytes_per_rank", t.wire}};
+        o[key] = totalJson(t);
       return o;
     };
     llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
-                                                  {"total",
-                                                   llvm::json::Object{
-                                                       {"count", all.count},
-                                                       {"bytes_per_rank", all.bytes},
-                                                       {"wire_bytes_per_rank", all.wire}}},
+                                                  {"total", totalJson(all)},
                                                   {"totals", totals(perKind)},
                                                   {"per_axis", totals(perAxes)},
                                                   {"collectives", std::move(list)}};

@@ -20,7 +20,7 @@
 #include "pmlir/Transforms/Passes.h"
 
 #include "JsonReport.h"
-#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Sharding/Sharding.h"
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
@@ -41,6 +41,7 @@ namespace pmlir {
 using namespace mlir;
 using namespace pmlir;
 using namespace pmlir::tfm;
+using pmlir::sharding::tensorBytes;
 
 namespace {
 

@@ -27,6 +27,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Sharding/Reshard.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +49,7 @@ namespace pmlir {
 
 using namespace mlir;
 using namespace pmlir::tfm;
+using namespace pmlir::sharding;
 
 namespace {
 
@@ -80,10 +82,7 @@ struct Partitioner {
   }
 
   RankedTensorType localType(RankedTensorType global, const Sharding &s) const {
-    SmallVector<int64_t> shape(global.getShape());
-    for (auto [d, axes] : llvm::enumerate(s.dims))
-      shape[d] = shardSize(shape[d], devicesOf(mesh, axes));
-    return global.clone(shape);
+    return pmlir::sharding::localType(mesh, global, s);
   }
   RankedTensorType localType(Value global, const Sharding &s) const {
     return localType(cast<RankedTensorType>(global.getType()), s);
@@ -95,234 +94,36 @@ struct Partitioner {
     return global.getShape()[d] % devicesOf(mesh, axes) != 0;
   }
 
-  /// Dimension `d` of `global` padded to a multiple of the devices of `axes`.
-  int64_t paddedSize(RankedTensorType global, int64_t d, ArrayRef<StringRef> axes) const {
-    int64_t devices = devicesOf(mesh, axes);
-    return devices * shardSize(global.getShape()[d], devices);
-  }
-
-  /// `v` with dimension `d` grown (zeros at the end) or cut to `size`.
-  Value resize(Location loc, Value v, int64_t d, int64_t size) {
-    auto type = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    if (shape[d] == size)
-      return v;
-    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0)), high = zeros;
-    high[d] = b.getIndexAttr(size - shape[d]);
-    bool grow = shape[d] < size;
-    shape[d] = size;
-    auto resized = type.clone(shape);
-    if (grow) {
-      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
-      return tensor::PadOp::create(b, loc, resized, v, zeros, high, zero);
-    }
-    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
-        strides(shape.size(), b.getIndexAttr(1)), sizes;
-    for (int64_t n : shape)
-      sizes.push_back(b.getIndexAttr(n));
-    return tensor::ExtractSliceOp::create(b, loc, resized, v, offsets, sizes, strides);
-  }
-
-  /// The grid axes of `axes` (of sub-axes, their axes).
   SmallVector<int16_t> gridAxes(ArrayRef<StringRef> axes) const {
-    SmallVector<int16_t> out;
-    for (StringRef a : axes)
-      out.push_back(static_cast<int16_t>(mesh.subAxis(a)->index));
-    return out;
+    return pmlir::sharding::gridAxes(mesh, axes);
   }
 
-  /// The first of `axes` that is a part of a mesh axis: shard collectives
-  /// run over whole grid axes only.
-  std::optional<StringRef> subAxisIn(ArrayRef<StringRef> axes) const {
-    for (StringRef a : axes)
-      if (mesh.axisIndex(a) < 0)
-        return a;
-    return std::nullopt;
-  }
-
-  /// This rank's block index along `axes` (major first), as an index:
-  /// Mesh::blockIndex, with SubAxis::coordinate emitted as IR.
-  Value blockIndex(Location loc, ArrayRef<StringRef> axes) {
-    auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes(axes));
-    Value index;
-    for (auto [a, coord] : llvm::zip(axes, multi.getResults())) {
-      MeshAttr::SubAxis sub = *mesh.subAxis(a);
-      int64_t below = sub.stride(mesh.getSizes()[sub.index]);
-      Value c = coord;
-      if (below != 1)
-        c = arith::DivUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, below));
-      if (sub.pre != 1)
-        c = arith::RemUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, sub.size));
-      if (!index) {
-        index = c;
-        continue;
-      }
-      Value scaled = arith::MulIOp::create(
-          b, loc, index, arith::ConstantIndexOp::create(b, loc, mesh.axisSize(a)));
-      index = arith::AddIOp::create(b, loc, scaled, c);
-    }
-    return index;
-  }
-
-  /// The first global element of this rank's block: `base` plus the block
-  /// index along `axes` times `localSize`.
   Value blockStart(Location loc, ArrayRef<StringRef> axes, int64_t localSize, int64_t base) {
-    Value index = blockIndex(loc, axes);
-    Value start = arith::MulIOp::create(b, loc, index,
-                                        arith::ConstantIndexOp::create(b, loc, localSize));
-    if (base == 0)
-      return start;
-    return arith::AddIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, base));
+    return pmlir::sharding::emitBlockStart(b, loc, mesh, axes, localSize, base);
   }
 
   /// Realizes the change of sharding `from` -> `to` of the local value `v`
   /// of a global value of type `global` with collectives.
-  FailureOr<Value> reshard(RankedTensorType global, Value v, Sharding from, const Sharding &to,
-                           Operation *user) {
-    Location loc = user->getLoc();
-    Value input = v;
-    LLVM_DEBUG(llvm::dbgs() << "reshard for " << user->getName() << " at " << loc << ": "
+  FailureOr<Value> reshard(RankedTensorType global, Value v, const Sharding &from,
+                           const Sharding &to, Operation *user) {
+    LLVM_DEBUG(llvm::dbgs() << "reshard for " << user->getName() << " at " << user->getLoc() << ": "
                             << from.toAttr(b.getContext()) << " -> " << to.toAttr(b.getContext())
                             << "\n");
-    auto fail = [&]() {
-      return user->emitOpError() << "cannot reshard an operand from "
-                                 << from.toAttr(b.getContext()) << " to "
-                                 << to.toAttr(b.getContext());
-    };
-    for (StringRef a : to.pending)
-      if (!llvm::is_contained(from.pending, a))
-        return fail() << ": a full value cannot become a pending sum";
-    // Collectives run over whole grid axes: the axes that change (past
-    // the common prefix of each dimension, and reduced pending axes) must
-    // be whole.
-    for (auto [have, want] : llvm::zip(from.dims, to.dims)) {
-      size_t common = 0;
-      while (common < have.size() && common < want.size() && have[common] == want[common])
-        ++common;
-      for (ArrayRef<StringRef> changed : {ArrayRef(have).drop_front(common),
-                                          ArrayRef(want).drop_front(common)})
-        if (std::optional<StringRef> sub = subAxisIn(changed))
-          return fail() << ": it changes the sub-axis '" << *sub
-                        << "', and collectives run over whole mesh axes";
+    std::string why;
+    std::optional<ReshardPlan> plan = planReshard(mesh, global, from, to, why);
+    if (!plan) {
+      InFlightDiagnostic diag = user->emitOpError()
+                                << "cannot reshard an operand from " << from.toAttr(b.getContext())
+                                << " to " << to.toAttr(b.getContext());
+      if (!why.empty())
+        diag << ": " << why;
+      return diag;
     }
-    for (StringRef a : from.pending)
-      if (!llvm::is_contained(to.pending, a) && mesh.axisIndex(a) < 0)
-        return fail() << ": it reduces over the sub-axis '" << a
-                      << "', and collectives run over whole mesh axes";
-    Sharding cur = from;
-    auto emit = [&](Operation *op) {
-      v = op->getResult(0);
-      assert(localType(global, cur) == v.getType() && "reshard lost the shape");
-    };
-    auto isPrefix = [](ArrayRef<StringRef> a, ArrayRef<StringRef> b) {
-      return a.size() <= b.size() && a == b.take_front(a.size());
-    };
-
-    // Pending sums: reduce-scatter along dimensions the target splits over
-    // the reduced axes, all-reduce the rest.
-    Axes reduce;
-    for (StringRef a : cur.pending)
-      if (!llvm::is_contained(to.pending, a))
-        reduce.push_back(a);
-    for (auto [d, want] : llvm::enumerate(to.dims)) {
-      if (!isPrefix(cur.dims[d], want))
-        continue;
-      Axes scatter;
-      for (StringRef a : ArrayRef(want).drop_front(cur.dims[d].size())) {
-        if (!llvm::is_contained(reduce, a))
-          break;
-        scatter.push_back(a);
-      }
-      if (scatter.empty())
-        continue;
-      // An uneven scatter pads the full dimension first; a dimension
-      // already split goes through all_reduce and the gathers below.
-      Axes split = cur.dims[d];
-      llvm::append_range(split, scatter);
-      if (padded(global, d, split)) {
-        if (!cur.dims[d].empty())
-          continue;
-        v = resize(loc, v, d, paddedSize(global, d, split));
-      }
-      cur.dims[d] = split;
-      llvm::erase_if(cur.pending, [&](StringRef a) { return llvm::is_contained(scatter, a); });
-      llvm::erase_if(reduce, [&](StringRef a) { return llvm::is_contained(scatter, a); });
-      emit(shard::ReduceScatterOp::create(b, loc, localType(global, cur), kGridName,
-                                          gridAxes(scatter), v, shard::ReductionKind::Sum,
-                                          APInt(64, d)));
-    }
-    if (!reduce.empty()) {
-      llvm::erase_if(cur.pending, [&](StringRef a) { return llvm::is_contained(reduce, a); });
-      emit(shard::AllReduceOp::create(b, loc, v.getType(), kGridName, gridAxes(reduce), v,
-                                      shard::ReductionKind::Sum));
-    }
-
-    // An axis at the minor end of one dimension that the target appends to
-    // another moves there in one all_to_all.
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (size_t src = 0; src < cur.dims.size() && !moved; ++src) {
-        if (cur.dims[src].empty() || isPrefix(cur.dims[src], to.dims[src]))
-          continue;
-        StringRef a = cur.dims[src].back();
-        for (size_t dst = 0; dst < cur.dims.size(); ++dst) {
-          if (dst == src || !isPrefix(cur.dims[dst], to.dims[dst]) ||
-              to.dims[dst].size() == cur.dims[dst].size() ||
-              to.dims[dst][cur.dims[dst].size()] != a)
-            continue;
-          Axes srcAfter(ArrayRef(cur.dims[src]).drop_back()), dstAfter = cur.dims[dst];
-          dstAfter.push_back(a);
-          if (padded(global, src, cur.dims[src]) || padded(global, src, srcAfter) ||
-              padded(global, dst, cur.dims[dst]) || padded(global, dst, dstAfter))
-            continue; // padded shards move by gathering and slicing
-          cur.dims[src].pop_back();
-          cur.dims[dst].push_back(a);
-          emit(shard::AllToAllOp::create(b, loc, localType(global, cur), kGridName,
-                                         gridAxes({a}), v, APInt(64, dst), APInt(64, src)));
-          moved = true;
-          break;
-        }
-      }
-    }
-
-    // Axes leaving a dimension are gathered, axes joining it sliced. A
-    // padded dimension that changes is gathered whole (and its padding cut
-    // off) and sliced anew: shards of different sizes do not nest.
-    for (auto [d, want] : llvm::enumerate(to.dims)) {
-      size_t keep = 0;
-      while (keep < cur.dims[d].size() && keep < want.size() && cur.dims[d][keep] == want[keep])
-        ++keep;
-      if (cur.dims[d] != want && (padded(global, d, cur.dims[d]) || padded(global, d, want)))
-        keep = 0;
-      if (keep == cur.dims[d].size())
-        continue;
-      Axes gathered(ArrayRef<StringRef>(cur.dims[d]).drop_front(keep));
-      int64_t gatheredSize = paddedSize(global, d, cur.dims[d]) /
-                             devicesOf(mesh, ArrayRef(cur.dims[d]).take_front(keep));
-      cur.dims[d].resize(keep);
-      RankedTensorType type = localType(global, cur);
-      SmallVector<int64_t> shape(type.getShape());
-      shape[d] = gatheredSize;
-      v = shard::AllGatherOp::create(b, loc, type.clone(shape), kGridName, gridAxes(gathered), v,
-                                     APInt(64, d));
-      v = resize(loc, v, d, type.getShape()[d]);
-      assert(v.getType() == type && "gather lost the shape");
-    }
-    for (auto [d, want] : llvm::enumerate(to.dims)) {
-      if (cur.dims[d].size() == want.size())
-        continue;
-      Axes sliced(ArrayRef<StringRef>(want).drop_front(cur.dims[d].size()));
-      if (padded(global, d, want))
-        v = resize(loc, v, d, paddedSize(global, d, want));
-      cur.dims[d] = want;
-      emit(shard::AllSliceOp::create(b, loc, localType(global, cur), v, kGridName,
-                                     gridAxes(sliced), static_cast<int64_t>(d)));
-    }
-    if (cur != to)
-      return fail();
-    if (dirtyPadding.contains(input) && hasPadding(global, to))
-      dirtyPadding.insert(v);
-    return v;
+    Value resharded = emitReshard(b, user->getLoc(), mesh, *plan, v);
+    assert(resharded.getType() == localType(global, to) && "reshard lost the shape");
+    if (dirtyPadding.contains(v) && hasPadding(global, to))
+      dirtyPadding.insert(resharded);
+    return resharded;
   }
 
   /// The local value of `global` with sharding `want`, resharded once per
@@ -425,7 +226,7 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   Sharding logits = locals.at(op.getLogits()).sharding;
   logits.pending.clear();
   Axes vocabAxes = logits.dims.back();
-  if (std::optional<StringRef> sub = subAxisIn(vocabAxes))
+  if (std::optional<StringRef> sub = pmlir::sharding::subAxisIn(mesh, vocabAxes))
     return op.emitOpError() << "has logits whose vocabulary is split over the sub-axis '" << *sub
                             << "'; its all-reduces need whole mesh axes";
   Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};

@@ -1,0 +1,67 @@
+//===- Sharding.cpp - A sharding as the engine works on it ---------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Sharding.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace pmlir::sharding;
+
+Sharding Sharding::of(ShardingAttr attr) {
+  Sharding s;
+  for (int64_t d = 0; d < attr.getRank(); ++d)
+    s.dims.push_back(attr.axesOf(d));
+  s.pending = attr.pendingAxes();
+  return s;
+}
+
+ShardingAttr Sharding::toAttr(MLIRContext *context, bool withPending) const {
+  return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
+}
+
+int64_t pmlir::sharding::devicesOf(MeshAttr mesh, ArrayRef<StringRef> axes) {
+  int64_t n = 1;
+  for (StringRef a : axes)
+    n *= mesh.axisSize(a);
+  return n;
+}
+
+void pmlir::sharding::factorAxes(ArrayRef<int64_t> factors, ArrayRef<StringRef> dimAxes,
+                                 const ShardingRule &rule, MeshAttr mesh,
+                                 SmallVectorImpl<Axes> &perFactor) {
+  // An axis larger than what remains of a factor that divides it splits:
+  // the factor takes its major part, the next factor sees the rest.
+  SmallVector<StringRef> queue(dimAxes);
+  size_t next = 0;
+  for (auto [i, f] : llvm::enumerate(factors)) {
+    int64_t remaining = rule.factors[f].size;
+    while (next < queue.size()) {
+      int64_t n = mesh.axisSize(queue[next]);
+      if (remaining % n == 0) {
+        remaining /= n;
+        perFactor[f].push_back(queue[next++]);
+        continue;
+      }
+      std::optional<MeshAttr::SubAxis> sub = mesh.subAxis(queue[next]);
+      if (sub && remaining > 1 && n % remaining == 0) {
+        perFactor[f].push_back(mesh.subAxisName(sub->index, sub->pre, remaining));
+        queue[next] = mesh.subAxisName(sub->index, sub->pre * remaining, n / remaining);
+        remaining = 1;
+      }
+      break;
+    }
+    if (remaining != 1 && i + 1 == factors.size() && rule.isMinorEverywhere(f)) {
+      int64_t devices = devicesOf(mesh, perFactor[f]);
+      while (next < queue.size() && devices * mesh.axisSize(queue[next]) <= rule.factors[f].size) {
+        devices *= mesh.axisSize(queue[next]);
+        perFactor[f].push_back(queue[next++]);
+      }
+    }
+    if (remaining != 1)
+      break;
+  }
+}
