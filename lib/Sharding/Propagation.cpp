@@ -86,9 +86,12 @@ struct Propagation {
       os << " (" << known[v].toAttr(op->getContext()) << ", " << tensorBytes(v) << " bytes)";
       return text;
     };
+    // Proposals weigh the bytes of every tensor of the op behind them; the
+    // two seeds may be as large, the tie going to the first proposal.
+    StringRef backing = tensorBytes(winner) > tensorBytes(loser) ? "more" : "at least as many";
     op->emitWarning() << "the user sharding of " << describe(loser) << " conflicts with "
-                      << describe(winner) << " here; the latter is backed by more tensor bytes "
-                      << "and wins, the former is resharded";
+                      << describe(winner) << " here; the latter is backed by " << backing
+                      << " tensor bytes and wins, the former is resharded";
   }
 
   bool setIfUnknown(Value v, Sharding s) {

@@ -19,3 +19,14 @@ func.func @gelu_of_norm(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16
   %y = tfm.gelu %n tanh : tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// An argument returned as it is: the caller gets a copy it owns (the
+// dealloc pipeline's clone, lowered), not the argument's buffer.
+// SMALL-LABEL: llvm.func @identity
+// SMALL-NOT: bufferization.
+// SMALL-NOT: unrealized_conversion_cast
+// SMALL: llvm.call @malloc
+// SMALL: llvm.return
+func.func @identity(%x: tensor<5x6xf32>) -> tensor<5x6xf32> {
+  return %x : tensor<5x6xf32>
+}

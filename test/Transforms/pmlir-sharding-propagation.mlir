@@ -156,7 +156,7 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
   func.func @tie(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>},
                  %y: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}) -> tensor<4x8xf32> {
-    // expected-warning @+1 {{the user sharding of argument #1 (#tfm.sharding<[[], ["tp"]]>, 128 bytes) conflicts with argument #0 (#tfm.sharding<[["tp"], []]>, 128 bytes) here; the latter is backed by more tensor bytes and wins, the former is resharded}}
+    // expected-warning @+1 {{the user sharding of argument #1 (#tfm.sharding<[[], ["tp"]]>, 128 bytes) conflicts with argument #0 (#tfm.sharding<[["tp"], []]>, 128 bytes) here; the latter is backed by at least as many tensor bytes and wins, the former is resharded}}
     %z = tfm.add %x, %y : tensor<4x8xf32>, tensor<4x8xf32>
     return %z : tensor<4x8xf32>
   }

@@ -14,6 +14,7 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -54,6 +55,9 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createDeallocAfterLastUse());
+  // Deallocation clones what a function returns but does not own (an
+  // argument returned as it is): clones become allocs and copies.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Contractions marked with a library call (f32 matmuls) become calls to
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.

@@ -1,0 +1,360 @@
+//===- ReshardPlannerTest.cpp - Every reshard of a matrix on a 2x2 mesh ---===//
+//
+// Part of pmlir.
+//
+// Plans the change between every pair of shardings of a rank-2 tensor on a
+// 2x2 mesh (each axis unused, pending, or splitting either dimension, in
+// either order) and executes each plan on 4 simulated ranks: collectives
+// over groups as upstream `shard` defines them (a group over listed axes,
+// the last fastest), started from each rank's block as the layout decoder
+// (pmlir/Support/Layout.h) cuts it, pending sums as unequal shares. Each
+// rank must end with its block of the target, padding zeros, shapes as
+// planned.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Reshard.h"
+
+#include "ShardingTestUtils.h"
+
+#include "pmlir/Support/Layout.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::sharding;
+using namespace pmlir::sharding::testing;
+
+namespace {
+
+/// One rank's local tensor.
+struct Buffer {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+
+  int64_t inner(int64_t d) const {
+    int64_t n = 1;
+    for (size_t i = d + 1; i < shape.size(); ++i)
+      n *= shape[i];
+    return n;
+  }
+  int64_t outer(int64_t d) const {
+    int64_t n = 1;
+    for (int64_t i = 0; i < d; ++i)
+      n *= shape[i];
+    return n;
+  }
+  /// Elements [start, start + size) of dimension `d`; past the end, zeros.
+  Buffer slice(int64_t d, int64_t start, int64_t size) const {
+    Buffer out{shape, {}};
+    out.shape[d] = size;
+    int64_t in = inner(d);
+    for (int64_t o = 0; o < outer(d); ++o)
+      for (int64_t i = start; i < start + size; ++i)
+        for (int64_t k = 0; k < in; ++k)
+          out.data.push_back(i < shape[d] ? data[(o * shape[d] + i) * in + k] : 0.0);
+    return out;
+  }
+  static Buffer concat(const std::vector<Buffer> &parts, int64_t d) {
+    Buffer out{parts[0].shape, {}};
+    out.shape[d] = 0;
+    for (const Buffer &p : parts)
+      out.shape[d] += p.shape[d];
+    int64_t in = parts[0].inner(d);
+    for (int64_t o = 0; o < parts[0].outer(d); ++o)
+      for (const Buffer &p : parts)
+        for (int64_t k = 0; k < p.shape[d] * in; ++k)
+          out.data.push_back(p.data[o * p.shape[d] * in + k]);
+    return out;
+  }
+};
+
+/// Four ranks on the 2x2 grid, rank = 2 * x + y.
+class Ranks {
+public:
+  explicit Ranks(MeshAttr mesh) : mesh(mesh) {}
+
+  static std::vector<int64_t> coordinates(int64_t rank) { return {rank / 2, rank % 2}; }
+
+  /// The members of `rank`'s group over `axes`, in group order.
+  std::vector<int64_t> group(int64_t rank, const Axes &axes) const {
+    std::vector<int> indices;
+    for (StringRef a : axes)
+      indices.push_back(mesh.axisIndex(a));
+    std::vector<int64_t> members;
+    for (int64_t index = 0; index < (int64_t(1) << indices.size()); ++index) {
+      std::vector<int64_t> c = coordinates(rank);
+      for (size_t i = 0; i < indices.size(); ++i)
+        c[indices[i]] = (index >> (indices.size() - 1 - i)) & 1;
+      members.push_back(2 * c[0] + c[1]);
+    }
+    return members;
+  }
+  int64_t indexIn(int64_t rank, const Axes &axes) const {
+    std::vector<int64_t> members = group(rank, axes);
+    return std::find(members.begin(), members.end(), rank) - members.begin();
+  }
+
+  /// Executes `step` on every rank's buffer.
+  void run(const ReshardStep &step, std::vector<Buffer> &buffers) const {
+    if (step.padTo != -1)
+      for (Buffer &b : buffers)
+        b = b.slice(step.dim, 0, step.padTo);
+    std::vector<Buffer> out(4);
+    for (int64_t r = 0; r < 4; ++r) {
+      std::vector<int64_t> members = group(r, step.axes);
+      int64_t n = members.size(), me = indexIn(r, step.axes);
+      auto sum = [&]() {
+        Buffer total = buffers[members[0]];
+        for (int64_t m = 1; m < n; ++m)
+          for (size_t i = 0; i < total.data.size(); ++i)
+            total.data[i] += buffers[members[m]].data[i];
+        return total;
+      };
+      auto chunk = [&](const Buffer &b, int64_t d, int64_t i) {
+        int64_t size = b.shape[d] / n;
+        EXPECT_EQ(size * n, b.shape[d]) << "uneven chunks";
+        return b.slice(d, i * size, size);
+      };
+      switch (step.kind) {
+      case CollectiveKind::AllReduce:
+        out[r] = sum();
+        break;
+      case CollectiveKind::ReduceScatter:
+        out[r] = chunk(sum(), step.dim, me);
+        break;
+      case CollectiveKind::AllGather: {
+        std::vector<Buffer> parts;
+        for (int64_t m : members)
+          parts.push_back(buffers[m]);
+        out[r] = Buffer::concat(parts, step.dim);
+        break;
+      }
+      case CollectiveKind::AllToAll: {
+        std::vector<Buffer> parts;
+        for (int64_t m : members)
+          parts.push_back(chunk(buffers[m], step.dim, me));
+        out[r] = Buffer::concat(parts, step.concatDim);
+        break;
+      }
+      case CollectiveKind::AllSlice:
+        out[r] = chunk(buffers[r], step.dim, me);
+        break;
+      default:
+        ADD_FAILURE() << "unexpected " << stringifyCollectiveKind(step.kind).str();
+      }
+      EXPECT_EQ(out[r].shape,
+                std::vector<int64_t>(step.resultShape.begin(), step.resultShape.end()))
+          << stringifyCollectiveKind(step.kind).str() << " on rank " << r;
+    }
+    buffers = std::move(out);
+    if (step.cutTo != -1)
+      for (Buffer &b : buffers)
+        b = b.slice(step.dim, 0, step.cutTo);
+  }
+
+private:
+  MeshAttr mesh;
+};
+
+/// Every sharding of a rank-2 tensor on axes x and y: each axis unused,
+/// pending or in either dimension (both in one dimension in either order).
+std::vector<Sharding> allShardings() {
+  std::vector<Sharding> all;
+  // 0: unused, 1: dimension 0, 2: dimension 1, 3: pending.
+  for (int px = 0; px < 4; ++px)
+    for (int py = 0; py < 4; ++py)
+      for (bool yFirst : {false, true}) {
+        if (yFirst && !(px == py && (px == 1 || px == 2)))
+          continue;
+        Sharding s = makeSharding({{}, {}});
+        auto place = [&](StringRef axis, int where) {
+          if (where == 1 || where == 2)
+            s.dims[where - 1].push_back(axis);
+          else if (where == 3)
+            s.pending.push_back(axis);
+        };
+        if (yFirst) {
+          place("y", py);
+          place("x", px);
+        } else {
+          place("x", px);
+          place("y", py);
+        }
+        all.push_back(s);
+      }
+  return all;
+}
+
+/// The global tensor: element i is i + 1.
+std::vector<double> globalTensor(ArrayRef<int64_t> shape) {
+  std::vector<double> data(shape[0] * shape[1]);
+  std::iota(data.begin(), data.end(), 1.0);
+  return data;
+}
+
+/// Each rank's block of `global` under `s`; a pending sum is spread over
+/// its group in unequal shares.
+std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayRef<int64_t> shape,
+                             const std::vector<double> &global, const Sharding &s) {
+  std::vector<Buffer> out;
+  DimAxes dims;
+  std::vector<int64_t> local;
+  for (auto [d, axes] : llvm::enumerate(s.dims)) {
+    dims.push_back({});
+    for (StringRef a : axes)
+      dims.back().push_back(a.str());
+    local.push_back(shardSize(shape[d], int64_t(1) << axes.size()));
+  }
+  for (int64_t r = 0; r < 4; ++r) {
+    std::string error;
+    std::optional<BlockLayout> layout = BlockLayout::decode(
+        supportMesh, dims, local, std::vector<int64_t>(shape.begin(), shape.end()),
+        Ranks::coordinates(r), error);
+    EXPECT_TRUE(layout) << error;
+    Buffer b{local, std::vector<double>(local[0] * local[1], 0.0)};
+    layout->copyOut(global.data(), sizeof(double), b.data.data());
+    if (!s.pending.empty()) {
+      int64_t n = ranks.group(r, s.pending).size(), me = ranks.indexIn(r, s.pending);
+      double share = double(me + 1) / double(n * (n + 1) / 2);
+      for (double &v : b.data)
+        v *= share;
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+class ReshardPlannerTest : public ::testing::TestWithParam<std::vector<int64_t>> {
+protected:
+  void SetUp() override { loadDialects(context); }
+  MLIRContext context;
+};
+
+TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
+  std::vector<int64_t> shape = GetParam();
+  MeshAttr mesh = parseMesh(context, "x = 2, y = 2");
+  std::string error;
+  std::optional<Mesh> supportMesh = Mesh::parse("x=2,y=2", "y,x", error);
+  ASSERT_TRUE(supportMesh) << error;
+  Ranks ranks(mesh);
+  auto type = RankedTensorType::get(shape, Float64Type::get(&context));
+  std::vector<double> global = globalTensor(shape);
+  std::vector<Sharding> all = allShardings();
+  ASSERT_EQ(all.size(), 18u);
+  int planned = 0;
+  for (const Sharding &from : all)
+    for (const Sharding &to : all) {
+      SCOPED_TRACE(describe(from) + " -> " + describe(to));
+      std::string why;
+      std::optional<ReshardPlan> plan = planReshard(mesh, type, from, to, why);
+      bool pendingGrows = llvm::any_of(
+          to.pending, [&](StringRef a) { return !llvm::is_contained(from.pending, a); });
+      if (pendingGrows) {
+        EXPECT_FALSE(plan);
+        EXPECT_EQ(why, "a full value cannot become a pending sum");
+        continue;
+      }
+      ASSERT_TRUE(plan) << why;
+      ++planned;
+      if (from == to)
+        EXPECT_TRUE(plan->steps.empty());
+      std::vector<Buffer> buffers = blocksOf(*supportMesh, ranks, shape, global, from);
+      for (const ReshardStep &step : plan->steps)
+        ranks.run(step, buffers);
+      ASSERT_FALSE(plan->steps.empty() && from != to);
+      if (!plan->steps.empty())
+        EXPECT_EQ(plan->steps.back().after, to);
+      // Each rank holds its block of the target; where the target is
+      // still pending, the sum over its group does.
+      RankedTensorType local = localType(mesh, type, to);
+      std::vector<Buffer> want =
+          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}});
+      for (int64_t r = 0; r < 4; ++r) {
+        ASSERT_EQ(buffers[r].shape,
+                  std::vector<int64_t>(local.getShape().begin(), local.getShape().end()))
+            << "rank " << r;
+        std::vector<double> have = buffers[r].data;
+        if (!to.pending.empty()) {
+          std::fill(have.begin(), have.end(), 0.0);
+          for (int64_t m : ranks.group(r, to.pending))
+            for (size_t i = 0; i < have.size(); ++i)
+              have[i] += buffers[m].data[i];
+        }
+        for (size_t i = 0; i < have.size(); ++i)
+          ASSERT_NEAR(have[i], want[r].data[i], 1e-9) << "rank " << r << " element " << i;
+      }
+    }
+  EXPECT_GT(planned, 150);
+}
+
+INSTANTIATE_TEST_SUITE_P(EvenAndPadded, ReshardPlannerTest,
+                         ::testing::Values(std::vector<int64_t>{4, 8}, std::vector<int64_t>{5, 6}));
+
+// The plans pmlir's recipes rely on, step by step, with their bytes and
+// their cost on the shared model.
+class ReshardPlanShapes : public ::testing::Test {
+protected:
+  void SetUp() override { loadDialects(context); }
+  MLIRContext context;
+};
+
+TEST_F(ReshardPlanShapes, PendingSumReduceScattersAlongTheTargetSplit) {
+  MeshAttr mesh = parseMesh(context, "dp = 2, tp = 2");
+  auto type = RankedTensorType::get({2, 16, 64}, Float32Type::get(&context));
+  std::string why;
+  // Sequence parallelism: a row-parallel output pending over tp, wanted
+  // split on the sequence: one reduce_scatter, no all_reduce.
+  std::optional<ReshardPlan> plan = planReshard(mesh, type, makeSharding({{"dp"}, {}, {}}, {"tp"}),
+                                                makeSharding({{"dp"}, {"tp"}, {}}), why);
+  ASSERT_TRUE(plan) << why;
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, CollectiveKind::ReduceScatter);
+  EXPECT_EQ(plan->steps[0].dim, 1);
+  EXPECT_EQ(plan->steps[0].bytes, 1 * 16 * 64 * 4);
+  EXPECT_EQ(plan->steps[0].resultShape, llvm::SmallVector<int64_t>({1, 8, 64}));
+  // Its cost is half an all_reduce's bytes.
+  std::optional<ReshardPlan> allReduce = planReshard(
+      mesh, type, makeSharding({{"dp"}, {}, {}}, {"tp"}), makeSharding({{"dp"}, {}, {}}), why);
+  ASSERT_TRUE(allReduce) << why;
+  ASSERT_EQ(allReduce->steps.size(), 1u);
+  EXPECT_EQ(allReduce->steps[0].kind, CollectiveKind::AllReduce);
+  CostModel model;
+  EXPECT_EQ(plan->cost(model).wireBytes * 2, allReduce->cost(model).wireBytes);
+}
+
+TEST_F(ReshardPlanShapes, UnevenGatherCutsItsPadding) {
+  MeshAttr mesh = parseMesh(context, "tp = 4");
+  auto type = RankedTensorType::get({6, 8}, Float32Type::get(&context));
+  std::string why;
+  std::optional<ReshardPlan> plan =
+      planReshard(mesh, type, makeSharding({{"tp"}, {}}), makeSharding({{}, {}}), why);
+  ASSERT_TRUE(plan) << why;
+  ASSERT_EQ(plan->steps.size(), 1u);
+  // Shards of 2 rows gather to 8, cut to 6.
+  EXPECT_EQ(plan->steps[0].kind, CollectiveKind::AllGather);
+  EXPECT_EQ(plan->steps[0].resultShape, llvm::SmallVector<int64_t>({8, 8}));
+  EXPECT_EQ(plan->steps[0].cutTo, 6);
+}
+
+TEST_F(ReshardPlanShapes, RefusesWhatCollectivesCannotDo) {
+  MeshAttr mesh = parseMesh(context, "tp = 4");
+  auto type = RankedTensorType::get({8, 8}, Float32Type::get(&context));
+  std::string why;
+  EXPECT_FALSE(
+      planReshard(mesh, type, makeSharding({{}, {}}), makeSharding({{}, {}}, {"tp"}), why));
+  EXPECT_EQ(why, "a full value cannot become a pending sum");
+  EXPECT_FALSE(
+      planReshard(mesh, type, makeSharding({{"tp:(1)2"}, {}}), makeSharding({{}, {}}), why));
+  EXPECT_EQ(why, "it changes the sub-axis 'tp:(1)2', and collectives run over whole mesh axes");
+  EXPECT_FALSE(
+      planReshard(mesh, type, makeSharding({{}, {}}, {"tp:(2)2"}), makeSharding({{}, {}}), why));
+  EXPECT_EQ(why, "it reduces over the sub-axis 'tp:(2)2', and collectives run over whole mesh "
+                 "axes");
+}
+
+} // namespace
