@@ -48,8 +48,9 @@ def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
     The module's `tfm.mesh` names the mesh axes. Seeds are `tfm.sharding`
     (`#tfm.sharding`) on function arguments and results and
     `tfm.sharding_constraint` ops; they never change. Every other tensor gets
-    a sharding from the factor-based sharding rule of an op it meets
-    (`include/pmlir/Dialect/Tfm/IR/ShardingRules.h`): forward from operands
+    a sharding from the factor-based sharding rule of an op it meets (the
+    op's `ShardingRuleOpInterface`), computed by the sharding engine
+    (`include/pmlir/Sharding/Propagation.h`): forward from operands
     to results, then backward to operands, until nothing changes. Where the
     op's tensors propose different mesh axes for one factor, the proposal
     backed by the most tensor bytes wins, so the largest tensors keep their

@@ -14,12 +14,12 @@
 // major one) is computed unsplit. The operands are resharded to what the
 // factors say, the op runs on local shapes, and its result is resharded to
 // its annotated sharding if the op computed another one (a replicated fused
-// weight's split parts: a local slice). Reshards pick the cheapest
-// collectives for any change: pending sums become reduce_scatter where the
-// target splits the reduced axes along a dimension, all_reduce otherwise;
-// an axis moving from the minor end of one dimension to another is an
-// all_to_all; axes leaving a dimension are all_gathered, axes joining one
-// are all_sliced (no communication).
+// weight's split parts: a local slice). Reshards are planned and emitted by
+// the sharding engine (pmlir/Sharding/Reshard.h): pending sums become
+// reduce_scatter where the target splits the reduced axes along a dimension,
+// all_reduce otherwise; an axis moving from the minor end of one dimension
+// to another is an all_to_all; axes leaving a dimension are all_gathered,
+// axes joining one are all_sliced (no communication).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +29,8 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Reshard.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"

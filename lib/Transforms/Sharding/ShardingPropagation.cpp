@@ -3,21 +3,14 @@
 // Part of pmlir.
 //
 // Seeds are the shardings the user gave: `tfm.sharding` on function
-// arguments and results and `tfm.sharding_constraint` ops; they never
-// change but in their open dimensions, which propagation may split further,
-// once. Seeds enter in rounds of increasing priority, each round run to its
-// fixed point. Every other value gets its sharding once, from the op that first
-// knows enough: forward from operands to results, then backward from
-// results and sibling operands to operands, repeated until nothing changes.
-// At an op, each factor of its sharding rule takes the mesh axes that the
-// op's tensors propose for it; when they disagree, the proposal backed by the
-// most bytes wins, so the largest tensors keep their layout and the smaller
-// ones are resharded: the choice follows modeled communication, not the
-// order of the walk. Contracting factors make the result a pending sum;
-// pending sums pass through ops that are linear in them and stop at the
-// first op that needs the full value, where partitioning reduces them.
-// Values nothing reaches are replicated. Each op gets `tfm.shardings`, one
-// #tfm.sharding per result.
+// arguments and results and `tfm.sharding_constraint` ops. The pass checks
+// them against the mesh, hands them to the sharding engine
+// (pmlir/Sharding/Propagation.h: rounds of increasing priority, forward and
+// backward over the ops' factor rules, conflicts decided by the tensor bytes
+// behind each proposal, pending sums through linear ops) and writes what it
+// returns: each op gets `tfm.shardings`, one #tfm.sharding per result, seeds
+// with open dimensions their extended sharding, and values nothing reached
+// are replicated.
 //
 //===----------------------------------------------------------------------===//
 
