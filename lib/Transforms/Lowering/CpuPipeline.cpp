@@ -31,7 +31,6 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Debug.h"
 
@@ -90,17 +89,4 @@ void pmlir::registerCpuLoweringInterfaces(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
-}
-
-void pmlir::registerPipelines() {
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "pmlir-cpu-pipeline",
-      "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
-      "(see CpuPipeline.cpp)",
-      buildCpuLoweringPipeline);
-  PassPipelineRegistration<ShardingPipelineOptions>(
-      "pmlir-sharding-pipeline",
-      "shards a global program with tfm.mesh into the per-rank program: [recipe], "
-      "propagation, partition, [sequence parallelism], [comm report]",
-      buildShardingPipeline);
 }
