@@ -114,11 +114,11 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
   if (spec.sharding) {
     if (!mesh)
       return failWith("argument '" + a.name + "' is sharded (tfm.sharding); run it with --mesh");
-    if (!(layout =
-              BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates, error)))
+    if (!(layout = BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates,
+                                       error, spec.parts)))
       return failWith("argument '" + a.name + "' " + error);
   }
-  std::vector<int64_t> shape = layout ? layout->global : a.shape;
+  std::vector<int64_t> shape = layout ? layout->shape : a.shape;
   std::string perRank = layout ? ", " + formatDims(a.shape) + " per rank" : "";
   int64_t n = elementCount(shape);
 

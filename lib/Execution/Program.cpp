@@ -59,6 +59,14 @@ std::optional<DimAxes> shardingOf(Attribute attr, std::string &error) {
   return axes;
 }
 
+/// The part counts of a #tfm.sharding (empty: none).
+std::vector<int64_t> partsOf(Attribute attr) {
+  auto sharding = dyn_cast_or_null<tfm::ShardingAttr>(attr);
+  if (!sharding)
+    return {};
+  return std::vector<int64_t>(sharding.getParts().begin(), sharding.getParts().end());
+}
+
 std::optional<std::vector<int64_t>> globalShapeOf(Attribute attr) {
   auto type = dyn_cast_or_null<TypeAttr>(attr);
   auto tensor = type ? dyn_cast<RankedTensorType>(type.getValue()) : RankedTensorType();
@@ -110,6 +118,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     return false;
   }
   result.global = globalShapeOf(entry.getResultAttr(0, tfm::kGlobalTypeAttr));
+  result.parts = partsOf(entry.getResultAttr(0, tfm::kShardingAttr));
 
   for (BlockArgument arg : entry.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -144,6 +153,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
       return false;
     }
     spec.global = globalShapeOf(entry.getArgAttr(i, tfm::kGlobalTypeAttr));
+    spec.parts = partsOf(entry.getArgAttr(i, tfm::kShardingAttr));
     signature.arguments.push_back(std::move(spec));
   }
   return true;

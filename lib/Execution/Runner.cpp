@@ -349,7 +349,7 @@ int Job::run() {
       return failHere("the result of @" + o.entry +
                       " is sharded (tfm.sharding); run it with --mesh");
     if (!BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
-                             mesh->coordinates(rank), error))
+                             mesh->coordinates(rank), error, result.parts))
       return failHere("the result of @" + o.entry + " " + error);
   }
   if (!checkGrids(*module, mesh, o.mesh, error))
@@ -387,8 +387,8 @@ int Job::run() {
     std::optional<BlockLayout> resultLayout;
     if (result.sharding)
       resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
-                                         coordinates, error);
-    std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->global : result.shape;
+                                         coordinates, error, result.parts);
+    std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->shape : result.shape;
     if (resultGlobal.size() >= 2)
       jobTokens = elementCount(std::vector<int64_t>(resultGlobal.begin(), resultGlobal.end() - 1));
     for (auto [argNumber, range] : idRanges)
@@ -444,13 +444,13 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
           j /= mesh->axisSizes()[a];
         }
         std::optional<BlockLayout> layout = BlockLayout::decode(
-            *mesh, *result.sharding, result.shape, result.global, coords, error);
+            *mesh, *result.sharding, result.shape, result.global, coords, error, result.parts);
         if (!layout)
           return failAtEnd("the result of @" + signature.name + " " + error);
         if (assembled.empty())
-          assembled.resize(elementCount(layout->global));
+          assembled.resize(elementCount(layout->shape));
         layout->pasteIn(blocks.data() + member * n, sizeof(float), assembled.data());
-        shape = layout->global;
+        shape = layout->shape;
       }
       values = assembled.data();
       n = static_cast<int64_t>(assembled.size());

@@ -127,7 +127,7 @@ struct Propagation {
       anyKnown = true;
       SmallVector<Axes> perFactor(numFactors);
       for (auto [d, factors] : llvm::enumerate(dims))
-        factorAxes(factors, it->second.dims[d], rule, mesh, perFactor);
+        factorAxes(factors, it->second.dims[d], rule, mesh, perFactor, it->second.partsOf(d));
       for (size_t f = 0; f < numFactors; ++f) {
         candidates[f][perFactor[f]] += tensorBytes(value);
         if (seeds.count(value) && !perFactor[f].empty())
@@ -213,16 +213,9 @@ struct Propagation {
         continue;
       Sharding s;
       for (const SmallVector<int64_t> &factors : dims) {
-        // A dimension's blocks are contiguous: a minor factor's axes count
-        // only below a major factor split all the way (GPT-2's fused QKV
-        // dimension, parts major, cannot hold the parts' tp split).
-        Axes axes;
-        for (int64_t f : factors) {
-          llvm::append_range(axes, decided[f]);
-          if (sizeOf(decided[f]) != rule.factors[f].size)
-            break;
-        }
-        s.dims.push_back(mesh.mergeSubAxes(axes));
+        auto [axes, parts] = dimAxes(factors, decided, rule, mesh);
+        s.dims.push_back(axes);
+        s.setParts(s.dims.size() - 1, parts);
       }
       if (isResult)
         s.pending = pending;
@@ -374,11 +367,16 @@ FailureOr<Sharding> pmlir::sharding::checkSharding(MeshAttr mesh, Value v, Shard
                              << "', which share devices (sharding " << attr << ")";
       seen.push_back(a);
     }
-    if (type.getShape()[d] < devicesOf(mesh, axes))
-      return emitError() << what << " splits dimension " << d << " of " << type << " over "
-                         << devicesOf(mesh, axes) << " devices, more than its size (sharding "
-                         << attr << ")";
+    int64_t parts = attr.partsOf(d);
+    if (type.getShape()[d] % parts != 0)
+      return emitError() << what << " makes dimension " << d << " of " << type << " of " << parts
+                         << " parts, which do not divide it (sharding " << attr << ")";
+    if (type.getShape()[d] / parts < devicesOf(mesh, axes))
+      return emitError() << what << " splits " << (parts == 1 ? "" : "each part of ")
+                         << "dimension " << d << " of " << type << " over " << devicesOf(mesh, axes)
+                         << " devices, more than its size (sharding " << attr << ")";
     s.dims.push_back(axes);
+    s.setParts(d, parts);
   }
   s.pending = attr.pendingAxes();
   for (StringRef a : s.pending)

@@ -37,7 +37,23 @@ Value pmlir::sharding::resizeDim(OpBuilder &b, Location loc, Value v, int64_t d,
 
 Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, MeshAttr mesh,
                                    const ReshardPlan &plan, Value v) {
-  auto elementType = cast<RankedTensorType>(v.getType()).getElementType();
+  auto localType = cast<RankedTensorType>(v.getType());
+  auto elementType = localType.getElementType();
+  // Dimensions of parts: into the plan's view, [parts, the rest], and back.
+  SmallVector<ReassociationIndices> view;
+  if (!plan.partsView.empty() && !plan.steps.empty()) {
+    SmallVector<int64_t> viewShape;
+    for (auto [d, parts] : llvm::enumerate(plan.partsView)) {
+      view.emplace_back();
+      if (parts != 1) {
+        view.back().push_back(viewShape.size());
+        viewShape.push_back(parts);
+      }
+      view.back().push_back(viewShape.size());
+      viewShape.push_back(localType.getShape()[d] / parts);
+    }
+    v = tensor::ExpandShapeOp::create(b, loc, localType.clone(viewShape), v, view);
+  }
   for (const ReshardStep &step : plan.steps) {
     if (step.padTo != -1)
       v = resizeDim(b, loc, v, step.dim, step.padTo);
@@ -68,6 +84,17 @@ Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, MeshAttr mesh,
     }
     if (step.cutTo != -1)
       v = resizeDim(b, loc, v, step.dim, step.cutTo);
+  }
+  if (!view.empty()) {
+    auto viewType = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape;
+    for (const ReassociationIndices &dims : view) {
+      int64_t n = 1;
+      for (int64_t d : dims)
+        n *= viewType.getShape()[d];
+      shape.push_back(n);
+    }
+    v = tensor::CollapseShapeOp::create(b, loc, viewType.clone(shape), v, view);
   }
   return v;
 }

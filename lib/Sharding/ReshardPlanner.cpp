@@ -215,17 +215,62 @@ CollectiveCost ReshardPlan::cost(const CostModel &model) const {
 std::optional<ReshardPlan> pmlir::sharding::planReshard(MeshAttr mesh, RankedTensorType global,
                                                         const Sharding &from, const Sharding &to,
                                                         std::string &error) {
-  Planner planner(mesh, global);
-  if (!planner.run(from, to, error))
+  if (!from.hasParts() && !to.hasParts()) {
+    Planner planner(mesh, global);
+    if (!planner.run(from, to, error))
+      return std::nullopt;
+    return std::move(planner.plan);
+  }
+  // A dimension made of parts becomes two in a view, [parts, the rest], the
+  // parts unsplit: its blocks are then contiguous blocks of the rest, which
+  // the plain planner moves. The other side must have the same parts, or
+  // leave the dimension whole.
+  int64_t rank = global.getRank();
+  SmallVector<int64_t> parts(rank, 1), viewShape;
+  Sharding viewFrom, viewTo;
+  viewFrom.pending = from.pending;
+  viewTo.pending = to.pending;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t p = from.partsOf(d), q = to.partsOf(d);
+    if (p != q && !(p == 1 && from.dims[d].empty()) && !(q == 1 && to.dims[d].empty())) {
+      error = "dimension " + std::to_string(d) + " would change from " + std::to_string(p) +
+              " parts to " + std::to_string(q) + " while split";
+      return std::nullopt;
+    }
+    parts[d] = std::max(p, q);
+    int64_t size = global.getShape()[d];
+    if (parts[d] == 1) {
+      viewShape.push_back(size);
+      viewFrom.dims.push_back(from.dims[d]);
+      viewTo.dims.push_back(to.dims[d]);
+      continue;
+    }
+    if (size % parts[d] != 0) {
+      error = "dimension " + std::to_string(d) + " of " + std::to_string(size) +
+              " elements is not made of " + std::to_string(parts[d]) + " equal parts";
+      return std::nullopt;
+    }
+    viewShape.append({parts[d], size / parts[d]});
+    viewFrom.dims.append({Axes{}, from.dims[d]});
+    viewTo.dims.append({Axes{}, to.dims[d]});
+  }
+  Planner planner(mesh, global.clone(viewShape));
+  if (!planner.run(viewFrom, viewTo, error))
     return std::nullopt;
+  planner.plan.from = from;
+  planner.plan.to = to;
+  planner.plan.partsView = parts;
   return std::move(planner.plan);
 }
 
 RankedTensorType pmlir::sharding::localType(MeshAttr mesh, RankedTensorType global,
                                             const Sharding &sharding) {
+  // A dimension of parts holds its block of each part.
   SmallVector<int64_t> shape(global.getShape());
-  for (auto [d, axes] : llvm::enumerate(sharding.dims))
-    shape[d] = pmlir::shardSize(shape[d], devicesOf(mesh, axes));
+  for (auto [d, axes] : llvm::enumerate(sharding.dims)) {
+    int64_t parts = sharding.partsOf(d);
+    shape[d] = parts * pmlir::shardSize(shape[d] / parts, devicesOf(mesh, axes));
+  }
   return global.clone(shape);
 }
 

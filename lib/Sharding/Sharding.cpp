@@ -16,11 +16,13 @@ Sharding Sharding::of(ShardingAttr attr) {
   for (int64_t d = 0; d < attr.getRank(); ++d)
     s.dims.push_back(attr.axesOf(d));
   s.pending = attr.pendingAxes();
+  s.parts.assign(attr.getParts().begin(), attr.getParts().end());
   return s;
 }
 
 ShardingAttr Sharding::toAttr(MLIRContext *context, bool withPending) const {
-  return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{});
+  return ShardingAttr::get(context, dims, withPending ? ArrayRef(pending) : ArrayRef<StringRef>{},
+                           /*open=*/{}, /*priority=*/0, parts);
 }
 
 int64_t pmlir::sharding::devicesOf(MeshAttr mesh, ArrayRef<StringRef> axes) {
@@ -32,7 +34,17 @@ int64_t pmlir::sharding::devicesOf(MeshAttr mesh, ArrayRef<StringRef> axes) {
 
 void pmlir::sharding::factorAxes(ArrayRef<int64_t> factors, ArrayRef<StringRef> dimAxes,
                                  const ShardingRule &rule, MeshAttr mesh,
-                                 SmallVectorImpl<Axes> &perFactor) {
+                                 SmallVectorImpl<Axes> &perFactor, int64_t parts) {
+  // The parts are the major factors, unsplit.
+  if (parts > 1) {
+    int64_t product = 1;
+    while (product < parts && !factors.empty()) {
+      product *= rule.factors[factors.front()].size;
+      factors = factors.drop_front();
+    }
+    if (product != parts)
+      return;
+  }
   // An axis larger than what remains of a factor that divides it splits:
   // the factor takes its major part, the next factor sees the rest.
   SmallVector<StringRef> queue(dimAxes);
@@ -64,4 +76,23 @@ void pmlir::sharding::factorAxes(ArrayRef<int64_t> factors, ArrayRef<StringRef> 
     if (remaining != 1)
       break;
   }
+}
+
+std::pair<Axes, int64_t> pmlir::sharding::dimAxes(ArrayRef<int64_t> factors,
+                                                  ArrayRef<Axes> perFactor,
+                                                  const ShardingRule &rule, MeshAttr mesh) {
+  int64_t parts = 1;
+  size_t i = 0;
+  while (i < factors.size() && perFactor[factors[i]].empty())
+    parts *= rule.factors[factors[i++]].size;
+  if (i == factors.size())
+    return {{}, 1};
+  Axes axes;
+  for (; i < factors.size(); ++i) {
+    int64_t f = factors[i];
+    llvm::append_range(axes, perFactor[f]);
+    if (devicesOf(mesh, perFactor[f]) != rule.factors[f].size)
+      break;
+  }
+  return {mesh.mergeSubAxes(axes), parts};
 }

@@ -15,7 +15,8 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
                                                const std::vector<int64_t> &local,
                                                const std::optional<std::vector<int64_t>> &global,
                                                const std::vector<int64_t> &coordinates,
-                                               std::string &error) {
+                                               std::string &error,
+                                               const std::vector<int64_t> &parts) {
   if (global && global->size() != local.size()) {
     error = "has a global shape of rank " + std::to_string(global->size()) + " for " +
             std::to_string(local.size()) + " dimensions";
@@ -26,26 +27,48 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
             std::to_string(local.size()) + " dimensions";
     return std::nullopt;
   }
+  if (!parts.empty() && parts.size() != local.size()) {
+    error = "has " + std::to_string(parts.size()) + " part counts in tfm.sharding for " +
+            std::to_string(local.size()) + " dimensions";
+    return std::nullopt;
+  }
   BlockLayout layout;
-  layout.local = local;
   for (size_t d = 0; d < local.size(); ++d) {
-    int64_t parts = 1;
+    int64_t devices = 1;
     for (const std::string &name : dims[d]) {
       std::optional<SubAxis> sub = mesh.subAxis(name);
       if (!sub) {
         error = "tfm.sharding names mesh axis '" + name + "', which --mesh does not have";
         return std::nullopt;
       }
-      parts *= sub->size;
+      devices *= sub->size;
     }
-    int64_t size = global ? (*global)[d] : local[d] * parts;
-    if (shardSize(size, parts) != local[d]) {
-      error = "has blocks of " + std::to_string(local[d]) + " in dimension " + std::to_string(d) +
-              ", which is not " + std::to_string(size) + " split in " + std::to_string(parts);
+    int64_t n = parts.empty() ? 1 : parts[d];
+    std::string ofParts = n == 1 ? "" : " (" + std::to_string(n) + " parts)";
+    if (n < 1 || local[d] % n != 0 || (global && (*global)[d] % n != 0)) {
+      error = "has dimension " + std::to_string(d) + " of " + std::to_string(local[d]) +
+              " elements here" +
+              (global ? " and " + std::to_string((*global)[d]) + " in all" : std::string()) +
+              ", which is not made of " + std::to_string(n) + " equal parts";
       return std::nullopt;
     }
+    int64_t block = local[d] / n;
+    int64_t size = global ? (*global)[d] / n : block * devices;
+    if (shardSize(size, devices) != block) {
+      error = "has blocks of " + std::to_string(local[d]) + " in dimension " + std::to_string(d) +
+              ofParts + ", which is not " + std::to_string(size * n) + " split in " +
+              std::to_string(devices) + (n == 1 ? "" : " in each part");
+      return std::nullopt;
+    }
+    if (n != 1) {
+      layout.global.push_back(n);
+      layout.local.push_back(n);
+      layout.offset.push_back(0);
+    }
+    layout.shape.push_back(size * n);
     layout.global.push_back(size);
-    layout.offset.push_back(local[d] * mesh.blockIndex(dims[d], coordinates));
+    layout.local.push_back(block);
+    layout.offset.push_back(block * mesh.blockIndex(dims[d], coordinates));
   }
   return layout;
 }

@@ -7,18 +7,18 @@
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=GPT2
 // GPT2: tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], []]>
 // GPT2: tfm.name = "wte.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
-// The fused QKV weight cannot be split contiguously: it stays whole (its
-// parts are pinned below).
-// GPT2: tfm.name = "h.0.attn.c_attn.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], []]>
+// The fused QKV weight and bias are made of q, k and v parts, each split
+// over tp: a device holds its heads of all three.
+// GPT2: tfm.name = "h.0.attn.c_attn.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], parts = [1, 3]>
+// GPT2: tfm.name = "h.0.attn.c_attn.bias", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]], parts = [3]>
 // GPT2: tfm.name = "h.0.attn.c_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // GPT2: tfm.name = "h.0.mlp.c_fc.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
 // GPT2: tfm.name = "h.0.mlp.c_fc.bias", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]]>
 // GPT2: tfm.name = "h.0.mlp.c_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // GPT2-SAME: -> (tensor<2x16x96xf32> {{{.*}}tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>})
 // GPT2: tfm.embedding {{.*}}pending = ["tp"]>]} : {{.*}} -> tensor<2x16x64xf32>
-// The fused QKV weight is pinned by parts.
-// GPT2: %[[QKV:.*]]:3 = tfm.split
-// GPT2: tfm.sharding_constraint %[[QKV]]#0 to <{{\[\[}}], ["tp"]]> {{.*}}: tensor<64x64xf32>
+// The fused QKV weight's parts come out of its split each split over tp.
+// GPT2: tfm.split {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"]]>, #tfm.sharding<{{\[\[}}], ["tp"]]>, #tfm.sharding<{{\[\[}}], ["tp"]]>]} : tensor<64x192xf32>
 // GPT2: tfm.attention {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], ["tp"], [], []]>]}
 // GPT2: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]} : tensor<2x16x64xf32>, tensor<64x64xf32> -> tensor<2x16x64xf32>
 // GPT2: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]} : tensor<2x16x256xf32>, tensor<256x64xf32> -> tensor<2x16x64xf32>

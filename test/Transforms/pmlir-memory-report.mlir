@@ -37,11 +37,43 @@
 // SP-NEXT: "fp16_with_dropout": 39936
 // SP: "sequence_parallel": true
 
+// The parameters a rank holds under the Megatron recipe on dp = 2 x tp = 2
+// equal Megatron's layout, worked out by hand (f32 elements): per layer
+// the column-parallel c_attn (fused QKV: each rank its heads of q, k and v)
+// and c_fc with their biases, and the row-parallel c_proj weights, split
+// in two: (12288 + 192 + 4096 + 16384 + 256 + 16384) / 2 = 24800; whole:
+// ln_1, ln_2 and the two row-parallel biases, 384. wte split (3072), wpe
+// (2048) and ln_f (128) whole: 2 x 25184 + 5248 = 55616 elements = 222464
+// bytes; whole, 11776 of them. Unsharded: 108288 elements = 433152 bytes.
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron memory-report=-" -o /dev/null \
+// RUN:   | FileCheck %s --check-prefix=PARAMS
+// PARAMS: "parameters": {
+// PARAMS-NEXT: "bytes_per_rank": 222464,
+// PARAMS-NEXT: "ideal_bytes_per_rank": 222464,
+// PARAMS-NEXT: "replicated_bytes_per_rank": 11776,
+// PARAMS-NEXT: "unsharded_bytes": 433152
+
+// A vocabulary of 97 on tp = 2 is padded to 2 x 49 rows: a rank holds 64
+// elements (256 bytes) more of wte than its share, 128 bytes over the ideal.
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron memory-report=-" -o /dev/null \
+// RUN:   | FileCheck %s --check-prefix=PADDED
+// PADDED: "parameters": {
+// PADDED-NEXT: "bytes_per_rank": 222720,
+// PADDED-NEXT: "ideal_bytes_per_rank": 222592,
+
 // Unsharded, the same accounting on global shapes (t = 1).
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-memory-report -o /dev/null | FileCheck %s --check-prefix=ONE
 // ONE: "activation_bytes_per_rank": 139264,
 // ONE: "f32_without_dropout": 139264,
+// ONE: "bytes_per_rank": [[WHOLE:[0-9]+]],
+// ONE-NEXT: "ideal_bytes_per_rank": [[WHOLE]],
+// ONE-NEXT: "replicated_bytes_per_rank": [[WHOLE]],
+// ONE-NEXT: "unsharded_bytes": [[WHOLE]]
 
 // A file that cannot be written: an error, no crash.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \

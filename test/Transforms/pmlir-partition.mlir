@@ -47,17 +47,38 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
   }
 
   // Heads split over tp: split_heads makes the local heads; the parts of a
-  // replicated fused weight are sliced locally (no communication).
+  // replicated fused weight are sliced locally (no communication), each
+  // part in the view [parts, the rest], before the split.
   // CHECK-LABEL: func.func @heads
-  // CHECK: %[[P:.*]]:2 = tfm.split %{{.*}} dim = 1 : tensor<8x16xf32> -> tensor<8x8xf32>, tensor<8x8xf32>
-  // CHECK: %[[Q:.*]] = shard.all_slice %[[P]]#0 on @mesh grid_axes = [1] slice_axis = 1 : tensor<8x8xf32> -> tensor<8x4xf32>
-  // CHECK: %[[M:.*]] = tfm.matmul %{{.*}}, %[[Q]] : tensor<2x3x8xf32>, tensor<8x4xf32> -> tensor<2x3x4xf32>
+  // CHECK-SAME: %[[W:[^:]*]]: tensor<8x16xf32>
+  // CHECK: %[[E:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0], [1, 2]] output_shape [8, 2, 8] : tensor<8x16xf32> into tensor<8x2x8xf32>
+  // CHECK: %[[S:.*]] = shard.all_slice %[[E]] on @mesh grid_axes = [1] slice_axis = 2 : tensor<8x2x8xf32> -> tensor<8x2x4xf32>
+  // CHECK: %[[C:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0], [1, 2]] : tensor<8x2x4xf32> into tensor<8x8xf32>
+  // CHECK: %[[P:.*]]:2 = tfm.split %[[C]] dim = 1 : tensor<8x8xf32> -> tensor<8x4xf32>, tensor<8x4xf32>
+  // CHECK: %[[M:.*]] = tfm.matmul %{{.*}}, %[[P]]#0 : tensor<2x3x8xf32>, tensor<8x4xf32> -> tensor<2x3x4xf32>
   // CHECK: tfm.split_heads %[[M]] heads = 2 : tensor<2x3x4xf32> -> tensor<2x2x3x2xf32>
   func.func @heads(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>) -> (tensor<2x4x3x2xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"], [], []]>}) {
     %p:2 = tfm.split %w dim = 1 {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>, #tfm.sharding<[[], ["tp"]]>]} : tensor<8x16xf32> -> tensor<8x8xf32>, tensor<8x8xf32>
     %m = tfm.matmul %x, %p#0 {tfm.shardings = [#tfm.sharding<[[], [], ["tp"]]>]} : tensor<2x3x8xf32>, tensor<8x8xf32> -> tensor<2x3x8xf32>
     %h = tfm.split_heads %m heads = 4 {tfm.shardings = [#tfm.sharding<[[], ["tp"], [], []]>]} : tensor<2x3x8xf32> -> tensor<2x4x3x2xf32>
     return %h : tensor<2x4x3x2xf32>
+  }
+
+  // A fused weight whose parts are each split over tp is held as a rank's
+  // block of every part (8x8 of 8x16) and split without communication;
+  // gathering it whole runs in the view [parts, the rest]: rank 1 holds
+  // columns 4-7 and 12-15, which land in their places.
+  // CHECK-LABEL: func.func @fused_parts
+  // CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {tfm.global_type = tensor<8x16xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], parts = [1, 2]>}
+  // CHECK-NEXT: %[[P:.*]]:2 = tfm.split %[[W]] dim = 1 : tensor<8x8xf32> -> tensor<8x4xf32>, tensor<8x4xf32>
+  // CHECK: %[[E:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0], [1, 2]] output_shape [8, 2, 4] : tensor<8x8xf32> into tensor<8x2x4xf32>
+  // CHECK: %[[G:.*]] = shard.all_gather %[[E]] on @mesh grid_axes = [1] gather_axis = 2 : tensor<8x2x4xf32> -> tensor<8x2x8xf32>
+  // CHECK: %[[C:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0], [1, 2]] : tensor<8x2x8xf32> into tensor<8x16xf32>
+  // CHECK: return %[[P]]#1, %[[C]] : tensor<8x4xf32>, tensor<8x16xf32>
+  func.func @fused_parts(%w: tensor<8x16xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 2]>})
+      -> (tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}, tensor<8x16xf32>) {
+    %p:2 = tfm.split %w dim = 1 {tfm.shardings = [#tfm.sharding<[[], ["tp"]]>, #tfm.sharding<[[], ["tp"]]>]} : tensor<8x16xf32> -> tensor<8x8xf32>, tensor<8x8xf32>
+    return %p#1, %w : tensor<8x8xf32>, tensor<8x16xf32>
   }
 
   // Queries split over the sequence: positions start at the block's first
@@ -169,6 +190,18 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
   func.func @gather_sub_axis(%x: tensor<8x4xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)2"], []]>}) -> tensor<8x4xf32> {
     // expected-error @+1 {{'tfm.gelu' op cannot reshard an operand from #tfm.sharding<[["tp:(1)2"], []]> to #tfm.sharding<[[], []]>: it changes the sub-axis 'tp:(1)2', and collectives run over whole mesh axes}}
     %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[[], []]>]} : tensor<8x4xf32>
+    return %y : tensor<8x4xf32>
+  }
+}
+
+// -----
+
+// A fused weight's parts, each split, cannot become one contiguous split of
+// the whole dimension: a rank would need columns of both parts.
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  func.func @parts_to_contiguous(%x: tensor<8x4xf32> {tfm.sharding = #tfm.sharding<[["tp"], []], parts = [2, 1]>}) -> tensor<8x4xf32> {
+    // expected-error @+1 {{'tfm.gelu' op cannot reshard an operand from #tfm.sharding<[["tp"], []], parts = [2, 1]> to #tfm.sharding<[["tp"], []]>: dimension 0 would change from 2 parts to 1 while split}}
+    %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[["tp"], []]>]} : tensor<8x4xf32>
     return %y : tensor<8x4xf32>
   }
 }

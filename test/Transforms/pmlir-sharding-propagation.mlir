@@ -227,6 +227,24 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
 
 // -----
 
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  // expected-error @+1 {{argument #0 makes dimension 1 of 'tensor<6x8xf32>' of 3 parts, which do not divide it}}
+  func.func @parts_not_dividing(%x: tensor<6x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 3]>}) -> tensor<6x8xf32> {
+    return %x : tensor<6x8xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{argument #0 splits each part of dimension 1 of 'tensor<6x8xf32>' over 4 devices, more than its size}}
+  func.func @parts_too_small(%x: tensor<6x8xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 4]>}) -> tensor<6x8xf32> {
+    return %x : tensor<6x8xf32>
+  }
+}
+
+// -----
+
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
   // expected-error @+1 {{argument #0 names mesh axis 'tp:(1)3', which the mesh #tfm.mesh<tp = 4> does not have}}
   func.func @bad_sub_axis(%x: tensor<6x8xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)3"], []]>}) -> tensor<6x8xf32> {

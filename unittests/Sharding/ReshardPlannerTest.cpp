@@ -204,17 +204,20 @@ std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayR
   std::vector<Buffer> out;
   DimAxes dims;
   std::vector<int64_t> local;
+  std::vector<int64_t> parts;
   for (auto [d, axes] : llvm::enumerate(s.dims)) {
     dims.push_back({});
     for (StringRef a : axes)
       dims.back().push_back(a.str());
-    local.push_back(shardSize(shape[d], int64_t(1) << axes.size()));
+    int64_t n = s.partsOf(d);
+    local.push_back(n * shardSize(shape[d] / n, int64_t(1) << axes.size()));
+    parts.push_back(n);
   }
   for (int64_t r = 0; r < 4; ++r) {
     std::string error;
     std::optional<BlockLayout> layout = BlockLayout::decode(
         supportMesh, dims, local, std::vector<int64_t>(shape.begin(), shape.end()),
-        Ranks::coordinates(r), error);
+        Ranks::coordinates(r), error, parts);
     EXPECT_TRUE(layout) << error;
     Buffer b{local, std::vector<double>(local[0] * local[1], 0.0)};
     layout->copyOut(global.data(), sizeof(double), b.data.data());
@@ -290,6 +293,90 @@ TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
       }
     }
   EXPECT_GT(planned, 150);
+}
+
+/// The shape of `shape` in a plan's view, where a dimension of parts is
+/// two: [parts, the rest].
+std::vector<int64_t> inView(const std::vector<int64_t> &shape, ArrayRef<int64_t> partsView) {
+  if (partsView.empty())
+    return shape;
+  std::vector<int64_t> view;
+  for (auto [d, n] : llvm::enumerate(partsView)) {
+    if (n != 1)
+      view.push_back(n);
+    view.push_back(shape[d] / n);
+  }
+  return view;
+}
+
+// A matrix whose columns are 2 parts (a fused weight of two projections):
+// every pair of shardings with and without the parts on the columns. The
+// plans move each part's blocks in the view [parts, the rest]; a change of
+// parts while the columns stay split is refused.
+TEST_P(ReshardPlannerTest, FusedPartsMoveInTheirView) {
+  std::vector<int64_t> shape = GetParam();
+  if (shape[1] % 2 != 0)
+    GTEST_SKIP() << "columns of two parts need an even width";
+  MeshAttr mesh = parseMesh(context, "x = 2, y = 2");
+  std::string error;
+  std::optional<Mesh> supportMesh = Mesh::parse("x=2,y=2", "y,x", error);
+  ASSERT_TRUE(supportMesh) << error;
+  Ranks ranks(mesh);
+  auto type = RankedTensorType::get(shape, Float64Type::get(&context));
+  std::vector<double> global = globalTensor(shape);
+  std::vector<Sharding> all;
+  for (Sharding s : allShardings()) {
+    all.push_back(s);
+    if (!s.dims[1].empty()) {
+      s.setParts(1, 2);
+      all.push_back(s);
+    }
+  }
+  int planned = 0, refused = 0;
+  for (const Sharding &from : all)
+    for (const Sharding &to : all) {
+      if (!from.hasParts() && !to.hasParts())
+        continue; // EveryPairOnTwoByTwo
+      SCOPED_TRACE(describe(from) + " -> " + describe(to));
+      std::string why;
+      std::optional<ReshardPlan> plan = planReshard(mesh, type, from, to, why);
+      if (!plan) {
+        bool pendingGrows = llvm::any_of(
+            to.pending, [&](StringRef a) { return !llvm::is_contained(from.pending, a); });
+        bool partsChangeWhileSplit =
+            from.partsOf(1) != to.partsOf(1) && !from.dims[1].empty() && !to.dims[1].empty();
+        EXPECT_TRUE(pendingGrows || partsChangeWhileSplit) << why;
+        if (partsChangeWhileSplit && !pendingGrows)
+          EXPECT_EQ(why, "dimension 1 would change from " + std::to_string(from.partsOf(1)) +
+                             " parts to " + std::to_string(to.partsOf(1)) + " while split");
+        ++refused;
+        continue;
+      }
+      ++planned;
+      std::vector<Buffer> buffers = blocksOf(*supportMesh, ranks, shape, global, from);
+      for (Buffer &b : buffers)
+        b.shape = inView(b.shape, plan->partsView);
+      for (const ReshardStep &step : plan->steps)
+        ranks.run(step, buffers);
+      RankedTensorType local = localType(mesh, type, to);
+      std::vector<int64_t> localShape(local.getShape().begin(), local.getShape().end());
+      std::vector<Buffer> want =
+          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}, to.parts});
+      for (int64_t r = 0; r < 4; ++r) {
+        ASSERT_EQ(buffers[r].shape, inView(localShape, plan->partsView)) << "rank " << r;
+        std::vector<double> have = buffers[r].data;
+        if (!to.pending.empty()) {
+          std::fill(have.begin(), have.end(), 0.0);
+          for (int64_t m : ranks.group(r, to.pending))
+            for (size_t i = 0; i < have.size(); ++i)
+              have[i] += buffers[m].data[i];
+        }
+        for (size_t i = 0; i < have.size(); ++i)
+          ASSERT_NEAR(have[i], want[r].data[i], 1e-9) << "rank " << r << " element " << i;
+      }
+    }
+  EXPECT_GT(planned, 100);
+  EXPECT_GT(refused, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(EvenAndPadded, ReshardPlannerTest,

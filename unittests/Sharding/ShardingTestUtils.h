@@ -50,6 +50,12 @@ inline std::string describe(const Sharding &s) {
   text += "]";
   if (!s.pending.empty())
     text += " pending [" + llvm::join(s.pending, ", ") + "]";
+  if (s.hasParts()) {
+    text += " parts [";
+    for (auto [i, n] : llvm::enumerate(s.parts))
+      text += (i ? ", " : "") + std::to_string(n);
+    text += "]";
+  }
   return text;
 }
 

@@ -114,6 +114,39 @@ TEST(BlockLayout, EveryRanksBlocksTileTheGlobalTensor) {
   EXPECT_EQ(rebuilt, data);
 }
 
+TEST(BlockLayout, FusedPartsHoldEachRanksBlockOfEveryPart) {
+  // GPT-2's fused QKV weight, 2 rows of 3 parts of 4 columns (q0..q3,
+  // k0..k3, v0..v3), each part split over tp = 2: rank 1 holds columns 2, 3
+  // of every part, 6 of the 12, in part order.
+  Mesh mesh = parse("tp=2");
+  std::vector<float> global(2 * 12);
+  std::iota(global.begin(), global.end(), 0.0f);
+  std::string error;
+  std::optional<BlockLayout> layout = BlockLayout::decode(
+      mesh, {{}, {"tp"}}, {2, 6}, std::vector<int64_t>{2, 12}, {1}, error, {1, 3});
+  ASSERT_TRUE(layout) << error;
+  EXPECT_EQ(layout->shape, (std::vector<int64_t>{2, 12}));
+  std::vector<float> block(12, -1.0f);
+  layout->copyOut(global.data(), sizeof(float), block.data());
+  EXPECT_EQ(block, (std::vector<float>{2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23}));
+  // Every rank's blocks rebuild the tensor, padded parts included (5
+  // columns a part over tp = 2: blocks of 3, the last one padded).
+  std::vector<float> fused(2 * 15), rebuilt(fused.size(), -1.0f);
+  std::iota(fused.begin(), fused.end(), 0.0f);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    std::optional<BlockLayout> part = BlockLayout::decode(
+        mesh, {{}, {"tp"}}, {2, 9}, std::vector<int64_t>{2, 15}, {rank}, error, {1, 3});
+    ASSERT_TRUE(part) << error;
+    std::vector<float> b(2 * 9, 0.0f);
+    part->copyOut(fused.data(), sizeof(float), b.data());
+    part->pasteIn(b.data(), sizeof(float), rebuilt.data());
+  }
+  EXPECT_EQ(rebuilt, fused);
+  // Parts that do not divide the dimension are named.
+  EXPECT_FALSE(BlockLayout::decode(mesh, {{"tp"}}, {4}, std::nullopt, {0}, error, {3}));
+  EXPECT_EQ(error, "has dimension 0 of 4 elements here, which is not made of 3 equal parts");
+}
+
 TEST(BlockLayout, MismatchesAreNamed) {
   Mesh mesh = parse("tp=2");
   std::string error;

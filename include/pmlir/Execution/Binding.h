@@ -40,6 +40,8 @@ struct TensorSpec {
   Role role = Role::Param;
   /// Set for a sharded tensor: the axes of each dimension.
   std::optional<DimAxes> sharding;
+  /// The equal parts each dimension is made of (empty: 1 each).
+  std::vector<int64_t> parts;
   /// The global shape where the program gives it (tfm.global_type).
   std::optional<std::vector<int64_t>> global;
 };

@@ -62,6 +62,11 @@ struct ReshardStep {
 struct ReshardPlan {
   Sharding from, to;
   std::vector<ReshardStep> steps;
+  /// Where a dimension is made of parts (in `from` or `to`), the steps work
+  /// on the view that makes each such dimension two, [parts, the rest], and
+  /// their dimensions, shapes and shardings are the view's: here, per
+  /// dimension of the tensor, its parts in that view (empty: no view).
+  llvm::SmallVector<int64_t> partsView;
 
   /// What the plan costs one rank.
   CollectiveCost cost(const CostModel &model) const;

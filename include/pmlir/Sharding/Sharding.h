@@ -26,15 +26,30 @@ using tfm::ShardingRule;
 using Axes = llvm::SmallVector<llvm::StringRef>;
 
 /// A sharding as the engine works on it: per dimension the mesh axes that
-/// split it (major first) and the axes of a pending sum.
+/// split it (major first), the axes of a pending sum, and per dimension the
+/// equal parts it is made of, each split by its axes (empty: 1 each).
 struct Sharding {
   llvm::SmallVector<Axes> dims;
   Axes pending;
+  llvm::SmallVector<int64_t> parts;
 
   static Sharding of(ShardingAttr attr);
   ShardingAttr toAttr(mlir::MLIRContext *context, bool withPending = true) const;
+  int64_t partsOf(size_t d) const { return parts.empty() ? 1 : parts[d]; }
+  bool hasParts() const {
+    return llvm::any_of(parts, [](int64_t p) { return p != 1; });
+  }
+  /// Sets dimension `d`'s part count, keeping `parts` empty while all are 1.
+  void setParts(size_t d, int64_t n) {
+    if (n == 1 && parts.empty())
+      return;
+    parts.resize(dims.size(), 1);
+    parts[d] = n;
+    if (!hasParts())
+      parts.clear();
+  }
   bool operator==(const Sharding &other) const {
-    return dims == other.dims && pending == other.pending;
+    return dims == other.dims && pending == other.pending && parts == other.parts;
   }
   bool operator!=(const Sharding &other) const { return !(*this == other); }
 };
@@ -52,7 +67,10 @@ int64_t devicesOf(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
 using pmlir::shardSize;
 
 /// Factor projection: gives each factor of a dimension (`factors`, major
-/// first) the axes of `dimAxes` that split it: major factors first, each
+/// first) the axes of `dimAxes` that split it. A dimension of `parts` equal
+/// parts leaves its major factors whose sizes multiply to `parts` unsplit
+/// and projects its axes on the rest (none where no such factors lead it).
+/// Major factors first, each
 /// taking axes while they divide what remains of it, and the major part (a
 /// sub-axis) of an axis that what remains divides (2 kv heads on a tp of 4
 /// take "tp:(1)2", the query group "tp:(2)2"). Axes past a factor they do
@@ -61,7 +79,16 @@ using pmlir::shardSize;
 /// remain as an uneven (padded) split while they do not outnumber its
 /// elements.
 void factorAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<llvm::StringRef> dimAxes,
-                const ShardingRule &rule, MeshAttr mesh, llvm::SmallVectorImpl<Axes> &perFactor);
+                const ShardingRule &rule, MeshAttr mesh, llvm::SmallVectorImpl<Axes> &perFactor,
+                int64_t parts = 1);
+
+/// The inverse: the axes and part count of a dimension made of `factors`
+/// whose axes are `perFactor`. Its blocks must be contiguous in each part:
+/// unsplit major factors make parts, and after the first split factor a
+/// factor's axes count only below factors split all the way (GPT-2's fused
+/// QKV dimension, parts major and heads split: 3 parts over tp).
+std::pair<Axes, int64_t> dimAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<Axes> perFactor,
+                                 const ShardingRule &rule, MeshAttr mesh);
 
 } // namespace pmlir::sharding
 

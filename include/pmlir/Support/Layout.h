@@ -38,20 +38,26 @@ using DimAxes = std::vector<std::vector<std::string>>;
 
 /// One device's block of a sharded tensor, row-major.
 struct BlockLayout {
-  std::vector<int64_t> global; ///< the global shape
+  std::vector<int64_t> shape; ///< the tensor's global shape
+  /// The block in the view of the global tensor where a dimension of parts
+  /// is two (the tensor's own dimensions where none has parts):
+  std::vector<int64_t> global; ///< the view's global shape
   std::vector<int64_t> local;  ///< the block's shape (padding included)
   std::vector<int64_t> offset; ///< the block's first global element
 
   /// Decodes the block of the device at `coordinates` on `mesh` of a tensor
   /// split as `dims` whose blocks are `local`. `global` is the global shape
   /// where known (it says how much of the last blocks is padding), else
-  /// `local` times the parts. On failure sets `error` (a phrase that follows
-  /// the tensor's name) and returns nullopt.
-  static std::optional<BlockLayout> decode(const Mesh &mesh, const DimAxes &dims,
-                                           const std::vector<int64_t> &local,
-                                           const std::optional<std::vector<int64_t>> &global,
-                                           const std::vector<int64_t> &coordinates,
-                                           std::string &error);
+  /// `local` times the parts. `parts` gives, per dimension, the equal parts
+  /// it is made of (empty: 1 each): each part is split as the dimension
+  /// says and the block holds the device's block of every part, so the
+  /// layout works on the view where such a dimension is two, [parts, the
+  /// rest] (the same row-major order). On failure sets `error` (a phrase
+  /// that follows the tensor's name) and returns nullopt.
+  static std::optional<BlockLayout>
+  decode(const Mesh &mesh, const DimAxes &dims, const std::vector<int64_t> &local,
+         const std::optional<std::vector<int64_t>> &global, const std::vector<int64_t> &coordinates,
+         std::string &error, const std::vector<int64_t> &parts = {});
 
   /// Copies the block out of the global tensor `globalData` (elements of
   /// `width` bytes) into `block`, reading only the block. Padding in

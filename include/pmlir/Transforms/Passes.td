@@ -437,6 +437,13 @@ def MemoryReport : Pass<"pmlir-memory-report", "mlir::ModuleOp"> {
     gathers again in the backward pass). Weights and what is computed from
     them alone are not activations.
 
+    `parameters` gives the bytes of the parameter arguments a rank holds
+    (its blocks, padding included), the ideal (each parameter divided
+    exactly by the devices its sharding splits it over), the bytes of the
+    parameters every rank holds whole, and the unsharded total. Under the
+    Megatron recipe a rank holds a tp-th of every split weight, GPT-2's
+    fused QKV weight included (each rank its heads of q, k and v).
+
     Next to each layer with an attention: its `dims` (b, s, h, a per rank,
     t the tp size) and Megatron's formula for a GPT layer in bytes:
     `fp16_with_dropout` is the paper's sbh(10 + 24/t + 5as/(ht)), or

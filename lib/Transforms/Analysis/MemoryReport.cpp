@@ -13,7 +13,9 @@
 // all_gather of a sequence shard counts as the shard: Megatron's sequence
 // parallelism keeps the shard and gathers it again in the backward pass.
 // Weights (function arguments and what is computed from them alone, e.g.
-// their local slices) are not activations.
+// their local slices) are not activations. The parameters are reported
+// apart: the bytes a rank holds next to the ideal (each divided exactly by
+// the devices it is split over).
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,9 +88,45 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
     });
     llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
                                                   {"activation_bytes_per_rank", total},
-                                                  {"layers", std::move(layers)}};
+                                                  {"layers", std::move(layers)},
+                                                  {"parameters", reportParameters(module, mesh)}};
     if (failed(writeJsonReport(module, output, "memory report", report)))
       return signalPassFailure();
+  }
+
+  /// The parameter bytes a rank holds (its blocks, padding included), next
+  /// to the ideal: every parameter divided exactly by the devices its
+  /// sharding splits it over, the rest whole; and the unsharded total.
+  static llvm::json::Object reportParameters(ModuleOp module, MeshAttr mesh) {
+    int64_t perRank = 0, whole = 0, replicated = 0;
+    double ideal = 0;
+    module.walk([&](func::FuncOp func) {
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        if (argumentRole(func, i) != ArgumentRole::Param || !isa<RankedTensorType>(arg.getType()))
+          continue;
+        int64_t local = tensorBytes(arg);
+        auto globalType = func.getArgAttrOfType<TypeAttr>(i, kGlobalTypeAttr);
+        auto global = globalType ? cast<RankedTensorType>(globalType.getValue())
+                                 : cast<RankedTensorType>(arg.getType());
+        int64_t globalBytes =
+            local * global.getNumElements() /
+            std::max<int64_t>(1, cast<RankedTensorType>(arg.getType()).getNumElements());
+        int64_t devices = 1;
+        if (auto sharding = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr); sharding && mesh)
+          for (int64_t d = 0; d < sharding.getRank(); ++d)
+            devices *= pmlir::sharding::devicesOf(mesh, sharding.axesOf(d));
+        perRank += local;
+        whole += globalBytes;
+        ideal += double(globalBytes) / double(devices);
+        if (devices == 1)
+          replicated += local;
+      }
+    });
+    return llvm::json::Object{{"bytes_per_rank", perRank},
+                              {"ideal_bytes_per_rank", static_cast<int64_t>(ideal + 0.5)},
+                              {"replicated_bytes_per_rank", replicated},
+                              {"unsharded_bytes", whole}};
   }
 
   llvm::json::Object reportLayer(LayerOp layer, const DenseSet<Value> &params, int64_t tp) {

@@ -59,6 +59,10 @@ struct ExportShardingsPass : public pmlir::impl::ExportShardingsBase<ExportShard
       return where->emitOpError() << "has the sharding " << sharding
                                   << ", whose pending sum upstream shard annotations cannot "
                                      "express";
+    if (!sharding.getParts().empty())
+      return where->emitOpError() << "has the sharding " << sharding
+                                  << ", whose dimensions of parts upstream shard annotations "
+                                     "cannot express";
     SmallVector<shard::GridAxesAttr> splitAxes;
     for (int64_t d = 0; d < sharding.getRank(); ++d) {
       SmallVector<int16_t> axes;

@@ -20,7 +20,8 @@
 // query heads read, replicated over the minor part, as Megatron does.
 // GPT-2's fused QKV weight and bias are cut by tfm.split into Q, K and V; a
 // contiguous split of the fused dimension would give a device parts of two
-// projections, so the constraint goes on the split's results instead.
+// projections, so each part is split over tp instead (`parts = [..., 3]`):
+// a device holds its heads of q, k and v, a third of the fused weight each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +31,6 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-megatron-recipe"
@@ -107,9 +107,14 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
                         : role == Role::Row  ? dimWithRole("in")
                         : role == Role::Vocab ? dimWithRole("vocab")
                                               : -1;
+        SmallVector<int64_t> parts;
         if (split >= 0) {
           if (auto fused = fusedSplit(arg, split)) {
-            constrainParts(fused, split, context);
+            // Each projection's part split over tp: a device holds its
+            // heads of q, k and v and nothing else.
+            parts.assign(type.getRank(), 1);
+            parts[split] = fused.getNumResults();
+            dims[split].push_back(tpAxis);
           } else if (int64_t heads = projectedHeads(arg);
                      role == Role::Column && heads > 0 && heads < mesh.axisSize(tpAxis)) {
             // Fewer key/value heads than tp: each device keeps the one its
@@ -123,7 +128,8 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
           }
         }
         if (llvm::any_of(dims, [](const auto &axes) { return !axes.empty(); }))
-          func.setArgAttr(i, kShardingAttr, ShardingAttr::get(context, dims, {}));
+          func.setArgAttr(i, kShardingAttr,
+                          ShardingAttr::get(context, dims, {}, /*open=*/{}, /*priority=*/0, parts));
       }
     }
   }
@@ -167,20 +173,6 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
       return {};
     auto split = dyn_cast<SplitOp>(*arg.getUsers().begin());
     return split && static_cast<int64_t>(split.getDim()) == dim ? split : SplitOp();
-  }
-
-  /// Pins each part of the split to `dim` on tp.
-  void constrainParts(SplitOp split, int64_t dim, MLIRContext *context) {
-    OpBuilder b(split->getContext());
-    b.setInsertionPointAfter(split);
-    for (Value part : split.getResults()) {
-      SmallVector<SmallVector<StringRef>> dims(
-          cast<RankedTensorType>(part.getType()).getRank());
-      dims[dim].push_back(tpAxis);
-      auto pinned = ShardingConstraintOp::create(b, split.getLoc(), part,
-                                                 ShardingAttr::get(context, dims, {}));
-      part.replaceAllUsesExcept(pinned, pinned);
-    }
   }
 };
 

@@ -281,7 +281,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
   for (auto [r, dims] : llvm::enumerate(rule.results)) {
     SmallVector<Axes> perFactor(numFactors);
     for (auto [d, factors] : llvm::enumerate(dims))
-      factorAxes(factors, results[r].dims[d], rule, mesh, perFactor);
+      factorAxes(factors, results[r].dims[d], rule, mesh, perFactor, results[r].partsOf(d));
     for (size_t f = 0; f < numFactors; ++f)
       if (axes[f].empty())
         axes[f] = perFactor[f];
@@ -295,7 +295,8 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
         continue;
       SmallVector<Axes> perFactor(numFactors);
       for (auto [d, factors] : llvm::enumerate(*dims))
-        factorAxes(factors, locals.at(operand).sharding.dims[d], rule, mesh, perFactor);
+        factorAxes(factors, locals.at(operand).sharding.dims[d], rule, mesh, perFactor,
+                   locals.at(operand).sharding.partsOf(d));
       if (llvm::all_of(perFactor[f], [&](StringRef a) { return llvm::is_contained(resultPending, a); }))
         axes[f] = perFactor[f];
     }
@@ -304,7 +305,8 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
     if (rule.factors[f].kind == FactorKind::Replicated)
       axes[f].clear();
   // A factor split under an unsplit major factor of some dimension is not a
-  // contiguous block there: compute it unsplit.
+  // contiguous block there, unless every factor above it is unsplit (then
+  // they are parts): compute it unsplit.
   auto allDims = [&]() {
     SmallVector<ArrayRef<SmallVector<int64_t>>> all;
     for (const auto &dims : rule.operands)
@@ -317,21 +319,25 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
   for (bool dropped = true; dropped;) {
     dropped = false;
     for (ArrayRef<SmallVector<int64_t>> dims : allDims())
-      for (const SmallVector<int64_t> &factors : dims)
-        for (size_t i = 1; i < factors.size(); ++i)
-          if (devicesOf(mesh, axes[factors[i - 1]]) != rule.factors[factors[i - 1]].size &&
+      for (const SmallVector<int64_t> &factors : dims) {
+        bool splitAbove = false;
+        for (size_t i = 1; i < factors.size(); ++i) {
+          splitAbove |= !axes[factors[i - 1]].empty();
+          if (splitAbove &&
+              devicesOf(mesh, axes[factors[i - 1]]) != rule.factors[factors[i - 1]].size &&
               !axes[factors[i]].empty()) {
             axes[factors[i]].clear();
             dropped = true;
           }
+        }
+      }
   }
   auto shardingOf = [&](ArrayRef<SmallVector<int64_t>> dims) {
     Sharding s;
     for (const SmallVector<int64_t> &factors : dims) {
-      Axes dimAxes;
-      for (int64_t f : factors)
-        llvm::append_range(dimAxes, axes[f]);
-      s.dims.push_back(mesh.mergeSubAxes(dimAxes));
+      auto [dimAxes, parts] = pmlir::sharding::dimAxes(factors, axes, rule, mesh);
+      s.dims.push_back(dimAxes);
+      s.setParts(s.dims.size() - 1, parts);
     }
     return s;
   };

@@ -54,7 +54,7 @@ struct ShardingPropagationPass
 
   LogicalResult propagate(func::FuncOp func, MeshAttr mesh, MLIRContext *context) {
     // The user annotations: on arguments, constraints and results.
-    SmallVector<ShardingSeed> seeds;
+    std::vector<ShardingSeed> seeds;
     SmallVector<ShardingAttr> seedAttrs;
     auto atFunc = [&]() {
       return mlir::emitError(func.getLoc()) << "@" << func.getSymName() << ": ";
@@ -88,7 +88,7 @@ struct ShardingPropagationPass
     // A returned value takes its result's sharding when nothing else gives
     // it one.
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    SmallVector<std::pair<Value, Sharding>> resultHints;
+    std::vector<std::pair<Value, Sharding>> resultHints;
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto attr = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)) {
         FailureOr<Sharding> s =

@@ -39,7 +39,7 @@ func.func @negative_priority(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[
 
 // -----
 
-// expected-error @+1 {{expected 'pending', 'open' or 'priority', got 'closed'}}
+// expected-error @+1 {{expected 'pending', 'open', 'priority' or 'parts', got 'closed'}}
 func.func @unknown_key(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []], closed = [0]>}) {
   return
 }
@@ -84,5 +84,30 @@ func.func @not_a_name(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[1], []
 func.func @rank_mismatch(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{'tfm.sharding_constraint' op sharding has 1 dimensions for a tensor of rank 2}}
   %y = tfm.sharding_constraint %x to <[["dp"]]> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// A dimension of parts round-trips; parts of 1 everywhere print nothing.
+// CHECK: func.func @parts(%{{.*}}: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], parts = [1, 3]>}, %{{.*}}: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>})
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} {
+  func.func @parts(%x: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 3]>},
+                   %y: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 1]>}) {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{has 1 part counts for 2 dimensions}}
+func.func @parts_rank(%x: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [3]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{dimension 1 has 0 parts; a count is at least 1}}
+func.func @parts_zero(%x: tensor<4x12xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]], parts = [1, 0]>}) {
   return
 }

@@ -138,19 +138,24 @@ int64_t MeshAttr::numDevices() const {
 
 ShardingAttr ShardingAttr::get(MLIRContext *context, ArrayRef<SmallVector<StringRef>> dims,
                                ArrayRef<StringRef> pending, ArrayRef<int64_t> open,
-                               int64_t priority) {
+                               int64_t priority, ArrayRef<int64_t> parts) {
   Builder b(context);
   SmallVector<Attribute> dimAttrs;
   for (const SmallVector<StringRef> &axes : dims)
     dimAttrs.push_back(b.getStrArrayAttr(axes));
+  // Parts of 1 everywhere is no parts: one spelling per sharding.
+  if (llvm::all_of(parts, [](int64_t p) { return p == 1; }))
+    parts = {};
   return Base::get(context, b.getArrayAttr(dimAttrs),
-                   pending.empty() ? ArrayAttr() : b.getStrArrayAttr(pending), open, priority);
+                   pending.empty() ? ArrayAttr() : b.getStrArrayAttr(pending), open, priority,
+                   parts);
 }
 
-/// #tfm.sharding<DIMS [, pending = [...]] [, open = [...]] [, priority = N]>
+/// #tfm.sharding<DIMS [, pending = [...]] [, open = [...]] [, priority = N]
+///               [, parts = [...]]>
 Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   ArrayAttr dims, pending;
-  SmallVector<int64_t> open;
+  SmallVector<int64_t> open, parts;
   int64_t priority = 0;
   if (parser.parseLess() || parser.parseAttribute(dims))
     return {};
@@ -168,15 +173,21 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
     } else if (key == "priority") {
       if (parser.parseInteger(priority))
         return {};
+    } else if (key == "parts") {
+      auto parsePart = [&]() { return parser.parseInteger(parts.emplace_back()); };
+      if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parsePart))
+        return {};
     } else {
       parser.emitError(parser.getCurrentLocation())
-          << "expected 'pending', 'open' or 'priority', got '" << key << "'";
+          << "expected 'pending', 'open', 'priority' or 'parts', got '" << key << "'";
       return {};
     }
   }
   if (parser.parseGreater())
     return {};
-  return parser.getChecked<ShardingAttr>(parser.getContext(), dims, pending, open, priority);
+  if (llvm::all_of(parts, [](int64_t p) { return p == 1; }))
+    parts.clear();
+  return parser.getChecked<ShardingAttr>(parser.getContext(), dims, pending, open, priority, parts);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
@@ -190,6 +201,11 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   }
   if (getPriority() != 0)
     printer << ", priority = " << getPriority();
+  if (!getParts().empty()) {
+    printer << ", parts = [";
+    llvm::interleaveComma(getParts(), printer);
+    printer << "]";
+  }
   printer << ">";
 }
 
@@ -197,9 +213,15 @@ ShardingAttr ShardingAttr::replicated(MLIRContext *context, int64_t rank) {
   return get(context, SmallVector<SmallVector<StringRef>>(rank), {});
 }
 
-LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   ArrayAttr dims, ArrayAttr pending, ArrayRef<int64_t> open,
-                                   int64_t priority) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
+                                   ArrayAttr pending, ArrayRef<int64_t> open, int64_t priority,
+                                   ArrayRef<int64_t> parts) {
+  if (!parts.empty() && parts.size() != dims.size())
+    return emitError() << "has " << parts.size() << " part counts for " << dims.size()
+                       << " dimensions";
+  for (auto [d, n] : llvm::enumerate(parts))
+    if (n < 1)
+      return emitError() << "dimension " << d << " has " << n << " parts; a count is at least 1";
   for (auto [i, d] : llvm::enumerate(open))
     if (d < 0 || d >= static_cast<int64_t>(dims.size()) || llvm::is_contained(open.take_front(i), d))
       return emitError() << "open dimension " << d << " is not one of dimensions 0 to "

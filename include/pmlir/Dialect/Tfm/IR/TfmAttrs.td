@@ -84,8 +84,18 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
       later rounds' annotations are seen, so where they disagree the lower
       `p` decides the values between them.
 
+    A dimension made of equal parts that are split one by one (GPT-2's
+    fused QKV weight: the q, k and v parts of its output dimension, each
+    split over tp, so that a device holds its heads of all three) says so
+    with `parts = [...]`, one count per dimension (1: a plain dimension).
+    Each part is split as the dimension's axes say; a device's block of the
+    dimension is its block of every part, in part order. Propagation makes
+    them where an op's rule splits a minor factor under unsplit major ones
+    (a `tfm.split` whose parts are split).
+
     ```mlir
     #tfm.sharding<[[], ["tp"]]>                    // column-parallel weight
+    #tfm.sharding<[[], ["tp"]], parts = [1, 3]>    // fused QKV weight
     #tfm.sharding<[["dp"], [], []], pending = ["tp"]>   // row-parallel output
     #tfm.sharding<[[], ["tp"]], open = [0], priority = 1>
     ```
@@ -93,14 +103,16 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
   let parameters = (ins "::mlir::ArrayAttr":$dims,
                         OptionalParameter<"::mlir::ArrayAttr">:$pending,
                         OptionalArrayRefParameter<"int64_t">:$open,
-                        DefaultValuedParameter<"int64_t", "0">:$priority);
+                        DefaultValuedParameter<"int64_t", "0">:$priority,
+                        OptionalArrayRefParameter<"int64_t">:$parts);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$dims,
                      "::llvm::ArrayRef<::llvm::StringRef>":$pending,
                      CArg<"::llvm::ArrayRef<int64_t>", "{}">:$open,
-                     CArg<"int64_t", "0">:$priority)>
+                     CArg<"int64_t", "0">:$priority,
+                     CArg<"::llvm::ArrayRef<int64_t>", "{}">:$parts)>
   ];
   let skipDefaultBuilders = 1;
   let extraClassDeclaration = [{
@@ -109,6 +121,10 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
     ::llvm::SmallVector<::llvm::StringRef> axesOf(int64_t dim) const;
     /// The axes over which the value is a pending sum.
     ::llvm::SmallVector<::llvm::StringRef> pendingAxes() const;
+    /// The number of parts dimension `dim` is made of (1: plain).
+    int64_t partsOf(int64_t dim) const {
+      return getParts().empty() ? 1 : getParts()[dim];
+    }
     /// The replicated sharding of a rank-`rank` tensor.
     static ShardingAttr replicated(::mlir::MLIRContext *context, int64_t rank);
     bool isReplicated() const;
