@@ -8,15 +8,17 @@
 //
 // In the style of nccl-tests: for each collective and each size (doubling
 // from min to max bytes, f32 elements) it times the pmlir_rt_* call and the
-// raw MPI call it wraps, alternating run by run (median of each), on the group of all ranks (a 1-D mesh
-// "dp=N"), and prints size, time, algbw (size / time) and busbw (algbw times
-// the traffic factor: 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
-// reduce_scatter and all_to_all, 1 for broadcast), and the runtime's overhead
-// over raw MPI. Size is the largest buffer of the call (the gathered output,
-// the scattered input), as nccl-tests counts it. With --backend nccl (builds
-// with NCCL, one GPU per rank) the buffers are on the GPU and the runtime's
-// pmlir_rt_nccl_* calls are timed against raw NCCL calls on a communicator
-// of all ranks, each followed by a stream synchronization.
+// raw MPI call it wraps, alternating run by run (median of each), on the
+// group of all ranks (a 1-D mesh "dp=N"), and prints size, time, algbw
+// (size / time) and busbw (algbw times the traffic factor: 2(n-1)/n for
+// all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for
+// broadcast), and the runtime's overhead over raw MPI. Size is the largest
+// buffer of the call (the gathered output, the scattered input), as
+// nccl-tests counts it. With --backend nccl (builds with NCCL, one GPU per
+// rank) the runtime starts its NCCL backend, the buffers are on the GPU, and
+// each pmlir_rt_* call followed by pmlir_rt_wait is timed against the raw
+// NCCL call on a communicator of all ranks, on the same stream, followed by
+// a stream synchronization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +26,6 @@
 
 #include <mpi.h>
 #ifdef PMLIR_HAS_NCCL
-#include "pmlir/Runtime/NcclRuntime.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
 #endif
@@ -40,11 +40,10 @@
 #include <utility>
 #include <vector>
 
-// The runtime entry point of the selected backend, and the raw call: MPI's,
-// or NCCL's followed by a wait for the stream (the runtime's calls return
-// complete, so the raw ones must too).
+// The raw call: MPI's, or NCCL's followed by a wait for the stream (the
+// runtime's calls are followed by pmlir_rt_wait, so both time complete
+// collectives).
 #ifdef PMLIR_HAS_NCCL
-#define NCCL_OR_MPI(NAME) pmlir_rt_nccl_##NAME : pmlir_rt_##NAME
 #define RAW(MPI_CALL, NCCL_CALL)                                               \
   do {                                                                         \
     if (nccl) {                                                                \
@@ -55,7 +54,6 @@
     }                                                                          \
   } while (0)
 #else
-#define NCCL_OR_MPI(NAME) pmlir_rt_##NAME : pmlir_rt_##NAME
 #define RAW(MPI_CALL, NCCL_CALL) MPI_CALL
 #endif
 
@@ -116,8 +114,18 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::string mesh = "dp=" + std::to_string(ranks);
+  std::string backendName = flag(argc, argv, "--backend", "mpi");
+  bool nccl = backendName == "nccl";
+  if (!nccl && backendName != "mpi") {
+    if (rank == 0)
+      std::fprintf(stderr, "pmlir-collective-bandwidth: --backend '%s': expected mpi or nccl\n",
+                   backendName.c_str());
+    MPI_Finalize();
+    return 1;
+  }
   char error[256];
-  if (pmlir_rt_init(mesh.c_str(), "", 0, error, sizeof(error))) {
+  if (pmlir_rt_init(mesh.c_str(), "", 0, nccl ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI, error,
+                    sizeof(error))) {
     std::fprintf(stderr, "pmlir-collective-bandwidth: %s\n", error);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -133,23 +141,17 @@ int main(int argc, char **argv) {
   if (rank == 0)
     std::printf("| collective | ranks | size (B) | runtime us | MPI us | algbw GB/s | "
                 "busbw GB/s | runtime overhead |\n|---|---|---|---|---|---|---|---|\n");
-  bool nccl = flag(argc, argv, "--backend", "mpi") == "nccl";
 #ifdef PMLIR_HAS_NCCL
   ncclComm_t rawComm = nullptr;
   cudaStream_t stream = nullptr;
   if (nccl) {
-    if (pmlir_rt_nccl_init(error, sizeof(error)))
-      pmlir_rt_fail(error);
-    stream = static_cast<cudaStream_t>(pmlir_rt_nccl_stream());
+    stream = static_cast<cudaStream_t>(pmlir_rt_stream());
     ncclUniqueId id;
     if (rank == 0)
       ncclGetUniqueId(&id);
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
     ncclCommInitRank(&rawComm, ranks, id, rank);
   }
-#else
-  if (nccl)
-    pmlir_rt_fail("--backend nccl: this build has no NCCL (CUDA and NCCL not found)");
 #endif
   for (const char *name : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                            "broadcast"}) {
@@ -178,7 +180,8 @@ int main(int argc, char **argv) {
       if (!std::strcmp(name, "all_reduce")) {
         factor = 2 * (n - 1) / n;
         runtimeCall = [&] {
-          (nccl ? NCCL_OR_MPI(all_reduce))(in, out, count, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+          pmlir_rt_all_reduce(in, out, count, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+          pmlir_rt_wait();
         };
         rawCall = [&] {
           RAW(MPI_Allreduce(in, out, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -187,7 +190,8 @@ int main(int argc, char **argv) {
       } else if (!std::strcmp(name, "all_gather")) {
         factor = (n - 1) / n;
         runtimeCall = [&] {
-          (nccl ? NCCL_OR_MPI(all_gather))(in, out, block, PMLIR_RT_F32, &axis, 1);
+          pmlir_rt_all_gather(in, out, block, PMLIR_RT_F32, &axis, 1);
+          pmlir_rt_wait();
         };
         rawCall = [&] {
           RAW(MPI_Allgather(in, b, MPI_FLOAT, out, b, MPI_FLOAT, MPI_COMM_WORLD),
@@ -196,8 +200,8 @@ int main(int argc, char **argv) {
       } else if (!std::strcmp(name, "reduce_scatter")) {
         factor = (n - 1) / n;
         runtimeCall = [&] {
-          (nccl ? NCCL_OR_MPI(reduce_scatter))(in, out, block, PMLIR_RT_F32, PMLIR_RT_SUM,
-                                               &axis, 1);
+          pmlir_rt_reduce_scatter(in, out, block, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+          pmlir_rt_wait();
         };
         rawCall = [&] {
           RAW(MPI_Reduce_scatter_block(in, out, b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -206,7 +210,8 @@ int main(int argc, char **argv) {
       } else if (!std::strcmp(name, "all_to_all")) {
         factor = (n - 1) / n;
         runtimeCall = [&] {
-          (nccl ? NCCL_OR_MPI(all_to_all))(in, out, block, PMLIR_RT_F32, &axis, 1);
+          pmlir_rt_all_to_all(in, out, block, PMLIR_RT_F32, &axis, 1);
+          pmlir_rt_wait();
         };
         rawCall = [&] {
           RAW(MPI_Alltoall(in, b, MPI_FLOAT, out, b, MPI_FLOAT, MPI_COMM_WORLD), ({
@@ -220,7 +225,8 @@ int main(int argc, char **argv) {
         };
       } else {
         runtimeCall = [&] {
-          (nccl ? NCCL_OR_MPI(broadcast))(in, count, PMLIR_RT_F32, 0, &axis, 1);
+          pmlir_rt_broadcast(in, count, PMLIR_RT_F32, 0, &axis, 1);
+          pmlir_rt_wait();
         };
         rawCall = [&] {
           RAW(MPI_Bcast(in, c, MPI_FLOAT, 0, MPI_COMM_WORLD),
@@ -250,10 +256,8 @@ int main(int argc, char **argv) {
       std::printf("  %s: %+.1f%%\n", name.c_str(), percent);
   }
 #ifdef PMLIR_HAS_NCCL
-  if (nccl) {
+  if (nccl)
     ncclCommDestroy(rawComm);
-    pmlir_rt_nccl_finalize();
-  }
 #endif
   pmlir_rt_finalize();
   MPI_Finalize();

@@ -12,7 +12,9 @@
 #ifndef PMLIR_INITALLPMLIR_H
 #define PMLIR_INITALLPMLIR_H
 
+#include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Target/CPU/Passes.h"
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +27,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace pmlir {
@@ -38,12 +41,32 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registerCpuLoweringInterfaces(registry);
 }
 
+/// The one place pipelines are registered. Each is built by a function with
+/// an options struct beside its phase: buildShardingPipeline
+/// (lib/Transforms/Sharding/ShardingPipeline.cpp) and
+/// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp), which
+/// pmlir-run calls too, so that it runs what pmlir-opt prints.
+inline void registerAllPipelines() {
+  mlir::PassPipelineRegistration<CpuPipelineOptions>(
+      "pmlir-cpu-pipeline",
+      "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
+      "(see CpuPipeline.cpp)",
+      buildCpuLoweringPipeline);
+  mlir::PassPipelineRegistration<ShardingPipelineOptions>(
+      "pmlir-sharding-pipeline",
+      "shards a global program with tfm.mesh into the per-rank program: [recipe], "
+      "propagation, partition, [sequence parallelism], [comm report]",
+      buildShardingPipeline);
+}
+
 /// Every pmlir pass and pipeline, and upstream's generic transforms
 /// (canonicalize, cse, inline, ...) next to them.
 inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   registerPMLIRPasses();
-  registerPipelines();
+  registerPMLIRConversionPasses();
+  registerPMLIRTargetCPUPasses();
+  registerAllPipelines();
 }
 
 } // namespace pmlir

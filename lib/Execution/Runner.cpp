@@ -17,7 +17,7 @@
 #include "pmlir/Support/OutputFile.h"
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Support/ToolMain.h"
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AsmState.h"
@@ -257,7 +257,8 @@ int Job::run() {
       return launchRanks(mesh->numRanks(), o.relaunch);
     maybeHang(launcherRank(), "start-up");
     char text[512];
-    if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, text, sizeof(text)))
+    pmlir_rt_backend backend = o.backend == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
+    if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
   }
@@ -566,6 +567,10 @@ int exec::runModel(const RunOptions &o) {
     return fail("unknown --recipe '" + o.recipe + "' (known: megatron)");
   if (!o.recipe.empty() && o.mesh.empty())
     return fail("--recipe needs --mesh");
+  if (o.backend != "mpi" && o.backend != "nccl")
+    return fail("unknown --backend '" + o.backend + "' (known: mpi, nccl)");
+  if (o.backend != "mpi" && o.mesh.empty())
+    return fail("--backend " + o.backend + " needs --mesh: one process runs no collectives");
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   std::string error;

@@ -1,9 +1,11 @@
-//===- Groups.h - Process groups shared by the runtime's backends -*- C++ -*-===//
+//===- Groups.h - Process groups and waits shared by the backends -*- C++ -*-===//
 //
 // Part of pmlir.
 //
-// The MPI side of the runtime owns the mesh and one communicator per group;
-// the NCCL backend bootstraps its communicators over them.
+// The runtime's core (Runtime.cpp) owns the mesh, one MPI communicator per
+// group and the watchdog; the backends run their collectives on these
+// groups, under the watchdog (MPI) or under the timeout it reads (NCCL),
+// and the NCCL backend bootstraps its communicators over the MPI ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +39,14 @@ const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what);
 /// with a message naming `what`.
 int memberIndex(const Group &group, int64_t index, const char *what);
 
+/// This rank's index in `group`.
+int indexIn(const Group &group);
+
 /// Prints "pmlir-run: rank R: message" and ends the whole job.
 [[noreturn]] void failWith(const std::string &message);
+
+/// Ends the job naming `what` unless `rc` is MPI_SUCCESS.
+void checkMpi(int rc, const char *what);
 
 /// Broadcasts `bytes` bytes at `data` from group member 0 to the others
 /// over the group's MPI communicator, under the watchdog: a member that
@@ -47,6 +55,40 @@ void broadcastBytes(void *data, int bytes, const Group &group, const char *what)
 
 /// pmlir_rt_init's collective timeout in seconds (<= 0: none).
 double collectiveTimeout();
+
+/// Marks the main thread as waiting in `what` on `group` (null: start-up)
+/// for the watchdog, which ends the job past the timeout, and posts it to
+/// the progress board. `peer`: the member a send or recv waits for;
+/// collectives count on the board, point to point (which the other members
+/// skip) does not.
+class Waiting {
+public:
+  Waiting(const char *what, const Group *group, int64_t peer = -1);
+  Waiting(const char *what, const Group &group) : Waiting(what, &group) {}
+  ~Waiting();
+  Waiting(const Waiting &) = delete;
+  Waiting &operator=(const Waiting &) = delete;
+};
+
+/// Whether waits use MPI's blocking calls (false where the host runs more
+/// ranks than cores, or with PMLIR_RT_SPIN_US: then they poll and sleep).
+bool mpiBlockingWaits();
+
+/// Completes `request`: busy-polls for the rank's spin time, then sleeps
+/// between polls.
+void completeMpi(MPI_Request &request, const char *what);
+
+/// Runs an MPI call: `blocking()` (OpenMPI's tuned algorithms), or where
+/// waits sleep its non-blocking twin `start(&request)`, completed by
+/// completeMpi().
+template <typename Blocking, typename Start>
+void mpiCall(const char *what, Blocking blocking, Start start) {
+  if (mpiBlockingWaits())
+    return checkMpi(blocking(), what);
+  MPI_Request request;
+  checkMpi(start(&request), what);
+  completeMpi(request, what);
+}
 
 } // namespace pmlir::rt
 

@@ -6,7 +6,9 @@
 // memref descriptors (the `llvm.emit_c_interface` convention): flat buffers
 // of one element type, the ordered mesh axes as a memref of i64, and the
 // reduction or the peer's index in the group. Point-to-point messages use
-// tag 0: MPI keeps them in order per sender and group. These entry points unpack them for the C ABI in Runtime.h.
+// tag 0: MPI keeps them in order per sender and group, and NCCL matches them
+// in call order. bf16 and f16 elements are passed as their bits (uint16_t).
+// These entry points unpack them for the C ABI in Runtime.h.
 //
 //===----------------------------------------------------------------------===//
 

@@ -14,6 +14,8 @@
 #include "pmlir/Support/ToolMain.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/WithColor.h"
 
 namespace {
@@ -33,9 +35,19 @@ int optMain(int argc, char **argv) {
   // Text nested deeper than the stack holds is refused before parsing, and
   // bytecode is read once in a child process, where a crash or a hang of
   // the upstream reader on a corrupt file cannot take this process along.
+  // The child writes what it read as text, which this process reads in
+  // place of the bytecode (a corruption may damage only this process'
+  // heap layout).
   std::string why;
-  if (!pmlir::checkModelInput(input, registry, /*trialRead=*/true, why))
+  llvm::SmallString<128> text;
+  if (llvm::sys::fs::createTemporaryFile("pmlir-opt-input", "mlir", text))
+    return error("cannot create a temporary file for the input read as text");
+  llvm::FileRemover removeText(text);
+  if (!pmlir::checkModelInput(input, registry, /*trialRead=*/true, why, text.str().str()))
     return error(why);
+  uint64_t textBytes = 0;
+  if (!llvm::sys::fs::file_size(text, textBytes) && textBytes > 0)
+    input = text.str().str();
   if (output == "-")
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, input, output, registry));

@@ -7,6 +7,7 @@
 //             [--threads N] [--entry forward]
 //   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
 //             [--check [--tolerance T]] [--comm-report C.json] [--memory-report M.json]
+//             [--backend mpi|nccl] [--timeout S]
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -56,6 +57,11 @@ static llvm::cl::opt<double> collectiveTimeout(
     llvm::cl::desc("on a mesh: end the job when one collective waits longer than this "
                    "many seconds (0: no limit)"),
     llvm::cl::init(60));
+static llvm::cl::opt<std::string> backend(
+    "backend",
+    llvm::cl::desc("on a mesh: where the collectives run, mpi (host memory) or nccl (one GPU "
+                   "per rank; host buffers are staged through it)"),
+    llvm::cl::init("mpi"));
 static llvm::cl::opt<bool> printGroups(
     "print-groups",
     llvm::cl::desc("print the process groups of each mesh axis, one line per group, and exit"));
@@ -172,6 +178,7 @@ static int runMain(int argc, char **argv) {
   options.mesh = meshSpec;
   options.rankOrder = rankOrder;
   options.timeout = collectiveTimeout;
+  options.backend = backend;
   options.recipe = recipe;
   options.sequenceParallel = sequenceParallel;
   options.commReport = commReportFile;

@@ -37,6 +37,9 @@ struct RunOptions {
   std::string mesh, rankOrder;
   /// Seconds a collective may wait before the job ends (<= 0: no limit).
   double timeout = 60;
+  /// Where the collectives run on a mesh: "mpi" (host memory), or "nccl"
+  /// (one GPU per rank; host buffers are staged through it).
+  std::string backend = "mpi";
   /// Shard a global program with this recipe ("" or "megatron").
   std::string recipe;
   bool sequenceParallel = false;

@@ -9,6 +9,17 @@
 |* this rank; axes are indices into the mesh as written ("tp=2,dp=2": tp is   *|
 |* 0), listed in the order that orders the group (the last fastest).          *|
 |* Errors end the whole job with a message that names the rank.              *|
+|*                                                                            *|
+|* One set of entry points for every backend, chosen at init:                 *|
+|* - MPI: buffers are host memory; every call returns complete.               *|
+|* - NCCL (builds with CUDA and NCCL; one GPU per rank): a call whose buffers *|
+|*   are all device memory is ordered on pmlir_rt_stream() and may return     *|
+|*   before it completes; pmlir_rt_wait() completes it. A call with a host    *|
+|*   buffer stages it through device memory and returns complete, so CPU      *|
+|*   programs run unchanged. Point to point has no tags in NCCL: sends and    *|
+|*   receives between two members match in the order they are called (the     *|
+|*   tags must pair up in that same order), and a send completes only when    *|
+|*   its receive is posted.                                                   *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef PMLIR_RUNTIME_RUNTIME_H
@@ -34,14 +45,34 @@ typedef enum {
 #include "pmlir/Runtime/RuntimeAbi.def"
 } pmlir_rt_reduction;
 
+/* Where the collectives run. */
+typedef enum {
+  PMLIR_RT_BACKEND_MPI = 0,
+  PMLIR_RT_BACKEND_NCCL = 1,
+} pmlir_rt_backend;
+
 /* Starts MPI (unless it is up) and the mesh `mesh` ("tp=2,dp=2") with
- * `rank_order` ("" for the default, else every axis, fastest first). The job
- * must have exactly as many ranks as the mesh. A collective that waits longer
- * than `timeout_seconds` (<= 0: no limit) ends the job. Returns 0, or non-zero
- * with a message in `error`. */
+ * `rank_order` ("" for the default, else every axis, fastest first), and the
+ * collectives of `backend` (NCCL: rank i of a host takes visible GPU i mod
+ * the visible count). The job must have exactly as many ranks as the mesh. A
+ * collective that waits longer than `timeout_seconds` (<= 0: no limit) ends
+ * the job. Returns 0, or non-zero with a message in `error` on every rank
+ * (a backend that cannot start on one rank starts on none). */
 int pmlir_rt_init(const char *mesh, const char *rank_order, double timeout_seconds,
-                  char *error, size_t error_size);
+                  pmlir_rt_backend backend, char *error, size_t error_size);
+/* Waits for the collectives issued so far, then for every rank, and ends
+ * the runtime. */
 void pmlir_rt_finalize(void);
+
+/* Waits until the collectives issued so far are complete, under the
+ * timeout (an NCCL error or a wait past it ends the job). Nothing to wait
+ * for on MPI. */
+void pmlir_rt_wait(void);
+/* The CUDA device of this rank and the stream (a cudaStream_t) that device
+ * collectives are ordered on: work that produces a collective's input or
+ * reads its output belongs on that stream. -1 and null on MPI. */
+int pmlir_rt_device(void);
+void *pmlir_rt_stream(void);
 
 int64_t pmlir_rt_rank(void);
 int64_t pmlir_rt_num_ranks(void);
@@ -73,7 +104,8 @@ void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count, pmlir_rt_d
 /* buf of group member `root` to every member. */
 void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                         const int64_t *axes, int64_t num_axes);
-/* Point to point with group member `peer`. */
+/* Point to point with group member `peer`; a receive matches the send
+ * with its tag (NCCL: the next send of the peer, see above). */
 void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                    const int64_t *axes, int64_t num_axes, int64_t tag);
 void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,

@@ -23,11 +23,13 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Signals.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/thread.h"
 
 #include <algorithm>
@@ -75,8 +77,16 @@ inline unsigned bytecodeReadSeconds(size_t bytes) { return 10 + bytes / (1 << 20
 /// crashes with heap corruption, or loops, on some one-byte corruptions).
 /// Text and unreadable files pass (the real parse reports on them). On
 /// failure `error` says what happened.
+///
+/// A corruption can also damage the heap in a way that only a process with
+/// another heap layout trips over, so a clean trial read does not make the
+/// caller's own read of the same bytes safe. With `asText`, a child that
+/// read the file writes the module there as generic MLIR text with its
+/// locations, for the caller to read instead of the bytecode; `asText` is
+/// left empty where the file is not bytecode. A child that refuses the file
+/// leaves its diagnostics there, and the first becomes `error`.
 inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegistry &registry,
-                                std::string &error) {
+                                std::string &error, const std::string &asText = "") {
   char magic[4] = {};
   size_t bytes = 0;
   if (FILE *f = std::fopen(path.c_str(), "rb")) {
@@ -95,17 +105,40 @@ inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegi
     return true; // no trial: read it as usual
   if (child == 0) {
     alarm(bytecodeReadSeconds(bytes));
-    // Only the answer matters: no diagnostics, no dumps.
-    int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0)
-      dup2(devnull, STDERR_FILENO);
+    // Only the answer matters: no dumps; diagnostics go to `asText` for
+    // the caller to report, else nowhere.
+    int sink =
+        asText.empty() ? ::open("/dev/null", O_WRONLY) : ::open(asText.c_str(), O_WRONLY | O_TRUNC);
+    if (sink >= 0)
+      dup2(sink, STDERR_FILENO);
     mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
     mlir::ParserConfig config(&context);
     auto module = mlir::parseSourceFile<mlir::ModuleOp>(path, config);
+    if (module && !asText.empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(asText, ec);
+      if (ec)
+        std::_Exit(1);
+      module->print(os, mlir::OpPrintingFlags().enableDebugInfo().printGenericOpForm());
+      os.close();
+      std::_Exit(os.has_error() ? 1 : 0);
+    }
     std::_Exit(module ? 0 : 1);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && !asText.empty() && WEXITSTATUS(status) != 0) {
+    // Refused: the child's first diagnostic, and no read here (the same
+    // bytes may crash this process' reader).
+    auto diagnostics = llvm::MemoryBuffer::getFile(asText);
+    llvm::StringRef first =
+        diagnostics ? (*diagnostics)->getBuffer().split('\n').first : llvm::StringRef();
+    size_t at = first.find("error: ");
+    if (at != llvm::StringRef::npos)
+      first = first.drop_front(at + 7);
+    error = "'" + path + "': " + (first.empty() ? "the bytecode could not be read" : first.str());
+    return false;
   }
   if (WIFEXITED(status))
     return true; // read, or refused with a diagnostic the real parse repeats
@@ -121,15 +154,17 @@ inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegi
 /// What the tools check of a model file before MLIR reads it: the nesting
 /// of text, and with `trialRead` a trial read of bytecode in a child (not
 /// in an MPI rank, which must not fork). Standard input and unreadable
-/// files pass: the real read reports on them.
+/// files pass: the real read reports on them. With `asText` (and
+/// `trialRead`), bytecode that reads is also written there as text for the
+/// caller to read instead (see bytecodeReadsSafely).
 inline bool checkModelInput(const std::string &path, const mlir::DialectRegistry &registry,
-                            bool trialRead, std::string &error) {
+                            bool trialRead, std::string &error, const std::string &asText = "") {
   if (path == "-")
     return true;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (buffer && !checkNesting((*buffer)->getBuffer(), path, error))
     return false;
-  return !trialRead || bytecodeReadsSafely(path, registry, error);
+  return !trialRead || bytecodeReadsSafely(path, registry, error, asText);
 }
 
 namespace detail {

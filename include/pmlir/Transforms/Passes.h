@@ -1,4 +1,4 @@
-//===- Passes.h - pmlir passes ------------------------------------*- C++ -*-===//
+//===- Passes.h - Passes on tfm programs: sharding, analysis -----*- C++ -*-===//
 //
 // Part of pmlir.
 //
@@ -24,25 +24,6 @@ namespace pmlir {
 #define GEN_PASS_DECL
 #include "pmlir/Transforms/Passes.h.inc"
 
-/// tfm ops with static shapes to linalg, tensor, arith and math.
-void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
-
-/// What pmlir-cpu-pipeline lowers for.
-struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
-  Option<std::string> entry{*this, "entry",
-                            llvm::cl::desc("the function callers enter through its C interface"),
-                            llvm::cl::init("forward")};
-};
-
-/// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:
-/// exactly what pmlir-run compiles.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
-                              const CpuPipelineOptions &options = CpuPipelineOptions());
-
-/// The external interface models the CPU pipeline needs (bufferization and
-/// deallocation of arith, func, linalg, memref, scf, tensor, cf).
-void registerCpuLoweringInterfaces(mlir::DialectRegistry &registry);
-
 /// How a global program is sharded, as pmlir-sharding-pipeline's options.
 struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipelineOptions> {
   enum class Recipe { None, Megatron };
@@ -67,10 +48,6 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
 /// reports, as the options say: a global program with tfm.mesh becomes the
 /// per-rank program.
 void buildShardingPipeline(mlir::OpPassManager &pm, const ShardingPipelineOptions &options);
-
-/// Registers the pmlir pipelines (pmlir-cpu-pipeline, pmlir-sharding-pipeline)
-/// with the pass registry.
-void registerPipelines();
 
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Transforms/Passes.h.inc"

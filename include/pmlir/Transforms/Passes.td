@@ -1,4 +1,4 @@
-//===- Passes.td - pmlir passes ----------------------------*- tablegen -*-===//
+//===- Passes.td - passes on tfm programs --------------------*- tablegen -*-===//
 //
 // Part of pmlir.
 //
@@ -36,6 +36,106 @@ def PrintModelSummary : Pass<"pmlir-print-model-summary", "mlir::ModuleOp"> {
       ops:     tfm.add 97, tfm.arange 1, tfm.attention 12, ...
     ```
   }];
+}
+
+def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
+  let summary = "writes the collectives of a partitioned program as JSON";
+  let description = [{
+    Sums the `shard` collectives of a partitioned program (after
+    `pmlir-partition`) into a JSON report: `totals` per collective kind and
+    `per_axis` per group of mesh axes (names from `tfm.mesh`), each with
+    `count` and `bytes_per_rank`, and `collectives`, one entry per op with
+    its kind, axes, local shape, bytes and `layer` (the `tfm.layer` index,
+    when inside one). `bytes_per_rank` is the size of the largest buffer the
+    collective moves on a rank: the tensor of an all_reduce, the gathered
+    result of an all_gather, the input of a reduce_scatter or all_to_all;
+    all_slice moves nothing. These are the volumes of Megatron's analysis
+    (per layer 2 all-reduces of b·s·h elements). `wire_bytes_per_rank` is
+    what one rank sends in the ring algorithms (NCCL's bus bytes), for a
+    group of n ranks: 2(n-1)/n of an all_reduce's tensor, (n-1)/n of an
+    all_gather's, reduce_scatter's or all_to_all's buffer, the whole tensor
+    of a broadcast or send; in it a reduce_scatter plus an all_gather of one
+    tensor cost what its all_reduce costs. `seconds` is the ring's modeled
+    time: its steps (2(n-1) for an all_reduce, n-1 for an all_gather,
+    reduce_scatter, all_to_all or broadcast, 1 for a send) times the link
+    latency plus the wire bytes over the link bandwidth, on the slowest link
+    of the group's axes. Links come from `links`, per axis, bandwidth in GB/s
+    and latency in microseconds (`tp=450:2,dp=25:10,*=100:5`; `*` is every
+    axis not named; without it 100 GB/s and 5 us). The reshard planner
+    costs its plans with the same model (pmlir/Sharding/CostModel.h).
+    `total` sums the collectives that communicate (all but all_slice).
+    The IR is unchanged. `output` is a file (written whole or not at all) or
+    `-` for stdout.
+
+    ```
+    pmlir-opt model.mlir --pmlir-megatron-recipe --pmlir-sharding-propagation \
+      --pmlir-partition --pmlir-comm-report=output=comm.json -o /dev/null
+    ```
+    ```json
+    {"mesh": {"dp": 2, "tp": 2},
+     "total": {"count": 3, "bytes_per_rank": 12288, "wire_bytes_per_rank": 12288,
+               "seconds": 3.012288e-05},
+     "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288,
+                               "wire_bytes_per_rank": 12288, "seconds": 3.012288e-05}, ...},
+     "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288, ...}},
+     "collectives": [{"kind": "all_reduce", "axes": ["tp"], "shape": [1, 16, 64],
+                      "bytes_per_rank": 4096, "wire_bytes_per_rank": 4096,
+                      "seconds": 1.004096e-05}, ...]}
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write the JSON report to (- for stdout)">,
+    Option<"links", "links", "std::string", "\"\"",
+           "links per mesh axis, AXIS=GBPS:US, comma-separated (* for the others)">,
+  ];
+}
+
+def MemoryReport : Pass<"pmlir-memory-report", "mlir::ModuleOp"> {
+  let summary = "writes the activation bytes each layer keeps for the backward pass, per rank, as JSON";
+  let description = [{
+    Per `tfm.layer`, on the local shapes of a partitioned program (or the
+    global shapes of an unpartitioned one), the bytes of the activations a
+    backward pass keeps, counted as Korthikanti et al. count them for
+    Megatron's GPT layer ("Reducing Activation Recomputation in Large
+    Transformer Models", section 4): the activation operands of every
+    matmul, the inputs of norms and of gelu/silu, both factors of a mul, the
+    query, key and value of each attention and its softmax probabilities
+    `[b, a, s, s]`; adds, scales, reshapes and rotations keep nothing; a
+    value counts once. A matmul input that is an all-gather of a sequence
+    shard counts as the shard, which sequence parallelism keeps (and
+    gathers again in the backward pass). Weights and what is computed from
+    them alone are not activations.
+
+    `parameters` gives the bytes of the parameter arguments a rank holds
+    (its blocks, padding included), the ideal (each parameter divided
+    exactly by the devices its sharding splits it over), the bytes of the
+    parameters every rank holds whole, and the unsharded total. Under the
+    Megatron recipe a rank holds a tp-th of every split weight, GPT-2's
+    fused QKV weight included (each rank its heads of q, k and v).
+
+    Next to each layer with an attention: its `dims` (b, s, h, a per rank,
+    t the tp size) and Megatron's formula for a GPT layer in bytes:
+    `fp16_with_dropout` is the paper's sbh(10 + 24/t + 5as/(ht)), or
+    (sbh/t)(34 + 5as/h) with sequence parallelism; `f32_without_dropout`
+    the same accounting for this IR's f32 tensors and no dropout,
+    sbh(16 + 48/t) + 4as²b/t, or 64sbh/t + 4as²b/t with sequence
+    parallelism, which a GPT-2 layer matches exactly.
+
+    ```json
+    {"mesh": {"tp": 2}, "activation_bytes_per_rank": 1179648,
+     "layers": [{"layer": 0, "activation_bytes_per_rank": 589824,
+                 "by_kind": {"matmul_inputs": ..., "norm_inputs": ..., ...},
+                 "sequence_parallel": true,
+                 "dims": {"b": 2, "s": 16, "h": 64, "a": 4, "t": 2},
+                 "megatron_gpt_layer_bytes": {"fp16_with_dropout": ...,
+                                              "f32_without_dropout": ...}}]}
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write the JSON report to (- for stdout)">,
+  ];
 }
 
 //===----------------------------------------------------------------------===//
@@ -225,10 +325,6 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
-//===----------------------------------------------------------------------===//
-// Parallelism on partitioned programs
-//===----------------------------------------------------------------------===//
-
 def SequenceParallel : Pass<"pmlir-sequence-parallel", "mlir::ModuleOp"> {
   let summary = "Megatron's sequence parallelism: tensor-parallel all-reduces become "
                 "reduce-scatter + all-gather, norms run on sequence shards";
@@ -337,363 +433,6 @@ def DropShardings : Pass<"pmlir-drop-shardings", "mlir::ModuleOp"> {
       func.func @f(%w: tensor<8x32xf32>) ... {
     ```
   }];
-}
-
-def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
-  let summary = "prepares the entry function to be called through the C interface";
-  let description = [{
-    The first step of `pmlir-cpu-pipeline`. The entry function gets
-    `llvm.emit_c_interface` (callers pass memref descriptors by pointer), and
-    its arguments `bufferization.writable = false`: the caller may hand in
-    read-only memory (weights mapped from a file), so bufferization must
-    copy before writing into one. The binding attributes (`tfm.name`,
-    `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`) have served
-    once the program is per-rank and are removed from every function, as
-    LLVM translation does not know them.
-
-    Before:
-    ```mlir
-    func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input"}) -> ...
-    ```
-    After:
-    ```mlir
-    func.func @forward(%ids: tensor<2x8xi64> {bufferization.writable = false}) -> ...
-        attributes {llvm.emit_c_interface}
-    ```
-  }];
-  let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
-           "the function callers enter">,
-  ];
-  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
-}
-
-def CommReport : Pass<"pmlir-comm-report", "mlir::ModuleOp"> {
-  let summary = "writes the collectives of a partitioned program as JSON";
-  let description = [{
-    Sums the `shard` collectives of a partitioned program (after
-    `pmlir-partition`) into a JSON report: `totals` per collective kind and
-    `per_axis` per group of mesh axes (names from `tfm.mesh`), each with
-    `count` and `bytes_per_rank`, and `collectives`, one entry per op with
-    its kind, axes, local shape, bytes and `layer` (the `tfm.layer` index,
-    when inside one). `bytes_per_rank` is the size of the largest buffer the
-    collective moves on a rank: the tensor of an all_reduce, the gathered
-    result of an all_gather, the input of a reduce_scatter or all_to_all;
-    all_slice moves nothing. These are the volumes of Megatron's analysis
-    (per layer 2 all-reduces of b·s·h elements). `wire_bytes_per_rank` is
-    what one rank sends in the ring algorithms (NCCL's bus bytes), for a
-    group of n ranks: 2(n-1)/n of an all_reduce's tensor, (n-1)/n of an
-    all_gather's, reduce_scatter's or all_to_all's buffer, the whole tensor
-    of a broadcast or send; in it a reduce_scatter plus an all_gather of one
-    tensor cost what its all_reduce costs. `seconds` is the ring's modeled
-    time: its steps (2(n-1) for an all_reduce, n-1 for an all_gather,
-    reduce_scatter, all_to_all or broadcast, 1 for a send) times the link
-    latency plus the wire bytes over the link bandwidth, on the slowest link
-    of the group's axes. Links come from `links`, per axis, bandwidth in GB/s
-    and latency in microseconds (`tp=450:2,dp=25:10,*=100:5`; `*` is every
-    axis not named; without it 100 GB/s and 5 us). The reshard planner
-    costs its plans with the same model (pmlir/Sharding/CostModel.h).
-    `total` sums the collectives that communicate (all but all_slice).
-    The IR is unchanged. `output` is a file (written whole or not at all) or
-    `-` for stdout.
-
-    ```
-    pmlir-opt model.mlir --pmlir-megatron-recipe --pmlir-sharding-propagation \
-      --pmlir-partition --pmlir-comm-report=output=comm.json -o /dev/null
-    ```
-    ```json
-    {"mesh": {"dp": 2, "tp": 2},
-     "total": {"count": 3, "bytes_per_rank": 12288, "wire_bytes_per_rank": 12288,
-               "seconds": 3.012288e-05},
-     "totals": {"all_reduce": {"count": 3, "bytes_per_rank": 12288,
-                               "wire_bytes_per_rank": 12288, "seconds": 3.012288e-05}, ...},
-     "per_axis": {"tp": {"count": 3, "bytes_per_rank": 12288, ...}},
-     "collectives": [{"kind": "all_reduce", "axes": ["tp"], "shape": [1, 16, 64],
-                      "bytes_per_rank": 4096, "wire_bytes_per_rank": 4096,
-                      "seconds": 1.004096e-05}, ...]}
-    ```
-  }];
-  let options = [
-    Option<"output", "output", "std::string", "\"-\"",
-           "file to write the JSON report to (- for stdout)">,
-    Option<"links", "links", "std::string", "\"\"",
-           "links per mesh axis, AXIS=GBPS:US, comma-separated (* for the others)">,
-  ];
-}
-
-def MemoryReport : Pass<"pmlir-memory-report", "mlir::ModuleOp"> {
-  let summary = "writes the activation bytes each layer keeps for the backward pass, per rank, as JSON";
-  let description = [{
-    Per `tfm.layer`, on the local shapes of a partitioned program (or the
-    global shapes of an unpartitioned one), the bytes of the activations a
-    backward pass keeps, counted as Korthikanti et al. count them for
-    Megatron's GPT layer ("Reducing Activation Recomputation in Large
-    Transformer Models", section 4): the activation operands of every
-    matmul, the inputs of norms and of gelu/silu, both factors of a mul, the
-    query, key and value of each attention and its softmax probabilities
-    `[b, a, s, s]`; adds, scales, reshapes and rotations keep nothing; a
-    value counts once. A matmul input that is an all-gather of a sequence
-    shard counts as the shard, which sequence parallelism keeps (and
-    gathers again in the backward pass). Weights and what is computed from
-    them alone are not activations.
-
-    `parameters` gives the bytes of the parameter arguments a rank holds
-    (its blocks, padding included), the ideal (each parameter divided
-    exactly by the devices its sharding splits it over), the bytes of the
-    parameters every rank holds whole, and the unsharded total. Under the
-    Megatron recipe a rank holds a tp-th of every split weight, GPT-2's
-    fused QKV weight included (each rank its heads of q, k and v).
-
-    Next to each layer with an attention: its `dims` (b, s, h, a per rank,
-    t the tp size) and Megatron's formula for a GPT layer in bytes:
-    `fp16_with_dropout` is the paper's sbh(10 + 24/t + 5as/(ht)), or
-    (sbh/t)(34 + 5as/h) with sequence parallelism; `f32_without_dropout`
-    the same accounting for this IR's f32 tensors and no dropout,
-    sbh(16 + 48/t) + 4as²b/t, or 64sbh/t + 4as²b/t with sequence
-    parallelism, which a GPT-2 layer matches exactly.
-
-    ```json
-    {"mesh": {"tp": 2}, "activation_bytes_per_rank": 1179648,
-     "layers": [{"layer": 0, "activation_bytes_per_rank": 589824,
-                 "by_kind": {"matmul_inputs": ..., "norm_inputs": ..., ...},
-                 "sequence_parallel": true,
-                 "dims": {"b": 2, "s": 16, "h": 64, "a": 4, "t": 2},
-                 "megatron_gpt_layer_bytes": {"fp16_with_dropout": ...,
-                                              "f32_without_dropout": ...}}]}
-    ```
-  }];
-  let options = [
-    Option<"output", "output", "std::string", "\"-\"",
-           "file to write the JSON report to (- for stdout)">,
-  ];
-}
-
-//===----------------------------------------------------------------------===//
-// Lowering
-//===----------------------------------------------------------------------===//
-
-def OutlineLayers : Pass<"pmlir-outline-layers", "mlir::ModuleOp"> {
-  let summary = "turns each tfm.layer into a call of a function shared by identical layers";
-  let description = [{
-    Each `tfm.layer` becomes a `func.call` of a private function whose
-    arguments are the values its body uses from outside (weights and
-    activations, in order of first use) and whose results are the yielded
-    values. Layers whose bodies print the same (the same ops on the same
-    types, whatever the layer index) call one function, so the CPU
-    pipeline compiles one transformer block however deep the model is, and
-    the compiled code stays small.
-
-    Before:
-    ```mlir
-    %1 = tfm.layer 0 : tensor<2x8x16xf32> {
-      %n = tfm.rmsnorm %0, %g0 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
-      tfm.yield %n : tensor<2x8x16xf32>
-    }
-    %2 = tfm.layer 1 : tensor<2x8x16xf32> {
-      %n = tfm.rmsnorm %1, %g1 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
-      tfm.yield %n : tensor<2x8x16xf32>
-    }
-    ```
-    After:
-    ```mlir
-    %1 = call @forward_layer(%0, %g0) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
-    %2 = call @forward_layer(%1, %g1) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
-    ...
-    func.func private @forward_layer(%arg0: tensor<2x8x16xf32>, %arg1: tensor<16xf32>) -> tensor<2x8x16xf32>
-    ```
-  }];
-  let dependentDialects = ["mlir::func::FuncDialect"];
-}
-
-def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
-  let summary = "lowers tfm ops to linalg on tensors";
-  let description = [{
-    Rewrites every `tfm` op with static shapes into `linalg.generic` ops and
-    `tensor` reshapes and slices, in the op's element type:
-
-    - elementwise ops (with trailing broadcast) and activations: one parallel
-      generic each;
-    - `layernorm`/`rmsnorm`/`softmax`: row reductions over the last dimension,
-      then one normalizing generic;
-    - `matmul`: a contraction generic (batch..., m, n, k) honouring the
-      transposes and a shared rank-2 rhs;
-    - `attention`: two batched matmuls around a scaled, causally masked
-      softmax; the G query heads sharing a kv head are viewed as the rows of
-      one matmul ([B, A, S, D] as [B, K, G*S, D], a reshape), so
-      grouped-query attention never repeats keys or values;
-    - `rope`, `embedding`, `cross_entropy`: generics that read their partner
-      element, table row or label logit with `tensor.extract`;
-    - `split_heads`/`merge_heads`: reshape plus `linalg.transpose`; `split`:
-      `tensor.extract_slice`; `tfm.layer` is inlined.
-
-    Before:
-    ```mlir
-    %y = tfm.add %x, %b : tensor<2x8x16xf32>, tensor<16xf32>
-    ```
-    After:
-    ```mlir
-    %e = tensor.empty() : tensor<2x8x16xf32>
-    %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
-                                          affine_map<(d0, d1, d2) -> (d2)>,
-                                          affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
-                         iterator_types = ["parallel", "parallel", "parallel"]}
-        ins(%x, %b : tensor<2x8x16xf32>, tensor<16xf32>) outs(%e : tensor<2x8x16xf32>) {
-    ^bb0(%in: f32, %in_0: f32, %out: f32):
-      %s = arith.addf %in, %in_0 : f32
-      linalg.yield %s : f32
-    } -> tensor<2x8x16xf32>
-    ```
-    Ops with dynamic shapes are left alone and the pass fails on them.
-  }];
-  let dependentDialects = ["mlir::arith::ArithDialect",
-                           "mlir::linalg::LinalgDialect",
-                           "mlir::math::MathDialect",
-                           "mlir::tensor::TensorDialect"];
-}
-
-def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
-  let summary = "fuses elementwise linalg producers into their consumers, except library calls";
-  let description = [{
-    Upstream `linalg-fuse-elementwise-ops`, with two restrictions. A generic
-    that names a library call (an f32 matmul bound for BLAS) is neither fused
-    into nor fused away, so that it stays one kernel call. A producer is fused
-    only into its sole consumer: one with several consumers is computed once
-    and stored, not recomputed in each (along a residual stream that would
-    recompute every earlier layer's adds in every later layer). Bias adds,
-    activations and the normalizing step of norms fuse with each other.
-  }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
-}
-
-def ApproximateMath : Pass<"pmlir-approximate-math"> {
-  let summary = "replaces f32 transcendental math ops by inline polynomial approximations";
-  let description = [{
-    `math.exp`, `tanh`, `erf`, `log`, `sin`, `cos` and friends on f32 would
-    otherwise become calls into libm, one scalar call per element, which
-    keeps every loop around them from vectorizing. This pass rewrites them
-    with upstream MLIR's polynomial approximations (range reduction plus a
-    minimax polynomial, within a few ulp of libm) into plain `arith` ops
-    that LLVM vectorizes. Ops on other types are left to libm.
-
-    Before:
-    ```mlir
-    %y = math.exp %x : f32
-    ```
-    After: a few dozen `arith` ops (`mulf`, `fma`, `bitcast`, `select`, ...).
-  }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
-}
-
-def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
-  let summary = "moves each memref.dealloc to just after the last use of its buffer";
-  let description = [{
-    Ownership-based deallocation frees a buffer at the end of the block that
-    allocated it, so every temporary of a transformer block stays alive
-    until the block returns. For each `memref.dealloc` of a `memref.alloc`
-    in the same block, this pass finds the last op of the block that uses
-    the buffer or any view of it (casts, reshapes, subviews, also inside
-    nested regions) and moves the dealloc right after it. Buffers that
-    escape through a terminator are left alone. Peak memory becomes the
-    buffers live at once, not all buffers of the block.
-
-    Before:
-    ```mlir
-    %a = memref.alloc() : memref<128x768xf32>
-    linalg.generic ... outs(%a ...)
-    linalg.generic ... ins(%a ...) outs(%b ...)
-    ... (many more buffers)
-    memref.dealloc %a : memref<128x768xf32>
-    ```
-    After: the dealloc follows the second generic.
-  }];
-}
-
-def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp"> {
-  let summary = "lowers shard collectives on tensors to calls of the pmlir_rt_* runtime";
-  let description = [{
-    Collectives on tensors of static shape (f32, f64, i32, i64) become calls
-    of the runtime with memref descriptors (C interface) of flat buffers and
-    of the ordered grid axes, which live in a private constant
-    `memref.global`; grid axis `i` is mesh axis `i` of `pmlir-run --mesh`.
-
-    - `all_reduce` (sum, max, min, product): input flattened and taken as a
-      buffer, a fresh result buffer, `pmlir_rt_all_reduce_<type>`, the result
-      buffer taken back as a tensor.
-    - `all_gather` along dim k: the runtime stacks the group's blocks as
-      [n, input...]; a `linalg.transpose` moves the group dim next to dim k
-      and a reshape merges the two.
-    - `reduce_scatter` along dim k: dim k is split into [n, block] and the n
-      blocks are moved to the front (a transpose) so each is contiguous.
-    - `all_to_all`: the blocks of `split_axis` go to the front as for
-      reduce_scatter, `pmlir_rt_all_to_all_<type>` exchanges them, and the
-      received stack merges into `concat_axis` as for all_gather.
-    - `all_slice` along dim k: a `tensor.extract_slice` of this process's
-      block (its index in the group from the runtime); no communication.
-    - `broadcast`, `send`, `recv`: the in-group multi-index of the root, the
-      destination or the source (static or dynamic) becomes the member's
-      linear index in the group (the last grid axis fastest). The result of
-      `send` is its input; `recv` needs a source.
-    - `process_linear_index` (row-major over the grid) and
-      `process_multi_index`: runtime calls that return this process's index.
-    - `grid_shape`: constants (pmlir-run runs a program only on a mesh of
-      its grid's shape).
-
-    Other `shard` ops get an error naming them. `shard.grid` ops that nothing
-    refers to any more are erased.
-
-    Before:
-    ```mlir
-    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
-    ```
-    After:
-    ```mlir
-    %flat = tensor.collapse_shape %x [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
-    %in = bufferization.to_buffer %flat read_only : tensor<32xf32> to memref<32xf32>
-    %out = memref.alloc() : memref<32xf32>
-    %axes = memref.get_global @pmlir_grid_axes_0 : memref<1xi64>
-    ...
-    call @pmlir_rt_all_reduce_f32(%in_cast, %out_cast, %axes_cast, %c0_i32) : (...) -> ()
-    %t = bufferization.to_tensor %out restrict writable : memref<32xf32> to tensor<32xf32>
-    %r = tensor.expand_shape %t [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
-    ```
-  }];
-  let dependentDialects = ["mlir::arith::ArithDialect",
-                           "mlir::bufferization::BufferizationDialect",
-                           "mlir::func::FuncDialect", "mlir::linalg::LinalgDialect",
-                           "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect"];
-}
-
-def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
-  let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
-  let description = [{
-    After bufferization, every `linalg.generic` whose `library_call` starts
-    with `pmlir_` (the f32 matmuls of `pmlir-convert-tfm-to-linalg`) becomes
-    a `func.call` of that name on its operands, cast to fully dynamic strided
-    memrefs, and a private declaration with `llvm.emit_c_interface`, so that
-    the callee receives memref descriptors (`_mlir_ciface_<name>`). pmlir-run
-    binds these names to BLAS-backed kernels. Other linalg ops are untouched.
-
-    The call takes one more operand, `accumulate` (i1): the kernel adds into
-    the output when true and overwrites it when false. It is false when the
-    op right before is a `linalg.fill` of zero into the output, which is then
-    erased, so that the output is written once instead of zeroed, read back
-    and written.
-
-    Before:
-    ```mlir
-    linalg.generic {..., library_call = "pmlir_matmul_f32_r32_t00"}
-        ins(%a, %w : memref<2x3x16xf32>, memref<16x8xf32>) outs(%c : memref<2x3x8xf32>) {...}
-    ```
-    After:
-    ```mlir
-    %0 = memref.cast %a : memref<2x3x16xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-    ...
-    %true = arith.constant true
-    call @pmlir_matmul_f32_r32_t00(%0, %1, %2, %true) : (...) -> ()
-    ```
-  }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
-                           "mlir::memref::MemRefDialect"];
 }
 
 #endif // PMLIR_TRANSFORMS_PASSES_TD

@@ -2,8 +2,10 @@
 //
 // Part of pmlir.
 //
-// The entry's C interface, then tfm (one function per distinct layer) -> linalg on tensors, shard
-// collectives as runtime calls -> elementwise fusion -> one-shot bufferization
+// The entry's C interface, then tfm (one function per distinct layer) ->
+// linalg on tensors, shard collectives as runtime calls (the target-neutral
+// conversions) -> f32 matmuls marked for BLAS kernels -> elementwise fusion
+// around them -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
 // plain strided memrefs) -> ownership-based deallocation, each free moved to
 // its buffer's last use -> BLAS calls for
@@ -12,7 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Target/CPU/Passes.h"
+
+#include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/Passes.h"
@@ -44,13 +48,13 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
+  pm.addPass(createSelectCpuKernels());
   pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createDeallocAfterLastUse());

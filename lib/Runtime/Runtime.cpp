@@ -1,17 +1,20 @@
-//===- MpiRuntime.cpp - The pmlir_rt_* C ABI over MPI ---------------------===//
+//===- Runtime.cpp - The pmlir_rt_* C ABI: mesh, groups, watchdog, dispatch ===//
 //
 // Part of pmlir.
 //
-// Collectives on host buffers over MPI. Every group of the mesh gets its
-// communicator from MPI_Comm_split: at init for each set of axes in
-// ascending order (so that ranks running different programs, as pipeline
-// stages do, never have to agree on creating one later), and on first use
-// for an axes list in another order. A watchdog thread ends the job when
-// start-up (MPI_Init and the group splits), one collective, or the barrier
-// that ends the run waits longer than the timeout: a peer that hangs would
-// otherwise hang every rank. The message names the members that did not
-// arrive, read from the host's progress board. The watchdog never calls
-// MPI, so MPI needs no thread support beyond MPI_THREAD_FUNNELED.
+// MPI launches and bootstraps the ranks whatever the backend. Every group of
+// the mesh gets its communicator from MPI_Comm_split: at init for each set
+// of axes in ascending order (so that ranks running different programs, as
+// pipeline stages do, never have to agree on creating one later), and on
+// first use for an axes list in another order. The collectives resolve
+// their group here and go to the backend pmlir_rt_init chose (Backend.h).
+//
+// A watchdog thread ends the job when start-up (MPI_Init, the group splits,
+// the backend's start), one MPI collective, or the barrier that ends the
+// run waits longer than the timeout: a peer that hangs would otherwise hang
+// every rank. The message names the members that did not arrive, read from
+// the host's progress board. The watchdog never calls MPI, so MPI needs no
+// thread support beyond MPI_THREAD_FUNNELED.
 //
 // Where a host runs more ranks than cores, a wait busy-polls 100 us, then
 // polls with short sleeps: MPI's unbounded busy polling would take the core
@@ -23,6 +26,7 @@
 
 #include "pmlir/Runtime/Runtime.h"
 
+#include "Backend.h"
 #include "Groups.h"
 #include "ProgressBoard.h"
 #include "pmlir/Support/Mesh.h"
@@ -73,6 +77,8 @@ struct State {
   // move or change once made).
   std::atomic<int64_t> waitingSince{0};
   Wait waiting;
+  // Made after the groups, destroyed before them.
+  std::unique_ptr<CollectiveBackend> backend;
 };
 
 State *state = nullptr;
@@ -86,16 +92,13 @@ int64_t nowNs() {
 } // namespace
 
 [[noreturn]] void pmlir::rt::failWith(const std::string &message) {
-  std::fprintf(stderr, "pmlir-run: rank %d: %s\n", state ? state->rank : -1,
-               message.c_str());
+  std::fprintf(stderr, "pmlir-run: rank %d: %s\n", state ? state->rank : -1, message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
 }
 
-namespace {
-
-void check(int rc, const char *what) {
+void pmlir::rt::checkMpi(int rc, const char *what) {
   if (rc == MPI_SUCCESS)
     return;
   char text[MPI_MAX_ERROR_STRING];
@@ -104,32 +107,7 @@ void check(int rc, const char *what) {
   failWith(std::string(what) + " failed: " + std::string(text, length));
 }
 
-MPI_Datatype mpiType(pmlir_rt_dtype dtype) {
-  switch (dtype) {
-  case PMLIR_RT_F32: return MPI_FLOAT;
-  case PMLIR_RT_F64: return MPI_DOUBLE;
-  case PMLIR_RT_I32: return MPI_INT32_T;
-  case PMLIR_RT_I64: return MPI_INT64_T;
-  }
-  failWith("unknown element type " + std::to_string(int(dtype)));
-}
-
-MPI_Op mpiOp(pmlir_rt_reduction op) {
-  switch (op) {
-  case PMLIR_RT_SUM: return MPI_SUM;
-  case PMLIR_RT_MAX: return MPI_MAX;
-  case PMLIR_RT_MIN: return MPI_MIN;
-  case PMLIR_RT_PRODUCT: return MPI_PROD;
-  }
-  failWith("unknown reduction " + std::to_string(int(op)));
-}
-
-int mpiCount(int64_t count, const char *what) {
-  if (count < 0 || count > INT_MAX)
-    failWith(std::string(what) + ": element count " + std::to_string(count) +
-             " is outside [0, 2^31)");
-  return static_cast<int>(count);
-}
+namespace {
 
 std::string axesText(const std::vector<int64_t> &axes) {
   std::string text;
@@ -144,11 +122,10 @@ Group split(const std::vector<int64_t> &axes) {
   for (int a : list)
     group.mask |= 1u << a;
   group.members = state->mesh->group(state->rank, list);
-  check(MPI_Comm_split(MPI_COMM_WORLD,
-                       static_cast<int>(state->mesh->groupColor(state->rank, list)),
-                       static_cast<int>(state->mesh->indexInGroup(state->rank, list)),
-                       &group.comm),
-        "MPI_Comm_split");
+  checkMpi(
+      MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(state->mesh->groupColor(state->rank, list)),
+                     static_cast<int>(state->mesh->indexInGroup(state->rank, list)), &group.comm),
+      "MPI_Comm_split");
   MPI_Comm_set_errhandler(group.comm, MPI_ERRORS_RETURN);
   MPI_Comm_size(group.comm, &group.size);
   group.axes = axesText(axes);
@@ -168,8 +145,8 @@ const Group &pmlir::rt::groupOf(const int64_t *axes, int64_t numAxes, const char
                " does not exist (the mesh has " + std::to_string(n) + ")");
     for (size_t j = 0; j < i; ++j)
       if (key[j] == key[i])
-        failWith(std::string(what) + ": mesh axis '" +
-                 state->mesh->axisNames()[key[i]] + "' listed twice");
+        failWith(std::string(what) + ": mesh axis '" + state->mesh->axisNames()[key[i]] +
+                 "' listed twice");
   }
   auto it = state->groups.find(key);
   if (it == state->groups.end())
@@ -184,44 +161,42 @@ int pmlir::rt::memberIndex(const Group &group, int64_t index, const char *what) 
   return static_cast<int>(index);
 }
 
+int pmlir::rt::indexIn(const Group &group) {
+  int index = 0;
+  MPI_Comm_rank(group.comm, &index);
+  return index;
+}
+
 double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0; }
 
-namespace {
+pmlir::rt::Waiting::Waiting(const char *what, const Group *group, int64_t peer) {
+  int64_t sequence = 0;
+  if (state->board && group)
+    sequence = peer < 0 ? state->board->enter(state->rank, group->mask, what)
+                        : state->board->enter(state->rank, ~0u, what);
+  if (state->timeoutSeconds <= 0)
+    return;
+  int64_t peerRank = peer >= 0 && group ? group->members[peer] : -1;
+  state->waiting = Wait{what, group, sequence, peerRank};
+  state->waitingSince.store(nowNs(), std::memory_order_release);
+}
 
-/// Marks the main thread as waiting in `what` on `group` (null: start-up)
-/// for the watchdog, and posts it to the progress board.
-struct Waiting {
-  /// `peer`: the member a send or recv waits for; collectives count on the
-  /// board, point to point (which the other members skip) does not.
-  Waiting(const char *what, const Group *group, int64_t peer = -1) {
-    int64_t sequence = 0;
-    if (state->board && group)
-      sequence = peer < 0 ? state->board->enter(state->rank, group->mask, what)
-                          : state->board->enter(state->rank, ~0u, what);
-    if (state->timeoutSeconds <= 0)
-      return;
-    int64_t peerRank = peer >= 0 && group ? group->members[peer] : -1;
-    state->waiting = Wait{what, group, sequence, peerRank};
-    state->waitingSince.store(nowNs(), std::memory_order_release);
-  }
-  Waiting(const char *what, const Group &group) : Waiting(what, &group) {}
-  ~Waiting() {
-    state->waitingSince.store(0);
-    if (state->board)
-      state->board->leave(state->rank);
-  }
-};
+pmlir::rt::Waiting::~Waiting() {
+  state->waitingSince.store(0);
+  if (state->board)
+    state->board->leave(state->rank);
+}
 
-/// Completes `request`: busy-polls for the rank's spin time, then sleeps
-/// between polls, so that a long wait leaves the core to the rank it waits
-/// for when the host is busy (bench/oversubscribed.py measures the choice).
-void complete(MPI_Request &request, const char *what) {
-  int64_t start = nowNs();
+bool pmlir::rt::mpiBlockingWaits() { return state->spinNs < 0; }
+
+void pmlir::rt::completeMpi(MPI_Request &request, const char *what) {
   // Sleeps long enough that the scheduler runs the other rank, not the
-  // waiter again at once (measured: 5 us sleeps lose what 20 us ones gain).
+  // waiter again at once (measured: 5 us sleeps lose what 20 us ones gain);
+  // bench/oversubscribed.py measures the choice.
+  int64_t start = nowNs();
   for (int sleeps = 0;;) {
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done)
       return;
     if (nowNs() - start >= state->spinNs)
@@ -229,16 +204,14 @@ void complete(MPI_Request &request, const char *what) {
   }
 }
 
-/// Runs a collective: the blocking MPI call (OpenMPI's tuned algorithms),
-/// or where waits sleep its non-blocking twin, completed by complete().
-template <typename Blocking, typename Start>
-void collective(const char *what, Blocking blocking, Start start) {
-  if (state->spinNs < 0)
-    return check(blocking(), what);
-  MPI_Request request;
-  check(start(&request), what);
-  complete(request, what);
+void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const char *what) {
+  Waiting waiting(what, group);
+  mpiCall(
+      what, [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, group.comm); },
+      [&](MPI_Request *r) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, r); });
 }
+
+namespace {
 
 void watch() {
   while (!state->stopping.load()) {
@@ -251,8 +224,7 @@ void watch() {
     const Wait &wait = state->waiting;
     std::string what, who;
     if (!wait.group) {
-      what = std::string(wait.what) + " of the job's " + std::to_string(state->ranks) +
-             " ranks";
+      what = std::string(wait.what) + " of the job's " + std::to_string(state->ranks) + " ranks";
       std::vector<int64_t> all(state->ranks);
       for (int64_t r = 0; r < state->ranks; ++r)
         all[r] = r;
@@ -289,17 +261,41 @@ int64_t environmentNumber(std::initializer_list<const char *> names, int64_t fal
   return fallback;
 }
 
-} // namespace
-
-void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const char *what) {
-  Waiting waiting(what, group);
-  collective(
-      what, [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, group.comm); },
-      [&](MPI_Request *r) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, r); });
+/// The backend `kind`, started on every rank, or a message: its own cause
+/// on a rank where it failed, and that rank on the others. Collective over
+/// the world, so that no rank goes on to collectives the others never
+/// join.
+std::string startBackend(pmlir_rt_backend kind) {
+  std::string error;
+  switch (kind) {
+  case PMLIR_RT_BACKEND_MPI:
+    state->backend = createMpiBackend();
+    break;
+  case PMLIR_RT_BACKEND_NCCL:
+#ifdef PMLIR_HAS_NCCL
+    state->backend = createNcclBackend(error);
+#else
+    error = "this build has no NCCL backend (CUDA and NCCL were not found at configure time)";
+#endif
+    break;
+  default:
+    error = "unknown backend " + std::to_string(int(kind)) + " (known: mpi, nccl)";
+  }
+  int failed = error.empty() ? INT_MAX : state->rank, first = INT_MAX;
+  checkMpi(MPI_Allreduce(&failed, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (first == INT_MAX)
+    return "";
+  state->backend.reset();
+  if (!error.empty())
+    return error;
+  return std::string(kind == PMLIR_RT_BACKEND_NCCL ? "the NCCL" : "the") +
+         " backend did not start on rank " + std::to_string(first);
 }
 
-extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
-                             double timeoutSeconds, char *error, size_t errorSize) {
+} // namespace
+
+extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double timeoutSeconds,
+                             pmlir_rt_backend backend, char *error, size_t errorSize) {
   auto setError = [&](const std::string &message) {
     if (error && errorSize)
       std::snprintf(error, errorSize, "%s", message.c_str());
@@ -308,17 +304,18 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
   if (state)
     return setError("pmlir_rt_init called twice");
   std::string message;
-  std::optional<Mesh> mesh = Mesh::parse(meshSpec ? meshSpec : "",
-                                         rankOrder ? rankOrder : "", message);
+  std::optional<Mesh> mesh =
+      Mesh::parse(meshSpec ? meshSpec : "", rankOrder ? rankOrder : "", message);
   if (!mesh)
     return setError(message);
 
-  // Start-up waits for every rank (MPI_Init, the group splits): under the
-  // watchdog too, with the board naming ranks that never started.
+  // Start-up waits for every rank (MPI_Init, the group splits, the
+  // backend): under the watchdog too, with the board naming ranks that
+  // never started.
   state = new State;
   state->mesh = std::make_unique<Mesh>(std::move(*mesh));
-  state->rank = static_cast<int>(
-      environmentNumber({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0));
+  state->rank =
+      static_cast<int>(environmentNumber({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0));
   state->ranks = static_cast<int>(environmentNumber({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1));
   state->timeoutSeconds = timeoutSeconds;
   int64_t localRanks = environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
@@ -352,9 +349,8 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     state->rank = rank;
     if (size != state->mesh->numRanks())
-      return "mesh '" + std::string(meshSpec) + "' has " +
-             std::to_string(state->mesh->numRanks()) + " ranks but the job has " +
-             std::to_string(size) + " (mpirun -np)";
+      return "mesh '" + std::string(meshSpec) + "' has " + std::to_string(state->mesh->numRanks()) +
+             " ranks but the job has " + std::to_string(size) + " (mpirun -np)";
     if (size != state->ranks)
       state->board.reset(); // not the launcher's numbering: rows would lie
     state->ranks = size;
@@ -367,14 +363,21 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
           axes.push_back(a);
       state->groups.emplace(axes, split(axes));
     }
-    return "";
+    return startBackend(backend);
   }();
   if (!failure.empty()) {
     state->stopping.store(true);
     if (state->watchdog.joinable())
       state->watchdog.join();
+    // Every rank fails alike (the mesh is everyone's, and startBackend
+    // agrees), so all can leave MPI cleanly.
+    for (auto &[axes, group] : state->groups)
+      MPI_Comm_free(&group.comm);
+    bool ownsMpi = state->ownsMpi;
     delete state;
     state = nullptr;
+    if (ownsMpi)
+      MPI_Finalize();
     return setError(failure);
   }
   // Every rank of the job has passed start-up, so has mapped the board.
@@ -386,6 +389,7 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder,
 extern "C" void pmlir_rt_finalize(void) {
   if (!state)
     return;
+  state->backend->wait();
   // Every rank meets here before MPI_Finalize, which would wait without a
   // limit for a rank still busy (rank 0 checking or writing the output).
   {
@@ -394,10 +398,11 @@ extern "C" void pmlir_rt_finalize(void) {
       all[a] = static_cast<int64_t>(a);
     const Group &everyone = groupOf(all.data(), static_cast<int64_t>(all.size()), "finalize");
     Waiting waiting("the end of the run", everyone);
-    collective(
+    mpiCall(
         "the end of the run", [&] { return MPI_Barrier(everyone.comm); },
         [&](MPI_Request *r) { return MPI_Ibarrier(everyone.comm, r); });
   }
+  state->backend.reset();
   state->stopping.store(true);
   if (state->watchdog.joinable())
     state->watchdog.join();
@@ -411,18 +416,14 @@ extern "C" void pmlir_rt_finalize(void) {
 }
 
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }
-extern "C" int64_t pmlir_rt_num_ranks(void) {
-  return state ? state->mesh->numRanks() : 1;
-}
+extern "C" int64_t pmlir_rt_num_ranks(void) { return state ? state->mesh->numRanks() : 1; }
 
 extern "C" int64_t pmlir_rt_group_size(const int64_t *axes, int64_t numAxes) {
   return groupOf(axes, numAxes, "group_size").size;
 }
 
 extern "C" int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t numAxes) {
-  int index = 0;
-  MPI_Comm_rank(groupOf(axes, numAxes, "index_in_group").comm, &index);
-  return index;
+  return indexIn(groupOf(axes, numAxes, "index_in_group"));
 }
 
 extern "C" int64_t pmlir_rt_coordinate(int64_t axis) {
@@ -430,120 +431,89 @@ extern "C" int64_t pmlir_rt_coordinate(int64_t axis) {
   return state->mesh->coordinates(state->rank)[axis];
 }
 
+namespace {
+
+/// The group over `axes` for collective `what`, once its element type and
+/// count are known to be valid.
+const Group &collectiveGroup(const char *what, int64_t count, pmlir_rt_dtype dtype,
+                             const int64_t *axes, int64_t numAxes) {
+  const Group &group = groupOf(axes, numAxes, what);
+  if (elementBytes(dtype) == 0)
+    failWith(std::string(what) + ": unknown element type " + std::to_string(int(dtype)));
+  if (count < 0)
+    failWith(std::string(what) + ": element count " + std::to_string(count) + " is negative");
+  return group;
+}
+
+void checkReduction(const char *what, pmlir_rt_reduction op) {
+  switch (op) {
+#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME) case PMLIR_RT_##ENUM:
+#include "pmlir/Runtime/RuntimeAbi.def"
+    return;
+  }
+  failWith(std::string(what) + ": unknown reduction " + std::to_string(int(op)));
+}
+
+} // namespace
+
 extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                     const int64_t *axes, int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "all_reduce");
-  Waiting waiting("all_reduce", group);
-  const void *in = send == recv ? MPI_IN_PLACE : send;
-  int n = mpiCount(count, "all_reduce");
-  collective(
-      "all_reduce",
-      [&] { return MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(op), group.comm); },
-      [&](MPI_Request *r) {
-        return MPI_Iallreduce(in, recv, n, mpiType(dtype), mpiOp(op), group.comm, r);
-      });
+  const Group &group = collectiveGroup("all_reduce", count, dtype, axes, numAxes);
+  checkReduction("all_reduce", op);
+  state->backend->allReduce(send, recv, count, dtype, op, group);
 }
 
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
-                                    pmlir_rt_dtype dtype, const int64_t *axes,
-                                    int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "all_gather");
-  Waiting waiting("all_gather", group);
-  int n = mpiCount(count, "all_gather");
-  MPI_Datatype type = mpiType(dtype);
-  collective(
-      "all_gather", [&] { return MPI_Allgather(send, n, type, recv, n, type, group.comm); },
-      [&](MPI_Request *r) { return MPI_Iallgather(send, n, type, recv, n, type, group.comm, r); });
+                                    pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
+  const Group &group = collectiveGroup("all_gather", count, dtype, axes, numAxes);
+  state->backend->allGather(send, recv, count, dtype, group);
 }
 
-extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count,
-                                pmlir_rt_dtype dtype, int64_t root, const int64_t *axes,
-                                int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "gather");
-  int rootIndex = memberIndex(group, root, "gather: root");
-  Waiting waiting("gather", group);
-  int n = mpiCount(count, "gather");
-  MPI_Datatype type = mpiType(dtype);
-  collective(
-      "gather",
-      [&] { return MPI_Gather(send, n, type, recv, n, type, rootIndex, group.comm); },
-      [&](MPI_Request *r) {
-        return MPI_Igather(send, n, type, recv, n, type, rootIndex, group.comm, r);
-      });
+extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                                int64_t root, const int64_t *axes, int64_t numAxes) {
+  const Group &group = collectiveGroup("gather", count, dtype, axes, numAxes);
+  state->backend->gather(send, recv, count, dtype, memberIndex(group, root, "gather: root"), group);
 }
 
 extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
                                         pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                         const int64_t *axes, int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "reduce_scatter");
-  Waiting waiting("reduce_scatter", group);
-  int n = mpiCount(count, "reduce_scatter");
-  collective(
-      "reduce_scatter",
-      [&] {
-        return MPI_Reduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(op), group.comm);
-      },
-      [&](MPI_Request *r) {
-        return MPI_Ireduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(op), group.comm,
-                                         r);
-      });
+  const Group &group = collectiveGroup("reduce_scatter", count, dtype, axes, numAxes);
+  checkReduction("reduce_scatter", op);
+  state->backend->reduceScatter(send, recv, count, dtype, op, group);
 }
 
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
-                                    pmlir_rt_dtype dtype, const int64_t *axes,
-                                    int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "all_to_all");
-  Waiting waiting("all_to_all", group);
-  int n = mpiCount(count, "all_to_all");
-  MPI_Datatype type = mpiType(dtype);
-  collective(
-      "all_to_all", [&] { return MPI_Alltoall(send, n, type, recv, n, type, group.comm); },
-      [&](MPI_Request *r) { return MPI_Ialltoall(send, n, type, recv, n, type, group.comm, r); });
+                                    pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
+  const Group &group = collectiveGroup("all_to_all", count, dtype, axes, numAxes);
+  state->backend->allToAll(send, recv, count, dtype, group);
 }
 
-extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype,
-                                   int64_t root, const int64_t *axes, int64_t numAxes) {
-  const Group &group = groupOf(axes, numAxes, "broadcast");
-  int rootIndex = memberIndex(group, root, "broadcast: root");
-  Waiting waiting("broadcast", group);
-  int n = mpiCount(count, "broadcast");
-  collective(
-      "broadcast", [&] { return MPI_Bcast(buf, n, mpiType(dtype), rootIndex, group.comm); },
-      [&](MPI_Request *r) {
-        return MPI_Ibcast(buf, n, mpiType(dtype), rootIndex, group.comm, r);
-      });
+extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
+                                   const int64_t *axes, int64_t numAxes) {
+  const Group &group = collectiveGroup("broadcast", count, dtype, axes, numAxes);
+  state->backend->broadcast(buf, count, dtype, memberIndex(group, root, "broadcast: root"), group);
 }
 
-extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype,
-                              int64_t peer, const int64_t *axes, int64_t numAxes,
-                              int64_t tag) {
-  const Group &group = groupOf(axes, numAxes, "send");
-  Waiting waiting("send", &group, memberIndex(group, peer, "send: peer"));
-  int n = mpiCount(count, "send"), to = memberIndex(group, peer, "send: peer");
-  collective(
-      "send",
-      [&] { return MPI_Send(buf, n, mpiType(dtype), to, static_cast<int>(tag), group.comm); },
-      [&](MPI_Request *r) {
-        return MPI_Isend(buf, n, mpiType(dtype), to, static_cast<int>(tag), group.comm, r);
-      });
+extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
+                              const int64_t *axes, int64_t numAxes, int64_t tag) {
+  const Group &group = collectiveGroup("send", count, dtype, axes, numAxes);
+  state->backend->send(buf, count, dtype, memberIndex(group, peer, "send: peer"), tag, group);
 }
 
-extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype,
-                              int64_t peer, const int64_t *axes, int64_t numAxes,
-                              int64_t tag) {
-  const Group &group = groupOf(axes, numAxes, "recv");
-  Waiting waiting("recv", &group, memberIndex(group, peer, "recv: peer"));
-  int n = mpiCount(count, "recv"), from = memberIndex(group, peer, "recv: peer");
-  collective(
-      "recv",
-      [&] {
-        return MPI_Recv(buf, n, mpiType(dtype), from, static_cast<int>(tag), group.comm,
-                        MPI_STATUS_IGNORE);
-      },
-      [&](MPI_Request *r) {
-        return MPI_Irecv(buf, n, mpiType(dtype), from, static_cast<int>(tag), group.comm, r);
-      });
+extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
+                              const int64_t *axes, int64_t numAxes, int64_t tag) {
+  const Group &group = collectiveGroup("recv", count, dtype, axes, numAxes);
+  state->backend->recv(buf, count, dtype, memberIndex(group, peer, "recv: peer"), tag, group);
 }
+
+extern "C" void pmlir_rt_wait(void) {
+  if (state)
+    state->backend->wait();
+}
+
+extern "C" int pmlir_rt_device(void) { return state ? state->backend->device() : -1; }
+extern "C" void *pmlir_rt_stream(void) { return state ? state->backend->stream() : nullptr; }
 
 extern "C" void pmlir_rt_fail(const char *message) { failWith(message); }

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,7 +21,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_LINALGTOLIBRARYCALLS
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Target/CPU/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
@@ -33,10 +33,8 @@ MemRefType fullyDynamic(MemRefType type) {
   int64_t rank = type.getRank();
   SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
   SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic,
-                                       strides);
-  return MemRefType::get(shape, type.getElementType(), layout,
-                         type.getMemorySpace());
+  auto layout = StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic, strides);
+  return MemRefType::get(shape, type.getElementType(), layout, type.getMemorySpace());
 }
 
 struct LinalgToLibraryCallsPass
@@ -77,8 +75,8 @@ struct LinalgToLibraryCallsPass
       auto fnType = b.getFunctionType(types, {});
       if (auto existing = symbols.lookup<func::FuncOp>(name)) {
         if (existing.getFunctionType() != fnType) {
-          op.emitOpError() << "library call @" << name << " used with type "
-                           << fnType << " and " << existing.getFunctionType();
+          op.emitOpError() << "library call @" << name << " used with type " << fnType << " and "
+                           << existing.getFunctionType();
           return signalPassFailure();
         }
       } else {

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
-#include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,7 +26,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_CONVERTTFMTOLINALG
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
@@ -37,21 +37,17 @@ namespace {
 using utils::IteratorType;
 using BodyBuilder = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 Value floatConst(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
 
-Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                Type elementType) {
+Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
   return tensor::EmptyOp::create(b, loc, shape, elementType);
 }
 
-Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-             Type elementType, double value) {
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType, double value) {
   Value init = emptyLike(b, loc, shape, elementType);
   Value fill = floatConst(b, loc, elementType, value);
   return linalg::FillOp::create(b, loc, fill, init).getResult(0);
@@ -60,25 +56,23 @@ Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// A linalg.generic with one tensor result of `resultType` (initialized from
 /// `init`, or empty), reading `inputs` through `maps` (the last map is the
 /// result's). The body receives the input elements and the result element.
-Value generic(OpBuilder &b, Location loc, RankedTensorType resultType,
-              ValueRange inputs, ArrayRef<AffineMap> maps,
-              ArrayRef<IteratorType> iterators, BodyBuilder body,
+Value generic(OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+              ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iterators, BodyBuilder body,
               Value init = {}) {
   if (!init)
     init = emptyLike(b, loc, resultType.getShape(), resultType.getElementType());
-  auto op = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
-      });
+  auto op =
+      linalg::GenericOp::create(b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps,
+                                iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                                  linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
+                                });
   return op.getResult(0);
 }
 
 /// An all-parallel elementwise generic over `resultType`'s shape; each input
 /// is read through the map in `maps` at its position.
-Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                  ValueRange inputs, ArrayRef<AffineMap> inputMaps,
-                  BodyBuilder body) {
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+                  ArrayRef<AffineMap> inputMaps, BodyBuilder body) {
   unsigned rank = resultType.getRank();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(b.getMultiDimIdentityMap(rank));
@@ -106,14 +100,12 @@ AffineMap rowMap(OpBuilder &b, unsigned rank) {
 /// Reduces the last dimension of `input` with `combine` starting from
 /// `initial`, after mapping each element through `map` (which also sees the
 /// row's previously reduced values in `rowInputs`).
-Value reduceRows(OpBuilder &b, Location loc, Value input, ValueRange rowInputs,
-                 double initial,
+Value reduceRows(OpBuilder &b, Location loc, Value input, ValueRange rowInputs, double initial,
                  function_ref<Value(OpBuilder &, Location, Value, ValueRange)> map,
                  function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   RankedTensorType type = tensorType(input);
   unsigned rank = type.getRank();
-  auto rowType = RankedTensorType::get(type.getShape().drop_back(),
-                                       type.getElementType());
+  auto rowType = RankedTensorType::get(type.getShape().drop_back(), type.getElementType());
   Value init = filled(b, loc, rowType.getShape(), type.getElementType(), initial);
   SmallVector<Value> inputs = {input};
   llvm::append_range(inputs, rowInputs);
@@ -131,15 +123,13 @@ Value reduceRows(OpBuilder &b, Location loc, Value input, ValueRange rowInputs,
 }
 
 /// sum over the reduction loops of lhs * rhs, into a zero-filled result.
-Value contraction(OpBuilder &b, Location loc, RankedTensorType type, Value lhs,
-                  Value rhs, ArrayRef<AffineMap> maps,
-                  ArrayRef<IteratorType> iterators) {
+Value contraction(OpBuilder &b, Location loc, RankedTensorType type, Value lhs, Value rhs,
+                  ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iterators) {
   Value init = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
   return generic(
       b, loc, type, {lhs, rhs}, maps, iterators,
       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return arith::AddFOp::create(nb, l, a[2],
-                                     arith::MulFOp::create(nb, l, a[0], a[1]));
+        return arith::AddFOp::create(nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]));
       },
       init);
 }
@@ -149,8 +139,7 @@ Value contraction(OpBuilder &b, Location loc, RankedTensorType type, Value lhs,
 /// chain of scalar adds.
 Value addF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::AddFOp::create(
-      b, loc, x, y,
-      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc));
+      b, loc, x, y, arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc));
 }
 Value maxF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaximumFOp::create(b, loc, x, y);
@@ -161,8 +150,7 @@ Value identity(OpBuilder &, Location, Value x, ValueRange) { return x; }
 // Patterns
 //===----------------------------------------------------------------------===//
 
-template <typename Op>
-struct TfmPattern : OpRewritePattern<Op> {
+template <typename Op> struct TfmPattern : OpRewritePattern<Op> {
   using OpRewritePattern<Op>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const final {
@@ -178,16 +166,14 @@ struct TfmPattern : OpRewritePattern<Op> {
   virtual Value lower(Op op, PatternRewriter &b) const = 0;
 };
 
-template <typename Op, typename ArithOp>
-struct BinaryLowering : TfmPattern<Op> {
+template <typename Op, typename ArithOp> struct BinaryLowering : TfmPattern<Op> {
   using TfmPattern<Op>::TfmPattern;
   Value lower(Op op, PatternRewriter &b) const override {
     RankedTensorType type = tensorType(op.getResult());
     unsigned rank = type.getRank();
     unsigned rhsRank = tensorType(op.getRhs()).getRank();
     return elementwise(b, op.getLoc(), type, {op.getLhs(), op.getRhs()},
-                       {b.getMultiDimIdentityMap(rank),
-                        trailingMap(b, rank, rhsRank)},
+                       {b.getMultiDimIdentityMap(rank), trailingMap(b, rank, rhsRank)},
                        [](OpBuilder &nb, Location loc, ValueRange args) -> Value {
                          return ArithOp::create(nb, loc, args[0], args[1]);
                        });
@@ -195,17 +181,14 @@ struct BinaryLowering : TfmPattern<Op> {
 };
 
 /// Elementwise ops of one operand whose body is a function of the element.
-template <typename Op>
-struct UnaryLowering : TfmPattern<Op> {
+template <typename Op> struct UnaryLowering : TfmPattern<Op> {
   using TfmPattern<Op>::TfmPattern;
   virtual Value body(Op op, OpBuilder &b, Location loc, Value x) const = 0;
   Value lower(Op op, PatternRewriter &b) const override {
     RankedTensorType type = tensorType(op.getResult());
-    return elementwise(b, op.getLoc(), type, {op->getOperand(0)},
-                       {b.getMultiDimIdentityMap(type.getRank())},
-                       [&](OpBuilder &nb, Location loc, ValueRange args) {
-                         return body(op, nb, loc, args[0]);
-                       });
+    return elementwise(
+        b, op.getLoc(), type, {op->getOperand(0)}, {b.getMultiDimIdentityMap(type.getRank())},
+        [&](OpBuilder &nb, Location loc, ValueRange args) { return body(op, nb, loc, args[0]); });
   }
 };
 
@@ -228,20 +211,16 @@ struct GeluLowering : UnaryLowering<tfm::GeluOp> {
       // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
       Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
       Value poly = arith::AddFOp::create(
-          b, loc, x,
-          arith::MulFOp::create(b, loc, floatConst(b, loc, t, 0.044715), x3));
+          b, loc, x, arith::MulFOp::create(b, loc, floatConst(b, loc, t, 0.044715), x3));
       inner = math::TanhOp::create(
           b, loc,
-          arith::MulFOp::create(b, loc,
-                                floatConst(b, loc, t, std::sqrt(2.0 / M_PI)), poly));
+          arith::MulFOp::create(b, loc, floatConst(b, loc, t, std::sqrt(2.0 / M_PI)), poly));
     } else {
       inner = math::ErfOp::create(
-          b, loc,
-          arith::MulFOp::create(b, loc, x, floatConst(b, loc, t, M_SQRT1_2)));
+          b, loc, arith::MulFOp::create(b, loc, x, floatConst(b, loc, t, M_SQRT1_2)));
     }
-    return arith::MulFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, half, x),
-        arith::AddFOp::create(b, loc, one, inner));
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half, x),
+                                 arith::AddFOp::create(b, loc, one, inner));
   }
 };
 
@@ -253,7 +232,6 @@ struct SiluLowering : UnaryLowering<tfm::SiluOp> {
     return arith::DivFOp::create(b, loc, x, arith::AddFOp::create(b, loc, one, e));
   }
 };
-
 
 /// `v` at column (the last loop) `from + j` of a vocabulary of `vocab`, or
 /// `fill` past it (in the padding).
@@ -300,8 +278,8 @@ Value softmaxRows(OpBuilder &b, Location loc, Value x) {
   return elementwise(b, loc, type, {x, max, sum},
                      {b.getMultiDimIdentityMap(rank), rowMap(b, rank), rowMap(b, rank)},
                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                       Value e = math::ExpOp::create(
-                           nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+                       Value e =
+                           math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
                        return arith::DivFOp::create(nb, l, e, a[2]);
                      });
 }
@@ -314,8 +292,7 @@ struct SoftmaxLowering : TfmPattern<tfm::SoftmaxOp> {
 };
 
 /// LayerNorm (with `beta`) and RMSNorm (without, and without centering).
-Value normalize(OpBuilder &b, Location loc, Value x, Value gamma, Value beta,
-                double epsilon) {
+Value normalize(OpBuilder &b, Location loc, Value x, Value gamma, Value beta, double epsilon) {
   RankedTensorType type = tensorType(x);
   unsigned rank = type.getRank();
   Type t = type.getElementType();
@@ -341,18 +318,17 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value gamma, Value beta,
     inputs.append({mean, beta});
     maps.append({rowMap(b, rank), trailingMap(b, rank, 1)});
   }
-  return elementwise(
-      b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value scale = floatConst(nb, l, t, inv);
-        Value v = a[0];
-        if (beta)
-          v = arith::SubFOp::create(nb, l, v, arith::MulFOp::create(nb, l, a[3], scale));
-        Value var = arith::MulFOp::create(nb, l, a[1], scale);
-        Value rstd = math::RsqrtOp::create(
-            nb, l, arith::AddFOp::create(nb, l, var, floatConst(nb, l, t, epsilon)));
-        Value y = arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, v, rstd), a[2]);
-        return beta ? arith::AddFOp::create(nb, l, y, a[4]).getResult() : y;
-      });
+  return elementwise(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange a) {
+    Value scale = floatConst(nb, l, t, inv);
+    Value v = a[0];
+    if (beta)
+      v = arith::SubFOp::create(nb, l, v, arith::MulFOp::create(nb, l, a[3], scale));
+    Value var = arith::MulFOp::create(nb, l, a[1], scale);
+    Value rstd = math::RsqrtOp::create(
+        nb, l, arith::AddFOp::create(nb, l, var, floatConst(nb, l, t, epsilon)));
+    Value y = arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, v, rstd), a[2]);
+    return beta ? arith::AddFOp::create(nb, l, y, a[4]).getResult() : y;
+  });
 }
 
 struct LayerNormLowering : TfmPattern<tfm::LayerNormOp> {
@@ -397,23 +373,14 @@ Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transposeLhs
     return AffineMap::get(loops, 0, exprs, b.getContext());
   };
   bool batchedRhs = rhsType.getRank() > 2;
-  SmallVector<AffineMap> maps = {
-      transposeLhs ? map(true, k, m) : map(true, m, k),
-      transposeRhs ? map(batchedRhs, n, k) : map(batchedRhs, k, n),
-      map(true, m, n)};
+  SmallVector<AffineMap> maps = {transposeLhs ? map(true, k, m) : map(true, m, k),
+                                 transposeRhs ? map(batchedRhs, n, k) : map(batchedRhs, k, n),
+                                 map(true, m, n)};
   SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
   iterators.back() = IteratorType::reduction;
-  Value result = contraction(b, loc, type, lhs, rhs, maps, iterators);
-  // f32 matmuls become calls into BLAS after bufferization (see
-  // CpuPipeline.cpp); the name encodes the operand ranks and transposes.
-  if (type.getElementType().isF32()) {
-    std::string name = "pmlir_matmul_f32_r" + std::to_string(rank) +
-                       std::to_string(rhsType.getRank()) + "_t" +
-                       (transposeLhs ? "1" : "0") + (transposeRhs ? "1" : "0");
-    result.getDefiningOp<linalg::GenericOp>().setLibraryCallAttr(
-        b.getStringAttr(name));
-  }
-  return result;
+  // Which contractions run as library kernels is the target's choice
+  // (pmlir-select-cpu-kernels on CPUs).
+  return contraction(b, loc, type, lhs, rhs, maps, iterators);
 }
 
 struct MatmulLowering : TfmPattern<tfm::MatmulOp> {
@@ -434,24 +401,23 @@ struct EmbeddingLowering : TfmPattern<tfm::EmbeddingOp> {
     int64_t rows = tensorType(table).getShape()[0];
     // Ids are checked against the vocabulary before the program runs; a
     // vocab shard (rows_from) gives zeros for the ids other shards hold.
-    return elementwise(
-        b, op.getLoc(), type, {op.getIds()}, {rowMap(b, rank)},
-        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-          Value col = linalg::IndexOp::create(nb, l, rank - 1);
-          if (!offset)
-            return tensor::ExtractOp::create(nb, l, table, ValueRange{row, col});
-          Value local = arith::SubIOp::create(nb, l, row, offset);
-          // Unsigned: a negative local row is a huge one.
-          Value inBlock = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::ult, local,
-              arith::ConstantIndexOp::create(nb, l, rows));
-          Value safe = arith::SelectOp::create(
-              nb, l, inBlock, local, arith::ConstantIndexOp::create(nb, l, 0));
-          Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{safe, col});
-          return arith::SelectOp::create(nb, l, inBlock, v,
-                                         floatConst(nb, l, type.getElementType(), 0.0));
-        });
+    return elementwise(b, op.getLoc(), type, {op.getIds()}, {rowMap(b, rank)},
+                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                         Value col = linalg::IndexOp::create(nb, l, rank - 1);
+                         if (!offset)
+                           return tensor::ExtractOp::create(nb, l, table, ValueRange{row, col});
+                         Value local = arith::SubIOp::create(nb, l, row, offset);
+                         // Unsigned: a negative local row is a huge one.
+                         Value inBlock =
+                             arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, local,
+                                                   arith::ConstantIndexOp::create(nb, l, rows));
+                         Value safe = arith::SelectOp::create(
+                             nb, l, inBlock, local, arith::ConstantIndexOp::create(nb, l, 0));
+                         Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{safe, col});
+                         return arith::SelectOp::create(
+                             nb, l, inBlock, v, floatConst(nb, l, type.getElementType(), 0.0));
+                       });
   }
 };
 
@@ -461,8 +427,7 @@ struct ArangeLowering : TfmPattern<tfm::ArangeOp> {
     RankedTensorType type = tensorType(op.getResult());
     Location loc = op.getLoc();
     Value offset = op.getOffset();
-    return generic(b, loc, type, {}, {b.getMultiDimIdentityMap(1)},
-                   {IteratorType::parallel},
+    return generic(b, loc, type, {}, {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
                    [&](OpBuilder &nb, Location l, ValueRange) -> Value {
                      Value i = linalg::IndexOp::create(nb, l, 0);
                      if (offset)
@@ -483,11 +448,9 @@ struct SplitHeadsLowering : TfmPattern<tfm::SplitHeadsOp> {
     Type t = tensorType(op.getResult()).getElementType();
     auto expandedType = RankedTensorType::get({out[0], out[2], out[1], out[3]}, t);
     Value expanded = tensor::ExpandShapeOp::create(
-        b, loc, expandedType, op.getInput(),
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+        b, loc, expandedType, op.getInput(), ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
     Value init = emptyLike(b, loc, out, t);
-    return linalg::TransposeOp::create(b, loc, expanded, init,
-                                       ArrayRef<int64_t>{0, 2, 1, 3})
+    return linalg::TransposeOp::create(b, loc, expanded, init, ArrayRef<int64_t>{0, 2, 1, 3})
         .getResult()[0];
   }
 };
@@ -499,12 +462,11 @@ struct MergeHeadsLowering : TfmPattern<tfm::MergeHeadsOp> {
     RankedTensorType in = tensorType(op.getInput()); // [B,A,S,D]
     ArrayRef<int64_t> s = in.getShape();
     Value init = emptyLike(b, loc, {s[0], s[2], s[1], s[3]}, in.getElementType());
-    Value transposed = linalg::TransposeOp::create(b, loc, op.getInput(), init,
-                                                   ArrayRef<int64_t>{0, 2, 1, 3})
-                           .getResult()[0];
-    return tensor::CollapseShapeOp::create(
-        b, loc, tensorType(op.getResult()), transposed,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    Value transposed =
+        linalg::TransposeOp::create(b, loc, op.getInput(), init, ArrayRef<int64_t>{0, 2, 1, 3})
+            .getResult()[0];
+    return tensor::CollapseShapeOp::create(b, loc, tensorType(op.getResult()), transposed,
+                                           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
   }
 };
 
@@ -527,25 +489,23 @@ struct RopeLowering : TfmPattern<tfm::RopeOp> {
           Value j = arith::RemUIOp::create(nb, l, dim, halfIdx);
           Value jf = arith::UIToFPOp::create(
               nb, l, t, arith::IndexCastUIOp::create(nb, l, nb.getI64Type(), j));
-          Value exponent = arith::MulFOp::create(
-              nb, l, jf, floatConst(nb, l, t, -2.0 / static_cast<double>(d)));
-          Value invFreq = math::PowFOp::create(nb, l, floatConst(nb, l, t, theta),
-                                               exponent);
+          Value exponent =
+              arith::MulFOp::create(nb, l, jf, floatConst(nb, l, t, -2.0 / static_cast<double>(d)));
+          Value invFreq = math::PowFOp::create(nb, l, floatConst(nb, l, t, theta), exponent);
           Value pos = arith::SIToFPOp::create(nb, l, t, a[1]);
           Value angle = arith::MulFOp::create(nb, l, pos, invFreq);
           // rotate_half: the first half reads -x[d + D/2], the second x[d - D/2].
-          Value firstHalf = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
-                                                  dim, halfIdx);
-          Value partner = arith::SelectOp::create(
-              nb, l, firstHalf, arith::AddIOp::create(nb, l, dim, halfIdx),
-              arith::SubIOp::create(nb, l, dim, halfIdx));
+          Value firstHalf = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, dim, halfIdx);
+          Value partner =
+              arith::SelectOp::create(nb, l, firstHalf, arith::AddIOp::create(nb, l, dim, halfIdx),
+                                      arith::SubIOp::create(nb, l, dim, halfIdx));
           SmallVector<Value> idx;
           for (unsigned i = 0; i < 3; ++i)
             idx.push_back(linalg::IndexOp::create(nb, l, i));
           idx.push_back(partner);
           Value other = tensor::ExtractOp::create(nb, l, x, idx);
-          Value rotated = arith::SelectOp::create(
-              nb, l, firstHalf, arith::NegFOp::create(nb, l, other), other);
+          Value rotated =
+              arith::SelectOp::create(nb, l, firstHalf, arith::NegFOp::create(nb, l, other), other);
           Value cos = math::CosOp::create(nb, l, angle);
           Value sin = math::SinOp::create(nb, l, angle);
           return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], cos),
@@ -574,8 +534,8 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
       auto rows = RankedTensorType::get({q[0], kvHeads, group * seq, width}, t);
       Value e = tensor::ExpandShapeOp::create(
           b, loc, split, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
-      return tensor::CollapseShapeOp::create(
-          b, loc, rows, e, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+      return tensor::CollapseShapeOp::create(b, loc, rows, e,
+                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
     };
     // scores[b, kv, g*S + s, t] = q[b, kv*G + g, s] . k[b, kv, t]
     Value scores = matmul(b, loc, grouped(op.getQuery(), q[3]), op.getKey(),
@@ -592,33 +552,29 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
             return v;
           // Query s (row g*S + s) sees keys t <= s + offset.
           Value row = linalg::IndexOp::create(nb, l, 2);
-          Value s = arith::RemUIOp::create(nb, l, row,
-                                           arith::ConstantIndexOp::create(nb, l, seq));
+          Value s = arith::RemUIOp::create(nb, l, row, arith::ConstantIndexOp::create(nb, l, seq));
           Value key = linalg::IndexOp::create(nb, l, 3);
           Value last = arith::AddIOp::create(
-              nb, l, s, queryOffset ? queryOffset
-                                    : Value(arith::ConstantIndexOp::create(nb, l, offset)));
-          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt,
-                                               key, last);
-          return arith::SelectOp::create(nb, l, masked,
-                                         floatConst(nb, l, t, -INFINITY), v);
+              nb, l, s,
+              queryOffset ? queryOffset : Value(arith::ConstantIndexOp::create(nb, l, offset)));
+          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, last);
+          return arith::SelectOp::create(nb, l, masked, floatConst(nb, l, t, -INFINITY), v);
         });
     Value probs = softmaxRows(b, loc, scores);
     Value out = matmul(b, loc, probs, op.getValue(), false, false);
     // [B, K, G*S, Dv] -> [B, A, S, Dv]
     int64_t dv = outType.getShape()[3];
     auto split = RankedTensorType::get({q[0], kvHeads, group, seq, dv}, t);
-    Value e = tensor::ExpandShapeOp::create(
-        b, loc, split, out, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
-    return tensor::CollapseShapeOp::create(
-        b, loc, outType, e, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    Value e = tensor::ExpandShapeOp::create(b, loc, split, out,
+                                            ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    return tensor::CollapseShapeOp::create(b, loc, outType, e,
+                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
   }
 };
 
 struct SplitLowering : OpRewritePattern<tfm::SplitOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(tfm::SplitOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(tfm::SplitOp op, PatternRewriter &b) const override {
     RankedTensorType in = tensorType(op.getInput());
     if (!in.hasStaticShape())
       return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
@@ -630,9 +586,9 @@ struct SplitLowering : OpRewritePattern<tfm::SplitOp> {
       SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
       offsets[dim] = static_cast<int64_t>(i) * type.getShape()[dim];
       parts.push_back(tensor::ExtractSliceOp::create(
-          b, op.getLoc(), type, op.getInput(), ValueRange{}, ValueRange{},
-          ValueRange{}, b.getDenseI64ArrayAttr(offsets),
-          b.getDenseI64ArrayAttr(type.getShape()), b.getDenseI64ArrayAttr(strides)));
+          b, op.getLoc(), type, op.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
+          b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(type.getShape()),
+          b.getDenseI64ArrayAttr(strides)));
     }
     b.replaceOp(op, parts);
     return success();
@@ -685,10 +641,10 @@ Value crossEntropyParts(OpBuilder &b, Location loc, Value logits, Value labels, 
   auto partsType = RankedTensorType::get(partsShape, t);
   return elementwise(b, loc, partsType, {sum, picked}, {rowMap(b, rank), rowMap(b, rank)},
                      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                       Value first = arith::CmpIOp::create(
-                           nb, l, arith::CmpIPredicate::eq,
-                           linalg::IndexOp::create(nb, l, rank - 1),
-                           arith::ConstantIndexOp::create(nb, l, 0));
+                       Value first =
+                           arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                                 linalg::IndexOp::create(nb, l, rank - 1),
+                                                 arith::ConstantIndexOp::create(nb, l, 0));
                        return arith::SelectOp::create(nb, l, first, a[0], a[1]);
                      });
 }
@@ -724,10 +680,10 @@ Value crossEntropyCombine(OpBuilder &b, Location loc, Value parts, Value labels,
         Value loss = arith::SubFOp::create(nb, l, math::LogOp::create(nb, l, sum), picked);
         Value zeroF = floatConst(nb, l, t, 0.0);
         Value oneF = floatConst(nb, l, t, 1.0);
-        Value lossSum = arith::AddFOp::create(
-            nb, l, a[1], arith::SelectOp::create(nb, l, counted, loss, zeroF));
-        Value count = arith::AddFOp::create(
-            nb, l, a[2], arith::SelectOp::create(nb, l, counted, oneF, zeroF));
+        Value lossSum = arith::AddFOp::create(nb, l, a[1],
+                                              arith::SelectOp::create(nb, l, counted, loss, zeroF));
+        Value count = arith::AddFOp::create(nb, l, a[2],
+                                            arith::SelectOp::create(nb, l, counted, oneF, zeroF));
         linalg::YieldOp::create(nb, l, ValueRange{lossSum, count});
       });
   return generic(b, loc, scalar, {totals.getResult(0), totals.getResult(1)},
@@ -755,8 +711,7 @@ struct CrossEntropyPartsLowering : TfmPattern<tfm::CrossEntropyPartsOp> {
 struct CrossEntropyCombineLowering : TfmPattern<tfm::CrossEntropyCombineOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::CrossEntropyCombineOp op, PatternRewriter &b) const override {
-    return crossEntropyCombine(b, op.getLoc(), op.getParts(), op.getLabels(),
-                               op.getIgnoreIndex());
+    return crossEntropyCombine(b, op.getLoc(), op.getParts(), op.getLabels(), op.getIgnoreIndex());
   }
 };
 
@@ -766,8 +721,8 @@ struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
   Value lower(tfm::CrossEntropyOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value logits = op.getLogits();
-    Value parts = crossEntropyParts(b, loc, logits, op.getLabels(), rowMax(b, loc, logits),
-                                    Value(), tensorType(logits).getShape().back());
+    Value parts = crossEntropyParts(b, loc, logits, op.getLabels(), rowMax(b, loc, logits), Value(),
+                                    tensorType(logits).getShape().back());
     return crossEntropyCombine(b, loc, parts, op.getLabels(), op.getIgnoreIndex());
   }
 };
@@ -776,8 +731,7 @@ struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
 /// become the yielded values.
 struct InlineLayer : OpRewritePattern<tfm::LayerOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(tfm::LayerOp op,
-                                PatternRewriter &b) const override {
+  LogicalResult matchAndRewrite(tfm::LayerOp op, PatternRewriter &b) const override {
     Block &body = op.getBody().front();
     auto yield = cast<tfm::YieldOp>(body.getTerminator());
     SmallVector<Value> results(yield.getValues());
@@ -788,8 +742,7 @@ struct InlineLayer : OpRewritePattern<tfm::LayerOp> {
   }
 };
 
-struct ConvertTfmToLinalgPass
-    : public pmlir::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
+struct ConvertTfmToLinalgPass : public pmlir::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // The lowerings compute on static shapes; a dynamic dimension is named
@@ -812,8 +765,8 @@ struct ConvertTfmToLinalgPass
     populateTfmToLinalgPatterns(patterns);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tfm::TfmDialect>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect,
+                           tensor::TensorDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
@@ -824,13 +777,11 @@ struct ConvertTfmToLinalgPass
 
 void pmlir::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<BinaryLowering<tfm::AddOp, arith::AddFOp>,
-               BinaryLowering<tfm::SubOp, arith::SubFOp>,
-               BinaryLowering<tfm::MulOp, arith::MulFOp>, ScaleLowering,
-               GeluLowering, SiluLowering, SoftmaxLowering, LayerNormLowering,
-               RmsNormLowering, MatmulLowering, EmbeddingLowering,
-               ArangeLowering, SplitHeadsLowering, MergeHeadsLowering,
-               RopeLowering, AttentionLowering, SplitLowering, RowMaxLowering,
-               CrossEntropyPartsLowering, CrossEntropyCombineLowering,
-               CrossEntropyLowering, InlineLayer>(ctx);
+  patterns
+      .add<BinaryLowering<tfm::AddOp, arith::AddFOp>, BinaryLowering<tfm::SubOp, arith::SubFOp>,
+           BinaryLowering<tfm::MulOp, arith::MulFOp>, ScaleLowering, GeluLowering, SiluLowering,
+           SoftmaxLowering, LayerNormLowering, RmsNormLowering, MatmulLowering, EmbeddingLowering,
+           ArangeLowering, SplitHeadsLowering, MergeHeadsLowering, RopeLowering, AttentionLowering,
+           SplitLowering, RowMaxLowering, CrossEntropyPartsLowering, CrossEntropyCombineLowering,
+           CrossEntropyLowering, InlineLayer>(ctx);
 }

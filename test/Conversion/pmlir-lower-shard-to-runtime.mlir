@@ -43,7 +43,7 @@ func.func @unsupported_reduction(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 shard.grid @mesh(shape = 2)
 func.func @converting_element_type(%x: tensor<4xf32>) -> tensor<4xf64> {
-  // expected-error @+1 {{'shard.all_reduce' op is lowered for f32, f64, i32 and i64 with the same input and result element type, got 'tensor<4xf32>' -> 'tensor<4xf64>'}}
+  // expected-error @+1 {{'shard.all_reduce' op is lowered for f32, f64, i32, i64, bf16 and f16 with the same input and result element type, got 'tensor<4xf32>' -> 'tensor<4xf64>'}}
   %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf64>
   return %r : tensor<4xf64>
 }

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -15,7 +15,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Target/CPU/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
@@ -27,21 +27,18 @@ bool namesLibraryCall(Operation *op) {
   return generic && generic.getLibraryCall().has_value();
 }
 
-struct FuseElementwisePass
-    : public pmlir::impl::FuseElementwiseBase<FuseElementwisePass> {
+struct FuseElementwisePass : public pmlir::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *fused) {
-          Operation *consumer = fused->getOwner();
-          // A producer with other consumers would be recomputed in each of
-          // them; along a residual stream that is every later layer.
-          bool onlyConsumer = llvm::all_of(fused->get().getUsers(), [&](Operation *user) {
-            return user == consumer;
-          });
-          return onlyConsumer && !namesLibraryCall(consumer) &&
-                 !namesLibraryCall(fused->get().getDefiningOp());
-        });
+    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *fused) {
+      Operation *consumer = fused->getOwner();
+      // A producer with other consumers would be recomputed in each of
+      // them; along a residual stream that is every later layer.
+      bool onlyConsumer =
+          llvm::all_of(fused->get().getUsers(), [&](Operation *user) { return user == consumer; });
+      return onlyConsumer && !namesLibraryCall(consumer) &&
+             !namesLibraryCall(fused->get().getDefiningOp());
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     LLVM_DEBUG({

@@ -1,4 +1,4 @@
-// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-fuse-elementwise | FileCheck %s
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-select-cpu-kernels --pmlir-fuse-elementwise | FileCheck %s
 
 // The bias add and the GELU fuse into one generic; the matmul keeps its
 // library call and is fused with neither.

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,7 +32,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_LOWERSHARDTORUNTIME
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
@@ -58,9 +58,7 @@ int runtimeReduction(shard::ReductionKind kind) {
   return pmlir::rt::abi::reductionCode(shard::stringifyReductionKind(kind).str()).value_or(-1);
 }
 
-MemRefType dynamic1D(Type element) {
-  return MemRefType::get({ShapedType::kDynamic}, element);
-}
+MemRefType dynamic1D(Type element) { return MemRefType::get({ShapedType::kDynamic}, element); }
 
 struct Lowering {
   ModuleOp module;
@@ -77,10 +75,9 @@ struct Lowering {
       OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
       SmallVector<int64_t> values(axes.begin(), axes.end());
       auto init = DenseElementsAttr::get(
-          RankedTensorType::get({int64_t(axes.size())}, b.getI64Type()),
-          ArrayRef<int64_t>(values));
-      auto global = memref::GlobalOp::create(top, loc, name, top.getStringAttr("private"),
-                                             type, init, /*constant=*/true,
+          RankedTensorType::get({int64_t(axes.size())}, b.getI64Type()), ArrayRef<int64_t>(values));
+      auto global = memref::GlobalOp::create(top, loc, name, top.getStringAttr("private"), type,
+                                             init, /*constant=*/true,
                                              /*alignment=*/nullptr);
       symbols.insert(global);
     }
@@ -108,8 +105,8 @@ struct Lowering {
     int64_t n = type.getNumElements();
     auto flatType = RankedTensorType::get({n}, type.getElementType());
     if (type.getRank() == 0)
-      tensor = tensor::ExpandShapeOp::create(b, loc, flatType, tensor,
-                                             ArrayRef<ReassociationIndices>{});
+      tensor =
+          tensor::ExpandShapeOp::create(b, loc, flatType, tensor, ArrayRef<ReassociationIndices>{});
     else if (type.getRank() != 1)
       tensor = tensor::CollapseShapeOp::create(b, loc, tensor, allDims(type.getRank()));
     Value buffer = bufferization::ToBufferOp::create(
@@ -126,8 +123,8 @@ struct Lowering {
 
   /// A fresh flat buffer of `type`'s size for the runtime to write.
   static Value resultBuffer(OpBuilder &b, Location loc, RankedTensorType type) {
-    return memref::AllocOp::create(
-        b, loc, MemRefType::get({type.getNumElements()}, type.getElementType()));
+    return memref::AllocOp::create(b, loc,
+                                   MemRefType::get({type.getNumElements()}, type.getElementType()));
   }
 
   static Value dynamicView(OpBuilder &b, Location loc, Value buffer) {
@@ -228,7 +225,7 @@ struct Lowering {
       return op->emitOpError("is lowered for tensors of static shape only");
     std::string suffix = typeSuffix(in.getElementType());
     if (suffix.empty() || out.getElementType() != in.getElementType())
-      return op->emitOpError("is lowered for f32, f64, i32 and i64 with the same "
+      return op->emitOpError("is lowered for f32, f64, i32, i64, bf16 and f16 with the same "
                              "input and result element type, got ")
              << in << " -> " << out;
     return Typed{in, out, suffix};
@@ -237,9 +234,8 @@ struct Lowering {
   FailureOr<int> reductionFor(Operation *op, shard::ReductionKind kind) {
     int reduction = runtimeReduction(kind);
     if (reduction < 0)
-      return op->emitOpError("reduction '")
-             << shard::stringifyReductionKind(kind)
-             << "' is not lowered (sum, max, min and product are)";
+      return op->emitOpError("reduction '") << shard::stringifyReductionKind(kind)
+                                            << "' is not lowered (sum, max, min and product are)";
     return reduction;
   }
 
@@ -261,7 +257,7 @@ struct Lowering {
   static SmallVector<ReassociationIndices> pairAt(int64_t rank, int64_t k) {
     SmallVector<ReassociationIndices> groups;
     for (int64_t d = 0; d + 1 < rank; ++d)
-      groups.push_back(d < k ? ReassociationIndices{d}
+      groups.push_back(d < k    ? ReassociationIndices{d}
                        : d == k ? ReassociationIndices{d, d + 1}
                                 : ReassociationIndices{d + 1});
     return groups;
@@ -298,15 +294,14 @@ struct Lowering {
 
   /// `tensor` with dim k split into n blocks, the blocks in front
   /// ([n, d0, .., dk / n, ..]) so that each is contiguous.
-  static Value blocksToFront(OpBuilder &b, Location loc, Value tensor, int64_t k,
-                             int64_t n) {
+  static Value blocksToFront(OpBuilder &b, Location loc, Value tensor, int64_t k, int64_t n) {
     auto type = cast<RankedTensorType>(tensor.getType());
     SmallVector<int64_t> split(type.getShape());
     split[k] = type.getShape()[k] / n;
     split.insert(split.begin() + k, n);
-    tensor = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(split, type.getElementType()), tensor,
-        pairAt(type.getRank() + 1, k));
+    tensor =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(split, type.getElementType()),
+                                      tensor, pairAt(type.getRank() + 1, k));
     if (k == 0)
       return tensor;
     // [d0, .., n, b, ..] -> [n, d0, .., b, ..]
@@ -326,8 +321,8 @@ struct Lowering {
 
   /// `axis` of `op` is a dimension of its input whose size the group of n
   /// divides, or an error on the op.
-  static LogicalResult splittable(Operation *op, RankedTensorType in, APInt axisAttr,
-                                  int64_t n, StringRef what) {
+  static LogicalResult splittable(Operation *op, RankedTensorType in, APInt axisAttr, int64_t n,
+                                  StringRef what) {
     int64_t axis = axisAttr.getSExtValue();
     if (axis < 0 || axis >= in.getRank())
       return op->emitOpError() << what << " " << axis << " is not a dimension of " << in;
@@ -367,13 +362,11 @@ struct Lowering {
     if (failed(t) || failed(reduction))
       return failure();
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
-    if (failed(n) ||
-        failed(splittable(op, t->in, op.getScatterAxis(), *n, "scatter_axis")))
+    if (failed(n) || failed(splittable(op, t->in, op.getScatterAxis(), *n, "scatter_axis")))
       return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value input =
-        blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
+    Value input = blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
     replaceWithReduction(op, b, EntryId::reduce_scatter, flatBuffer(b, loc, input), t->out,
                          op.getGridAxes(), *reduction);
     return success();
@@ -390,8 +383,7 @@ struct Lowering {
       return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value blocks =
-        blocksToFront(b, loc, op.getInput(), op.getSplitAxis().getSExtValue(), *n);
+    Value blocks = blocksToFront(b, loc, op.getInput(), op.getSplitAxis().getSExtValue(), *n);
     // Each member receives blocks of the shape it sends.
     auto stacked = cast<RankedTensorType>(blocks.getType());
     Value buffer = resultBuffer(b, loc, stacked);
@@ -424,12 +416,11 @@ struct Lowering {
     SmallVector<OpFoldResult> sizes, strides(t->in.getRank(), b.getIndexAttr(1));
     for (int64_t d = 0; d < t->in.getRank(); ++d)
       sizes.push_back(b.getIndexAttr(d == k ? block : t->in.getShape()[d]));
-    offsets[k] = arith::MulIOp::create(
-                     b, loc, index, arith::ConstantIndexOp::create(b, loc, block))
+    offsets[k] = arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, block))
                      .getResult();
-    op.replaceAllUsesWith(tensor::ExtractSliceOp::create(b, loc, t->out, op.getInput(),
-                                                         offsets, sizes, strides)
-                              .getResult());
+    op.replaceAllUsesWith(
+        tensor::ExtractSliceOp::create(b, loc, t->out, op.getInput(), offsets, sizes, strides)
+            .getResult());
     op.erase();
     return success();
   }
@@ -460,8 +451,8 @@ struct Lowering {
     }
     if (!dynamic)
       return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(constant)).getResult();
-    Value linear = arith::AddIOp::create(b, loc, dynamic,
-                                         arith::ConstantIndexOp::create(b, loc, constant));
+    Value linear =
+        arith::AddIOp::create(b, loc, dynamic, arith::ConstantIndexOp::create(b, loc, constant));
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), linear).getResult();
   }
 
@@ -471,8 +462,8 @@ struct Lowering {
     if (failed(t))
       return failure();
     OpBuilder b(op);
-    FailureOr<Value> root = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
-                                        op.getRoot(), op.getRootDynamic());
+    FailureOr<Value> root =
+        memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), op.getRoot(), op.getRootDynamic());
     if (failed(root))
       return failure();
     Location loc = op.getLoc();
@@ -492,9 +483,8 @@ struct Lowering {
     if (failed(t))
       return failure();
     OpBuilder b(op);
-    FailureOr<Value> peer =
-        memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), op.getDestination(),
-                    op.getDestinationDynamic());
+    FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
+                                        op.getDestination(), op.getDestinationDynamic());
     if (failed(peer))
       return failure();
     Location loc = op.getLoc();
@@ -515,8 +505,8 @@ struct Lowering {
     if (!op.getSource())
       return op.emitOpError("needs a source: receiving from any member is not lowered");
     OpBuilder b(op);
-    FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
-                                        *op.getSource(), op.getSourceDynamic());
+    FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), *op.getSource(),
+                                        op.getSourceDynamic());
     if (failed(peer))
       return failure();
     Location loc = op.getLoc();
@@ -581,14 +571,12 @@ struct Lowering {
     for (int64_t a : axes) {
       Value axis = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(a));
       func::CallOp c = call(b, loc, EntryId::coordinate, {axis});
-      coords.push_back(
-          arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
+      coords.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
     }
     op.replaceAllUsesWith(coords);
     op.erase();
     return success();
   }
-
 };
 
 struct LowerShardToRuntimePass
@@ -606,10 +594,9 @@ struct LowerShardToRuntimePass
       LogicalResult done =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-                    shard::AllToAllOp, shard::AllSliceOp, shard::BroadcastOp,
-                    shard::SendOp, shard::RecvOp, shard::ProcessLinearIndexOp,
-                    shard::ProcessMultiIndexOp, shard::GridShapeOp>(
-                  [&](auto op) { return lowering.lower(op); })
+                    shard::AllToAllOp, shard::AllSliceOp, shard::BroadcastOp, shard::SendOp,
+                    shard::RecvOp, shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp,
+                    shard::GridShapeOp>([&](auto op) { return lowering.lower(op); })
               .Default([](Operation *op) {
                 return op->emitOpError(
                     "is not lowered to the runtime (all_reduce, all_gather, "

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
-#include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -23,7 +23,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_OUTLINELAYERS
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
@@ -42,8 +42,7 @@ std::string bodyKey(func::FuncOp fn) {
   return text;
 }
 
-struct OutlineLayersPass
-    : public pmlir::impl::OutlineLayersBase<OutlineLayersPass> {
+struct OutlineLayersPass : public pmlir::impl::OutlineLayersBase<OutlineLayersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -62,9 +61,8 @@ struct OutlineLayersPass
           argTypes.push_back(v.getType());
 
         auto b = OpBuilder::atBlockEnd(module.getBody());
-        auto fn = func::FuncOp::create(
-            b, layer.getLoc(), (parent.getName() + "_layer").str(),
-            b.getFunctionType(argTypes, layer.getResultTypes()));
+        auto fn = func::FuncOp::create(b, layer.getLoc(), (parent.getName() + "_layer").str(),
+                                       b.getFunctionType(argTypes, layer.getResultTypes()));
         fn.setPrivate();
         Block *entry = fn.addEntryBlock();
         IRMapping mapping;
@@ -86,8 +84,8 @@ struct OutlineLayersPass
         else
           fn.erase();
         OpBuilder call(layer);
-        auto callOp = func::CallOp::create(call, layer.getLoc(), it->second,
-                                           captured.getArrayRef());
+        auto callOp =
+            func::CallOp::create(call, layer.getLoc(), it->second, captured.getArrayRef());
         layer.replaceAllUsesWith(callOp.getResults());
         layer.erase();
       }

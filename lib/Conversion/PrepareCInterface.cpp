@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Conversion/Passes.h"
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
@@ -20,7 +20,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_PREPARECINTERFACE
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -19,7 +19,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_DEALLOCAFTERLASTUSE
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;

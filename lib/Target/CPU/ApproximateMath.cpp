@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -16,21 +16,19 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_APPROXIMATEMATH
-#include "pmlir/Transforms/Passes.h.inc"
+#include "pmlir/Target/CPU/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;
 
 namespace {
 
-struct ApproximateMathPass
-    : public pmlir::impl::ApproximateMathBase<ApproximateMathPass> {
+struct ApproximateMathPass : public pmlir::impl::ApproximateMathBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     // Every op upstream can approximate; the patterns only match f32 (and
     // vectors of it), so f64 keeps libm's correctly rounded results.
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef) { return true; });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef) { return true; });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     LLVM_DEBUG({

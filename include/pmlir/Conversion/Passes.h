@@ -1,0 +1,38 @@
+//===- Passes.h - Target-neutral conversions ---------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// tfm to linalg on tensors, shard collectives to calls of the runtime's one
+// ABI, layers outlined, the entry prepared for the C interface, frees moved
+// to last uses: what every target's lowering starts from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_CONVERSION_PASSES_H
+#define PMLIR_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace pmlir {
+
+#define GEN_PASS_DECL
+#include "pmlir/Conversion/Passes.h.inc"
+
+/// tfm ops with static shapes to linalg, tensor, arith and math.
+void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "pmlir/Conversion/Passes.h.inc"
+
+} // namespace pmlir
+
+#endif // PMLIR_CONVERSION_PASSES_H

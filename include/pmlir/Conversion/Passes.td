@@ -1,0 +1,203 @@
+//===- Passes.td - target-neutral conversions ----------------*- tablegen -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_CONVERSION_PASSES_TD
+#define PMLIR_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// tfm to linalg, shard to runtime calls
+//===----------------------------------------------------------------------===//
+
+def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
+  let summary = "prepares the entry function to be called through the C interface";
+  let description = [{
+    The first step of `pmlir-cpu-pipeline`. The entry function gets
+    `llvm.emit_c_interface` (callers pass memref descriptors by pointer), and
+    its arguments `bufferization.writable = false`: the caller may hand in
+    read-only memory (weights mapped from a file), so bufferization must
+    copy before writing into one. The binding attributes (`tfm.name`,
+    `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`) have served
+    once the program is per-rank and are removed from every function, as
+    LLVM translation does not know them.
+
+    Before:
+    ```mlir
+    func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input"}) -> ...
+    ```
+    After:
+    ```mlir
+    func.func @forward(%ids: tensor<2x8xi64> {bufferization.writable = false}) -> ...
+        attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the function callers enter">,
+  ];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
+def OutlineLayers : Pass<"pmlir-outline-layers", "mlir::ModuleOp"> {
+  let summary = "turns each tfm.layer into a call of a function shared by identical layers";
+  let description = [{
+    Each `tfm.layer` becomes a `func.call` of a private function whose
+    arguments are the values its body uses from outside (weights and
+    activations, in order of first use) and whose results are the yielded
+    values. Layers whose bodies print the same (the same ops on the same
+    types, whatever the layer index) call one function, so the CPU
+    pipeline compiles one transformer block however deep the model is, and
+    the compiled code stays small.
+
+    Before:
+    ```mlir
+    %1 = tfm.layer 0 : tensor<2x8x16xf32> {
+      %n = tfm.rmsnorm %0, %g0 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
+      tfm.yield %n : tensor<2x8x16xf32>
+    }
+    %2 = tfm.layer 1 : tensor<2x8x16xf32> {
+      %n = tfm.rmsnorm %1, %g1 eps = 1.0e-06 : tensor<2x8x16xf32>, tensor<16xf32>
+      tfm.yield %n : tensor<2x8x16xf32>
+    }
+    ```
+    After:
+    ```mlir
+    %1 = call @forward_layer(%0, %g0) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    %2 = call @forward_layer(%1, %g1) : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    ...
+    func.func private @forward_layer(%arg0: tensor<2x8x16xf32>, %arg1: tensor<16xf32>) -> tensor<2x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
+def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
+  let summary = "lowers tfm ops to linalg on tensors";
+  let description = [{
+    Rewrites every `tfm` op with static shapes into `linalg.generic` ops and
+    `tensor` reshapes and slices, in the op's element type:
+
+    - elementwise ops (with trailing broadcast) and activations: one parallel
+      generic each;
+    - `layernorm`/`rmsnorm`/`softmax`: row reductions over the last dimension,
+      then one normalizing generic;
+    - `matmul`: a contraction generic (batch..., m, n, k) honouring the
+      transposes and a shared rank-2 rhs;
+    - `attention`: two batched matmuls around a scaled, causally masked
+      softmax; the G query heads sharing a kv head are viewed as the rows of
+      one matmul ([B, A, S, D] as [B, K, G*S, D], a reshape), so
+      grouped-query attention never repeats keys or values;
+    - `rope`, `embedding`, `cross_entropy`: generics that read their partner
+      element, table row or label logit with `tensor.extract`;
+    - `split_heads`/`merge_heads`: reshape plus `linalg.transpose`; `split`:
+      `tensor.extract_slice`; `tfm.layer` is inlined.
+
+    Before:
+    ```mlir
+    %y = tfm.add %x, %b : tensor<2x8x16xf32>, tensor<16xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<2x8x16xf32>
+    %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                                          affine_map<(d0, d1, d2) -> (d2)>,
+                                          affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                         iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%x, %b : tensor<2x8x16xf32>, tensor<16xf32>) outs(%e : tensor<2x8x16xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %s = arith.addf %in, %in_0 : f32
+      linalg.yield %s : f32
+    } -> tensor<2x8x16xf32>
+    ```
+    Ops with dynamic shapes are left alone and the pass fails on them.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp"> {
+  let summary = "lowers shard collectives on tensors to calls of the pmlir_rt_* runtime";
+  let description = [{
+    Collectives on tensors of static shape (f32, f64, i32, i64) become calls
+    of the runtime with memref descriptors (C interface) of flat buffers and
+    of the ordered grid axes, which live in a private constant
+    `memref.global`; grid axis `i` is mesh axis `i` of `pmlir-run --mesh`.
+
+    - `all_reduce` (sum, max, min, product): input flattened and taken as a
+      buffer, a fresh result buffer, `pmlir_rt_all_reduce_<type>`, the result
+      buffer taken back as a tensor.
+    - `all_gather` along dim k: the runtime stacks the group's blocks as
+      [n, input...]; a `linalg.transpose` moves the group dim next to dim k
+      and a reshape merges the two.
+    - `reduce_scatter` along dim k: dim k is split into [n, block] and the n
+      blocks are moved to the front (a transpose) so each is contiguous.
+    - `all_to_all`: the blocks of `split_axis` go to the front as for
+      reduce_scatter, `pmlir_rt_all_to_all_<type>` exchanges them, and the
+      received stack merges into `concat_axis` as for all_gather.
+    - `all_slice` along dim k: a `tensor.extract_slice` of this process's
+      block (its index in the group from the runtime); no communication.
+    - `broadcast`, `send`, `recv`: the in-group multi-index of the root, the
+      destination or the source (static or dynamic) becomes the member's
+      linear index in the group (the last grid axis fastest). The result of
+      `send` is its input; `recv` needs a source.
+    - `process_linear_index` (row-major over the grid) and
+      `process_multi_index`: runtime calls that return this process's index.
+    - `grid_shape`: constants (pmlir-run runs a program only on a mesh of
+      its grid's shape).
+
+    Other `shard` ops get an error naming them. `shard.grid` ops that nothing
+    refers to any more are erased.
+
+    Before:
+    ```mlir
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+    After:
+    ```mlir
+    %flat = tensor.collapse_shape %x [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+    %in = bufferization.to_buffer %flat read_only : tensor<32xf32> to memref<32xf32>
+    %out = memref.alloc() : memref<32xf32>
+    %axes = memref.get_global @pmlir_grid_axes_0 : memref<1xi64>
+    ...
+    call @pmlir_rt_all_reduce_f32(%in_cast, %out_cast, %axes_cast, %c0_i32) : (...) -> ()
+    %t = bufferization.to_tensor %out restrict writable : memref<32xf32> to tensor<32xf32>
+    %r = tensor.expand_shape %t [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::func::FuncDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect"];
+}
+
+def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
+  let summary = "moves each memref.dealloc to just after the last use of its buffer";
+  let description = [{
+    Ownership-based deallocation frees a buffer at the end of the block that
+    allocated it, so every temporary of a transformer block stays alive
+    until the block returns. For each `memref.dealloc` of a `memref.alloc`
+    in the same block, this pass finds the last op of the block that uses
+    the buffer or any view of it (casts, reshapes, subviews, also inside
+    nested regions) and moves the dealloc right after it. Buffers that
+    escape through a terminator are left alone. Peak memory becomes the
+    buffers live at once, not all buffers of the block.
+
+    Before:
+    ```mlir
+    %a = memref.alloc() : memref<128x768xf32>
+    linalg.generic ... outs(%a ...)
+    linalg.generic ... ins(%a ...) outs(%b ...)
+    ... (many more buffers)
+    memref.dealloc %a : memref<128x768xf32>
+    ```
+    After: the dealloc follows the second generic.
+  }];
+}
+
+#endif // PMLIR_CONVERSION_PASSES_TD

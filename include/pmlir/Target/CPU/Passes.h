@@ -1,0 +1,49 @@
+//===- Passes.h - The CPU target ---------------------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What only a CPU chooses: which contractions run as BLAS kernels, how
+// elementwise work fuses around them, inline polynomial math, and the
+// pipeline from tfm to the LLVM dialect that pmlir-run compiles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_TARGET_CPU_PASSES_H
+#define PMLIR_TARGET_CPU_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace pmlir {
+
+#define GEN_PASS_DECL
+#include "pmlir/Target/CPU/Passes.h.inc"
+
+/// What pmlir-cpu-pipeline lowers for.
+struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
+  Option<std::string> entry{*this, "entry",
+                            llvm::cl::desc("the function callers enter through its C interface"),
+                            llvm::cl::init("forward")};
+};
+
+/// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:
+/// exactly what pmlir-run compiles.
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const CpuPipelineOptions &options = CpuPipelineOptions());
+
+/// The external interface models the CPU pipeline needs (bufferization and
+/// deallocation of arith, func, linalg, memref, scf, tensor, cf).
+void registerCpuLoweringInterfaces(mlir::DialectRegistry &registry);
+
+#define GEN_PASS_REGISTRATION
+#include "pmlir/Target/CPU/Passes.h.inc"
+
+} // namespace pmlir
+
+#endif // PMLIR_TARGET_CPU_PASSES_H

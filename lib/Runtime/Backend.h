@@ -1,0 +1,82 @@
+//===- Backend.h - The collectives of one backend behind one interface -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// pmlir_rt_init picks one backend, and every pmlir_rt_* collective goes to
+// it after the runtime has resolved the group and checked the root or peer.
+// A backend may return before a call completes (NCCL on device buffers);
+// wait() completes everything issued so far. MPI is always built; NCCL where
+// CMake found CUDA and NCCL (PMLIR_HAS_NCCL).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_LIB_RUNTIME_BACKEND_H
+#define PMLIR_LIB_RUNTIME_BACKEND_H
+
+#include "pmlir/Runtime/Runtime.h"
+
+#include "Groups.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace pmlir::rt {
+
+/// Bytes of one element of `dtype` (0 for a code outside RuntimeAbi.def).
+inline size_t elementBytes(pmlir_rt_dtype dtype) {
+  switch (dtype) {
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                                  \
+  case PMLIR_RT_##ENUM:                                                                            \
+    return sizeof(CTYPE);
+#include "pmlir/Runtime/RuntimeAbi.def"
+  }
+  return 0;
+}
+
+/// The collectives of Runtime.h on a resolved group: `count` elements per
+/// block, `root` and `peer` as members of the group (checked), the tag as
+/// given.
+class CollectiveBackend {
+public:
+  virtual ~CollectiveBackend() = default;
+  /// "mpi", "nccl".
+  virtual const char *name() const = 0;
+
+  virtual void allReduce(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                         pmlir_rt_reduction op, const Group &group) = 0;
+  virtual void allGather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                         const Group &group) = 0;
+  virtual void gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype, int root,
+                      const Group &group) = 0;
+  virtual void reduceScatter(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                             pmlir_rt_reduction op, const Group &group) = 0;
+  virtual void allToAll(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
+                        const Group &group) = 0;
+  virtual void broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int root,
+                         const Group &group) = 0;
+  virtual void send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,
+                    const Group &group) = 0;
+  virtual void recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,
+                    const Group &group) = 0;
+
+  /// Returns when every call issued so far is complete, or ends the job.
+  virtual void wait() {}
+  /// The CUDA device and stream (cudaStream_t) of device collectives.
+  virtual int device() const { return -1; }
+  virtual void *stream() const { return nullptr; }
+};
+
+/// Collectives on host buffers over each group's MPI communicator. Call
+/// once MPI is up.
+std::unique_ptr<CollectiveBackend> createMpiBackend();
+
+/// Collectives over NCCL, or null with the cause in `error`. Collective
+/// over the world: every rank calls it once MPI is up. Defined only in
+/// builds with NCCL.
+std::unique_ptr<CollectiveBackend> createNcclBackend(std::string &error);
+
+} // namespace pmlir::rt
+
+#endif // PMLIR_LIB_RUNTIME_BACKEND_H
