@@ -294,6 +294,22 @@ std::string startBackend(pmlir_rt_backend kind) {
 
 } // namespace
 
+/// Stops the watchdog, frees the groups and the state, and ends MPI where
+/// the runtime started it: the end of a run, or a start-up every rank
+/// failed alike.
+static void tearDown() {
+  state->stopping.store(true);
+  if (state->watchdog.joinable())
+    state->watchdog.join();
+  for (auto &[axes, group] : state->groups)
+    MPI_Comm_free(&group.comm);
+  bool ownsMpi = state->ownsMpi;
+  delete state;
+  state = nullptr;
+  if (ownsMpi)
+    MPI_Finalize();
+}
+
 extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double timeoutSeconds,
                              pmlir_rt_backend backend, char *error, size_t errorSize) {
   auto setError = [&](const std::string &message) {
@@ -366,18 +382,9 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double
     return startBackend(backend);
   }();
   if (!failure.empty()) {
-    state->stopping.store(true);
-    if (state->watchdog.joinable())
-      state->watchdog.join();
     // Every rank fails alike (the mesh is everyone's, and startBackend
     // agrees), so all can leave MPI cleanly.
-    for (auto &[axes, group] : state->groups)
-      MPI_Comm_free(&group.comm);
-    bool ownsMpi = state->ownsMpi;
-    delete state;
-    state = nullptr;
-    if (ownsMpi)
-      MPI_Finalize();
+    tearDown();
     return setError(failure);
   }
   // Every rank of the job has passed start-up, so has mapped the board.
@@ -403,16 +410,7 @@ extern "C" void pmlir_rt_finalize(void) {
         [&](MPI_Request *r) { return MPI_Ibarrier(everyone.comm, r); });
   }
   state->backend.reset();
-  state->stopping.store(true);
-  if (state->watchdog.joinable())
-    state->watchdog.join();
-  for (auto &[axes, group] : state->groups)
-    MPI_Comm_free(&group.comm);
-  bool ownsMpi = state->ownsMpi;
-  delete state;
-  state = nullptr;
-  if (ownsMpi)
-    MPI_Finalize();
+  tearDown();
 }
 
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }

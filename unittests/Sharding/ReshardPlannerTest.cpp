@@ -232,6 +232,25 @@ std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayR
   return out;
 }
 
+/// Each rank holds its block of the target (`want`) in `shape`; where the
+/// target is still pending over `pending`, the sum over its group does.
+void expectTargetBlocks(const Ranks &ranks, const std::vector<Buffer> &buffers,
+                        const std::vector<Buffer> &want, const std::vector<int64_t> &shape,
+                        ArrayRef<StringRef> pending) {
+  for (int64_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(buffers[r].shape, shape) << "rank " << r;
+    std::vector<double> have = buffers[r].data;
+    if (!pending.empty()) {
+      std::fill(have.begin(), have.end(), 0.0);
+      for (int64_t m : ranks.group(r, Axes(pending)))
+        for (size_t i = 0; i < have.size(); ++i)
+          have[i] += buffers[m].data[i];
+    }
+    for (size_t i = 0; i < have.size(); ++i)
+      ASSERT_NEAR(have[i], want[r].data[i], 1e-9) << "rank " << r << " element " << i;
+  }
+}
+
 class ReshardPlannerTest : public ::testing::TestWithParam<std::vector<int64_t>> {
 protected:
   void SetUp() override { loadDialects(context); }
@@ -275,22 +294,9 @@ TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
       // Each rank holds its block of the target; where the target is
       // still pending, the sum over its group does.
       RankedTensorType local = localType(mesh, type, to);
-      std::vector<Buffer> want =
-          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}});
-      for (int64_t r = 0; r < 4; ++r) {
-        ASSERT_EQ(buffers[r].shape,
-                  std::vector<int64_t>(local.getShape().begin(), local.getShape().end()))
-            << "rank " << r;
-        std::vector<double> have = buffers[r].data;
-        if (!to.pending.empty()) {
-          std::fill(have.begin(), have.end(), 0.0);
-          for (int64_t m : ranks.group(r, to.pending))
-            for (size_t i = 0; i < have.size(); ++i)
-              have[i] += buffers[m].data[i];
-        }
-        for (size_t i = 0; i < have.size(); ++i)
-          ASSERT_NEAR(have[i], want[r].data[i], 1e-9) << "rank " << r << " element " << i;
-      }
+      expectTargetBlocks(
+          ranks, buffers, blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}}),
+          std::vector<int64_t>(local.getShape().begin(), local.getShape().end()), to.pending);
     }
   EXPECT_GT(planned, 150);
 }
@@ -360,20 +366,10 @@ TEST_P(ReshardPlannerTest, FusedPartsMoveInTheirView) {
         ranks.run(step, buffers);
       RankedTensorType local = localType(mesh, type, to);
       std::vector<int64_t> localShape(local.getShape().begin(), local.getShape().end());
-      std::vector<Buffer> want =
-          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}, to.parts});
-      for (int64_t r = 0; r < 4; ++r) {
-        ASSERT_EQ(buffers[r].shape, inView(localShape, plan->partsView)) << "rank " << r;
-        std::vector<double> have = buffers[r].data;
-        if (!to.pending.empty()) {
-          std::fill(have.begin(), have.end(), 0.0);
-          for (int64_t m : ranks.group(r, to.pending))
-            for (size_t i = 0; i < have.size(); ++i)
-              have[i] += buffers[m].data[i];
-        }
-        for (size_t i = 0; i < have.size(); ++i)
-          ASSERT_NEAR(have[i], want[r].data[i], 1e-9) << "rank " << r << " element " << i;
-      }
+      expectTargetBlocks(
+          ranks, buffers,
+          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}, to.parts}),
+          inView(localShape, plan->partsView), to.pending);
     }
   EXPECT_GT(planned, 100);
   EXPECT_GT(refused, 0);
