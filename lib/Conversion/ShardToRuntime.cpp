@@ -6,8 +6,10 @@
 // buffer, a fresh result buffer, a call of the runtime entry point for its
 // element type with the ordered grid axes as a constant memref, and the
 // result buffer taken back as a tensor. Grid axis i is mesh axis i of
-// pmlir-run's --mesh. Ops not handled here (gather, scatter, reduce, shift,
-// update_halo, neighbors_linear_indices) are refused by name;
+// pmlir-run's --mesh, or where the grid lists its axes (tfm.grid_axes, a
+// grid of sub-axes: pmlir/Sharding/Grid.h) the part of the module's
+// tfm.mesh it names, which the runtime gets as its code (SubAxis::code). Ops not handled here
+// (gather, scatter, reduce, shift, update_halo, neighbors_linear_indices) are refused by name;
 // grids left without users are erased.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +28,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "pmlir/Runtime/RuntimeAbi.h"
+#include "pmlir/Sharding/Grid.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-lower-shard-to-runtime"
@@ -63,17 +66,55 @@ MemRefType dynamic1D(Type element) { return MemRefType::get({ShapedType::kDynami
 struct Lowering {
   ModuleOp module;
   SymbolTable symbols;
+  /// Per grid, the runtime's code of each of its axes.
+  llvm::StringMap<SmallVector<int64_t>> axisCodes;
   explicit Lowering(ModuleOp m) : module(m), symbols(m) {}
 
-  /// A private constant global holding `axes`, shared by equal lists.
-  Value axesMemRef(OpBuilder &b, Location loc, ArrayRef<shard::GridAxis> axes) {
-    std::string name = "pmlir_grid_axes";
+  /// Reads every grid's axes; fails on a grid of sub-axes without the
+  /// tfm.mesh they are parts of.
+  LogicalResult readGrids() {
+    auto mesh = module->getAttrOfType<pmlir::tfm::MeshAttr>(pmlir::tfm::kMeshAttr);
+    for (auto grid : module.getOps<shard::GridOp>()) {
+      SmallVector<int64_t> &codes = axisCodes[grid.getSymName()];
+      if (!grid->hasAttr(pmlir::sharding::kGridAxesAttr)) {
+        for (int64_t a = 0; a < grid.getRank(); ++a)
+          codes.push_back(a);
+        continue;
+      }
+      if (!mesh)
+        return grid.emitOpError() << "lists its axes as parts of the mesh ("
+                                  << pmlir::sharding::kGridAxesAttr
+                                  << "), but the module has no tfm.mesh";
+      FailureOr<pmlir::sharding::Grid> parts = pmlir::sharding::Grid::declaredBy(grid, mesh);
+      if (failed(parts))
+        return failure();
+      for (const pmlir::SubAxis &part : parts->parts())
+        codes.push_back(part.code(mesh.getSizes()[part.index]));
+    }
+    return success();
+  }
+
+  /// The codes of `axes` of grid `grid`.
+  SmallVector<int64_t> codesOf(FlatSymbolRefAttr grid, ArrayRef<shard::GridAxis> axes) {
+    auto it = axisCodes.find(grid.getValue());
+    ArrayRef<int64_t> codes = it == axisCodes.end() ? ArrayRef<int64_t>() : it->second;
+    SmallVector<int64_t> out;
     for (shard::GridAxis a : axes)
-      name += "_" + std::to_string(a);
+      out.push_back(a < int64_t(codes.size()) ? codes[a] : a);
+    return out;
+  }
+
+  /// A private constant global holding the codes of `axes` of `grid`,
+  /// shared by equal lists.
+  Value axesMemRef(OpBuilder &b, Location loc, FlatSymbolRefAttr grid,
+                   ArrayRef<shard::GridAxis> axes) {
+    SmallVector<int64_t> values = codesOf(grid, axes);
+    std::string name = "pmlir_grid_axes";
+    for (int64_t code : values)
+      name += "_" + std::to_string(code);
     auto type = MemRefType::get({int64_t(axes.size())}, b.getI64Type());
     if (!symbols.lookup(name)) {
       OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
-      SmallVector<int64_t> values(axes.begin(), axes.end());
       auto init = DenseElementsAttr::get(
           RankedTensorType::get({int64_t(axes.size())}, b.getI64Type()), ArrayRef<int64_t>(values));
       auto global = memref::GlobalOp::create(top, loc, name, top.getStringAttr("private"), type,
@@ -242,11 +283,12 @@ struct Lowering {
   /// Calls reducing runtime entry `name` on the flat buffer `input` and
   /// replaces `op` with the `out`-typed tensor it writes.
   void replaceWithReduction(Operation *op, OpBuilder &b, EntryId id, Value input,
-                            RankedTensorType out, ArrayRef<shard::GridAxis> axes, int reduction) {
+                            RankedTensorType out, FlatSymbolRefAttr grid,
+                            ArrayRef<shard::GridAxis> axes, int reduction) {
     Location loc = op->getLoc();
     Value buffer = resultBuffer(b, loc, out);
     Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
-    call(b, loc, id, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, axes), code},
+    call(b, loc, id, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, grid, axes), code},
          out.getElementType());
     op->replaceAllUsesWith(ValueRange{tensorOf(b, loc, buffer, out)});
     op->erase();
@@ -270,7 +312,7 @@ struct Lowering {
       return failure();
     OpBuilder b(op);
     replaceWithReduction(op, b, EntryId::all_reduce, flatBuffer(b, op.getLoc(), op.getInput()),
-                         t->out, op.getGridAxes(), *reduction);
+                         t->out, op.getGridAttr(), op.getGridAxes(), *reduction);
     return success();
   }
 
@@ -347,7 +389,8 @@ struct Lowering {
     Value input = flatBuffer(b, loc, op.getInput());
     Value buffer = resultBuffer(b, loc, stacked);
     call(b, loc, EntryId::all_gather,
-         {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes())},
+         {input, dynamicView(b, loc, buffer),
+          axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
          t->in.getElementType());
     op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
                                           op.getGatherAxis().getSExtValue(), t->out));
@@ -368,7 +411,7 @@ struct Lowering {
     Location loc = op.getLoc();
     Value input = blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
     replaceWithReduction(op, b, EntryId::reduce_scatter, flatBuffer(b, loc, input), t->out,
-                         op.getGridAxes(), *reduction);
+                         op.getGridAttr(), op.getGridAxes(), *reduction);
     return success();
   }
 
@@ -389,7 +432,7 @@ struct Lowering {
     Value buffer = resultBuffer(b, loc, stacked);
     call(b, loc, EntryId::all_to_all,
          {flatBuffer(b, loc, blocks), dynamicView(b, loc, buffer),
-          axesMemRef(b, loc, op.getGridAxes())},
+          axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
          t->in.getElementType());
     op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
                                           op.getConcatAxis().getSExtValue(), t->out));
@@ -408,8 +451,8 @@ struct Lowering {
     OpBuilder b(op);
     Location loc = op.getLoc();
     int64_t k = op.getSliceAxis().getSExtValue();
-    func::CallOp index64 =
-        call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, op.getGridAxes())});
+    func::CallOp index64 = call(b, loc, EntryId::index_in_group,
+                                {axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())});
     Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
     int64_t block = t->in.getShape()[k] / *n;
     SmallVector<OpFoldResult> offsets(t->in.getRank(), b.getIndexAttr(0));
@@ -470,7 +513,7 @@ struct Lowering {
     Value buffer = resultBuffer(b, loc, t->out);
     call(b, loc, EntryId::broadcast,
          {flatBuffer(b, loc, op.getInput()), dynamicView(b, loc, buffer),
-          axesMemRef(b, loc, op.getGridAxes()), *root},
+          axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()), *root},
          t->in.getElementType());
     op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
     op.erase();
@@ -489,8 +532,8 @@ struct Lowering {
       return failure();
     Location loc = op.getLoc();
     call(b, loc, EntryId::send,
-         {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAxes()), *peer,
-          messageTag(b, loc)},
+         {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
+          *peer, messageTag(b, loc)},
          t->in.getElementType());
     op.replaceAllUsesWith(op.getInput());
     op.erase();
@@ -512,8 +555,8 @@ struct Lowering {
     Location loc = op.getLoc();
     Value buffer = resultBuffer(b, loc, t->out);
     call(b, loc, EntryId::recv,
-         {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAxes()), *peer,
-          messageTag(b, loc)},
+         {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
+          *peer, messageTag(b, loc)},
          t->out.getElementType());
     op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
     op.erase();
@@ -549,7 +592,8 @@ struct Lowering {
     SmallVector<shard::GridAxis> all;
     for (int64_t a = 0; a < grid.getRank(); ++a)
       all.push_back(a);
-    func::CallOp index64 = call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, all)});
+    func::CallOp index64 =
+        call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, op.getGridAttr(), all)});
     Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
     op.replaceAllUsesWith(index);
     op.erase();
@@ -568,8 +612,9 @@ struct Lowering {
       for (int64_t a = 0; a < grid.getRank(); ++a)
         axes.push_back(a);
     SmallVector<Value> coords;
-    for (int64_t a : axes) {
-      Value axis = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(a));
+    SmallVector<shard::GridAxis> gridAxes(axes.begin(), axes.end());
+    for (int64_t code : codesOf(op.getGridAttr(), gridAxes)) {
+      Value axis = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(code));
       func::CallOp c = call(b, loc, EntryId::coordinate, {axis});
       coords.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
     }
@@ -583,6 +628,8 @@ struct LowerShardToRuntimePass
     : public pmlir::impl::LowerShardToRuntimeBase<LowerShardToRuntimePass> {
   void runOnOperation() override {
     Lowering lowering(getOperation());
+    if (failed(lowering.readGrids()))
+      return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<shard::ShardDialect>(op->getDialect()) &&

@@ -13,6 +13,7 @@
 #include "pmlir/InitAllPMLIR.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Sharding/Grid.h"
 #include "pmlir/Support/Mesh.h"
 #include "pmlir/Support/OutputFile.h"
 #include "pmlir/Support/SafeTensors.h"
@@ -145,20 +146,47 @@ bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &s
   return true;
 }
 
-/// Grid axis i is mesh axis i: the shapes must agree.
+/// Grid axis i is mesh axis i, or the part of the mesh that the grid's
+/// tfm.grid_axes names: the run's mesh must have those axes and parts.
 bool checkGrids(ModuleOp module, const std::optional<Mesh> &mesh, const std::string &spec,
                 std::string &error) {
   WalkResult bad = module.walk([&](shard::GridOp grid) {
     llvm::ArrayRef<int64_t> shape = grid.getShape();
-    std::vector<int64_t> want = mesh ? mesh->axisSizes() : std::vector<int64_t>{};
-    if (mesh && std::vector<int64_t>(shape.begin(), shape.end()) == want)
-      return WalkResult::advance();
     std::string got;
     for (int64_t d : shape)
       got += (got.empty() ? "" : "x") + std::to_string(d);
-    error = "grid @" + grid.getSymName().str() + " has shape " + got +
-            (mesh ? ", but --mesh " + spec + " has other axis sizes"
-                  : "; run it with a --mesh of those axis sizes");
+    if (!mesh) {
+      error = "grid @" + grid.getSymName().str() + " has shape " + got +
+              "; run it with a --mesh of those axis sizes";
+      return WalkResult::interrupt();
+    }
+    auto names = grid->getAttrOfType<ArrayAttr>(pmlir::sharding::kGridAxesAttr);
+    if (!names) {
+      if (std::vector<int64_t>(shape.begin(), shape.end()) == mesh->axisSizes())
+        return WalkResult::advance();
+      error = "grid @" + grid.getSymName().str() + " has shape " + got + ", but --mesh " + spec +
+              " has other axis sizes";
+      return WalkResult::interrupt();
+    }
+    std::vector<pmlir::SubAxis> parts;
+    std::string listed;
+    for (Attribute name : names) {
+      auto text = dyn_cast<StringAttr>(name);
+      std::optional<pmlir::SubAxis> part =
+          text ? mesh->subAxis(text.getValue().str()) : std::nullopt;
+      listed += (listed.empty() ? "" : ", ") + (text ? text.getValue().str() : std::string("?"));
+      if (part)
+        parts.push_back(*part);
+    }
+    std::string cutError;
+    std::optional<std::vector<pmlir::SubAxis>> tiled =
+        parts.size() == names.size()
+            ? pmlir::cutAxes(mesh->axisNames(), mesh->axisSizes(), parts, cutError)
+            : std::nullopt;
+    if (tiled && *tiled == parts)
+      return WalkResult::advance();
+    error = "grid @" + grid.getSymName().str() + " runs on the parts " + listed +
+            " of a mesh, but --mesh " + spec + " is not cut into them";
     return WalkResult::interrupt();
   });
   return !bad.wasInterrupted();

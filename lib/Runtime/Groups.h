@@ -25,14 +25,16 @@ namespace pmlir::rt {
 struct Group {
   MPI_Comm comm;
   int size;
-  std::string axes;             // "tp,dp"
-  unsigned mask = 0;            // the set of axes, bit i for mesh axis i
+  std::string axes;             // "tp,dp" or "tp:(2)2"
+  int64_t boardKey = 0;         // its kind on the progress board
   std::vector<int64_t> members; // world ranks, in group order
 };
 
-/// This rank's group over `axes` (mesh axis indices, the last fastest);
-/// ends the job naming `what` when the list is not a list of mesh axes.
-/// Groups never move once made.
+/// This rank's group over `axes` (codes of mesh axes or parts of them,
+/// SubAxis::code; the last fastest); ends the job naming `what` when the
+/// list names no axis or part, or two that share devices. A group met for
+/// the first time is made here by every rank together (MPI_Comm_split), as
+/// every rank runs the same collectives. Groups never move once made.
 const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what);
 
 /// `index` as a member of `group` (a root or a peer), or the end of the job

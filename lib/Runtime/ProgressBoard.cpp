@@ -34,9 +34,38 @@ int64_t whatIndex(const char *what) {
 /// between processes.
 struct ProgressBoard::Row {
   std::atomic<int64_t> started;
-  std::atomic<int64_t> inMask;     // mask + 1 of the collective it is in; 0 if none
-  std::atomic<int64_t> inWhat;     // index into kWhat
-  std::atomic<int64_t> entered[1 << kMaxAxes];
+  std::atomic<int64_t> inKey;  // the group kind of the collective it is in; 0 if none
+  std::atomic<int64_t> inWhat; // index into kWhat
+  // Collectives entered per group kind: the kinds in the order the rank
+  // first met them, the key written before its count (only the row's own
+  // rank writes; others read).
+  struct Count {
+    std::atomic<int64_t> key;
+    std::atomic<int64_t> entered;
+  } counts[kMaxGroupKinds];
+
+  /// The count of `key`, or null: with `claim`, a fresh one for a new key
+  /// while there is room.
+  std::atomic<int64_t> *countOf(int64_t key, bool claim) {
+    for (Count &c : counts) {
+      int64_t k = c.key.load();
+      if (k == key)
+        return &c.entered;
+      if (k == 0) {
+        if (!claim)
+          return nullptr;
+        c.key.store(key);
+        return &c.entered;
+      }
+    }
+    return nullptr;
+  }
+  int64_t entered(int64_t key) const {
+    for (const Count &c : counts)
+      if (c.key.load() == key)
+        return c.entered.load();
+    return 0;
+  }
 };
 static_assert(std::atomic<int64_t>::is_always_lock_free, "rows are shared between processes");
 
@@ -93,30 +122,30 @@ ProgressBoard::Row &ProgressBoard::row(int64_t rank) const { return rows[rank]; 
 
 void ProgressBoard::markStarted(int64_t rank) { row(rank).started.store(1); }
 
-int64_t ProgressBoard::enter(int64_t rank, unsigned mask, const char *what) {
+int64_t ProgressBoard::enter(int64_t rank, int64_t key, const char *what, bool counted) {
   Row &r = row(rank);
   int64_t sequence = 0;
-  if (mask < (1u << kMaxAxes))
-    sequence = r.entered[mask].fetch_add(1) + 1;
+  if (counted)
+    if (std::atomic<int64_t> *count = r.countOf(key, /*claim=*/true))
+      sequence = count->fetch_add(1) + 1;
   r.inWhat.store(whatIndex(what));
-  r.inMask.store(static_cast<int64_t>(mask) + 1);
+  r.inKey.store(key);
   return sequence;
 }
 
-void ProgressBoard::leave(int64_t rank) { row(rank).inMask.store(0); }
+void ProgressBoard::leave(int64_t rank) { row(rank).inKey.store(0); }
 
-std::string ProgressBoard::whereIs(int64_t member, unsigned mask) const {
+std::string ProgressBoard::whereIs(int64_t member, int64_t key) const {
   if (member < 0 || member >= numRanks || !row(member).started.load())
     return "rank " + std::to_string(member) + " is not visible (not started on this host)";
   const Row &r = row(member);
-  if (int64_t in = r.inMask.load())
-    return "rank " + std::to_string(member) + " waits in " +
-           kWhat[r.inWhat.load() % kNumWhat] +
-           (static_cast<unsigned>(in - 1) == mask ? " of this group" : " of another group");
+  if (int64_t in = r.inKey.load())
+    return "rank " + std::to_string(member) + " waits in " + kWhat[r.inWhat.load() % kNumWhat] +
+           (in == key ? " of this group" : " of another group");
   return "rank " + std::to_string(member) + " is computing";
 }
 
-std::string ProgressBoard::notArrived(const std::vector<int64_t> &members, unsigned mask,
+std::string ProgressBoard::notArrived(const std::vector<int64_t> &members, int64_t key,
                                       int64_t sequence) const {
   std::string missing, unknown;
   for (int64_t member : members) {
@@ -128,16 +157,15 @@ std::string ProgressBoard::notArrived(const std::vector<int64_t> &members, unsig
       unknown += (unknown.empty() ? "" : ", ") + std::to_string(member);
       continue;
     }
-    if (mask == 0 || mask >= (1u << kMaxAxes))
+    if (key == 0 || sequence == 0)
       continue;
-    int64_t reached = r.entered[mask].load();
+    int64_t reached = r.entered(key);
     if (reached >= sequence)
       continue;
     std::string where;
-    if (int64_t in = r.inMask.load())
+    if (int64_t in = r.inKey.load())
       where = "; it waits in " + std::string(kWhat[r.inWhat.load() % kNumWhat]) +
-              (in - 1 == mask ? " #" + std::to_string(reached) + " of this group"
-                              : " of another group");
+              (in == key ? " #" + std::to_string(reached) + " of this group" : " of another group");
     else
       where = "; it is computing";
     missing += (missing.empty() ? "" : ", ") + std::string("rank ") + std::to_string(member) +

@@ -11,7 +11,9 @@
 // and what they are doing instead. Ranks on other hosts have rows on their
 // own host's table and are reported as not visible. As in PyTorch's
 // desync report, counting per set of ranks works because every member of a
-// group enters that group's collectives in the same order. Pure logic and
+// group enters that group's collectives in the same order. A kind of group
+// (a set of mesh axes or parts of axes) is a key that every rank computes
+// alike from the set. Pure logic and
 // POSIX shared memory: no MPI.
 //
 //===----------------------------------------------------------------------===//
@@ -29,9 +31,9 @@ namespace pmlir::rt {
 
 class ProgressBoard {
 public:
-  /// Sets of mesh axes are bit masks; meshes of up to this many axes are
-  /// tracked (the masks index a fixed row).
-  static constexpr int kMaxAxes = 6;
+  /// Collectives are counted for up to this many kinds of group per rank
+  /// (a row holds a fixed table of them); those past it are not numbered.
+  static constexpr int kMaxGroupKinds = 64;
 
   /// The board of this job on this host, from the launcher's environment
   /// (OpenMPI's job id and rank), or null outside mpirun. `rank` and
@@ -46,19 +48,20 @@ public:
   void unlinkName();
 
   void markStarted(int64_t rank);
-  /// Enters the next collective over `mask` (what: its name, a string
-  /// literal); returns its sequence number (1 for the first).
-  int64_t enter(int64_t rank, unsigned mask, const char *what);
+  /// Enters the next collective of the group kind `key` (not 0; what: its
+  /// name, a string literal); returns its sequence number (1 for the
+  /// first), or 0 when `counted` is false (point to point, which the other
+  /// members skip) or the row has no room left for the kind.
+  int64_t enter(int64_t rank, int64_t key, const char *what, bool counted = true);
   void leave(int64_t rank);
 
   /// A sentence on the `members` (world ranks) that are not in or past
-  /// collective `sequence` over `mask`, and where they are; empty when all
-  /// are visible and arrived. With mask 0, on those that never started.
-  std::string notArrived(const std::vector<int64_t> &members, unsigned mask,
-                         int64_t sequence) const;
+  /// collective `sequence` of kind `key`, and where they are; empty when
+  /// all are visible and arrived. With key 0, on those that never started.
+  std::string notArrived(const std::vector<int64_t> &members, int64_t key, int64_t sequence) const;
 
   /// Where `member` is: in which collective, computing, or not visible.
-  std::string whereIs(int64_t member, unsigned mask) const;
+  std::string whereIs(int64_t member, int64_t key) const;
 
 private:
   struct Row;

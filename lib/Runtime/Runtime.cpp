@@ -33,6 +33,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -109,26 +110,45 @@ void pmlir::rt::checkMpi(int rc, const char *what) {
 
 namespace {
 
-std::string axesText(const std::vector<int64_t> &axes) {
+/// The parts of a valid axes list (groupOf checked it).
+std::vector<SubAxis> partsOf(const std::vector<int64_t> &codes) {
+  std::vector<SubAxis> parts;
+  for (int64_t code : codes)
+    parts.push_back(*state->mesh->axisOfCode(code));
+  return parts;
+}
+
+std::string axesText(const std::vector<SubAxis> &parts) {
   std::string text;
-  for (int64_t a : axes)
-    text += (text.empty() ? "" : ",") + state->mesh->axisNames()[a];
+  for (const SubAxis &part : parts)
+    text += (text.empty() ? "" : ",") + state->mesh->nameOf(part);
   return text.empty() ? "no axes" : text;
 }
 
-Group split(const std::vector<int64_t> &axes) {
-  std::vector<int> list(axes.begin(), axes.end());
+/// The progress board's key of the group kind over `codes`: the same on
+/// every rank, whatever order the axes are listed in (the order changes
+/// the members' order, not the set); never 0.
+int64_t boardKey(std::vector<int64_t> codes) {
+  std::sort(codes.begin(), codes.end());
+  uint64_t hash = 1469598103934665603ull; // FNV-1a
+  for (int64_t code : codes)
+    for (int byte = 0; byte < 8; ++byte)
+      hash = (hash ^ ((static_cast<uint64_t>(code) >> (8 * byte)) & 0xff)) * 1099511628211ull;
+  return hash == 0 ? 1 : static_cast<int64_t>(hash);
+}
+
+Group split(const std::vector<int64_t> &codes) {
+  std::vector<SubAxis> parts = partsOf(codes);
   Group group;
-  for (int a : list)
-    group.mask |= 1u << a;
-  group.members = state->mesh->group(state->rank, list);
+  group.boardKey = boardKey(codes);
+  group.members = state->mesh->group(state->rank, parts);
   checkMpi(
-      MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(state->mesh->groupColor(state->rank, list)),
-                     static_cast<int>(state->mesh->indexInGroup(state->rank, list)), &group.comm),
+      MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(state->mesh->groupColor(state->rank, parts)),
+                     static_cast<int>(state->mesh->indexInGroup(state->rank, parts)), &group.comm),
       "MPI_Comm_split");
   MPI_Comm_set_errhandler(group.comm, MPI_ERRORS_RETURN);
   MPI_Comm_size(group.comm, &group.size);
-  group.axes = axesText(axes);
+  group.axes = axesText(parts);
   return group;
 }
 
@@ -138,20 +158,24 @@ const Group &pmlir::rt::groupOf(const int64_t *axes, int64_t numAxes, const char
   if (!state)
     std::fprintf(stderr, "pmlir-run: %s before pmlir_rt_init\n", what), std::_Exit(1);
   std::vector<int64_t> key(axes, axes + numAxes);
-  int64_t n = static_cast<int64_t>(state->mesh->axisNames().size());
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (key[i] < 0 || key[i] >= n)
-      failWith(std::string(what) + ": mesh axis " + std::to_string(key[i]) +
-               " does not exist (the mesh has " + std::to_string(n) + ")");
-    for (size_t j = 0; j < i; ++j)
-      if (key[j] == key[i])
-        failWith(std::string(what) + ": mesh axis '" + state->mesh->axisNames()[key[i]] +
-                 "' listed twice");
-  }
   auto it = state->groups.find(key);
-  if (it == state->groups.end())
-    it = state->groups.emplace(key, split(key)).first;
-  return it->second;
+  if (it != state->groups.end())
+    return it->second;
+  const Mesh &mesh = *state->mesh;
+  std::vector<SubAxis> parts;
+  for (int64_t code : key) {
+    std::optional<SubAxis> part = mesh.axisOfCode(code);
+    if (!part)
+      failWith(std::string(what) + ": axis code " + std::to_string(code) +
+               " names no axis of the mesh, nor a part of one that divides it (the mesh has " +
+               std::to_string(mesh.axisNames().size()) + " axes)");
+    for (const SubAxis &other : parts)
+      if (other.overlaps(*part))
+        failWith(std::string(what) + ": mesh axes '" + mesh.nameOf(other) + "' and '" +
+                 mesh.nameOf(*part) + "' share devices (an axis listed twice)");
+    parts.push_back(*part);
+  }
+  return state->groups.emplace(key, split(key)).first->second;
 }
 
 int pmlir::rt::memberIndex(const Group &group, int64_t index, const char *what) {
@@ -172,8 +196,7 @@ double pmlir::rt::collectiveTimeout() { return state ? state->timeoutSeconds : 0
 pmlir::rt::Waiting::Waiting(const char *what, const Group *group, int64_t peer) {
   int64_t sequence = 0;
   if (state->board && group)
-    sequence = peer < 0 ? state->board->enter(state->rank, group->mask, what)
-                        : state->board->enter(state->rank, ~0u, what);
+    sequence = state->board->enter(state->rank, group->boardKey, what, /*counted=*/peer < 0);
   if (state->timeoutSeconds <= 0)
     return;
   int64_t peerRank = peer >= 0 && group ? group->members[peer] : -1;
@@ -234,12 +257,12 @@ void watch() {
       what = std::string(wait.what) + " over " + wait.group->axes + " with rank " +
              std::to_string(wait.peer);
       if (state->board)
-        who = state->board->whereIs(wait.peer, wait.group->mask);
+        who = state->board->whereIs(wait.peer, wait.group->boardKey);
     } else {
       what = std::string(wait.what) + (wait.sequence ? " #" + std::to_string(wait.sequence) : "") +
              " over " + wait.group->axes;
       if (state->board)
-        who = state->board->notArrived(wait.group->members, wait.group->mask, wait.sequence);
+        who = state->board->notArrived(wait.group->members, wait.group->boardKey, wait.sequence);
     }
     std::fprintf(stderr,
                  "pmlir-run: rank %d: %s waited more than %g s for the rest of %s%s%s; "
@@ -426,7 +449,9 @@ extern "C" int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t numAxes)
 
 extern "C" int64_t pmlir_rt_coordinate(int64_t axis) {
   groupOf(&axis, 1, "coordinate");
-  return state->mesh->coordinates(state->rank)[axis];
+  SubAxis part = *state->mesh->axisOfCode(axis);
+  int64_t onAxis = state->mesh->coordinates(state->rank)[part.index];
+  return part.coordinate(onAxis, state->mesh->axisSizes()[part.index]);
 }
 
 namespace {

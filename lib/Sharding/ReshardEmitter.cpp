@@ -35,8 +35,8 @@ Value pmlir::sharding::resizeDim(OpBuilder &b, Location loc, Value v, int64_t d,
   return tensor::ExtractSliceOp::create(b, loc, resized, v, offsets, sizes, strides);
 }
 
-Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, MeshAttr mesh,
-                                   const ReshardPlan &plan, Value v) {
+Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, Grid &grid, const ReshardPlan &plan,
+                                   Value v) {
   auto localType = cast<RankedTensorType>(v.getType());
   auto elementType = localType.getElementType();
   // Dimensions of parts: into the plan's view, [parts, the rest], and back.
@@ -58,7 +58,7 @@ Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, MeshAttr mesh,
     if (step.padTo != -1)
       v = resizeDim(b, loc, v, step.dim, step.padTo);
     auto type = RankedTensorType::get(step.resultShape, elementType);
-    SmallVector<int16_t> axes = gridAxes(mesh, step.axes);
+    SmallVector<int16_t> axes = grid.axesOf(step.axes);
     switch (step.kind) {
     case CollectiveKind::ReduceScatter:
       v = shard::ReduceScatterOp::create(b, loc, type, kGridName, axes, v,
@@ -99,32 +99,31 @@ Value pmlir::sharding::emitReshard(OpBuilder &b, Location loc, MeshAttr mesh,
   return v;
 }
 
-Value pmlir::sharding::emitBlockIndex(OpBuilder &b, Location loc, MeshAttr mesh,
+Value pmlir::sharding::emitBlockIndex(OpBuilder &b, Location loc, Grid &grid,
                                       ArrayRef<StringRef> axes) {
-  auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes(mesh, axes));
+  // The parts of `axes` are grid axes, major first: the block index is the
+  // rank's linear index over them.
+  SmallVector<int16_t> gridAxes = grid.axesOf(axes);
+  auto multi = shard::ProcessMultiIndexOp::create(b, loc, kGridName, gridAxes);
   Value index;
-  for (auto [a, coord] : llvm::zip(axes, multi.getResults())) {
-    MeshAttr::SubAxis sub = *mesh.subAxis(a);
-    int64_t below = sub.stride(mesh.getSizes()[sub.index]);
-    Value c = coord;
-    if (below != 1)
-      c = arith::DivUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, below));
-    if (sub.pre != 1)
-      c = arith::RemUIOp::create(b, loc, c, arith::ConstantIndexOp::create(b, loc, sub.size));
+  for (auto [a, coord] : llvm::zip(gridAxes, multi.getResults())) {
     if (!index) {
-      index = c;
+      index = coord;
       continue;
     }
-    Value scaled = arith::MulIOp::create(b, loc, index,
-                                         arith::ConstantIndexOp::create(b, loc, mesh.axisSize(a)));
-    index = arith::AddIOp::create(b, loc, scaled, c);
+    int64_t size = grid.parts()[a].size;
+    Value scaled =
+        arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
+    index = arith::AddIOp::create(b, loc, scaled, coord);
   }
+  if (!index)
+    index = arith::ConstantIndexOp::create(b, loc, 0);
   return index;
 }
 
-Value pmlir::sharding::emitBlockStart(OpBuilder &b, Location loc, MeshAttr mesh,
+Value pmlir::sharding::emitBlockStart(OpBuilder &b, Location loc, Grid &grid,
                                       ArrayRef<StringRef> axes, int64_t localSize, int64_t base) {
-  Value index = emitBlockIndex(b, loc, mesh, axes);
+  Value index = emitBlockIndex(b, loc, grid, axes);
   Value start =
       arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, localSize));
   if (base == 0)

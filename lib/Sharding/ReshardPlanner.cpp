@@ -69,27 +69,6 @@ bool Planner::run(const Sharding &from, const Sharding &to, std::string &error) 
       error = "a full value cannot become a pending sum";
       return false;
     }
-  // Collectives run over whole grid axes: the axes that change (past the
-  // common prefix of each dimension, and reduced pending axes) must be
-  // whole.
-  for (auto [have, want] : llvm::zip(from.dims, to.dims)) {
-    size_t common = 0;
-    while (common < have.size() && common < want.size() && have[common] == want[common])
-      ++common;
-    for (ArrayRef<StringRef> changed :
-         {ArrayRef(have).drop_front(common), ArrayRef(want).drop_front(common)})
-      if (std::optional<StringRef> sub = subAxisIn(mesh, changed)) {
-        error = "it changes the sub-axis '" + sub->str() +
-                "', and collectives run over whole mesh axes";
-        return false;
-      }
-  }
-  for (StringRef a : from.pending)
-    if (!llvm::is_contained(to.pending, a) && mesh.axisIndex(a) < 0) {
-      error = "it reduces over the sub-axis '" + a.str() +
-              "', and collectives run over whole mesh axes";
-      return false;
-    }
   Sharding cur = from;
 
   // Pending sums: reduce-scatter along dimensions the target splits over
@@ -272,18 +251,4 @@ RankedTensorType pmlir::sharding::localType(MeshAttr mesh, RankedTensorType glob
     shape[d] = parts * pmlir::shardSize(shape[d] / parts, devicesOf(mesh, axes));
   }
   return global.clone(shape);
-}
-
-SmallVector<int16_t> pmlir::sharding::gridAxes(MeshAttr mesh, ArrayRef<StringRef> axes) {
-  SmallVector<int16_t> out;
-  for (StringRef a : axes)
-    out.push_back(static_cast<int16_t>(mesh.subAxis(a)->index));
-  return out;
-}
-
-std::optional<StringRef> pmlir::sharding::subAxisIn(MeshAttr mesh, ArrayRef<StringRef> axes) {
-  for (StringRef a : axes)
-    if (mesh.axisIndex(a) < 0)
-      return a;
-  return std::nullopt;
 }

@@ -197,35 +197,105 @@ int64_t Mesh::rankOf(const std::vector<int64_t> &coords) const {
   return rank;
 }
 
-std::vector<int64_t> Mesh::group(int64_t rank, const std::vector<int> &axes) const {
+std::optional<SubAxis> Mesh::axisOfCode(int64_t code) const {
+  SubAxis part = SubAxis::fromCode(code);
+  if (code < 0 || part.index >= int64_t(names.size()))
+    return std::nullopt;
+  int64_t size = sizes[part.index];
+  if (part.pre == 0 && part.size == 0)
+    return wholeAxis(int(part.index));
+  if (part.pre < 1 || part.size < 1 || size % (part.pre * part.size) != 0)
+    return std::nullopt;
+  return part;
+}
+
+std::string Mesh::nameOf(const SubAxis &part) const {
+  return subAxisName(names[part.index], sizes[part.index], part.pre, part.size);
+}
+
+std::optional<std::vector<SubAxis>> pmlir::cutAxes(const std::vector<std::string> &axisNames,
+                                                   const std::vector<int64_t> &axisSizes,
+                                                   const std::vector<SubAxis> &named,
+                                                   std::string &error) {
+  std::vector<SubAxis> cut;
+  for (int64_t axis = 0; axis < int64_t(axisSizes.size()); ++axis) {
+    // A part's ends are positions counted in devices above it: it spans
+    // [pre, pre * size). Every end must divide the next for the parts
+    // between them to exist.
+    std::vector<int64_t> ends = {1, axisSizes[axis]};
+    for (const SubAxis &part : named)
+      if (part.index == axis) {
+        ends.push_back(part.pre);
+        ends.push_back(part.pre * part.size);
+      }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    for (size_t i = 1; i < ends.size(); ++i) {
+      if (ends[i] % ends[i - 1] != 0) {
+        auto endingAt = [&](int64_t end) {
+          for (const SubAxis &part : named)
+            if (part.index == axis && (part.pre == end || part.pre * part.size == end))
+              return subAxisName(axisNames[axis], axisSizes[axis], part.pre, part.size);
+          return std::string();
+        };
+        error = "the sub-axes '" + endingAt(ends[i - 1]) + "' and '" + endingAt(ends[i]) +
+                "' end inside each other, so no grid of parts holds both";
+        return std::nullopt;
+      }
+      cut.push_back({axis, ends[i - 1], ends[i] / ends[i - 1]});
+    }
+  }
+  return cut;
+}
+
+std::vector<int> pmlir::partsIn(const std::vector<SubAxis> &cut, const SubAxis &part) {
+  std::vector<int> runs;
+  int64_t end = part.pre * part.size;
+  for (size_t i = 0; i < cut.size(); ++i)
+    if (cut[i].index == part.index && cut[i].pre >= part.pre && cut[i].pre * cut[i].size <= end)
+      runs.push_back(int(i));
+  int64_t covered = 1;
+  for (int i : runs)
+    covered *= cut[i].size;
+  if (runs.empty() || cut[runs.front()].pre != part.pre || covered != part.size)
+    return {};
+  return runs;
+}
+
+std::vector<int64_t> Mesh::group(int64_t rank, const std::vector<SubAxis> &axes) const {
   std::vector<int64_t> coords = coordinates(rank);
   int64_t count = 1;
-  for (int a : axes)
-    count *= sizes[a];
+  for (const SubAxis &part : axes)
+    count *= part.size;
   std::vector<int64_t> ranks(count);
   for (int64_t i = 0; i < count; ++i) {
     int64_t rest = i;
     for (size_t k = axes.size(); k-- > 0;) {
-      coords[axes[k]] = rest % sizes[axes[k]];
-      rest /= sizes[axes[k]];
+      const SubAxis &part = axes[k];
+      int64_t axisSize = sizes[part.index], stride = part.stride(axisSize);
+      int64_t &c = coords[part.index];
+      c += (rest % part.size - part.coordinate(c, axisSize)) * stride;
+      rest /= part.size;
     }
     ranks[i] = rankOf(coords);
   }
   return ranks;
 }
 
-int64_t Mesh::indexInGroup(int64_t rank, const std::vector<int> &axes) const {
+int64_t Mesh::indexInGroup(int64_t rank, const std::vector<SubAxis> &axes) const {
   std::vector<int64_t> coords = coordinates(rank);
   int64_t index = 0;
-  for (int a : axes)
-    index = index * sizes[a] + coords[a];
+  for (const SubAxis &part : axes)
+    index = index * part.size + part.coordinate(coords[part.index], sizes[part.index]);
   return index;
 }
 
-int64_t Mesh::groupColor(int64_t rank, const std::vector<int> &axes) const {
+int64_t Mesh::groupColor(int64_t rank, const std::vector<SubAxis> &axes) const {
   std::vector<int64_t> coords = coordinates(rank);
-  for (int a : axes)
-    coords[a] = 0;
+  for (const SubAxis &part : axes) {
+    int64_t axisSize = sizes[part.index];
+    coords[part.index] -= part.coordinate(coords[part.index], axisSize) * part.stride(axisSize);
+  }
   return rankOf(coords);
 }
 
@@ -234,12 +304,12 @@ std::string Mesh::describeGroups() const {
   for (int axis : order) {
     std::vector<int64_t> seen;
     for (int64_t rank = 0; rank < numRanks(); ++rank) {
-      int64_t color = groupColor(rank, {axis});
+      int64_t color = groupColor(rank, {wholeAxis(axis)});
       if (std::find(seen.begin(), seen.end(), color) != seen.end())
         continue;
       seen.push_back(color);
       out << names[axis] << ":";
-      for (int64_t member : group(rank, {axis}))
+      for (int64_t member : group(rank, {wholeAxis(axis)}))
         out << " " << member;
       out << "\n";
     }

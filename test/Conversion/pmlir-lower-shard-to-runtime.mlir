@@ -204,3 +204,59 @@ func.func @uneven_split(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
   %r = shard.all_to_all %x on @mesh grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4x2xf32> -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>
 }
+
+// -----
+
+// A grid of sub-axes: grid axis i is the part of the mesh its
+// tfm.grid_axes names, passed to the runtime as its code (SubAxis::code:
+// axis | pre << 16 | size << 37). dp stays its index; the halves of tp
+// (axis 1) are 1 | 1 << 16 | 2 << 37 and 1 | 2 << 16 | 2 << 37.
+// CHECK-DAG: memref.global "private" constant @pmlir_grid_axes_274878038017 : memref<1xi64> = dense<274878038017>
+// CHECK-DAG: memref.global "private" constant @pmlir_grid_axes_0_274877972481_274878038017 : memref<3xi64> = dense<[0, 274877972481, 274878038017]>
+// CHECK-LABEL: func @sub_axis_codes
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} {
+  shard.grid @mesh(shape = 2x2x2) {tfm.grid_axes = ["dp", "tp:(1)2", "tp:(2)2"]}
+  func.func @sub_axis_codes(%x: tensor<4xf32>) -> (tensor<8xf32>, index, index) {
+    // CHECK: memref.get_global @pmlir_grid_axes_274878038017
+    // CHECK: call @pmlir_rt_all_gather_f32
+    // CHECK: memref.get_global @pmlir_grid_axes_0_274877972481_274878038017
+    // CHECK: call @pmlir_rt_index_in_group
+    // CHECK: %[[A:.*]] = arith.constant 274877972481 : i64
+    // CHECK: call @pmlir_rt_coordinate(%[[A]])
+    %g = shard.all_gather %x on @mesh grid_axes = [2] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+    %l = shard.process_linear_index on @mesh : index
+    %m = shard.process_multi_index on @mesh axes = [1] : index
+    return %g, %l, %m : tensor<8xf32>, index, index
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'shard.grid' op lists its axes as parts of the mesh (tfm.grid_axes), but the module has no tfm.mesh}}
+shard.grid @mesh(shape = 2x2) {tfm.grid_axes = ["tp:(1)2", "tp:(2)2"]}
+func.func @parts_without_a_mesh(%x: tensor<4xf32>) -> tensor<8xf32> {
+  %g = shard.all_gather %x on @mesh grid_axes = [1] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+  return %g : tensor<8xf32>
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{'shard.grid' op has tfm.grid_axes ["tp:(2)2", "tp:(1)2"], which are not the axes of #tfm.mesh<tp = 4> cut into parts, major parts first}}
+  shard.grid @mesh(shape = 2x2) {tfm.grid_axes = ["tp:(2)2", "tp:(1)2"]}
+  func.func @parts_out_of_order(%x: tensor<4xf32>) -> tensor<8xf32> {
+    %g = shard.all_gather %x on @mesh grid_axes = [1] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+    return %g : tensor<8xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{'shard.grid' op has tfm.grid_axes entry "tp:(1)3", which names no axis or sub-axis of #tfm.mesh<tp = 4>}}
+  shard.grid @mesh(shape = 3) {tfm.grid_axes = ["tp:(1)3"]}
+  func.func @part_not_of_the_mesh(%x: tensor<4xf32>) -> tensor<12xf32> {
+    %g = shard.all_gather %x on @mesh grid_axes = [0] gather_axis = 0 : tensor<4xf32> -> tensor<12xf32>
+    return %g : tensor<12xf32>
+  }
+}

@@ -163,17 +163,17 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 
 // -----
 
-// Sub-axes: a block along "tp:(1)2" of a tp of 4 is the tp coordinate
-// divided by 2, along "tp:(2)2" the coordinate modulo 2.
+// Sub-axes: the grid cuts tp into the parts the shardings name, so a block
+// along "tp:(1)2" of a tp of 4 is the coordinate on grid axis 0, along
+// "tp:(2)2" the coordinate on grid axis 1.
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // CHECK: shard.grid @mesh(shape = 2x2) {tfm.grid_axes = ["tp:(1)2", "tp:(2)2"]}
   // CHECK-LABEL: func.func @sub_axis_blocks
-  // CHECK: %[[I:.*]] = shard.process_multi_index on @mesh axes = [0] : index
-  // CHECK: %[[M:.*]] = arith.remui %[[I]], %{{.*}} : index
-  // CHECK: %[[OFF:.*]] = arith.muli %[[M]], %{{.*}} : index
+  // CHECK: %[[I:.*]] = shard.process_multi_index on @mesh axes = [1] : index
+  // CHECK: %[[OFF:.*]] = arith.muli %[[I]], %{{.*}} : index
   // CHECK: tfm.arange start = 0 plus %[[OFF]] : tensor<4xi64>
   // CHECK: %[[J:.*]] = shard.process_multi_index on @mesh axes = [0] : index
-  // CHECK: %[[D:.*]] = arith.divui %[[J]], %{{.*}} : index
-  // CHECK: %[[OFF2:.*]] = arith.muli %[[D]], %{{.*}} : index
+  // CHECK: %[[OFF2:.*]] = arith.muli %[[J]], %{{.*}} : index
   // CHECK: tfm.arange start = 0 plus %[[OFF2]] : tensor<4xi64>
   func.func @sub_axis_blocks() -> (tensor<8xi64> {tfm.sharding = #tfm.sharding<[["tp:(2)2"]]>},
                                    tensor<8xi64> {tfm.sharding = #tfm.sharding<[["tp:(1)2"]]>}) {
@@ -185,12 +185,53 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
 
 // -----
 
-// Collectives run over whole mesh axes: a sub-axis cannot be gathered.
+// A collective over a sub-axis is one over its grid axes: gathering the
+// major half of a tp of 4 is an all_gather over grid axis 0 (groups of 2);
+// whole tp is both grid axes, major first.
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
-  func.func @gather_sub_axis(%x: tensor<8x4xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)2"], []]>}) -> tensor<8x4xf32> {
-    // expected-error @+1 {{'tfm.gelu' op cannot reshard an operand from #tfm.sharding<[["tp:(1)2"], []]> to #tfm.sharding<[[], []]>: it changes the sub-axis 'tp:(1)2', and collectives run over whole mesh axes}}
+  // CHECK: shard.grid @mesh(shape = 2x2) {tfm.grid_axes = ["tp:(1)2", "tp:(2)2"]}
+  // CHECK-LABEL: func.func @gather_sub_axis
+  // CHECK: shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  // CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0, 1] : tensor<8x8xf32> -> tensor<8x8xf32>
+  func.func @gather_sub_axis(%x: tensor<8x4xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)2"], []]>},
+                             %w: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>})
+      -> (tensor<8x4xf32>, tensor<8x8xf32>) {
     %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[[], []]>]} : tensor<8x4xf32>
-    return %y : tensor<8x4xf32>
+    %z = tfm.matmul %y, %w {tfm.shardings = [#tfm.sharding<[[], []], pending = ["tp"]>]} : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+    return %y, %z : tensor<8x4xf32>, tensor<8x8xf32>
+  }
+}
+
+// -----
+
+// A part no sharding names: two kv heads held whole on every rank, the
+// queries' heads split over a tp of 4. Attention wants each kv head on the
+// two ranks of its query group (the major half of tp), which only the
+// partitioning finds; it partitions again on a grid cut for it and slices
+// the kv heads over grid axis 0, with no communication.
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // CHECK: shard.grid @mesh(shape = 2x2) {tfm.grid_axes = ["tp:(1)2", "tp:(2)2"]}
+  // CHECK-LABEL: func.func @kv_heads_sliced
+  // CHECK: shard.all_slice %arg1 on @mesh grid_axes = [0] slice_axis = 1 : tensor<1x2x4x2xf32> -> tensor<1x1x4x2xf32>
+  // CHECK: shard.all_slice %arg2 on @mesh grid_axes = [0] slice_axis = 1 : tensor<1x2x4x2xf32> -> tensor<1x1x4x2xf32>
+  // CHECK: tfm.attention {{.*}} : tensor<1x2x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> -> tensor<1x2x4x2xf32>
+  func.func @kv_heads_sliced(%q: tensor<1x8x4x2xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"], [], []]>},
+                             %k: tensor<1x2x4x2xf32> {tfm.sharding = #tfm.sharding<[[], [], [], []]>},
+                             %v: tensor<1x2x4x2xf32> {tfm.sharding = #tfm.sharding<[[], [], [], []]>})
+      -> (tensor<1x8x4x2xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"], [], []]>}) {
+    %o = tfm.attention %q, %k, %v causal scale = 0.5 {tfm.shardings = [#tfm.sharding<[[], ["tp"], [], []]>]} : tensor<1x8x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> -> tensor<1x8x4x2xf32>
+    return %o : tensor<1x8x4x2xf32>
+  }
+}
+
+// -----
+
+// Two sub-axes that end inside each other have no grid of parts.
+// expected-error @+1 {{partitioning needs a grid for the sub-axes of its shardings: the sub-axes 'tp:(1)2' and 'tp:(1)3' end inside each other, so no grid of parts holds both}}
+module attributes {tfm.mesh = #tfm.mesh<tp = 12>} {
+  func.func @nest_not(%x: tensor<12xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)2"]]>},
+                      %y: tensor<12xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)3"]]>}) -> (tensor<12xf32>, tensor<12xf32>) {
+    return %x, %y : tensor<12xf32>, tensor<12xf32>
   }
 }
 
@@ -267,5 +308,23 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
     // expected-error @+1 {{'tfm.gelu' op has 2 tfm.shardings for 1 results}}
     %y = tfm.gelu %x tanh {tfm.shardings = [#tfm.sharding<[[], []]>, #tfm.sharding<[[], []]>]} : tensor<8x8xf32>
     return %y : tensor<8x8xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  // expected-error @+1 {{@bad_arg_axis: argument #0 names mesh axis 'tp:(1)3', which the mesh #tfm.mesh<tp = 4> does not have}}
+  func.func @bad_arg_axis(%x: tensor<12xf32> {tfm.sharding = #tfm.sharding<[["tp:(1)3"]]>}) -> tensor<12xf32> {
+    return %x : tensor<12xf32>
+  }
+}
+
+// -----
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
+  func.func @bad_result_axis(%x: tensor<12xf32> {tfm.sharding = #tfm.sharding<[["tp"]]>}) -> (tensor<12xf32> {tfm.sharding = #tfm.sharding<[["pp"]]>}) {
+    // expected-error @+1 {{@bad_result_axis: result #0 names mesh axis 'pp', which the mesh #tfm.mesh<tp = 4> does not have}}
+    return %x : tensor<12xf32>
   }
 }

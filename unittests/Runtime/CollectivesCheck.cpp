@@ -40,6 +40,7 @@
 #include <vector>
 
 using pmlir::Mesh;
+using pmlir::SubAxis;
 
 namespace {
 
@@ -205,11 +206,19 @@ float blockValue(const Type &type, int64_t rank, int64_t j, int64_t i) {
   return float(((rank * 8 + j) % 64) * 4 + i % 4);
 }
 
-void checkType(const Type &type, const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt,
+/// The runtime's codes of `parts` (SubAxis::code).
+std::vector<int64_t> codesOf(const Mesh &mesh, const std::vector<SubAxis> &parts) {
+  std::vector<int64_t> codes;
+  for (const SubAxis &part : parts)
+    codes.push_back(part.code(mesh.axisSizes()[part.index]));
+  return codes;
+}
+
+void checkType(const Type &type, const Mesh &mesh, int64_t rank, const std::vector<SubAxis> &parts,
                const std::string &name) {
-  std::vector<int64_t> axes(axesInt.begin(), axesInt.end());
-  std::vector<int64_t> group = mesh.group(rank, axesInt);
-  int64_t n = group.size(), me = mesh.indexInGroup(rank, axesInt);
+  std::vector<int64_t> axes = codesOf(mesh, parts);
+  std::vector<int64_t> group = mesh.group(rank, parts);
+  int64_t n = group.size(), me = mesh.indexInGroup(rank, parts);
   const int64_t *ax = axes.data();
   int64_t na = axes.size();
   pmlir_rt_dtype dtype = type.dtype;
@@ -321,19 +330,19 @@ void checkType(const Type &type, const Mesh &mesh, int64_t rank, const std::vect
   }
 }
 
-void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<int> &axesInt) {
-  std::vector<int64_t> axes(axesInt.begin(), axesInt.end());
+void checkGroup(const Mesh &mesh, int64_t rank, const std::vector<SubAxis> &parts) {
+  std::vector<int64_t> axes = codesOf(mesh, parts);
   std::string name;
-  for (int a : axesInt)
-    name += (name.empty() ? "" : ",") + mesh.axisNames()[a];
-  int64_t n = mesh.group(rank, axesInt).size(), me = mesh.indexInGroup(rank, axesInt);
+  for (const SubAxis &part : parts)
+    name += (name.empty() ? "" : ",") + mesh.nameOf(part);
+  int64_t n = mesh.group(rank, parts).size(), me = mesh.indexInGroup(rank, parts);
   const int64_t *ax = axes.data();
   int64_t na = axes.size();
   if (pmlir_rt_group_size(ax, na) != n || pmlir_rt_index_in_group(ax, na) != me)
     pmlir_rt_fail(("group over " + name + ": size or index differs from the mesh").c_str());
   ++checks;
   for (const Type *type : {&kF32, &kBF16, &kF16})
-    checkType(*type, mesh, rank, axesInt, name);
+    checkType(*type, mesh, rank, parts, name);
 }
 
 std::string flag(int argc, char **argv, const char *name, const char *fallback) {
@@ -390,16 +399,30 @@ int main(int argc, char **argv) {
 
   int axes = static_cast<int>(mesh.axisNames().size());
   for (int a = 0; a < axes; ++a)
-    checkGroup(mesh, rank, {a});
+    checkGroup(mesh, rank, {mesh.wholeAxis(a)});
   for (int a = 0; a < axes; ++a)
     for (int b = 0; b < axes; ++b)
       if (a != b)
-        checkGroup(mesh, rank, {a, b});
+        checkGroup(mesh, rank, {mesh.wholeAxis(a), mesh.wholeAxis(b)});
   if (axes > 2) {
-    std::vector<int> all;
+    std::vector<SubAxis> all;
     for (int a = 0; a < axes; ++a)
-      all.push_back(a);
+      all.push_back(mesh.wholeAxis(a));
     checkGroup(mesh, rank, all);
+  }
+  // Sub-axes: an axis of composite size cut at its smallest prime factor p
+  // into its major part (1)p and minor part (p)rest, each alone and both
+  // minor first (a group order no whole axis has).
+  for (int a = 0; a < axes; ++a) {
+    int64_t size = mesh.axisSizes()[a], p = 2;
+    while (p < size && size % p != 0)
+      ++p;
+    if (p == size || size == 1)
+      continue;
+    SubAxis major{a, 1, p}, minor{a, p, size / p};
+    checkGroup(mesh, rank, {major});
+    checkGroup(mesh, rank, {minor});
+    checkGroup(mesh, rank, {minor, major});
   }
   if (rank == 0)
     std::printf("collectives ok: %lld checks per rank on mesh %s, %lld ranks, %s%s\n",

@@ -14,7 +14,7 @@ TEST(ProgressBoard, NamesTheMembersThatDidNotArrive) {
   auto board = ProgressBoard::inMemory(4);
   for (int64_t r = 0; r < 4; ++r)
     board->markStarted(r);
-  // Group {0, 1} over axis 0 (mask 1): rank 0 enters its second collective,
+  // Group {0, 1} of kind 1: rank 0 enters its second collective,
   // rank 1 has finished one and computes.
   EXPECT_EQ(board->enter(0, 1, "all_reduce"), 1);
   board->leave(0);
@@ -23,7 +23,7 @@ TEST(ProgressBoard, NamesTheMembersThatDidNotArrive) {
   EXPECT_EQ(board->enter(0, 1, "all_gather"), 2);
   EXPECT_EQ(board->notArrived({0, 1}, 1, 2),
             "did not arrive: rank 1 (last here: #1; it is computing)");
-  // Rank 1 waits elsewhere: in a collective over another set of axes.
+  // Rank 1 waits elsewhere: in a collective of another kind of group.
   board->enter(1, 2, "reduce_scatter");
   EXPECT_EQ(board->notArrived({0, 1}, 1, 2),
             "did not arrive: rank 1 (last here: #1; it waits in reduce_scatter of another "
@@ -46,12 +46,27 @@ TEST(ProgressBoard, RanksThatNeverStartedAreNotVisible) {
   EXPECT_EQ(board->whereIs(2, 1), "rank 2 waits in recv of this group");
 }
 
-TEST(ProgressBoard, SequenceNumbersCountPerSetOfAxes) {
-  auto board = ProgressBoard::inMemory(1);
+TEST(ProgressBoard, SequenceNumbersCountPerKindOfGroup) {
+  auto board = ProgressBoard::inMemory(2);
   board->markStarted(0);
-  EXPECT_EQ(board->enter(0, 1, "all_reduce"), 1);
-  EXPECT_EQ(board->enter(0, 3, "all_reduce"), 1);
-  EXPECT_EQ(board->enter(0, 1, "all_reduce"), 2);
-  // Sets beyond the tracked axes are not counted.
-  EXPECT_EQ(board->enter(0, 1u << ProgressBoard::kMaxAxes, "all_reduce"), 0);
+  board->markStarted(1);
+  // Keys are any nonzero numbers (the runtime hashes the group's axes).
+  const int64_t tp = int64_t(1) << 40, tpMinor = -5;
+  EXPECT_EQ(board->enter(0, tp, "all_reduce"), 1);
+  EXPECT_EQ(board->enter(0, tpMinor, "all_gather"), 1);
+  EXPECT_EQ(board->enter(0, tp, "all_reduce"), 2);
+  EXPECT_EQ(board->enter(1, tp, "all_reduce"), 1);
+  EXPECT_EQ(board->notArrived({0, 1}, tp, 2),
+            "did not arrive: rank 1 (last here: #1; it waits in all_reduce #1 of this group)");
+  // A kind rank 1 never met counts as none reached.
+  board->leave(1);
+  EXPECT_EQ(board->notArrived({0, 1}, tpMinor, 1),
+            "did not arrive: rank 1 (last here: #0; it is computing)");
+  // Point to point is not counted.
+  EXPECT_EQ(board->enter(0, tp, "send", /*counted=*/false), 0);
+  EXPECT_EQ(board->enter(0, tp, "all_reduce"), 3);
+  // Kinds past the row's table are not numbered.
+  for (int64_t k = 1; k <= ProgressBoard::kMaxGroupKinds; ++k)
+    board->enter(1, 1000 + k, "all_reduce");
+  EXPECT_EQ(board->enter(1, 5000, "all_reduce"), 0);
 }

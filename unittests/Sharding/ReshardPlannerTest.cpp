@@ -4,12 +4,13 @@
 //
 // Plans the change between every pair of shardings of a rank-2 tensor on a
 // 2x2 mesh (each axis unused, pending, or splitting either dimension, in
-// either order) and executes each plan on 4 simulated ranks: collectives
-// over groups as upstream `shard` defines them (a group over listed axes,
-// the last fastest), started from each rank's block as the layout decoder
-// (pmlir/Support/Layout.h) cuts it, pending sums as unequal shares. Each
-// rank must end with its block of the target, padding zeros, shapes as
-// planned.
+// either order), and on a tp of 4 between its two halves (sub-axes), and
+// executes each plan on 4 simulated ranks: collectives over groups as
+// upstream `shard` defines them (a group over listed axes, the last
+// fastest; pmlir::Mesh's groups), started from each rank's block as the
+// layout decoder (pmlir/Support/Layout.h) cuts it, pending sums as unequal
+// shares. Each rank must end with its block of the target, padding zeros,
+// shapes as planned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ using namespace mlir;
 using namespace pmlir;
 using namespace pmlir::sharding;
 using namespace pmlir::sharding::testing;
+using pmlir::SubAxis;
 
 namespace {
 
@@ -73,26 +75,20 @@ struct Buffer {
   }
 };
 
-/// Four ranks on the 2x2 grid, rank = 2 * x + y.
+/// The ranks of a mesh, with its groups over axes or sub-axes.
 class Ranks {
 public:
-  explicit Ranks(MeshAttr mesh) : mesh(mesh) {}
+  explicit Ranks(const Mesh &mesh) : mesh(mesh) {}
 
-  static std::vector<int64_t> coordinates(int64_t rank) { return {rank / 2, rank % 2}; }
+  int64_t size() const { return mesh.numRanks(); }
+  std::vector<int64_t> coordinates(int64_t rank) const { return mesh.coordinates(rank); }
 
   /// The members of `rank`'s group over `axes`, in group order.
   std::vector<int64_t> group(int64_t rank, const Axes &axes) const {
-    std::vector<int> indices;
+    std::vector<SubAxis> parts;
     for (StringRef a : axes)
-      indices.push_back(mesh.axisIndex(a));
-    std::vector<int64_t> members;
-    for (int64_t index = 0; index < (int64_t(1) << indices.size()); ++index) {
-      std::vector<int64_t> c = coordinates(rank);
-      for (size_t i = 0; i < indices.size(); ++i)
-        c[indices[i]] = (index >> (indices.size() - 1 - i)) & 1;
-      members.push_back(2 * c[0] + c[1]);
-    }
-    return members;
+      parts.push_back(*mesh.subAxis(a.str()));
+    return mesh.group(rank, parts);
   }
   int64_t indexIn(int64_t rank, const Axes &axes) const {
     std::vector<int64_t> members = group(rank, axes);
@@ -104,8 +100,8 @@ public:
     if (step.padTo != -1)
       for (Buffer &b : buffers)
         b = b.slice(step.dim, 0, step.padTo);
-    std::vector<Buffer> out(4);
-    for (int64_t r = 0; r < 4; ++r) {
+    std::vector<Buffer> out(size());
+    for (int64_t r = 0; r < size(); ++r) {
       std::vector<int64_t> members = group(r, step.axes);
       int64_t n = members.size(), me = indexIn(r, step.axes);
       auto sum = [&]() {
@@ -158,12 +154,12 @@ public:
   }
 
 private:
-  MeshAttr mesh;
+  const Mesh &mesh;
 };
 
 /// Every sharding of a rank-2 tensor on axes x and y: each axis unused,
 /// pending or in either dimension (both in one dimension in either order).
-std::vector<Sharding> allShardings() {
+std::vector<Sharding> allShardings(StringRef x = "x", StringRef y = "y") {
   std::vector<Sharding> all;
   // 0: unused, 1: dimension 0, 2: dimension 1, 3: pending.
   for (int px = 0; px < 4; ++px)
@@ -179,11 +175,11 @@ std::vector<Sharding> allShardings() {
             s.pending.push_back(axis);
         };
         if (yFirst) {
-          place("y", py);
-          place("x", px);
+          place(y, py);
+          place(x, px);
         } else {
-          place("x", px);
-          place("y", py);
+          place(x, px);
+          place(y, py);
         }
         all.push_back(s);
       }
@@ -199,8 +195,9 @@ std::vector<double> globalTensor(ArrayRef<int64_t> shape) {
 
 /// Each rank's block of `global` under `s`; a pending sum is spread over
 /// its group in unequal shares.
-std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayRef<int64_t> shape,
-                             const std::vector<double> &global, const Sharding &s) {
+std::vector<Buffer> blocksOf(MeshAttr mesh, const Mesh &supportMesh, const Ranks &ranks,
+                             ArrayRef<int64_t> shape, const std::vector<double> &global,
+                             const Sharding &s) {
   std::vector<Buffer> out;
   DimAxes dims;
   std::vector<int64_t> local;
@@ -210,14 +207,14 @@ std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayR
     for (StringRef a : axes)
       dims.back().push_back(a.str());
     int64_t n = s.partsOf(d);
-    local.push_back(n * shardSize(shape[d] / n, int64_t(1) << axes.size()));
+    local.push_back(n * shardSize(shape[d] / n, devicesOf(mesh, axes)));
     parts.push_back(n);
   }
-  for (int64_t r = 0; r < 4; ++r) {
+  for (int64_t r = 0; r < ranks.size(); ++r) {
     std::string error;
     std::optional<BlockLayout> layout = BlockLayout::decode(
         supportMesh, dims, local, std::vector<int64_t>(shape.begin(), shape.end()),
-        Ranks::coordinates(r), error, parts);
+        ranks.coordinates(r), error, parts);
     EXPECT_TRUE(layout) << error;
     Buffer b{local, std::vector<double>(local[0] * local[1], 0.0)};
     layout->copyOut(global.data(), sizeof(double), b.data.data());
@@ -237,7 +234,7 @@ std::vector<Buffer> blocksOf(const Mesh &supportMesh, const Ranks &ranks, ArrayR
 void expectTargetBlocks(const Ranks &ranks, const std::vector<Buffer> &buffers,
                         const std::vector<Buffer> &want, const std::vector<int64_t> &shape,
                         ArrayRef<StringRef> pending) {
-  for (int64_t r = 0; r < 4; ++r) {
+  for (int64_t r = 0; r < ranks.size(); ++r) {
     ASSERT_EQ(buffers[r].shape, shape) << "rank " << r;
     std::vector<double> have = buffers[r].data;
     if (!pending.empty()) {
@@ -257,18 +254,22 @@ protected:
   MLIRContext context;
 };
 
-TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
-  std::vector<int64_t> shape = GetParam();
-  MeshAttr mesh = parseMesh(context, "x = 2, y = 2");
-  std::string error;
-  std::optional<Mesh> supportMesh = Mesh::parse("x=2,y=2", "y,x", error);
-  ASSERT_TRUE(supportMesh) << error;
-  Ranks ranks(mesh);
+/// What checkEveryPair saw.
+struct PairCounts {
+  int planned = 0;
+  /// Collective steps over a sub-axis.
+  int overParts = 0;
+};
+
+/// Plans every pair of `all` (shardings of a tensor of `shape` on `mesh`),
+/// runs each plan on the ranks of `supportMesh` (the same mesh), and checks
+/// that every rank ends with its block of the target.
+void checkEveryPair(MLIRContext &context, MeshAttr mesh, const Mesh &supportMesh,
+                    const std::vector<int64_t> &shape, const std::vector<Sharding> &all,
+                    PairCounts &counts) {
+  Ranks ranks(supportMesh);
   auto type = RankedTensorType::get(shape, Float64Type::get(&context));
   std::vector<double> global = globalTensor(shape);
-  std::vector<Sharding> all = allShardings();
-  ASSERT_EQ(all.size(), 18u);
-  int planned = 0;
   for (const Sharding &from : all)
     for (const Sharding &to : all) {
       SCOPED_TRACE(describe(from) + " -> " + describe(to));
@@ -282,10 +283,13 @@ TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
         continue;
       }
       ASSERT_TRUE(plan) << why;
-      ++planned;
+      ++counts.planned;
       if (from == to)
         EXPECT_TRUE(plan->steps.empty());
-      std::vector<Buffer> buffers = blocksOf(*supportMesh, ranks, shape, global, from);
+      for (const ReshardStep &step : plan->steps)
+        counts.overParts +=
+            llvm::any_of(step.axes, [&](StringRef a) { return mesh.axisIndex(a) < 0; });
+      std::vector<Buffer> buffers = blocksOf(mesh, supportMesh, ranks, shape, global, from);
       for (const ReshardStep &step : plan->steps)
         ranks.run(step, buffers);
       ASSERT_FALSE(plan->steps.empty() && from != to);
@@ -295,10 +299,40 @@ TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
       // still pending, the sum over its group does.
       RankedTensorType local = localType(mesh, type, to);
       expectTargetBlocks(
-          ranks, buffers, blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}}),
+          ranks, buffers, blocksOf(mesh, supportMesh, ranks, shape, global, Sharding{to.dims, {}}),
           std::vector<int64_t>(local.getShape().begin(), local.getShape().end()), to.pending);
     }
-  EXPECT_GT(planned, 150);
+}
+
+TEST_P(ReshardPlannerTest, EveryPairOnTwoByTwo) {
+  MeshAttr mesh = parseMesh(context, "x = 2, y = 2");
+  std::string error;
+  std::optional<Mesh> supportMesh = Mesh::parse("x=2,y=2", "y,x", error);
+  ASSERT_TRUE(supportMesh) << error;
+  std::vector<Sharding> all = allShardings();
+  ASSERT_EQ(all.size(), 18u);
+  PairCounts counts;
+  checkEveryPair(context, mesh, *supportMesh, GetParam(), all, counts);
+  EXPECT_GT(counts.planned, 150);
+}
+
+// The halves of a tp of 4 as two axes: every pair of shardings over its
+// major half tp:(1)2 and minor half tp:(2)2, and with tp whole. Collectives
+// run over sub-axes; each plan, run on the 4 ranks, gives every rank its
+// block of the target.
+TEST_P(ReshardPlannerTest, SubAxesOfATpOfFour) {
+  MeshAttr mesh = parseMesh(context, "tp = 4");
+  std::string error;
+  std::optional<Mesh> supportMesh = Mesh::parse("tp=4", "", error);
+  ASSERT_TRUE(supportMesh) << error;
+  std::vector<Sharding> all = allShardings("tp:(1)2", "tp:(2)2");
+  all.push_back(makeSharding({{"tp"}, {}}));
+  all.push_back(makeSharding({{}, {"tp"}}));
+  all.push_back(makeSharding({{}, {}}, {"tp"}));
+  PairCounts counts;
+  checkEveryPair(context, mesh, *supportMesh, GetParam(), all, counts);
+  EXPECT_GT(counts.planned, 150);
+  EXPECT_GT(counts.overParts, 100);
 }
 
 /// The shape of `shape` in a plan's view, where a dimension of parts is
@@ -327,7 +361,7 @@ TEST_P(ReshardPlannerTest, FusedPartsMoveInTheirView) {
   std::string error;
   std::optional<Mesh> supportMesh = Mesh::parse("x=2,y=2", "y,x", error);
   ASSERT_TRUE(supportMesh) << error;
-  Ranks ranks(mesh);
+  Ranks ranks(*supportMesh);
   auto type = RankedTensorType::get(shape, Float64Type::get(&context));
   std::vector<double> global = globalTensor(shape);
   std::vector<Sharding> all;
@@ -359,7 +393,7 @@ TEST_P(ReshardPlannerTest, FusedPartsMoveInTheirView) {
         continue;
       }
       ++planned;
-      std::vector<Buffer> buffers = blocksOf(*supportMesh, ranks, shape, global, from);
+      std::vector<Buffer> buffers = blocksOf(mesh, *supportMesh, ranks, shape, global, from);
       for (Buffer &b : buffers)
         b.shape = inView(b.shape, plan->partsView);
       for (const ReshardStep &step : plan->steps)
@@ -368,7 +402,7 @@ TEST_P(ReshardPlannerTest, FusedPartsMoveInTheirView) {
       std::vector<int64_t> localShape(local.getShape().begin(), local.getShape().end());
       expectTargetBlocks(
           ranks, buffers,
-          blocksOf(*supportMesh, ranks, shape, global, Sharding{to.dims, {}, to.parts}),
+          blocksOf(mesh, *supportMesh, ranks, shape, global, Sharding{to.dims, {}, to.parts}),
           inView(localShape, plan->partsView), to.pending);
     }
   EXPECT_GT(planned, 100);
@@ -431,13 +465,29 @@ TEST_F(ReshardPlanShapes, RefusesWhatCollectivesCannotDo) {
   EXPECT_FALSE(
       planReshard(mesh, type, makeSharding({{}, {}}), makeSharding({{}, {}}, {"tp"}), why));
   EXPECT_EQ(why, "a full value cannot become a pending sum");
-  EXPECT_FALSE(
-      planReshard(mesh, type, makeSharding({{"tp:(1)2"}, {}}), makeSharding({{}, {}}), why));
-  EXPECT_EQ(why, "it changes the sub-axis 'tp:(1)2', and collectives run over whole mesh axes");
-  EXPECT_FALSE(
-      planReshard(mesh, type, makeSharding({{}, {}}, {"tp:(2)2"}), makeSharding({{}, {}}), why));
-  EXPECT_EQ(why, "it reduces over the sub-axis 'tp:(2)2', and collectives run over whole mesh "
-                 "axes");
+}
+
+TEST_F(ReshardPlanShapes, SubAxesAreGroupsOfTheirOwn) {
+  // Two kv heads on a tp of 4 hold half a head each ([tp] on the heads'
+  // features); a head whole on each pair of ranks is one all_gather over
+  // the minor half, in groups of 2, and a sum over the minor half is one
+  // all_reduce over it.
+  MeshAttr mesh = parseMesh(context, "tp = 4");
+  auto type = RankedTensorType::get({2, 8}, Float32Type::get(&context));
+  std::string why;
+  std::optional<ReshardPlan> plan = planReshard(
+      mesh, type, makeSharding({{"tp:(1)2"}, {"tp:(2)2"}}), makeSharding({{"tp:(1)2"}, {}}), why);
+  ASSERT_TRUE(plan) << why;
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, CollectiveKind::AllGather);
+  EXPECT_EQ(plan->steps[0].axes, Axes({"tp:(2)2"}));
+  EXPECT_EQ(plan->steps[0].groupSize, 2);
+  EXPECT_EQ(plan->steps[0].resultShape, llvm::SmallVector<int64_t>({1, 8}));
+  plan = planReshard(mesh, type, makeSharding({{}, {}}, {"tp:(2)2"}), makeSharding({{}, {}}), why);
+  ASSERT_TRUE(plan) << why;
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(plan->steps[0].groupSize, 2);
 }
 
 } // namespace

@@ -128,6 +128,11 @@ def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp">
     of the runtime with memref descriptors (C interface) of flat buffers and
     of the ordered grid axes, which live in a private constant
     `memref.global`; grid axis `i` is mesh axis `i` of `pmlir-run --mesh`.
+    A grid of sub-axes (`tfm.grid_axes`, as `pmlir-partition` makes where
+    shardings name sub-axes) needs the module's `tfm.mesh`: each grid axis
+    goes to the runtime as the code of the part of the mesh it names
+    (`pmlir::SubAxis::code`: a whole axis is its index, a part packs axis,
+    position and size), and the runtime makes the group over those parts.
 
     - `all_reduce` (sum, max, min, product): input flattened and taken as a
       buffer, a fresh result buffer, `pmlir_rt_all_reduce_<type>`, the result

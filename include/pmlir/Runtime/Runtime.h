@@ -7,7 +7,9 @@
 |* then cp, ep, dp, pp, unless a rank order is given) and one communicator    *|
 |* per group. Collectives run on the group of the given mesh axes that holds  *|
 |* this rank; axes are indices into the mesh as written ("tp=2,dp=2": tp is   *|
-|* 0), listed in the order that orders the group (the last fastest).          *|
+|* 0), or parts of an axis coded as pmlir::SubAxis::code says ("tp:(2)2" of   *|
+|* a tp of 4: the ranks that share tp / 2), listed in the order that orders   *|
+|* the group (the last fastest).                                              *|
 |* Errors end the whole job with a message that names the rank.              *|
 |*                                                                            *|
 |* One set of entry points for every backend, chosen at init:                 *|
@@ -79,7 +81,8 @@ int64_t pmlir_rt_num_ranks(void);
 /* Size of the group over `axes` and this rank's index in it. */
 int64_t pmlir_rt_group_size(const int64_t *axes, int64_t num_axes);
 int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t num_axes);
-/* This rank's coordinate on mesh axis `axis`. */
+/* This rank's coordinate on mesh axis `axis`, or on the part of one that
+ * `axis` codes. */
 int64_t pmlir_rt_coordinate(int64_t axis);
 
 /* recv = op over the group of send (count elements each). */

@@ -5,7 +5,9 @@
 // A reshard turns a rank's block of a tensor under one sharding into its
 // block under another. The planner picks the collectives without touching
 // IR (a dry run: auto-sharding and the cost of a proposal ask it), and the
-// emitter writes a plan as upstream `shard` ops on the grid `kGridName`.
+// emitter writes a plan as upstream `shard` ops on the grid `kGridName`
+// (pmlir/Sharding/Grid.h), where a collective over a sub-axis is one over
+// the grid axes of its parts.
 //
 // The plan, for any change: pending sums are reduce_scattered along
 // dimensions the target splits over the reduced axes and all_reduced
@@ -22,6 +24,7 @@
 #define PMLIR_SHARDING_RESHARD_H
 
 #include "pmlir/Sharding/CostModel.h"
+#include "pmlir/Sharding/Grid.h"
 #include "pmlir/Sharding/Sharding.h"
 
 #include "mlir/IR/Builders.h"
@@ -35,7 +38,7 @@ namespace pmlir::sharding {
 /// One collective of a reshard, on local shapes.
 struct ReshardStep {
   CollectiveKind kind;
-  /// The mesh axes of the collective's groups (whole axes).
+  /// The mesh axes or sub-axes of the collective's groups, major first.
   Axes axes;
   /// The dimension it gathers, scatters or slices; for an all_to_all the
   /// one it splits (that gains the axis).
@@ -85,30 +88,24 @@ std::optional<ReshardPlan> planReshard(MeshAttr mesh, mlir::RankedTensorType glo
 mlir::RankedTensorType localType(MeshAttr mesh, mlir::RankedTensorType global,
                                  const Sharding &sharding);
 
-/// The grid axes of `axes`: the index of each one's axis.
-llvm::SmallVector<int16_t> gridAxes(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
-
-/// The first of `axes` that is a part of a mesh axis: shard collectives run
-/// over whole grid axes only.
-std::optional<llvm::StringRef> subAxisIn(MeshAttr mesh, llvm::ArrayRef<llvm::StringRef> axes);
-
-/// Emits `plan` on the local value `v` at the builder's insertion point and
-/// returns the resharded local value.
-mlir::Value emitReshard(mlir::OpBuilder &b, mlir::Location loc, MeshAttr mesh,
-                        const ReshardPlan &plan, mlir::Value v);
+/// Emits `plan` on the local value `v` at the builder's insertion point, on
+/// `grid`, and returns the resharded local value.
+mlir::Value emitReshard(mlir::OpBuilder &b, mlir::Location loc, Grid &grid, const ReshardPlan &plan,
+                        mlir::Value v);
 
 /// `v` with dimension `d` grown (zeros at the end) or cut to `size`.
 mlir::Value resizeDim(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t d,
                       int64_t size);
 
 /// This rank's block index along `axes` (major first), as an index value:
-/// Mesh::blockIndex, with SubAxis::coordinate emitted as IR.
-mlir::Value emitBlockIndex(mlir::OpBuilder &b, mlir::Location loc, MeshAttr mesh,
+/// Mesh::blockIndex, read as this rank's linear index over the grid axes of
+/// `axes`.
+mlir::Value emitBlockIndex(mlir::OpBuilder &b, mlir::Location loc, Grid &grid,
                            llvm::ArrayRef<llvm::StringRef> axes);
 
 /// The first global element of this rank's block: `base` plus the block
 /// index along `axes` times `localSize`.
-mlir::Value emitBlockStart(mlir::OpBuilder &b, mlir::Location loc, MeshAttr mesh,
+mlir::Value emitBlockStart(mlir::OpBuilder &b, mlir::Location loc, Grid &grid,
                            llvm::ArrayRef<llvm::StringRef> axes, int64_t localSize, int64_t base);
 
 } // namespace pmlir::sharding

@@ -50,6 +50,26 @@ struct SubAxis {
   bool overlaps(const SubAxis &other) const {
     return index == other.index && pre < other.pre * other.size && other.pre < pre * size;
   }
+  bool operator==(const SubAxis &other) const {
+    return index == other.index && pre == other.pre && size == other.size;
+  }
+
+  /// The part's code in the runtime's lists of group axes (RuntimeAbi.def's
+  /// AXES): a whole axis is its index, a part of one packs index, pre and
+  /// size, so the compiler and the runtime agree on it without a table.
+  int64_t code(int64_t axisSize) const {
+    if (pre == 1 && size == axisSize)
+      return index;
+    return index | pre << kPreShift | size << kSizeShift;
+  }
+  /// The fields of `code`: pre and size 0 for a whole axis. Any code
+  /// decodes; Mesh::axisOfCode checks it against a mesh.
+  static SubAxis fromCode(int64_t code) {
+    return {code & kIndexMask, (code >> kPreShift) & kFieldMask, code >> kSizeShift};
+  }
+  static constexpr int64_t kIndexMask = (int64_t(1) << 16) - 1;
+  static constexpr int kPreShift = 16, kSizeShift = 37;
+  static constexpr int64_t kFieldMask = (int64_t(1) << 21) - 1;
 };
 
 /// The parts of an axis name: "tp" or "tp:(p)s".
@@ -67,6 +87,20 @@ struct AxisName {
 /// The name of the part of axis `axis` (of size `axisSize`) of `size` below
 /// `pre`: the axis' own name for the whole axis.
 std::string subAxisName(std::string_view axis, int64_t axisSize, int64_t pre, int64_t size);
+
+/// The parts that cut the axes `axisNames` of sizes `axisSizes` at the
+/// ends of every part in `named`: per axis, major parts first, axes in order. A grid of
+/// these parts holds each named part as a run of consecutive grid axes, so
+/// a collective over a part is one over grid axes. Nullopt, with `error`
+/// naming them, where two parts end inside each other (tp:(1)2 and tp:(1)3
+/// of a tp of 12): no grid of parts holds both.
+std::optional<std::vector<SubAxis>> cutAxes(const std::vector<std::string> &axisNames,
+                                            const std::vector<int64_t> &axisSizes,
+                                            const std::vector<SubAxis> &named, std::string &error);
+
+/// The indices in `cut` of the consecutive parts that make up `part`, major
+/// first; empty where `cut` does not cut its axis at `part`'s ends.
+std::vector<int> partsIn(const std::vector<SubAxis> &cut, const SubAxis &part);
 
 class Mesh {
 public:
@@ -93,20 +127,29 @@ public:
   /// -1 if an axis is not on this mesh.
   int64_t blockIndex(const std::vector<std::string> &axes,
                      const std::vector<int64_t> &coordinates) const;
+  /// Axis `index` whole, as a part.
+  SubAxis wholeAxis(int index) const { return {index, 1, sizes[index]}; }
+  /// The part a runtime axes code names (SubAxis::code), or nullopt where it
+  /// names no axis or a part that does not divide its axis.
+  std::optional<SubAxis> axisOfCode(int64_t code) const;
+  /// The name of `part`: "tp" or "tp:(1)2".
+  std::string nameOf(const SubAxis &part) const;
 
   /// Coordinate of `rank` on each axis (axisNames() order).
   std::vector<int64_t> coordinates(int64_t rank) const;
   int64_t rankOf(const std::vector<int64_t> &coordinates) const;
 
-  /// The group over `axes` (indices) that holds `rank`, in group order: the
-  /// listed axes read row-major, the last listed axis fastest (as shard's
+  /// The group over `axes` (whole axes or parts of them, none sharing
+  /// devices) that holds `rank`: the ranks whose coordinates differ from its
+  /// own only on those parts. In group order: the listed parts' coordinates
+  /// read row-major, the last listed fastest (as shard's
   /// process_linear_index).
-  std::vector<int64_t> group(int64_t rank, const std::vector<int> &axes) const;
+  std::vector<int64_t> group(int64_t rank, const std::vector<SubAxis> &axes) const;
   /// This rank's index in group(rank, axes).
-  int64_t indexInGroup(int64_t rank, const std::vector<int> &axes) const;
+  int64_t indexInGroup(int64_t rank, const std::vector<SubAxis> &axes) const;
   /// Which group over `axes` holds `rank`: equal for ranks of one group,
   /// distinct across groups (an MPI_Comm_split color).
-  int64_t groupColor(int64_t rank, const std::vector<int> &axes) const;
+  int64_t groupColor(int64_t rank, const std::vector<SubAxis> &axes) const;
 
   /// One line per group of each axis, "<axis>: <ranks>", axes in rank order.
   std::string describeGroups() const;

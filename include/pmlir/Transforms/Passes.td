@@ -257,7 +257,15 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     Runs after `pmlir-sharding-propagation`: every value has a sharding. The
     output is the SPMD program each rank runs: `tfm` ops on local shapes and
     upstream `shard` collectives on `shard.grid @mesh`, made from the
-    module's `tfm.mesh` (grid axis i is mesh axis i). Function arguments and
+    module's `tfm.mesh`: grid axis i is mesh axis i, unless the shardings
+    name sub-axes. Then each axis is cut into the parts they name (on a tp
+    of 4, `"tp:(1)2"` cuts tp into the grid axes `tp:(1)2` and `tp:(2)2`,
+    listed in the grid's `tfm.grid_axes`), so a collective over a sub-axis
+    is one over its grid axes and whole tp is both. A reshard that needs a
+    part no sharding names (an axis shared among an op's factors) is found
+    while partitioning, which then starts over on a grid cut for it too.
+    Sub-axes that end inside each other (`tp:(1)2` and `tp:(1)3` of a tp
+    of 12) have no common grid and are an error. Function arguments and
     results take local types and keep their `tfm.sharding`, which says where
     each rank's block sits in the global tensor, and get `tfm.global_type`,
     the global tensor's type (`pmlir-run` loads and assembles by them).

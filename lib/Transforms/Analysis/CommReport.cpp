@@ -23,6 +23,7 @@
 
 #include "JsonReport.h"
 #include "pmlir/Sharding/CostModel.h"
+#include "pmlir/Sharding/Grid.h"
 #include "pmlir/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -92,10 +93,29 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
     LLVM_DEBUG(llvm::dbgs() << "writing the comm report to " << output << "\n");
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<pmlir::tfm::MeshAttr>(pmlir::tfm::kMeshAttr);
-    auto axisName = [&](int16_t axis) -> std::string {
-      if (mesh && axis < static_cast<int16_t>(mesh.getAxes().size()))
-        return mesh.getAxes()[axis].str();
-      return "axis" + std::to_string(axis);
+    // Grid axes by the mesh axes or sub-axes they are (pmlir/Sharding/Grid.h),
+    // adjacent parts of one axis read as their union.
+    std::optional<pmlir::sharding::Grid> grid;
+    if (auto gridOp = module.lookupSymbol<shard::GridOp>(pmlir::kGridName); gridOp && mesh) {
+      FailureOr<pmlir::sharding::Grid> declared = pmlir::sharding::Grid::declaredBy(gridOp, mesh);
+      if (failed(declared))
+        return signalPassFailure();
+      grid = *declared;
+    }
+    auto axisNames = [&](ArrayRef<int16_t> axes) {
+      SmallVector<StringRef> parts;
+      SmallVector<std::string> names;
+      for (int16_t a : axes) {
+        if (grid && a < static_cast<int16_t>(grid->parts().size())) {
+          const pmlir::SubAxis &part = grid->parts()[a];
+          parts.push_back(mesh.subAxisName(part.index, part.pre, part.size));
+        } else {
+          names.push_back("axis" + std::to_string(a));
+        }
+      }
+      for (StringRef name : mesh ? mesh.mergeSubAxes(parts) : parts)
+        names.push_back(name.str());
+      return names;
     };
     std::string error;
     std::optional<CostModel> model = CostModel::parse(links, error);
@@ -127,11 +147,10 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
       auto [kind, axes, bytes] = *collective;
       std::string axesKey;
       llvm::json::Array axesJson;
-      SmallVector<std::string> names;
-      for (int16_t a : axes) {
-        names.push_back(axisName(a));
-        axesKey += (axesKey.empty() ? "" : ",") + names.back();
-        axesJson.push_back(names.back());
+      SmallVector<std::string> names = axisNames(axes);
+      for (const std::string &name : names) {
+        axesKey += (axesKey.empty() ? "" : ",") + name;
+        axesJson.push_back(name);
       }
       SmallVector<StringRef> nameRefs(names.begin(), names.end());
       pmlir::sharding::CollectiveCost cost =

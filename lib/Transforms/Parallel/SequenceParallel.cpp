@@ -22,6 +22,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Sharding/Grid.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -58,21 +59,25 @@ struct SequenceParallelPass
     MeshAttr mesh = meshOf(module, "sequence parallelism");
     if (!mesh)
       return signalPassFailure();
-    int64_t axis = mesh.axisIndex(tpAxis);
-    if (axis < 0) {
+    if (mesh.axisIndex(tpAxis) < 0) {
       emitError(module.getLoc()) << "sequence parallelism needs the mesh axis '" << tpAxis
                          << "', which the mesh " << mesh << " does not have";
       return signalPassFailure();
     }
-    auto grid = dyn_cast_or_null<shard::GridOp>(module.lookupSymbol(pmlir::kGridName));
-    if (!grid) {
+    auto gridOp = dyn_cast_or_null<shard::GridOp>(module.lookupSymbol(pmlir::kGridName));
+    if (!gridOp) {
       emitError(module.getLoc()) << "sequence parallelism runs on a partitioned program (shard.grid "
                             "@mesh); run pmlir-partition first";
       return signalPassFailure();
     }
+    FailureOr<pmlir::sharding::Grid> grid = pmlir::sharding::Grid::declaredBy(gridOp, mesh);
+    if (failed(grid))
+      return signalPassFailure();
+    // tp on the grid: one grid axis, or its parts where the program cut it.
+    StringRef tp = tpAxis;
+    SmallVector<int16_t> axes = grid->axesOf(tp);
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() &&
-          failed(rewrite(func, static_cast<int16_t>(axis), mesh.axisSize(tpAxis))))
+      if (!func.isExternal() && failed(rewrite(func, axes, mesh.axisSize(tpAxis))))
         return signalPassFailure();
   }
 
@@ -84,15 +89,14 @@ struct SequenceParallelPass
     return tensor.clone(shape);
   }
 
-  LogicalResult rewrite(func::FuncOp func, int16_t axis, int64_t tp) {
+  LogicalResult rewrite(func::FuncOp func, ArrayRef<int16_t> axes, int64_t tp) {
     // The all-reduces that start a region: a sum over tp alone, of a
     // tensor with a sequence dimension, feeding a sequence-local op.
     SmallVector<shard::AllReduceOp> starts;
     func.walk([&](shard::AllReduceOp op) {
       auto type = cast<RankedTensorType>(op.getResult().getType());
-      if (op.getReduction() == shard::ReductionKind::Sum &&
-          op.getGridAxes() == ArrayRef<int16_t>{axis} && type.getRank() > seqDim &&
-          llvm::any_of(op->getUsers(), isSequenceLocal))
+      if (op.getReduction() == shard::ReductionKind::Sum && op.getGridAxes() == axes &&
+          type.getRank() > seqDim && llvm::any_of(op->getUsers(), isSequenceLocal))
         starts.push_back(op);
     });
 
@@ -151,7 +155,7 @@ struct SequenceParallelPass
                                    << dim;
         b.setInsertionPoint(op);
         Value slice = shard::AllSliceOp::create(b, op->getLoc(), shardType(type, tp, dim), v,
-                                                pmlir::kGridName, ArrayRef<int16_t>{axis}, dim);
+                                                pmlir::kGridName, axes, dim);
         operand.set(slice);
       }
     }
@@ -168,7 +172,7 @@ struct SequenceParallelPass
       Value v = uses.front()->get();
       b.setInsertionPoint(first);
       Value full = shard::AllGatherOp::create(b, first->getLoc(), v.getType(), pmlir::kGridName,
-                                              ArrayRef<int16_t>{axis}, v, APInt(64, seqDim));
+                                              axes, v, APInt(64, seqDim));
       for (OpOperand *use : uses)
         use->set(full);
     }
@@ -178,8 +182,8 @@ struct SequenceParallelPass
     for (shard::AllReduceOp op : starts) {
       b.setInsertionPoint(op);
       Value scattered = shard::ReduceScatterOp::create(
-          b, op.getLoc(), op.getResult().getType(), pmlir::kGridName, ArrayRef<int16_t>{axis},
-          op.getInput(), shard::ReductionKind::Sum, APInt(64, seqDim));
+          b, op.getLoc(), op.getResult().getType(), pmlir::kGridName, axes, op.getInput(),
+          shard::ReductionKind::Sum, APInt(64, seqDim));
       op.getResult().replaceAllUsesWith(scattered);
       op.erase();
     }

@@ -5,7 +5,8 @@
 // Input: a global program whose values all have shardings (after
 // pmlir-sharding-propagation). Output: the program one rank runs, on local
 // shapes, with upstream `shard` collectives on a `shard.grid` made from
-// tfm.mesh (grid axis i is mesh axis i).
+// tfm.mesh: its axes, each cut into the parts (sub-axes) the program uses
+// (pmlir/Sharding/Grid.h).
 //
 // Each op is partitioned from its sharding rule. The mesh axes of every
 // factor come from the op's result shardings (contracting factors: from its
@@ -60,9 +61,10 @@ struct Local {
 };
 
 struct Partitioner {
-  Partitioner(MeshAttr mesh, OpBuilder &b) : mesh(mesh), b(b) {}
+  Partitioner(Grid &grid, OpBuilder &b) : mesh(grid.getMesh()), grid(grid), b(b) {}
 
   MeshAttr mesh;
+  Grid &grid;
   OpBuilder &b;
   /// Global value -> its local value as computed.
   DenseMap<Value, Local> locals;
@@ -92,12 +94,8 @@ struct Partitioner {
     return global.getShape()[d] % devicesOf(mesh, axes) != 0;
   }
 
-  SmallVector<int16_t> gridAxes(ArrayRef<StringRef> axes) const {
-    return pmlir::sharding::gridAxes(mesh, axes);
-  }
-
   Value blockStart(Location loc, ArrayRef<StringRef> axes, int64_t localSize, int64_t base) {
-    return pmlir::sharding::emitBlockStart(b, loc, mesh, axes, localSize, base);
+    return pmlir::sharding::emitBlockStart(b, loc, grid, axes, localSize, base);
   }
 
   /// Realizes the change of sharding `from` -> `to` of the local value `v`
@@ -117,7 +115,7 @@ struct Partitioner {
         diag << ": " << why;
       return diag;
     }
-    Value resharded = emitReshard(b, user->getLoc(), mesh, *plan, v);
+    Value resharded = emitReshard(b, user->getLoc(), grid, *plan, v);
     assert(resharded.getType() == localType(global, to) && "reshard lost the shape");
     if (dirtyPadding.contains(v) && hasPadding(global, to))
       dirtyPadding.insert(resharded);
@@ -224,9 +222,6 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   Sharding logits = locals.at(op.getLogits()).sharding;
   logits.pending.clear();
   Axes vocabAxes = logits.dims.back();
-  if (std::optional<StringRef> sub = pmlir::sharding::subAxisIn(mesh, vocabAxes))
-    return op.emitOpError() << "has logits whose vocabulary is split over the sub-axis '" << *sub
-                            << "'; its all-reduces need whole mesh axes";
   Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};
   FailureOr<Value> x = get(op.getLogits(), logits, op);
   FailureOr<Value> labels = get(op.getLabels(), perToken, op);
@@ -243,14 +238,14 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   Value max = RowMaxOp::create(b, loc, RankedTensorType::get(tokens, t), *x, from,
                                from ? b.getI64IntegerAttr(vocab) : IntegerAttr());
   if (!vocabAxes.empty())
-    max = shard::AllReduceOp::create(b, loc, max.getType(), kGridName, gridAxes(vocabAxes), max,
+    max = shard::AllReduceOp::create(b, loc, max.getType(), kGridName, grid.axesOf(vocabAxes), max,
                                      shard::ReductionKind::Max);
   SmallVector<int64_t> partsShape = tokens;
   partsShape.push_back(2);
   Value parts = CrossEntropyPartsOp::create(b, loc, RankedTensorType::get(partsShape, t), *x,
                                             *labels, max, b.getI64IntegerAttr(vocab), from);
   if (!vocabAxes.empty())
-    parts = shard::AllReduceOp::create(b, loc, parts.getType(), kGridName, gridAxes(vocabAxes),
+    parts = shard::AllReduceOp::create(b, loc, parts.getType(), kGridName, grid.axesOf(vocabAxes),
                                        parts, shard::ReductionKind::Sum);
 
   SmallVector<int64_t> globalParts(op.getLogits().getType().getShape().drop_back());
@@ -483,16 +478,71 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
     MeshAttr mesh = meshOf(module, "partitioning");
     if (!mesh)
       return signalPassFailure();
-    OpBuilder b(module.getBodyRegion());
-    if (!module.lookupSymbol(kGridName))
-      shard::GridOp::create(b, module.getLoc(), kGridName, mesh.getSizes());
-    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (!func.isExternal() && failed(partition(func, mesh, b)))
+    // The grid holds every part the shardings name. A reshard may still ask
+    // for a part none names (an axis shared among an op's factors): then the
+    // program is partitioned again from a copy, on a grid cut for it too.
+    std::vector<std::string> parts = Grid::subAxesNamedIn(module, mesh);
+    OwningOpRef<ModuleOp> original = module.clone();
+    for (int attempt = 0;; ++attempt) {
+      std::optional<Grid> grid = gridFor(module, mesh, parts);
+      if (!grid)
         return signalPassFailure();
+      for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+        if (!func.isExternal() && failed(partition(func, *grid)))
+          return signalPassFailure();
+      if (grid->uncut().empty())
+        return;
+      if (attempt == 1) {
+        module.emitError() << "partitioning still needs the sub-axis '" << grid->uncut().front()
+                           << "' on a grid cut for it";
+        return signalPassFailure();
+      }
+      LLVM_DEBUG(llvm::dbgs() << "partitioning again on a grid cut for "
+                              << llvm::join(grid->uncut(), ", ") << "\n");
+      llvm::append_range(parts, grid->uncut());
+      Block &body = *module.getBody();
+      body.clear();
+      body.getOperations().splice(body.end(), original->getBody()->getOperations());
+      original = module.clone();
+    }
   }
 
-  LogicalResult partition(func::FuncOp func, MeshAttr mesh, OpBuilder &b) {
-    Partitioner p(mesh, b);
+  /// The grid of `module`: the one it declares (a program partitioned in
+  /// steps), else one cut for `parts` and declared here.
+  std::optional<Grid> gridFor(ModuleOp module, MeshAttr mesh, ArrayRef<std::string> parts) {
+    if (auto declared = module.lookupSymbol<shard::GridOp>(kGridName)) {
+      FailureOr<Grid> grid = Grid::declaredBy(declared, mesh);
+      if (failed(grid))
+        return std::nullopt;
+      return *grid;
+    }
+    std::string error;
+    std::optional<Grid> grid = Grid::cut(mesh, parts, error);
+    if (!grid) {
+      module.emitError() << "partitioning needs a grid for the sub-axes of its shardings: "
+                         << error;
+      return std::nullopt;
+    }
+    OpBuilder b(module.getBodyRegion());
+    grid->declare(b, module.getLoc());
+    return grid;
+  }
+
+  /// The first axis of `s` that names no axis or sub-axis of `mesh`.
+  static std::optional<StringRef> unknownAxis(const Sharding &s, MeshAttr mesh) {
+    for (ArrayRef<StringRef> axes : s.dims)
+      for (StringRef a : axes)
+        if (!mesh.subAxis(a))
+          return a;
+    for (StringRef a : s.pending)
+      if (!mesh.subAxis(a))
+        return a;
+    return std::nullopt;
+  }
+
+  LogicalResult partition(func::FuncOp func, Grid &grid) {
+    OpBuilder b(func.getContext());
+    Partitioner p(grid, b);
     Block &old = func.getBody().front();
     Block *body = new Block();
     func.getBody().push_front(body);
@@ -506,6 +556,11 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
         return emitError(arg.getLoc()) << "@" << func.getSymName() << ": argument #"
                                        << arg.getArgNumber() << " is not a tensor";
       Sharding s = shardingOfArg(arg.getArgNumber());
+      if (std::optional<StringRef> bad = unknownAxis(s, grid.getMesh()))
+        return emitError(arg.getLoc())
+               << "@" << func.getSymName() << ": argument #" << arg.getArgNumber()
+               << " names mesh axis '" << *bad << "', which the mesh " << grid.getMesh()
+               << " does not have";
       if (!s.pending.empty())
         return emitError(arg.getLoc()) << "@" << func.getSymName() << ": argument #"
                                        << arg.getArgNumber()
@@ -526,6 +581,10 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
       int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
       Sharding want = Sharding::of(attr ? attr : ShardingAttr::replicated(func.getContext(), rank));
       want.pending.clear(); // a result is a full value
+      if (std::optional<StringRef> bad = unknownAxis(want, grid.getMesh()))
+        return emitError(ret.getLoc())
+               << "@" << func.getSymName() << ": result #" << i << " names mesh axis '" << *bad
+               << "', which the mesh " << grid.getMesh() << " does not have";
       FailureOr<Value> v = p.get(value, want, ret);
       if (failed(v))
         return failure();

@@ -19,8 +19,9 @@ def Tfm_MeshAttr : Tfm_Attr<"Mesh", "mesh"> {
   let description = [{
     The mesh a global program is sharded over, as the module attribute
     `tfm.mesh`: axes in order, the first the slowest-varying in the grid of
-    the partitioned program (`shard.grid` axis i is the mesh's axis i, and
-    `pmlir-run --mesh` must list the same axes and sizes).
+    the partitioned program (`shard.grid` axis i is the mesh's axis i, or
+    the part of it the grid's `tfm.grid_axes` names where shardings use
+    sub-axes; `pmlir-run --mesh` must list the same axes and sizes).
 
     ```mlir
     module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} { ... }
@@ -69,7 +70,8 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
     `"tp:(1)2"` is the major half, `"tp:(2)2"` the minor half); a tensor
     split over `"tp:(1)2"` is replicated over the minor half. Propagation
     makes them where a factor smaller than an axis divides it (2 kv heads
-    under 8 query heads on a tp of 4).
+    under 8 query heads on a tp of 4). Collectives run over sub-axes too:
+    the partitioned program's grid cuts the axis into its parts.
 
     As a user annotation (on an argument, a result or a
     `tfm.sharding_constraint`) it is fixed: propagation does not change it.
