@@ -230,6 +230,10 @@ std::optional<std::vector<SubAxis>> pmlir::cutAxes(const std::vector<std::string
       }
     std::sort(ends.begin(), ends.end());
     ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    if (ends.size() == 1) { // an axis of size 1 is one part too
+      cut.push_back({axis, 1, 1});
+      continue;
+    }
     for (size_t i = 1; i < ends.size(); ++i) {
       if (ends[i] % ends[i - 1] != 0) {
         auto endingAt = [&](int64_t end) {

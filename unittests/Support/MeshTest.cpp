@@ -122,6 +122,10 @@ TEST(MeshTest, CutAxesHoldEveryNamedPart) {
   cut = pmlir::cutAxes(names, sizes, {}, error);
   ASSERT_TRUE(cut);
   EXPECT_EQ(*cut, (std::vector<SubAxis>{{0, 1, 2}, {1, 1, 8}}));
+  // An axis of size 1 stays one part.
+  cut = pmlir::cutAxes({"dp", "tp"}, {1, 4}, {{1, 2, 2}}, error);
+  ASSERT_TRUE(cut) << error;
+  EXPECT_EQ(*cut, (std::vector<SubAxis>{{0, 1, 1}, {1, 1, 2}, {1, 2, 2}}));
   // Ends that do not nest.
   EXPECT_FALSE(pmlir::cutAxes({"tp"}, {12}, {{0, 1, 2}, {0, 1, 3}}, error));
   EXPECT_EQ(error, "the sub-axes 'tp:(1)2' and 'tp:(1)3' end inside each other, so no grid of "
