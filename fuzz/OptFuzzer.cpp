@@ -43,9 +43,10 @@ void parseVerifyShard(llvm::StringRef text) {
     return;
   MLIRContext &ctx = context();
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
-  ParserConfig config(&ctx);
+  // As the tools: grids are checked before the verifier divides by them.
+  ParserConfig config(&ctx, /*verifyAfterParse=*/false);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
-  if (!module || failed(verify(*module)))
+  if (!module || !pmlir::unverifiableGrid(*module).empty() || failed(verify(*module)))
     return;
   if (!(*module)->hasAttr(pmlir::tfm::kMeshAttr)) {
     auto dp = StringAttr::get(&ctx, "dp"), tp = StringAttr::get(&ctx, "tp");

@@ -20,7 +20,9 @@
 
 #include "pmlir/Support/Nesting.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -151,10 +153,36 @@ inline bool bytecodeReadsSafely(const std::string &path, const mlir::DialectRegi
   return false;
 }
 
+/// Why `module`'s `shard.grid`s cannot be verified, or "": upstream's
+/// collective verifiers divide by a grid's axis sizes, so a grid with an
+/// axis of size 0 must be refused before the module is verified.
+inline std::string unverifiableGrid(mlir::ModuleOp module) {
+  std::string why;
+  module.walk([&](mlir::shard::GridOp grid) {
+    if (llvm::is_contained(grid.getShape(), int64_t(0)))
+      why = "shard.grid @" + grid.getSymName().str() +
+            " has an axis of size 0; every axis of a grid holds at least one device";
+    return why.empty() ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+  });
+  return why;
+}
+
+/// unverifiableGrid() of the text `text`, parsed without verification;
+/// "" where it has no grid or does not parse (the real read reports that).
+inline std::string unverifiableGridIn(llvm::StringRef text, const mlir::DialectRegistry &registry) {
+  if (!text.contains("shard.grid"))
+    return "";
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
+  mlir::ParserConfig config(&context, /*verifyAfterParse=*/false);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, config);
+  return module ? unverifiableGrid(*module) : "";
+}
+
 /// What the tools check of a model file before MLIR reads it: the nesting
-/// of text, and with `trialRead` a trial read of bytecode in a child (not
-/// in an MPI rank, which must not fork). Standard input and unreadable
-/// files pass: the real read reports on them. With `asText` (and
+/// of text, that its grids can be verified, and with `trialRead` a trial
+/// read of bytecode in a child (not in an MPI rank, which must not fork).
+/// Standard input and unreadable files pass: the real read reports on them. With `asText` (and
 /// `trialRead`), bytecode that reads is also written there as text for the
 /// caller to read instead (see bytecodeReadsSafely).
 inline bool checkModelInput(const std::string &path, const mlir::DialectRegistry &registry,
@@ -164,6 +192,13 @@ inline bool checkModelInput(const std::string &path, const mlir::DialectRegistry
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (buffer && !checkNesting((*buffer)->getBuffer(), path, error))
     return false;
+  if (buffer) {
+    std::string grid = unverifiableGridIn((*buffer)->getBuffer(), registry);
+    if (!grid.empty()) {
+      error = "'" + path + "': " + grid;
+      return false;
+    }
+  }
   return !trialRead || bytecodeReadsSafely(path, registry, error, asText);
 }
 
