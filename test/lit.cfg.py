@@ -11,7 +11,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pmlir_binary_dir, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs", "reference.py", "ops.py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs", "reference.py", "ops.py",
+                   "grad_ops.py"]
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%pmlir_src", config.pmlir_source_dir))

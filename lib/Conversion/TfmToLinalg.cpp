@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -284,6 +285,56 @@ Value softmaxRows(OpBuilder &b, Location loc, Value x) {
                      });
 }
 
+/// Per row of the last dimension of the tensors `full` (and the per-row
+/// values `rows`), the sum of `term` over the row.
+Value rowSum(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
+             function_ref<Value(OpBuilder &, Location, ValueRange, ValueRange)> term) {
+  RankedTensorType type = tensorType(full.front());
+  unsigned rank = type.getRank();
+  auto rowType = RankedTensorType::get(type.getShape().drop_back(), type.getElementType());
+  Value init = filled(b, loc, rowType.getShape(), type.getElementType(), 0.0);
+  SmallVector<Value> inputs(full);
+  llvm::append_range(inputs, rows);
+  SmallVector<AffineMap> maps(full.size(), b.getMultiDimIdentityMap(rank));
+  maps.append(rows.size() + 1, rowMap(b, rank));
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  iterators.back() = IteratorType::reduction;
+  return generic(
+      b, loc, rowType, inputs, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value v =
+            term(nb, nloc, args.take_front(full.size()), args.drop_front(full.size()).drop_back());
+        return addF(nb, nloc, args.back(), v);
+      },
+      init);
+}
+
+/// The gradient of softmax over the last dimension from its output `y`:
+/// factor * y * (dy - sum(y * dy)).
+Value softmaxGradRows(OpBuilder &b, Location loc, Value y, Value dy, double factor = 1.0) {
+  RankedTensorType type = tensorType(y);
+  unsigned rank = type.getRank();
+  Value dot = rowSum(b, loc, {y, dy}, {}, [](OpBuilder &nb, Location l, ValueRange a, ValueRange) {
+    return arith::MulFOp::create(nb, l, a[0], a[1]).getResult();
+  });
+  return elementwise(
+      b, loc, type, {y, dy, dot},
+      {b.getMultiDimIdentityMap(rank), b.getMultiDimIdentityMap(rank), rowMap(b, rank)},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value v = arith::MulFOp::create(nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
+        if (factor == 1.0)
+          return v;
+        return arith::MulFOp::create(nb, l, v, floatConst(nb, l, v.getType(), factor));
+      });
+}
+
+struct SoftmaxGradLowering : TfmPattern<tfm::SoftmaxGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::SoftmaxGradOp op, PatternRewriter &b) const override {
+    return softmaxGradRows(b, op.getLoc(), op.getOutput(), op.getGrad());
+  }
+};
+
 struct SoftmaxLowering : TfmPattern<tfm::SoftmaxOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::SoftmaxOp op, PatternRewriter &b) const override {
@@ -508,42 +559,66 @@ struct RopeLowering : TfmPattern<tfm::RopeOp> {
               arith::SelectOp::create(nb, l, firstHalf, arith::NegFOp::create(nb, l, other), other);
           Value cos = math::CosOp::create(nb, l, angle);
           Value sin = math::SinOp::create(nb, l, angle);
+          // The inverse rotation, by -angle: the sine changes sign.
+          if (op.getInverse())
+            sin = arith::NegFOp::create(nb, l, sin);
           return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], cos),
                                        arith::MulFOp::create(nb, l, rotated, sin));
         });
   }
 };
 
-/// Attention as two batched GEMMs around a masked softmax. The G query
-/// heads that share a kv head are rows of one GEMM: q [B, A, S, D] is viewed
-/// as [B, K, G*S, D] (a reshape, no copy), so grouped-query attention costs
-/// no repeated keys or values.
-struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
-  using TfmPattern::TfmPattern;
-  Value lower(tfm::AttentionOp op, PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    RankedTensorType outType = tensorType(op.getResult());
-    ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
-    ArrayRef<int64_t> k = tensorType(op.getKey()).getShape();
-    Type t = outType.getElementType();
-    int64_t heads = q[1], kvHeads = k[1], group = heads / kvHeads;
-    int64_t seq = q[2], offset = k[2] - q[2];
+/// The operands of attention in the layout of its GEMMs: the G query heads
+/// that share a kv head are rows of one GEMM, so q [B, A, S, D] is viewed as
+/// [B, K, G*S, D] (a reshape, no copy) and grouped-query attention costs no
+/// repeated keys or values.
+struct GroupedAttention {
+  OpBuilder &b;
+  Location loc;
+  Type t;
+  int64_t batch, heads, kvHeads, group, seq, keys;
+  double scale;
+  bool causal;
+  Value queryOffset;
 
-    auto grouped = [&](Value x, int64_t width) -> Value {
-      auto split = RankedTensorType::get({q[0], kvHeads, group, seq, width}, t);
-      auto rows = RankedTensorType::get({q[0], kvHeads, group * seq, width}, t);
-      Value e = tensor::ExpandShapeOp::create(
-          b, loc, split, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
-      return tensor::CollapseShapeOp::create(b, loc, rows, e,
-                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
-    };
+  GroupedAttention(OpBuilder &b, Location loc, Value query, Value key, bool causal, double scale,
+                   Value queryOffset)
+      : b(b), loc(loc), scale(scale), causal(causal), queryOffset(queryOffset) {
+    ArrayRef<int64_t> q = tensorType(query).getShape();
+    ArrayRef<int64_t> k = tensorType(key).getShape();
+    t = tensorType(query).getElementType();
+    batch = q[0], heads = q[1], kvHeads = k[1], group = heads / kvHeads, seq = q[2], keys = k[2];
+  }
+
+  /// [B, A, S, W] -> [B, K, G*S, W]
+  Value grouped(Value x) {
+    int64_t width = tensorType(x).getShape()[3];
+    auto split = RankedTensorType::get({batch, kvHeads, group, seq, width}, t);
+    auto rows = RankedTensorType::get({batch, kvHeads, group * seq, width}, t);
+    Value e = tensor::ExpandShapeOp::create(b, loc, split, x,
+                                            ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    return tensor::CollapseShapeOp::create(b, loc, rows, e,
+                                           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+  }
+
+  /// [B, K, G*S, W] -> [B, A, S, W]
+  Value ungrouped(Value x) {
+    int64_t width = tensorType(x).getShape()[3];
+    auto split = RankedTensorType::get({batch, kvHeads, group, seq, width}, t);
+    auto out = RankedTensorType::get({batch, heads, seq, width}, t);
+    Value e = tensor::ExpandShapeOp::create(b, loc, split, x,
+                                            ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    return tensor::CollapseShapeOp::create(b, loc, out, e,
+                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+  }
+
+  /// softmax(scale * q k^T + mask) in the grouped layout [B, K, G*S, Skv].
+  Value probabilities(Value groupedQuery, Value key) {
     // scores[b, kv, g*S + s, t] = q[b, kv*G + g, s] . k[b, kv, t]
-    Value scores = matmul(b, loc, grouped(op.getQuery(), q[3]), op.getKey(),
-                          /*transposeLhs=*/false, /*transposeRhs=*/true);
+    Value scores = matmul(b, loc, groupedQuery, key, /*transposeLhs=*/false,
+                          /*transposeRhs=*/true);
     RankedTensorType scoresType = tensorType(scores);
-    double scale = op.getScale().convertToDouble();
-    bool causal = op.getCausal();
-    Value queryOffset = op.getQueryOffset();
+    int64_t offset = keys - seq;
     scores = elementwise(
         b, loc, scoresType, {scores}, {b.getMultiDimIdentityMap(4)},
         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -560,15 +635,44 @@ struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
           Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, last);
           return arith::SelectOp::create(nb, l, masked, floatConst(nb, l, t, -INFINITY), v);
         });
-    Value probs = softmaxRows(b, loc, scores);
-    Value out = matmul(b, loc, probs, op.getValue(), false, false);
-    // [B, K, G*S, Dv] -> [B, A, S, Dv]
-    int64_t dv = outType.getShape()[3];
-    auto split = RankedTensorType::get({q[0], kvHeads, group, seq, dv}, t);
-    Value e = tensor::ExpandShapeOp::create(b, loc, split, out,
-                                            ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
-    return tensor::CollapseShapeOp::create(b, loc, outType, e,
-                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    return softmaxRows(b, loc, scores);
+  }
+};
+
+/// Attention as two batched GEMMs around a masked softmax, grouped-query
+/// heads as rows of one GEMM per kv head.
+struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::AttentionOp op, PatternRewriter &b) const override {
+    GroupedAttention att(b, op.getLoc(), op.getQuery(), op.getKey(), op.getCausal(),
+                         op.getScale().convertToDouble(), op.getQueryOffset());
+    Value probs = att.probabilities(att.grouped(op.getQuery()), op.getKey());
+    return att.ungrouped(matmul(b, op.getLoc(), probs, op.getValue(), false, false));
+  }
+};
+
+/// The gradients of attention with the probabilities recomputed, in the
+/// grouped layout: dV = P^T dO and dK = scale dS^T Q contract the G*S rows,
+/// so a kv head's gradient sums over its query heads in the GEMM.
+struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AttentionGradOp op, PatternRewriter &b) const override {
+    for (Type type : op->getOperandTypes())
+      if (auto shaped = dyn_cast<ShapedType>(type); shaped && !shaped.hasStaticShape())
+        return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    Location loc = op.getLoc();
+    double scale = op.getScale().convertToDouble();
+    GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(), scale,
+                         op.getQueryOffset());
+    Value q = att.grouped(op.getQuery()), dO = att.grouped(op.getGrad());
+    Value p = att.probabilities(q, op.getKey());
+    Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
+    Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
+    Value dS = softmaxGradRows(b, loc, p, dP, scale);
+    Value dQ = att.ungrouped(matmul(b, loc, dS, op.getKey(), false, false));
+    Value dK = matmul(b, loc, dS, q, /*transposeLhs=*/true, false);
+    b.replaceOp(op, {dQ, dK, dV});
+    return success();
   }
 };
 
@@ -727,6 +831,573 @@ struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+struct FillLowering : TfmPattern<tfm::FillOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::FillOp op, PatternRewriter &b) const override {
+    RankedTensorType type = tensorType(op.getResult());
+    if (!type.hasStaticShape())
+      return Value();
+    return filled(b, op.getLoc(), type.getShape(), type.getElementType(),
+                  op.getValue().convertToDouble());
+  }
+};
+
+/// Collapses the leading dimensions of `x` into one: [a, b, ..., w] ->
+/// [a*b*..., w] (a view).
+Value collapseLeading(OpBuilder &b, Location loc, Value x) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return x;
+  ReassociationIndices leading;
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    leading.push_back(d);
+    rows *= type.getShape()[d];
+  }
+  auto collapsed = RankedTensorType::get({rows, type.getShape().back()}, type.getElementType());
+  return tensor::CollapseShapeOp::create(b, loc, collapsed, x,
+                                         ArrayRef<ReassociationIndices>{leading, {rank - 1}});
+}
+
+/// One GEMM lhs^T rhs over every row of the collapsed batch.
+struct WeightGradLowering : TfmPattern<tfm::WeightGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::WeightGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    return matmul(b, loc, collapseLeading(b, loc, op.getLhs()),
+                  collapseLeading(b, loc, op.getRhs()), /*transposeLhs=*/true, false);
+  }
+};
+
+struct SumLeadingLowering : TfmPattern<tfm::SumLeadingOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::SumLeadingOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType in = tensorType(op.getInput()), out = tensorType(op.getResult());
+    unsigned rank = in.getRank(), kept = out.getRank();
+    SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+    for (unsigned d = 0; d < rank - kept; ++d)
+      iterators[d] = IteratorType::reduction;
+    return generic(
+        b, loc, out, {op.getInput()}, {b.getMultiDimIdentityMap(rank), trailingMap(b, rank, kept)},
+        iterators, [](OpBuilder &nb, Location l, ValueRange a) { return addF(nb, l, a[1], a[0]); },
+        filled(b, loc, out.getShape(), out.getElementType(), 0.0));
+  }
+};
+
+struct ConcatLowering : TfmPattern<tfm::ConcatOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::ConcatOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType out = tensorType(op.getResult());
+    unsigned rank = out.getRank();
+    int64_t dim = op.getDim();
+    Value result = emptyLike(b, loc, out.getShape(), out.getElementType());
+    for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+      ArrayRef<int64_t> shape = tensorType(input).getShape();
+      SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+      offsets[dim] = static_cast<int64_t>(i) * shape[dim];
+      result = tensor::InsertSliceOp::create(b, loc, input, result, ValueRange{}, ValueRange{},
+                                             ValueRange{}, b.getDenseI64ArrayAttr(offsets),
+                                             b.getDenseI64ArrayAttr(shape),
+                                             b.getDenseI64ArrayAttr(strides));
+    }
+    return result;
+  }
+};
+
+/// Elementwise gradients of activations: dx = f'(x) * dy.
+template <typename Op> struct ActivationGradLowering : TfmPattern<Op> {
+  using TfmPattern<Op>::TfmPattern;
+  virtual Value derivative(Op op, OpBuilder &b, Location loc, Value x) const = 0;
+  Value lower(Op op, PatternRewriter &b) const override {
+    RankedTensorType type = tensorType(op.getResult());
+    AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+    return elementwise(b, op.getLoc(), type, {op.getInput(), op.getGrad()}, {id, id},
+                       [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                         return arith::MulFOp::create(nb, loc, derivative(op, nb, loc, a[0]), a[1]);
+                       });
+  }
+};
+
+struct GeluGradLowering : ActivationGradLowering<tfm::GeluGradOp> {
+  using ActivationGradLowering::ActivationGradLowering;
+  Value derivative(tfm::GeluGradOp op, OpBuilder &b, Location loc, Value x) const override {
+    Type t = x.getType();
+    auto c = [&](double v) { return floatConst(b, loc, t, v); };
+    auto mul = [&](Value u, Value v) { return arith::MulFOp::create(b, loc, u, v).getResult(); };
+    auto add = [&](Value u, Value v) { return arith::AddFOp::create(b, loc, u, v).getResult(); };
+    Value x2 = mul(x, x);
+    if (op.getApproximation() == tfm::GeluApproximation::tanh) {
+      // d/dx 0.5 x (1 + tanh(u)), u = k (x + a x^3):
+      // 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) k (1 + 3 a x^2).
+      double k = std::sqrt(2.0 / M_PI), a = 0.044715;
+      Value u = mul(c(k), add(x, mul(c(a), mul(x2, x))));
+      Value th = math::TanhOp::create(b, loc, u);
+      Value left = mul(c(0.5), add(c(1.0), th));
+      Value sech2 = arith::SubFOp::create(b, loc, c(1.0), mul(th, th));
+      Value du = mul(c(k), add(c(1.0), mul(c(3 * a), x2)));
+      return add(left, mul(mul(c(0.5), x), mul(sech2, du)));
+    }
+    // 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+    Value cdf =
+        mul(c(0.5), add(c(1.0), math::ErfOp::create(b, loc, mul(x, c(M_SQRT1_2))).getResult()));
+    Value pdf = mul(math::ExpOp::create(b, loc, mul(x2, c(-0.5))).getResult(),
+                    c(1.0 / std::sqrt(2.0 * M_PI)));
+    return add(cdf, mul(x, pdf));
+  }
+};
+
+struct SiluGradLowering : ActivationGradLowering<tfm::SiluGradOp> {
+  using ActivationGradLowering::ActivationGradLowering;
+  Value derivative(tfm::SiluGradOp, OpBuilder &b, Location loc, Value x) const override {
+    // sigmoid(x) (1 + x (1 - sigmoid(x)))
+    Value one = floatConst(b, loc, x.getType(), 1.0);
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+    Value sig = arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+    Value inner = arith::AddFOp::create(
+        b, loc, one, arith::MulFOp::create(b, loc, x, arith::SubFOp::create(b, loc, one, sig)));
+    return arith::MulFOp::create(b, loc, sig, inner);
+  }
+};
+
+/// Per row of the last dimension of `x`: its mean (when `centered`) and
+/// 1 / sqrt(variance + epsilon) (of x itself, not centered, for RMSNorm).
+struct RowStats {
+  Value mean, rstd;
+};
+
+RowStats rowStats(OpBuilder &b, Location loc, Value x, bool centered, double epsilon) {
+  RankedTensorType type = tensorType(x);
+  unsigned rank = type.getRank();
+  Type t = type.getElementType();
+  double inv = 1.0 / static_cast<double>(type.getShape().back());
+  auto rowType = RankedTensorType::get(type.getShape().drop_back(), t);
+  AffineMap rows = b.getMultiDimIdentityMap(rank - 1);
+  RowStats stats;
+  if (centered) {
+    Value sum = reduceRows(b, loc, x, {}, 0.0, identity, addF);
+    stats.mean = elementwise(b, loc, rowType, {sum}, {rows},
+                             [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                               return arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, inv));
+                             });
+  }
+  Value squares = rowSum(b, loc, {x}, stats.mean ? ValueRange{stats.mean} : ValueRange{},
+                         [&](OpBuilder &nb, Location l, ValueRange a, ValueRange row) -> Value {
+                           Value v = a[0];
+                           if (!row.empty())
+                             v = arith::SubFOp::create(nb, l, v, row[0]);
+                           return arith::MulFOp::create(nb, l, v, v);
+                         });
+  stats.rstd = elementwise(
+      b, loc, rowType, {squares}, {rows}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value var = arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, inv));
+        return math::RsqrtOp::create(
+            nb, l, arith::AddFOp::create(nb, l, var, floatConst(nb, l, t, epsilon)));
+      });
+  return stats;
+}
+
+/// x normalized as a norm does before scaling: (x - mean) * rstd, or x * rstd.
+Value normalized(OpBuilder &b, Location l, Value x, Value mean, Value rstd) {
+  if (mean)
+    x = arith::SubFOp::create(b, l, x, mean);
+  return arith::MulFOp::create(b, l, x, rstd);
+}
+
+/// The input gradient of LayerNorm (`centered`) or RMSNorm, per row with
+/// xhat the normalized input and g = dy * gamma:
+/// rstd * (g - mean(g) - xhat * mean(g * xhat)), without the mean(g) for
+/// RMSNorm.
+Value normInputGrad(OpBuilder &b, Location loc, Value x, Value gamma, Value dy, double epsilon,
+                    bool centered) {
+  RankedTensorType type = tensorType(x);
+  unsigned rank = type.getRank();
+  Type t = type.getElementType();
+  double inv = 1.0 / static_cast<double>(type.getShape().back());
+  RowStats stats = rowStats(b, loc, x, centered, epsilon);
+  auto rowType = RankedTensorType::get(type.getShape().drop_back(), t);
+  AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank),
+            column = trailingMap(b, rank, 1);
+  SmallVector<Value> rowsIn = {stats.rstd};
+  SmallVector<AffineMap> maps = {id, id, column, row};
+  if (centered) {
+    rowsIn.push_back(stats.mean);
+    maps.push_back(row);
+  }
+  // Sums over the row of g and of g * xhat.
+  SmallVector<AffineMap> reduceMaps(maps);
+  reduceMaps.append({row, row});
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  iterators.back() = IteratorType::reduction;
+  SmallVector<Value> inputs = {x, dy, gamma};
+  llvm::append_range(inputs, rowsIn);
+  auto sums = linalg::GenericOp::create(
+      b, loc, TypeRange{rowType, rowType}, inputs,
+      ValueRange{filled(b, loc, rowType.getShape(), t, 0.0),
+                 filled(b, loc, rowType.getShape(), t, 0.0)},
+      reduceMaps, iterators, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value g = arith::MulFOp::create(nb, l, a[1], a[2]);
+        Value xhat = normalized(nb, l, a[0], centered ? a[4] : Value(), a[3]);
+        unsigned acc = centered ? 5 : 4;
+        Value sumG = addF(nb, l, a[acc], g);
+        Value sumGx = addF(nb, l, a[acc + 1], arith::MulFOp::create(nb, l, g, xhat));
+        linalg::YieldOp::create(nb, l, ValueRange{sumG, sumGx});
+      });
+  inputs.append({sums.getResult(0), sums.getResult(1)});
+  maps.append({row, row});
+  return elementwise(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange a) {
+    Value scale = floatConst(nb, l, t, inv);
+    unsigned sumsAt = centered ? 5 : 4;
+    Value g = arith::MulFOp::create(nb, l, a[1], a[2]);
+    Value xhat = normalized(nb, l, a[0], centered ? a[4] : Value(), a[3]);
+    Value meanGx = arith::MulFOp::create(nb, l, a[sumsAt + 1], scale);
+    Value v = arith::SubFOp::create(nb, l, g, arith::MulFOp::create(nb, l, xhat, meanGx));
+    if (centered)
+      v = arith::SubFOp::create(nb, l, v, arith::MulFOp::create(nb, l, a[sumsAt], scale));
+    return arith::MulFOp::create(nb, l, a[3], v);
+  });
+}
+
+struct LayerNormGradLowering : TfmPattern<tfm::LayerNormGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::LayerNormGradOp op, PatternRewriter &b) const override {
+    return normInputGrad(b, op.getLoc(), op.getInput(), op.getGamma(), op.getGrad(),
+                         op.getEpsilon().convertToDouble(), /*centered=*/true);
+  }
+};
+
+struct RmsNormGradLowering : TfmPattern<tfm::RmsNormGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::RmsNormGradOp op, PatternRewriter &b) const override {
+    return normInputGrad(b, op.getLoc(), op.getInput(), op.getGamma(), op.getGrad(),
+                         op.getEpsilon().convertToDouble(), /*centered=*/false);
+  }
+};
+
+/// The gamma gradient of a norm: the sum over rows of dy * xhat.
+Value normWeightGrad(OpBuilder &b, Location loc, Value x, Value dy, RankedTensorType resultType,
+                     double epsilon, bool centered) {
+  RankedTensorType type = tensorType(x);
+  unsigned rank = type.getRank();
+  RowStats stats = rowStats(b, loc, x, centered, epsilon);
+  AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
+  SmallVector<Value> inputs = {x, dy, stats.rstd};
+  SmallVector<AffineMap> maps = {id, id, row};
+  if (centered) {
+    inputs.push_back(stats.mean);
+    maps.push_back(row);
+  }
+  maps.push_back(trailingMap(b, rank, 1));
+  SmallVector<IteratorType> iterators(rank, IteratorType::reduction);
+  iterators.back() = IteratorType::parallel;
+  return generic(
+      b, loc, resultType, inputs, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value xhat = normalized(nb, l, a[0], centered ? a[3] : Value(), a[2]);
+        return addF(nb, l, a.back(), arith::MulFOp::create(nb, l, a[1], xhat));
+      },
+      filled(b, loc, resultType.getShape(), resultType.getElementType(), 0.0));
+}
+
+struct LayerNormWeightGradLowering : TfmPattern<tfm::LayerNormWeightGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::LayerNormWeightGradOp op, PatternRewriter &b) const override {
+    return normWeightGrad(b, op.getLoc(), op.getInput(), op.getGrad(), tensorType(op.getResult()),
+                          op.getEpsilon().convertToDouble(), true);
+  }
+};
+
+struct RmsNormWeightGradLowering : TfmPattern<tfm::RmsNormWeightGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::RmsNormWeightGradOp op, PatternRewriter &b) const override {
+    return normWeightGrad(b, op.getLoc(), op.getInput(), op.getGrad(), tensorType(op.getResult()),
+                          op.getEpsilon().convertToDouble(), false);
+  }
+};
+
+/// A scatter-add of the gradient's rows into a zeroed table, one token at a
+/// time: each token's row is added to the table row of its id (ids outside
+/// a vocab-parallel block add nothing). Bufferization makes the loop's
+/// table one buffer updated in place.
+struct EmbeddingGradLowering : TfmPattern<tfm::EmbeddingGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::EmbeddingGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType tableType = tensorType(op.getResult());
+    int64_t rows = tableType.getShape()[0], hidden = tableType.getShape()[1];
+    Type t = tableType.getElementType();
+    Value grad = collapseLeading(b, loc, op.getGrad());
+    RankedTensorType idsType = tensorType(op.getIds());
+    int64_t tokens = idsType.getNumElements();
+    Value ids = op.getIds();
+    if (idsType.getRank() != 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < idsType.getRank(); ++d)
+        all.push_back(d);
+      ids = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({tokens}, idsType.getElementType()), ids,
+          ArrayRef<ReassociationIndices>{all});
+    }
+    Value table = filled(b, loc, {rows, hidden}, t, 0.0);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value offset = op.getRowOffset();
+    auto rowType = RankedTensorType::get({1, hidden}, t);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, arith::ConstantIndexOp::create(b, loc, tokens), one, ValueRange{table},
+        [&](OpBuilder &nb, Location l, Value token, ValueRange acc) {
+          Value id = tensor::ExtractOp::create(nb, l, ids, ValueRange{token});
+          Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), id);
+          if (offset)
+            row = arith::SubIOp::create(nb, l, row, offset);
+          // Unsigned: a negative local row is a huge one.
+          Value inBlock = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, row,
+                                                arith::ConstantIndexOp::create(nb, l, rows));
+          auto added = scf::IfOp::create(
+              nb, l, inBlock,
+              [&](OpBuilder &tb, Location tl) {
+                SmallVector<OpFoldResult> at = {row, tb.getIndexAttr(0)};
+                SmallVector<OpFoldResult> size = {tb.getIndexAttr(1), tb.getIndexAttr(hidden)};
+                SmallVector<OpFoldResult> unit = {tb.getIndexAttr(1), tb.getIndexAttr(1)};
+                SmallVector<OpFoldResult> from = {token, tb.getIndexAttr(0)};
+                Value target =
+                    tensor::ExtractSliceOp::create(tb, tl, rowType, acc[0], at, size, unit);
+                Value source =
+                    tensor::ExtractSliceOp::create(tb, tl, rowType, grad, from, size, unit);
+                AffineMap id = tb.getMultiDimIdentityMap(2);
+                auto sum = linalg::GenericOp::create(
+                    tb, tl, TypeRange{rowType}, ValueRange{source}, ValueRange{target},
+                    SmallVector<AffineMap>{id, id},
+                    SmallVector<IteratorType>(2, IteratorType::parallel),
+                    [](OpBuilder &gb, Location gl, ValueRange a) {
+                      linalg::YieldOp::create(
+                          gb, gl, arith::AddFOp::create(gb, gl, a[1], a[0]).getResult());
+                    });
+                Value updated =
+                    tensor::InsertSliceOp::create(tb, tl, sum.getResult(0), acc[0], at, size, unit);
+                scf::YieldOp::create(tb, tl, updated);
+              },
+              [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc[0]); });
+          scf::YieldOp::create(nb, l, added.getResult(0));
+        });
+    return loop.getResult(0);
+  }
+};
+
+struct CountTokensLowering : TfmPattern<tfm::CountTokensOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::CountTokensOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType labels = tensorType(op.getLabels());
+    unsigned rank = labels.getRank();
+    auto scalar = tensorType(op.getResult());
+    Type t = scalar.getElementType();
+    Type labelType = labels.getElementType();
+    int64_t ignore = op.getIgnoreIndex();
+    return generic(
+        b, loc, scalar, {op.getLabels()},
+        {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, {}, b.getContext())},
+        SmallVector<IteratorType>(rank, IteratorType::reduction),
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value counted = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::ne, a[0],
+              arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
+          Value add = arith::SelectOp::create(nb, l, counted, floatConst(nb, l, t, 1.0),
+                                              floatConst(nb, l, t, 0.0));
+          return arith::AddFOp::create(nb, l, a[1], add);
+        },
+        filled(b, loc, {}, t, 0.0));
+  }
+};
+
+/// (softmax(logits) - onehot(label)) * grad / count per counted token, in a
+/// vocabulary block with the whole vocabulary's max and exp sum where the
+/// op has them; padding columns and ignored tokens get 0.
+struct CrossEntropyGradLowering : TfmPattern<tfm::CrossEntropyGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::CrossEntropyGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value logits = op.getLogits();
+    RankedTensorType type = tensorType(logits);
+    unsigned rank = type.getRank();
+    Type t = type.getElementType();
+    Value from = op.getVocabFrom();
+    int64_t vocab = op.getVocab() ? static_cast<int64_t>(*op.getVocab()) : type.getShape().back();
+    Value max = op.getMax(), sum;
+    if (max) {
+      // The exp sums are the first entries of the summed parts.
+      SmallVector<int64_t> tokens(type.getShape().drop_back());
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+          strides(rank, b.getIndexAttr(1));
+      for (int64_t d : tokens)
+        sizes.push_back(b.getIndexAttr(d));
+      sizes.push_back(b.getIndexAttr(1));
+      auto slice = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(tokens, t),
+                                                  op.getParts(), offsets, sizes, strides);
+      sum = slice.getResult();
+    } else {
+      std::tie(max, sum) = rowMaxAndExpSum(b, loc, logits);
+    }
+    AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
+    AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
+    Type labelType = tensorType(op.getLabels()).getElementType();
+    int64_t ignore = op.getIgnoreIndex();
+    return elementwise(
+        b, loc, type, {logits, max, sum, op.getLabels(), op.getGrad(), op.getCount()},
+        {id, row, row, row, scalar, scalar}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value p = arith::DivFOp::create(
+              nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
+          Value column = linalg::IndexOp::create(nb, l, rank - 1);
+          if (from)
+            column = arith::AddIOp::create(nb, l, column, from);
+          Value label = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[3]);
+          Value isLabel = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, label);
+          Value d = arith::SubFOp::create(nb, l, p,
+                                          arith::SelectOp::create(nb, l, isLabel,
+                                                                  floatConst(nb, l, t, 1.0),
+                                                                  floatConst(nb, l, t, 0.0)));
+          d = arith::MulFOp::create(nb, l, d, arith::DivFOp::create(nb, l, a[4], a[5]));
+          Value counted = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::ne, a[3],
+              arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
+          Value inVocab = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, column,
+                                                arith::ConstantIndexOp::create(nb, l, vocab));
+          Value keep = arith::AndIOp::create(nb, l, counted, inVocab);
+          return arith::SelectOp::create(nb, l, keep, d, floatConst(nb, l, t, 0.0));
+        });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+struct SqrtLowering : UnaryLowering<tfm::SqrtOp> {
+  using UnaryLowering::UnaryLowering;
+  Value body(tfm::SqrtOp, OpBuilder &b, Location loc, Value x) const override {
+    return math::SqrtOp::create(b, loc, x);
+  }
+};
+
+struct SumSquaresLowering : TfmPattern<tfm::SumSquaresOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::SumSquaresOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType in = tensorType(op.getInput());
+    RankedTensorType out = tensorType(op.getResult());
+    unsigned rank = in.getRank();
+    return generic(
+        b, loc, out, {op.getInput()},
+        {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, {}, b.getContext())},
+        SmallVector<IteratorType>(rank, IteratorType::reduction),
+        [](OpBuilder &nb, Location l, ValueRange a) {
+          return addF(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], a[0]));
+        },
+        filled(b, loc, {}, out.getElementType(), 0.0));
+  }
+};
+
+struct MicrobatchLowering : OpRewritePattern<tfm::MicrobatchOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MicrobatchOp op, PatternRewriter &b) const override {
+    RankedTensorType in = tensorType(op.getInput());
+    if (!in.hasStaticShape())
+      return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    unsigned rank = in.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+        strides(rank, b.getIndexAttr(1));
+    offsets[0] = b.getIndexAttr(op.getIndex());
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d : in.getShape().drop_front())
+      sizes.push_back(b.getIndexAttr(d));
+    b.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, tensorType(op.getResult()), op.getInput(),
+                                                 offsets, sizes, strides);
+    return success();
+  }
+};
+
+/// One loop over the parameter writing the new parameter and state into
+/// the old ones' places (they are the generic's outputs, so bufferization
+/// updates the arguments in place). The step's bias corrections and the
+/// clipping coefficient are scalars computed once, before the loop, in f64
+/// as PyTorch computes them.
+struct AdamWLowering : OpRewritePattern<tfm::AdamWOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AdamWOp op, PatternRewriter &b) const override {
+    RankedTensorType type = tensorType(op.getParam());
+    if (!type.hasStaticShape())
+      return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    Location loc = op.getLoc();
+    Type t = type.getElementType();
+    Type f64 = b.getF64Type();
+    auto c64 = [&](double v) { return floatConst(b, loc, f64, v); };
+    double beta1 = op.getBeta1().convertToDouble(), beta2 = op.getBeta2().convertToDouble();
+    double lr = op.getLr().convertToDouble();
+    // t, 1 - beta1^t, sqrt(1 - beta2^t), lr / (1 - beta1^t).
+    auto scalarOf = [&](Value tensor) {
+      Value element = tensor::ExtractOp::create(b, loc, tensor, ValueRange{});
+      return arith::ExtFOp::create(b, loc, f64, element).getResult();
+    };
+    Value step = scalarOf(op.getStep());
+    auto correction = [&](double beta) {
+      return arith::SubFOp::create(b, loc, c64(1.0), math::PowFOp::create(b, loc, c64(beta), step))
+          .getResult();
+    };
+    Value stepSize = arith::DivFOp::create(b, loc, c64(lr), correction(beta1));
+    Value sqrtCorrection2 = math::SqrtOp::create(b, loc, correction(beta2));
+    // The gradient's scale: grad_scale, times min(1, max / (norm + 1e-6)).
+    Value scale = c64(op.getGradScale().convertToDouble());
+    if (Value norm = op.getGradNorm()) {
+      Value n = scalarOf(norm);
+      Value coef = arith::DivFOp::create(b, loc, c64(op.getMaxGradNorm()->convertToDouble()),
+                                         arith::AddFOp::create(b, loc, n, c64(1e-6)));
+      scale =
+          arith::MulFOp::create(b, loc, scale, arith::MinimumFOp::create(b, loc, coef, c64(1.0)));
+    }
+    auto toT = [&](Value v) { return arith::TruncFOp::create(b, loc, t, v).getResult(); };
+    stepSize = toT(stepSize);
+    sqrtCorrection2 = toT(sqrtCorrection2);
+    scale = toT(scale);
+    double decay = 1.0 - lr * op.getWeightDecay().convertToDouble();
+    double eps = op.getEps().convertToDouble();
+    unsigned rank = type.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    auto update = linalg::GenericOp::create(
+        b, loc, TypeRange{type, type, type}, ValueRange{op.getGrad()},
+        ValueRange{op.getParam(), op.getExpAvg(), op.getExpAvgSq()}, SmallVector<AffineMap>(4, id),
+        SmallVector<IteratorType>(rank, IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          auto c = [&](double v) { return floatConst(nb, l, t, v); };
+          auto mul = [&](Value x, Value y) {
+            return arith::MulFOp::create(nb, l, x, y).getResult();
+          };
+          auto add = [&](Value x, Value y) {
+            return arith::AddFOp::create(nb, l, x, y).getResult();
+          };
+          auto sub = [&](Value x, Value y) {
+            return arith::SubFOp::create(nb, l, x, y).getResult();
+          };
+          Value g = mul(a[0], scale);
+          Value p = mul(a[1], c(decay));
+          Value m = add(a[2], mul(c(1.0 - beta1), sub(g, a[2])));
+          Value v = add(mul(c(beta2), a[3]), mul(c(1.0 - beta2), mul(g, g)));
+          Value denom =
+              add(arith::DivFOp::create(nb, l, math::SqrtOp::create(nb, l, v), sqrtCorrection2),
+                  c(eps));
+          p = sub(p, mul(stepSize, arith::DivFOp::create(nb, l, m, denom)));
+          linalg::YieldOp::create(nb, l, ValueRange{p, m, v});
+        });
+    b.replaceOp(op, update.getResults());
+    return success();
+  }
+};
+
 /// A layer's body runs in place: its ops move before it and its results
 /// become the yielded values.
 struct InlineLayer : OpRewritePattern<tfm::LayerOp> {
@@ -766,7 +1437,7 @@ struct ConvertTfmToLinalgPass : public pmlir::impl::ConvertTfmToLinalgBase<Conve
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tfm::TfmDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect,
-                           tensor::TensorDialect>();
+                           scf::SCFDialect, tensor::TensorDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
@@ -783,5 +1454,10 @@ void pmlir::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
            SoftmaxLowering, LayerNormLowering, RmsNormLowering, MatmulLowering, EmbeddingLowering,
            ArangeLowering, SplitHeadsLowering, MergeHeadsLowering, RopeLowering, AttentionLowering,
            SplitLowering, RowMaxLowering, CrossEntropyPartsLowering, CrossEntropyCombineLowering,
-           CrossEntropyLowering, InlineLayer>(ctx);
+           CrossEntropyLowering, InlineLayer, FillLowering, WeightGradLowering, SumLeadingLowering,
+           ConcatLowering, GeluGradLowering, SiluGradLowering, SoftmaxGradLowering,
+           LayerNormGradLowering, RmsNormGradLowering, LayerNormWeightGradLowering,
+           RmsNormWeightGradLowering, EmbeddingGradLowering, AttentionGradLowering,
+           CountTokensLowering, CrossEntropyGradLowering, SqrtLowering, SumSquaresLowering,
+           MicrobatchLowering, AdamWLowering>(ctx);
 }

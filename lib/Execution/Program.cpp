@@ -95,30 +95,38 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
   std::string where = " of @" + entry.getSymName().str();
   signature = EntrySignature();
   signature.name = entry.getSymName().str();
-  if (entry.getNumResults() != 1) {
-    error = "@" + signature.name + " must return one tensor, returns " +
-            std::to_string(entry.getNumResults());
+  if (entry.getNumResults() == 0) {
+    error = "@" + signature.name + " returns nothing; pmlir-run runs functions that return tensors";
     return false;
   }
-  auto resultType = dyn_cast<RankedTensorType>(entry.getResultTypes()[0]);
-  if (!resultType || !resultType.hasStaticShape() || !resultType.getElementType().isF32()) {
-    error = "@" + signature.name + " must return an f32 tensor of static shape, returns " +
-            typeText(entry.getResultTypes()[0]);
-    return false;
+  for (unsigned i = 0; i < entry.getNumResults(); ++i) {
+    auto resultType = dyn_cast<RankedTensorType>(entry.getResultTypes()[i]);
+    std::string which = entry.getNumResults() == 1 ? "the result" : "result #" + std::to_string(i);
+    if (!resultType || !resultType.hasStaticShape() || !resultType.getElementType().isF32()) {
+      error = which + where + " must be an f32 tensor of static shape, is " +
+              typeText(entry.getResultTypes()[i]);
+      return false;
+    }
+    TensorSpec result;
+    result.name = entry.getNumResults() == 1 ? "logits" : "result" + std::to_string(i);
+    if (auto name = entry.getResultAttrOfType<StringAttr>(i, tfm::kNameAttr))
+      result.name = name.str();
+    for (const TensorSpec &other : signature.results)
+      if (other.name == result.name) {
+        error = which + where + " has the name '" + result.name + "' of an earlier result";
+        return false;
+      }
+    result.shape.assign(resultType.getShape().begin(), resultType.getShape().end());
+    std::string bad;
+    result.sharding = shardingOf(entry.getResultAttr(i, tfm::kShardingAttr), bad);
+    if (!bad.empty()) {
+      error = which + where + " " + bad;
+      return false;
+    }
+    result.global = globalShapeOf(entry.getResultAttr(i, tfm::kGlobalTypeAttr));
+    result.parts = partsOf(entry.getResultAttr(i, tfm::kShardingAttr));
+    signature.results.push_back(std::move(result));
   }
-  TensorSpec &result = signature.result;
-  result.name = "logits";
-  if (auto name = entry.getResultAttrOfType<StringAttr>(0, tfm::kNameAttr))
-    result.name = name.str();
-  result.shape.assign(resultType.getShape().begin(), resultType.getShape().end());
-  std::string bad;
-  result.sharding = shardingOf(entry.getResultAttr(0, tfm::kShardingAttr), bad);
-  if (!bad.empty()) {
-    error = "the result" + where + " " + bad;
-    return false;
-  }
-  result.global = globalShapeOf(entry.getResultAttr(0, tfm::kGlobalTypeAttr));
-  result.parts = partsOf(entry.getResultAttr(0, tfm::kShardingAttr));
 
   for (BlockArgument arg : entry.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -147,6 +155,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
       return false;
     }
     spec.role = roleOf(tfm::argumentRole(entry, i));
+    std::string bad;
     spec.sharding = shardingOf(entry.getArgAttr(i, tfm::kShardingAttr), bad);
     if (!bad.empty()) {
       error = "argument '" + spec.name + "' " + bad;
@@ -188,13 +197,18 @@ void *MemRefDescriptor::aligned() const {
   return p;
 }
 
-JitProgram::~JitProgram() { releaseResult(); }
+JitProgram::~JitProgram() { releaseResults(); }
 
 std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySignature &signature,
                                                std::string &error) {
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->symbol = "_mlir_ciface_" + signature.name;
-  program->resultShape = signature.result.shape;
+  for (const TensorSpec &result : signature.results) {
+    MemRefDescriptor descriptor(nullptr, result.shape);
+    program->resultAt.push_back(program->resultWords.size());
+    llvm::append_range(program->resultWords, descriptor.words);
+    program->resultShapes.push_back(result.shape);
+  }
   // Optimize for this host: without its target machine LLVM's cost model
   // sees no vector registers and leaves every loop scalar.
   auto hostMachine = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -229,14 +243,14 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
 }
 
 void JitProgram::bind(std::vector<BoundArgument> &args) {
-  releaseResult();
+  releaseResults();
   descriptors.clear();
   pointers.clear();
   packed.clear();
-  descriptors.reserve(args.size() + 1);
-  descriptors.emplace_back(nullptr, resultShape);
+  descriptors.reserve(args.size());
   for (BoundArgument &a : args)
     descriptors.emplace_back(a.data, a.shape);
+  pointers.push_back(resultWords.data());
   for (MemRefDescriptor &d : descriptors)
     pointers.push_back(d.words.data());
   for (void *&p : pointers)
@@ -244,7 +258,7 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
 }
 
 bool JitProgram::run(std::string &error) {
-  releaseResult();
+  releaseResults();
   if (llvm::Error err = engine->invokePacked(symbol, packed)) {
     error = llvm::toString(std::move(err));
     return false;
@@ -252,13 +266,24 @@ bool JitProgram::run(std::string &error) {
   return true;
 }
 
-const float *JitProgram::result() const {
-  return descriptors.empty() ? nullptr : static_cast<const float *>(descriptors[0].aligned());
+const float *JitProgram::result(size_t i) const {
+  void *p;
+  std::memcpy(&p, &resultWords[resultAt[i] + 1], sizeof(void *));
+  return static_cast<const float *>(p);
 }
 
-void JitProgram::releaseResult() {
-  if (descriptors.empty())
-    return;
-  std::free(descriptors[0].allocated());
-  descriptors[0].setPointers(nullptr);
+void JitProgram::releaseResults() {
+  // A buffer returned twice is freed once.
+  std::vector<void *> freed;
+  for (size_t at : resultAt) {
+    void *allocated;
+    std::memcpy(&allocated, &resultWords[at], sizeof(void *));
+    if (allocated && llvm::find(freed, allocated) == freed.end()) {
+      std::free(allocated);
+      freed.push_back(allocated);
+    }
+    void *null = nullptr;
+    std::memcpy(&resultWords[at], &null, sizeof(void *));
+    std::memcpy(&resultWords[at + 1], &null, sizeof(void *));
+  }
 }

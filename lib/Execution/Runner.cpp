@@ -75,6 +75,7 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
   std::vector<std::pair<const char *, std::string>> outputs,
       inputFiles = {{"the model", o.model}, {"--weights", o.weights}, {"--inputs", o.inputs}};
   for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
+                            {"--grads", o.grads},
                             {"--comm-report", o.commReport},
                             {"--memory-report", o.memoryReport},
                             {"--emit-compiled", o.emitCompiled}}) {
@@ -250,6 +251,14 @@ private:
   /// it; `emit` writes the lowered module first.
   std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature, bool emit,
                                       std::string &error) const;
+  /// A result of the program as a whole tensor on rank 0.
+  struct AssembledResult {
+    const float *values = nullptr;
+    std::vector<int64_t> shape;
+    std::vector<float> owned; ///< the assembled blocks of a sharded result
+  };
+  bool assembleResult(JitProgram &program, const TensorSpec &result, size_t i, AssembledResult &out,
+                      std::string &error) const;
   int assembleAndReport(JitProgram &program, const EntrySignature &signature,
                         OwningOpRef<ModuleOp> &reference);
 };
@@ -310,6 +319,29 @@ int Job::run() {
   auto entry = module->lookupSymbol<func::FuncOp>(o.entry);
   if (!entry)
     return failHere("no function @" + o.entry + " in " + o.model);
+
+  // --grads runs the gradient of the entry's loss instead of the entry.
+  if (!o.grads.empty()) {
+    PassManager pm(&context);
+    AutodiffOptions autodiff;
+    autodiff.entry = o.entry;
+    autodiff.name = o.entry + "_grad";
+    autodiff.keepEntry = false;
+    autodiff.recompute =
+        o.recompute == "full" ? training::Recompute::Full : training::Recompute::Selective;
+    pm.addPass(createAutodiff(autodiff));
+    std::optional<ScopedDiagnosticHandler> quiet;
+    if (rank != 0)
+      quiet.emplace(&context, [](Diagnostic &) { return success(); });
+    if (failed(configure(pm)) || failed(pm.run(*module))) {
+      if (rank == 0)
+        fail("differentiating @" + o.entry + " of " + o.model + " failed");
+      if (mesh)
+        pmlir_rt_finalize();
+      return 1;
+    }
+    entry = module->lookupSymbol<func::FuncOp>(autodiff.name);
+  }
 
   // A global program with a mesh (from the model or --recipe) is sharded
   // here: recipe, propagation, partition.
@@ -372,14 +404,15 @@ int Job::run() {
   EntrySignature signature;
   if (!describeEntry(entry, signature, error))
     return failHere(error);
-  if (signature.result.sharding) {
-    const TensorSpec &result = signature.result;
+  for (const TensorSpec &result : signature.results) {
+    if (!result.sharding)
+      continue;
     if (!mesh)
-      return failHere("the result of @" + o.entry +
+      return failHere("result '" + result.name + "' of @" + signature.name +
                       " is sharded (tfm.sharding); run it with --mesh");
     if (!BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
                              mesh->coordinates(rank), error, result.parts))
-      return failHere("the result of @" + o.entry + " " + error);
+      return failHere("result '" + result.name + "' of @" + signature.name + " " + error);
   }
   if (!checkGrids(*module, mesh, o.mesh, error))
     return failHere(error);
@@ -412,7 +445,7 @@ int Job::run() {
     // Tokens per run of the whole job: the global token ids' count, not
     // this rank's share of a batch split over dp.
     int64_t jobTokens = 1;
-    const TensorSpec &result = signature.result;
+    const TensorSpec &result = signature.results.front();
     std::optional<BlockLayout> resultLayout;
     if (result.sharding)
       resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
@@ -445,58 +478,70 @@ int Job::run() {
   return assembleAndReport(*program, signature, reference);
 }
 
+/// Result `i` of the last run of `program` as a whole tensor on rank 0:
+/// a sharded result is gathered and each block put in its place; without a
+/// sharding, results are replicated on a mesh (the program's own
+/// collectives make them so) and rank 0's is the job's.
+bool Job::assembleResult(JitProgram &program, const TensorSpec &result, size_t i,
+                         AssembledResult &out, std::string &error) const {
+  out.values = program.result(i);
+  out.shape = result.shape;
+  out.owned.clear();
+  int64_t n = elementCount(result.shape);
+  if (!result.sharding)
+    return true;
+  std::vector<int64_t> allAxes(mesh->axisSizes().size());
+  for (size_t a = 0; a < allAxes.size(); ++a)
+    allAxes[a] = static_cast<int64_t>(a);
+  int64_t ranks = mesh->numRanks();
+  std::vector<float> blocks(rank == 0 ? n * ranks : 0);
+  pmlir_rt_gather(out.values, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
+                  static_cast<int64_t>(allAxes.size()));
+  if (rank != 0)
+    return true;
+  for (int64_t member = 0; member < ranks; ++member) {
+    // Member j of the group over all axes, the last axis fastest.
+    std::vector<int64_t> coords(allAxes.size());
+    for (int64_t a = static_cast<int64_t>(coords.size()) - 1, j = member; a >= 0; --a) {
+      coords[a] = j % mesh->axisSizes()[a];
+      j /= mesh->axisSizes()[a];
+    }
+    std::optional<BlockLayout> layout = BlockLayout::decode(
+        *mesh, *result.sharding, result.shape, result.global, coords, error, result.parts);
+    if (!layout)
+      return false;
+    if (out.owned.empty())
+      out.owned.resize(elementCount(layout->shape));
+    layout->pasteIn(blocks.data() + member * n, sizeof(float), out.owned.data());
+    out.shape = layout->shape;
+  }
+  out.values = out.owned.data();
+  return true;
+}
+
 int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
                            OwningOpRef<ModuleOp> &reference) {
   std::string error;
-  const TensorSpec &result = signature.result;
-  const float *values = program.result();
-  std::vector<int64_t> shape = result.shape;
-  int64_t n = elementCount(shape);
-  // Without a sharding, results are replicated on a mesh (the program's own
-  // collectives make them so) and rank 0 speaks for the job. A sharded
-  // result is gathered to rank 0 and each block put in its place.
-  std::vector<float> assembled;
-  if (result.sharding) {
-    std::vector<int64_t> allAxes(mesh->axisSizes().size());
-    for (size_t a = 0; a < allAxes.size(); ++a)
-      allAxes[a] = static_cast<int64_t>(a);
-    int64_t ranks = mesh->numRanks();
-    std::vector<float> blocks(rank == 0 ? n * ranks : 0);
-    pmlir_rt_gather(values, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
-                    static_cast<int64_t>(allAxes.size()));
-    if (rank == 0) {
-      for (int64_t member = 0; member < ranks; ++member) {
-        // Member j of the group over all axes, the last axis fastest.
-        std::vector<int64_t> coords(allAxes.size());
-        for (int64_t a = static_cast<int64_t>(coords.size()) - 1, j = member; a >= 0; --a) {
-          coords[a] = j % mesh->axisSizes()[a];
-          j /= mesh->axisSizes()[a];
-        }
-        std::optional<BlockLayout> layout = BlockLayout::decode(
-            *mesh, *result.sharding, result.shape, result.global, coords, error, result.parts);
-        if (!layout)
-          return failAtEnd("the result of @" + signature.name + " " + error);
-        if (assembled.empty())
-          assembled.resize(elementCount(layout->shape));
-        layout->pasteIn(blocks.data() + member * n, sizeof(float), assembled.data());
-        shape = layout->shape;
-      }
-      values = assembled.data();
-      n = static_cast<int64_t>(assembled.size());
-    }
-  }
+  std::vector<AssembledResult> results(signature.results.size());
+  for (auto [i, result] : llvm::enumerate(signature.results))
+    if (!assembleResult(program, result, i, results[i], error))
+      return failAtEnd("result '" + result.name + "' of @" + signature.name + " " + error);
   // A non-finite result is named as such: with --check it is no sharding
   // mismatch, and without it a silent NaN costs users days.
-  std::optional<int64_t> nonFinite;
+  std::vector<std::optional<int64_t>> nonFinite(results.size());
   if (rank == 0) {
-    if (int64_t k = firstNonFinite(values, n); k >= 0) {
-      nonFinite = k;
-      int64_t count = 0;
-      for (int64_t j = k; j < n; ++j)
-        count += !std::isfinite(values[j]);
-      warn("result '" + result.name + "' has " + llvm::Twine(count) + " non-finite of " +
-           llvm::Twine(n) + " values, the first at flat index " + llvm::Twine(k) + " (" +
-           nonFiniteName(values[k]) + "): non-finite weights or inputs, or an overflow");
+    for (auto [i, result] : llvm::enumerate(signature.results)) {
+      const AssembledResult &r = results[i];
+      int64_t n = elementCount(r.shape);
+      if (int64_t k = firstNonFinite(r.values, n); k >= 0) {
+        nonFinite[i] = k;
+        int64_t count = 0;
+        for (int64_t j = k; j < n; ++j)
+          count += !std::isfinite(r.values[j]);
+        warn("result '" + result.name + "' has " + llvm::Twine(count) + " non-finite of " +
+             llvm::Twine(n) + " values, the first at flat index " + llvm::Twine(k) + " (" +
+             nonFiniteName(r.values[k]) + "): non-finite weights or inputs, or an overflow");
+      }
     }
   }
   // The unsharded program on rank 0, from the same weights and inputs.
@@ -510,7 +555,7 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
     BindOptions bind = bindOptions();
     if (failed(configure(drop)) || failed(drop.run(*reference)))
       return failAtEnd("the unsharded run of --check: dropping the shardings failed");
-    auto globalEntry = reference->lookupSymbol<func::FuncOp>(o.entry);
+    auto globalEntry = reference->lookupSymbol<func::FuncOp>(signature.name);
     if (!describeEntry(globalEntry, globalSignature, error) ||
         !bindArguments(globalSignature.arguments, globalSignature.name, nullptr, {}, bind,
                        globalArgs, error) ||
@@ -519,51 +564,63 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
     unsharded->bind(globalArgs);
     if (!unsharded->run(error))
       return failAtEnd("the unsharded run of --check: " + error);
-    const float *expected = unsharded->result();
-    if (int64_t k = firstNonFinite(expected, n); k >= 0)
-      return failAtEnd("--check: the unsharded result '" + result.name +
-                       "' is not finite either (the first at flat index " + llvm::Twine(k) +
-                       "), so the comparison says nothing about sharding");
-    if (nonFinite)
-      return failAtEnd("--check: the sharded result '" + result.name +
-                       "' is not finite at flat index " + llvm::Twine(*nonFinite) +
-                       " where the unsharded run's is " +
-                       llvm::formatv("{0}", expected[*nonFinite]).str() + ": a sharding fault");
-    double diff = 0, norm = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      diff += (double(values[k]) - expected[k]) * (double(values[k]) - expected[k]);
-      norm += double(expected[k]) * expected[k];
+    for (auto [i, result] : llvm::enumerate(signature.results)) {
+      const AssembledResult &r = results[i];
+      int64_t n = elementCount(r.shape);
+      const float *expected = unsharded->result(i);
+      if (int64_t k = firstNonFinite(expected, n); k >= 0)
+        return failAtEnd("--check: the unsharded result '" + result.name +
+                         "' is not finite either (the first at flat index " + llvm::Twine(k) +
+                         "), so the comparison says nothing about sharding");
+      if (nonFinite[i])
+        return failAtEnd(
+            "--check: the sharded result '" + result.name + "' is not finite at flat index " +
+            llvm::Twine(*nonFinite[i]) + " where the unsharded run's is " +
+            llvm::formatv("{0}", expected[*nonFinite[i]]).str() + ": a sharding fault");
+      double diff = 0, norm = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        diff += (double(r.values[k]) - expected[k]) * (double(r.values[k]) - expected[k]);
+        norm += double(expected[k]) * expected[k];
+      }
+      double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+      bool ok = relative <= o.tolerance;
+      llvm::outs() << "check: " << result.name
+                   << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
+                                   o.tolerance, ok ? "ok" : "FAILED");
+      if (!ok)
+        return failAtEnd(
+            "--check: the sharded result '" + result.name + "' differs from the unsharded run by " +
+            llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
+            llvm::formatv("{0:e3}", o.tolerance).str());
     }
-    double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-    bool ok = relative <= o.tolerance;
-    llvm::outs() << "check: " << result.name
-                 << llvm::format(" relative error %.3g (tolerance %.3g): %s\n", relative,
-                                 o.tolerance, ok ? "ok" : "FAILED");
-    if (!ok)
-      return failAtEnd(
-          "--check: the sharded result '" + result.name + "' differs from the unsharded run by " +
-          llvm::formatv("{0:e3}", relative).str() + " (relative), more than --tolerance " +
-          llvm::formatv("{0:e3}", o.tolerance).str());
   }
   if (o.print && rank == 0) {
-    double sum = 0, squares = 0;
-    for (int64_t k = 0; k < n; ++k)
-      sum += values[k];
-    double mean = sum / n;
-    for (int64_t k = 0; k < n; ++k)
-      squares += (values[k] - mean) * (values[k] - mean);
-    llvm::outs() << result.name << ": shape " << formatDims(shape)
-                 << llvm::format(", mean %.6g, std %.6g, first", mean, std::sqrt(squares / n));
-    for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
-      llvm::outs() << llvm::format(" %.6g", values[k]);
-    llvm::outs() << "\n";
+    for (auto [i, result] : llvm::enumerate(signature.results)) {
+      const AssembledResult &r = results[i];
+      int64_t n = elementCount(r.shape);
+      double sum = 0, squares = 0;
+      for (int64_t k = 0; k < n; ++k)
+        sum += r.values[k];
+      double mean = sum / n;
+      for (int64_t k = 0; k < n; ++k)
+        squares += (r.values[k] - mean) * (r.values[k] - mean);
+      llvm::outs() << result.name << ": shape " << formatDims(r.shape)
+                   << llvm::format(", mean %.6g, std %.6g, first", mean, std::sqrt(squares / n));
+      for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k)
+        llvm::outs() << llvm::format(" %.6g", r.values[k]);
+      llvm::outs() << "\n";
+    }
   }
-  if (!o.output.empty() && rank == 0) {
+  const std::string &outputPath = o.grads.empty() ? o.output : o.grads;
+  if (!outputPath.empty() && rank == 0) {
     maybeHang(rank, "output");
-    if (!writeSafeTensors(o.output, {{result.name, DType::F32, shape, values}}, {}, error))
+    std::vector<TensorToWrite> tensors;
+    for (auto [i, result] : llvm::enumerate(signature.results))
+      tensors.push_back({result.name, DType::F32, results[i].shape, results[i].values});
+    if (!writeSafeTensors(outputPath, tensors, {}, error))
       return failAtEnd(error);
   }
-  program.releaseResult();
+  program.releaseResults();
   if (mesh)
     pmlir_rt_finalize();
   return 0;
@@ -601,6 +658,10 @@ int exec::runModel(const RunOptions &o) {
     return fail("--backend " + o.backend + " needs --mesh: one process runs no collectives");
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
+  if (!o.grads.empty() && !o.output.empty())
+    return fail("--grads writes the loss and the gradients; it takes no --output");
+  if (o.recompute != "selective" && o.recompute != "full")
+    return fail("unknown --recompute '" + o.recompute + "' (known: selective, full)");
   std::string error;
   if (!checkOutputs(o, error))
     return fail(error);

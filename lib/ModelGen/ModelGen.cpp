@@ -294,8 +294,8 @@ public:
   /// Builds one transformer block inside a tfm.layer and returns its output.
   Value layer(int64_t index, Value input,
               llvm::function_ref<Value(Value)> body) {
-    auto op = tfm::LayerOp::create(b, here, TypeRange{input.getType()},
-                                   b.getI64IntegerAttr(index));
+    auto op = tfm::LayerOp::create(b, here, TypeRange{input.getType()}, b.getI64IntegerAttr(index),
+                                   UnitAttr());
     Block *block = b.createBlock(&op.getBody());
     b.setInsertionPointToStart(block);
     Value out = body(input);

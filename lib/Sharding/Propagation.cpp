@@ -195,21 +195,40 @@ struct Propagation {
               warnConflict(op, loser, winner);
       }
 
-    // Pending sums of the results.
-    Axes pending;
-    for (size_t f = 0; f < numFactors; ++f)
-      if (rule.factors[f].kind == FactorKind::Contracting)
-        llvm::append_range(pending, decided[f]);
+    // Pending sums of each result: the contracting factors it sums over,
+    // and what passes through the op's linearity.
     Axes passed = passedPending(op, rule);
-    for (StringRef a : passed)
-      if (!llvm::is_contained(pending, a) && !isUsed(a))
-        pending.push_back(a);
+    auto pendingOf = [&](unsigned r) {
+      Axes pending;
+      for (size_t f = 0; f < numFactors; ++f)
+        if (rule.sumsOver(r, f))
+          llvm::append_range(pending, decided[f]);
+      for (StringRef a : passed)
+        if (!llvm::is_contained(pending, a) && !isUsed(a))
+          pending.push_back(a);
+      return pending;
+    };
 
+    // A factor no operand holds (the rows of an embedding's gradient) is
+    // told by the result's users, not settled forward from the operands.
+    auto inSomeOperand = [&](int64_t f) {
+      return llvm::any_of(rule.operands, [&](const auto &dims) {
+        return dims && llvm::any_of(*dims, [&](const SmallVector<int64_t> &factors) {
+                 return llvm::is_contained(factors, f);
+               });
+      });
+    };
     bool changed = false;
     for (auto [i, entry] : llvm::enumerate(tensors)) {
       auto [value, dims] = entry;
       bool isResult = isa<OpResult>(value) && value.getDefiningOp() == op;
       if (forward && !isResult)
+        continue;
+      if (forward && llvm::any_of(dims, [&](const SmallVector<int64_t> &factors) {
+            return llvm::any_of(factors, [&](int64_t f) {
+              return !inSomeOperand(f) && rule.factors[f].kind != FactorKind::Replicated;
+            });
+          }))
         continue;
       Sharding s;
       for (const SmallVector<int64_t> &factors : dims) {
@@ -218,7 +237,7 @@ struct Propagation {
         s.setParts(s.dims.size() - 1, parts);
       }
       if (isResult)
-        s.pending = pending;
+        s.pending = pendingOf(cast<OpResult>(value).getResultNumber());
       changed |= setIfUnknown(value, s) || extendOpen(value, s);
     }
     return changed;
@@ -233,14 +252,22 @@ struct Propagation {
     return !rule || rule->pending == PendingRule::None;
   }
 
+  /// Whether `operand` of `op` has another user that needs it whole.
+  static bool reducedElsewhere(Operation *op, Value operand) {
+    return llvm::any_of(operand.getUsers(),
+                        [&](Operation *user) { return user != op && needsWhole(user); });
+  }
+
   /// The pending axes that reach the results through the op's linearity.
   Axes passedPending(Operation *op, const ShardingRule &rule) {
     SmallVector<Axes> perOperand;
+    SmallVector<Value> ruledOperands;
     for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
       if (!dims)
         continue;
       auto it = known.find(operand);
       perOperand.push_back(it == known.end() ? Axes{} : it->second.pending);
+      ruledOperands.push_back(operand);
     }
     if (perOperand.empty())
       return {};
@@ -252,7 +279,13 @@ struct Propagation {
           llvm::count_if(perOperand, [](const Axes &a) { return !a.empty(); });
       if (pendingOperands != 1)
         return {};
-      return *llvm::find_if(perOperand, [](const Axes &a) { return !a.empty(); });
+      // As for sums below: the pending operand, reduced anyway for another
+      // user (a gradient a norm's backward needs whole), is read reduced.
+      unsigned pending =
+          llvm::find_if(perOperand, [](const Axes &a) { return !a.empty(); }) - perOperand.begin();
+      if (reducedElsewhere(op, ruledOperands[pending]))
+        return {};
+      return perOperand[pending];
     }
     case PendingRule::Additive: {
       Axes common = perOperand.front();
@@ -265,10 +298,9 @@ struct Propagation {
       // alive: reduce each operand instead, as Megatron does. Sums of
       // operands used nowhere else (parallel attention and MLP branches)
       // stay pending and are reduced once.
-      for (Value operand : op->getOperands())
-        for (Operation *user : operand.getUsers())
-          if (user != op && needsWhole(user))
-            return {};
+      for (Value operand : ruledOperands)
+        if (reducedElsewhere(op, operand))
+          return {};
       return common;
     }
     }

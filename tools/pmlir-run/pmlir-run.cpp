@@ -115,6 +115,16 @@ static llvm::cl::opt<std::string>
     emitCompiled("emit-compiled",
                  llvm::cl::desc("write the module handed to the JIT (the LLVM dialect, as "
                                 "pmlir-opt --pmlir-cpu-pipeline prints it) to this file"));
+static llvm::cl::opt<std::string> gradsFile(
+    "grads",
+    llvm::cl::desc("differentiate the loss of the entry (pmlir-autodiff) and write the loss and "
+                   "each parameter's gradient, under the parameter's name, to this file "
+                   "(safetensors)"));
+static llvm::cl::opt<std::string>
+    recompute("recompute",
+              llvm::cl::desc("what the backward pass recomputes instead of keeping: selective (the "
+                             "attention core) or full (each layer)"),
+              llvm::cl::init("selective"));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
@@ -181,6 +191,8 @@ static int runMain(int argc, char **argv) {
   options.backend = backend;
   options.recipe = recipe;
   options.sequenceParallel = sequenceParallel;
+  options.grads = gradsFile;
+  options.recompute = recompute;
   options.commReport = commReportFile;
   options.memoryReport = memoryReportFile;
   options.check = check;

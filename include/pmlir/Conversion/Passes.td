@@ -118,6 +118,7 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
+                           "mlir::scf::SCFDialect",
                            "mlir::tensor::TensorDialect"];
 }
 

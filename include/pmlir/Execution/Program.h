@@ -31,14 +31,16 @@ namespace pmlir::exec {
 struct EntrySignature {
   std::string name;
   std::vector<TensorSpec> arguments;
-  /// The one result (named by its tfm.name, "logits" without one).
-  TensorSpec result;
+  /// The results, each named by its tfm.name ("logits" for a lone result
+  /// without one, "result<i>" otherwise).
+  std::vector<TensorSpec> results;
 };
 
 /// Reads the signature of `entry` (per-rank shapes, shardings, roles). Fails
 /// with a message on what pmlir-run cannot bind or return: an argument that
 /// is no tensor of static shape, has no tfm.name or an element type other
-/// than f32, i32, i64; a result that is not one f32 tensor of static shape.
+/// than f32, i32, i64; a result that is not an f32 tensor of static shape;
+/// two results of one name.
 bool describeEntry(mlir::func::FuncOp entry, EntrySignature &signature, std::string &error);
 
 /// A ranked memref descriptor as the C interface lays it out:
@@ -63,18 +65,23 @@ public:
   /// Passes `args` (bound for the signature's arguments) to every run: the
   /// descriptors are built once, outside the timed runs of --repeat.
   void bind(std::vector<BoundArgument> &args);
-  /// Runs the entry on the bound arguments. The result stays valid until
-  /// releaseResult() or the next run.
+  /// Runs the entry on the bound arguments. The results stay valid until
+  /// releaseResults() or the next run.
   bool run(std::string &error);
-  const float *result() const;
-  void releaseResult();
+  /// Result `i` of the last run.
+  const float *result(size_t i = 0) const;
+  void releaseResults();
 
 private:
   JitProgram() = default;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::string symbol;
-  std::vector<int64_t> resultShape;
-  std::vector<MemRefDescriptor> descriptors; // the result's, then the arguments'
+  std::vector<std::vector<int64_t>> resultShapes;
+  /// The C interface returns one result as its descriptor and several as a
+  /// struct of descriptors: both are the descriptors' words in a row.
+  std::vector<int64_t> resultWords;
+  std::vector<size_t> resultAt;              ///< the word where each result's descriptor starts
+  std::vector<MemRefDescriptor> descriptors; // the arguments'
   std::vector<void *> pointers, packed;
 };
 

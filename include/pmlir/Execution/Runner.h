@@ -48,6 +48,12 @@ struct RunOptions {
   bool check = false;
   double tolerance = 1e-5;
 
+  /// Differentiate the entry's loss (pmlir-autodiff) and write the loss and
+  /// each parameter's gradient here instead of running the entry.
+  std::string grads;
+  /// What the backward pass recomputes: "selective" or "full".
+  std::string recompute = "selective";
+
   /// Print shape, mean, std and the first values of the result.
   bool print = false;
   /// After a warm-up, run this many times and print the median time.

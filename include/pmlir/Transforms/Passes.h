@@ -7,6 +7,8 @@
 #ifndef PMLIR_TRANSFORMS_PASSES_H
 #define PMLIR_TRANSFORMS_PASSES_H
 
+#include "pmlir/Training/Autodiff.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -166,13 +166,19 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     return 0;
   }
 
-  /// The tfm.split that cuts `arg` along `dim` into projections, if that is
-  /// its only use.
+  /// The tfm.split that cuts `arg` along `dim` into projections, if every
+  /// use of `arg` is such a split (a training program splits it again in
+  /// the backward pass).
   static SplitOp fusedSplit(Value arg, int64_t dim) {
-    if (!arg.hasOneUse())
-      return {};
-    auto split = dyn_cast<SplitOp>(*arg.getUsers().begin());
-    return split && static_cast<int64_t>(split.getDim()) == dim ? split : SplitOp();
+    SplitOp first;
+    for (Operation *user : arg.getUsers()) {
+      auto split = dyn_cast<SplitOp>(user);
+      if (!split || static_cast<int64_t>(split.getDim()) != dim ||
+          (first && split.getNumResults() != first.getNumResults()))
+        return {};
+      first = first ? first : split;
+    }
+    return first;
   }
 };
 

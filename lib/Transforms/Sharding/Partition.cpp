@@ -147,7 +147,13 @@ struct Partitioner {
 
   LogicalResult partition(Operation *op);
   LogicalResult partitionLayer(LayerOp layer);
+  struct VocabStats {
+    Value max, parts, from;
+  };
+  VocabStats vocabStats(Location loc, Value x, Value labels, ArrayRef<StringRef> vocabAxes,
+                        int64_t vocab);
   LogicalResult partitionCrossEntropy(CrossEntropyOp op);
+  LogicalResult partitionCrossEntropyGrad(CrossEntropyGradOp op);
   LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
 };
 
@@ -184,8 +190,8 @@ private:
 } // namespace
 
 LogicalResult Partitioner::partitionLayer(LayerOp layer) {
-  auto newLayer = LayerOp::create(b, layer.getLoc(), layer->getResultTypes(),
-                                  layer.getIndexAttr());
+  auto newLayer = LayerOp::create(b, layer.getLoc(), layer->getResultTypes(), layer.getIndexAttr(),
+                                  layer.getBackwardAttr());
   OpBuilder::InsertionGuard guard(b);
   b.createBlock(&newLayer.getBody());
   Block &old = layer.getBody().front();
@@ -210,6 +216,37 @@ LogicalResult Partitioner::partitionLayer(LayerOp layer) {
   return success();
 }
 
+/// Per token of the local logits `x` (a block of columns of a vocabulary
+/// of `vocab` split over `vocabAxes`): the maximum over the whole
+/// vocabulary and the summed tfm.cross_entropy_parts (the softmax's
+/// denominator, the label's logit), by one max and one sum all-reduce over
+/// the vocabulary axes; `from` is the block's first column (null when the
+/// vocabulary is whole).
+Partitioner::VocabStats Partitioner::vocabStats(Location loc, Value x, Value labels,
+                                                ArrayRef<StringRef> vocabAxes, int64_t vocab) {
+  auto local = cast<RankedTensorType>(x.getType());
+  Type t = local.getElementType();
+  SmallVector<int64_t> tokens(local.getShape().drop_back());
+  VocabStats stats;
+  if (!vocabAxes.empty())
+    stats.from = blockStart(loc, vocabAxes, local.getShape().back(), 0);
+  stats.max = RowMaxOp::create(b, loc, RankedTensorType::get(tokens, t), x, stats.from,
+                               stats.from ? b.getI64IntegerAttr(vocab) : IntegerAttr());
+  if (!vocabAxes.empty())
+    stats.max =
+        shard::AllReduceOp::create(b, loc, stats.max.getType(), kGridName, grid.axesOf(vocabAxes),
+                                   stats.max, shard::ReductionKind::Max);
+  SmallVector<int64_t> partsShape = tokens;
+  partsShape.push_back(2);
+  stats.parts = CrossEntropyPartsOp::create(b, loc, RankedTensorType::get(partsShape, t), x, labels,
+                                            stats.max, b.getI64IntegerAttr(vocab), stats.from);
+  if (!vocabAxes.empty())
+    stats.parts =
+        shard::AllReduceOp::create(b, loc, stats.parts.getType(), kGridName, grid.axesOf(vocabAxes),
+                                   stats.parts, shard::ReductionKind::Sum);
+  return stats;
+}
+
 /// Megatron's vocab-parallel cross entropy: the logits stay as they come
 /// (tokens and vocabulary split). Each device takes its block's row max,
 /// all-reduced with max over the vocabulary axes, then its block's exp sum
@@ -221,39 +258,21 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   auto replicated = [](int64_t rank) { return Sharding{SmallVector<Axes>(rank), {}}; };
   Sharding logits = locals.at(op.getLogits()).sharding;
   logits.pending.clear();
-  Axes vocabAxes = logits.dims.back();
   Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};
   FailureOr<Value> x = get(op.getLogits(), logits, op);
   FailureOr<Value> labels = get(op.getLabels(), perToken, op);
   if (failed(x) || failed(labels))
     return failure();
-
-  auto local = cast<RankedTensorType>(x->getType());
-  Type t = local.getElementType();
-  SmallVector<int64_t> tokens(local.getShape().drop_back());
-  int64_t vocab = op.getLogits().getType().getShape().back();
-  Value from;
-  if (!vocabAxes.empty())
-    from = blockStart(loc, vocabAxes, local.getShape().back(), 0);
-  Value max = RowMaxOp::create(b, loc, RankedTensorType::get(tokens, t), *x, from,
-                               from ? b.getI64IntegerAttr(vocab) : IntegerAttr());
-  if (!vocabAxes.empty())
-    max = shard::AllReduceOp::create(b, loc, max.getType(), kGridName, grid.axesOf(vocabAxes), max,
-                                     shard::ReductionKind::Max);
-  SmallVector<int64_t> partsShape = tokens;
-  partsShape.push_back(2);
-  Value parts = CrossEntropyPartsOp::create(b, loc, RankedTensorType::get(partsShape, t), *x,
-                                            *labels, max, b.getI64IntegerAttr(vocab), from);
-  if (!vocabAxes.empty())
-    parts = shard::AllReduceOp::create(b, loc, parts.getType(), kGridName, grid.axesOf(vocabAxes),
-                                       parts, shard::ReductionKind::Sum);
+  VocabStats stats =
+      vocabStats(loc, *x, *labels, logits.dims.back(), op.getLogits().getType().getShape().back());
 
   SmallVector<int64_t> globalParts(op.getLogits().getType().getShape().drop_back());
   globalParts.push_back(2);
   Sharding partsSharding = perToken;
   partsSharding.dims.push_back({});
-  FailureOr<Value> allParts = reshard(RankedTensorType::get(globalParts, t), parts, partsSharding,
-                                      replicated(partsShape.size()), op);
+  FailureOr<Value> allParts = reshard(
+      RankedTensorType::get(globalParts, cast<RankedTensorType>(x->getType()).getElementType()),
+      stats.parts, partsSharding, replicated(globalParts.size()), op);
   FailureOr<Value> allLabels =
       get(op.getLabels(), replicated(op.getLabels().getType().getRank()), op);
   if (failed(allParts) || failed(allLabels))
@@ -261,6 +280,45 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   Value loss = CrossEntropyCombineOp::create(b, loc, op.getType(), *allParts, *allLabels,
                                              op.getIgnoreIndexAttr());
   locals[op.getResult()] = {loss, replicated(0)};
+  return success();
+}
+
+/// The backward of the vocab-parallel cross entropy: each device computes
+/// its block of the logits' gradient from the whole vocabulary's max and
+/// exp sum (the forward's two all-reduces again), never gathering the
+/// logits; columns past the vocabulary get zeros.
+LogicalResult Partitioner::partitionCrossEntropyGrad(CrossEntropyGradOp op) {
+  Location loc = op.getLoc();
+  Sharding logits = locals.at(op.getLogits()).sharding;
+  logits.pending.clear();
+  Sharding perToken{SmallVector<Axes>(ArrayRef(logits.dims).drop_back()), {}};
+  Sharding scalar{SmallVector<Axes>(), {}};
+  FailureOr<Value> x = get(op.getLogits(), logits, op);
+  FailureOr<Value> labels = get(op.getLabels(), perToken, op);
+  FailureOr<Value> grad = get(op.getGrad(), scalar, op);
+  FailureOr<Value> count = get(op.getCount(), scalar, op);
+  if (failed(x) || failed(labels) || failed(grad) || failed(count))
+    return failure();
+  ArrayRef<StringRef> vocabAxes = logits.dims.back();
+  int64_t vocab = op.getLogits().getType().getShape().back();
+  Value local;
+  if (vocabAxes.empty()) {
+    local = CrossEntropyGradOp::create(b, loc, x->getType(), *x, *labels, *grad, *count, Value(),
+                                       Value(), Value(), IntegerAttr(), op.getIgnoreIndexAttr());
+  } else {
+    VocabStats stats = vocabStats(loc, *x, *labels, vocabAxes, vocab);
+    local = CrossEntropyGradOp::create(b, loc, x->getType(), *x, *labels, *grad, *count, stats.max,
+                                       stats.parts, stats.from, b.getI64IntegerAttr(vocab),
+                                       op.getIgnoreIndexAttr());
+  }
+  locals[op.getResult()] = {local, logits};
+  Sharding want = resultSharding(op, 0);
+  if (want == logits)
+    return success();
+  FailureOr<Value> v = reshard(op.getLogits().getType(), local, logits, want, op);
+  if (failed(v))
+    return failure();
+  locals[op.getResult()] = {*v, want};
   return success();
 }
 
@@ -398,7 +456,9 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rul
   SmallVector<Sharding> computed;
   for (auto [i, dims] : llvm::enumerate(rule.results)) {
     Sharding s = shardingOf(dims);
-    s.pending = contracted;
+    for (size_t f = 0; f < numFactors; ++f)
+      if (rule.sumsOver(i, f))
+        llvm::append_range(s.pending, axes[f]);
     llvm::append_range(s.pending, passed);
     local->getResult(i).setType(localType(op->getResult(i), s));
     computed.push_back(s);
@@ -465,6 +525,8 @@ LogicalResult Partitioner::partition(Operation *op) {
     return partitionLayer(layer);
   if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op))
     return partitionCrossEntropy(crossEntropy);
+  if (auto crossEntropyGrad = dyn_cast<CrossEntropyGradOp>(op))
+    return partitionCrossEntropyGrad(crossEntropyGrad);
   std::optional<ShardingRule> rule = getShardingRule(op);
   if (!rule)
     return op->emitOpError() << "has no sharding rule, so it cannot be partitioned";

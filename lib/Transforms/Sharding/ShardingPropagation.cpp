@@ -85,9 +85,35 @@ struct ShardingPropagationPass
     });
     if (walked.wasInterrupted())
       return failure();
+    // A parameter's gradient or updated value (tfm.sharded_like) is
+    // sharded as its parameter is annotated, unless its result has a
+    // sharding of its own.
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto like = func.getResultAttrOfType<IntegerAttr>(i, kShardedLikeAttr);
+      if (!like || func.getResultAttr(i, kShardingAttr))
+        continue;
+      if (like.getInt() < 0 || like.getInt() >= func.getNumArguments())
+        return atFunc() << "result #" << i << " is tfm.sharded_like argument #" << like.getInt()
+                        << ", which the function does not have";
+      unsigned arg = like.getInt();
+      auto attr = func.getArgAttrOfType<ShardingAttr>(arg, kShardingAttr);
+      if (!attr)
+        continue;
+      if (func.getArgument(arg).getType() != ret.getOperand(i).getType())
+        return atFunc() << "result #" << i << " of type " << ret.getOperand(i).getType()
+                        << " is tfm.sharded_like argument #" << arg << " of type "
+                        << func.getArgument(arg).getType();
+      FailureOr<Sharding> s =
+          checkSharding(mesh, ret.getOperand(i), attr, atFunc, "result #" + std::to_string(i));
+      if (failed(s))
+        return failure();
+      seeds.push_back(
+          {ret.getOperand(i), *s, SmallVector<int64_t>(attr.getOpen()), attr.getPriority()});
+      seedAttrs.push_back(attr);
+    }
     // A returned value takes its result's sharding when nothing else gives
     // it one.
-    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     std::vector<std::pair<Value, Sharding>> resultHints;
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto attr = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)) {
@@ -108,8 +134,8 @@ struct ShardingPropagationPass
       ShardingAttr final = known[seed.value].toAttr(context);
       if (auto arg = dyn_cast<BlockArgument>(seed.value))
         func.setArgAttr(arg.getArgNumber(), kShardingAttr, final);
-      else
-        cast<ShardingConstraintOp>(seed.value.getDefiningOp()).setShardingAttr(final);
+      else if (auto constraint = seed.value.getDefiningOp<ShardingConstraintOp>())
+        constraint.setShardingAttr(final);
     }
 
     // Write the shardings; what nothing reached is replicated.

@@ -175,6 +175,37 @@ def llama_forward(c, w, ids):
     return x @ head.T
 
 
+def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
+    """pmlir-run --grads against autograd in f64: the loss and each
+    parameter's gradient to a relative error of args.tol."""
+    assert c.get("loss"), "--grads needs a model made with pmlir-gen --loss"
+    subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
+                    "--grads", opath] + args.run_args.split(), check=True)
+    got = read_safetensors(opath)
+    w64 = {k: v.double().requires_grad_() for k, v in weights.items()}
+    logits = forward(c, w64, inputs["input_ids"])
+    loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), inputs["labels"].reshape(-1),
+                           ignore_index=-100)
+    loss.backward()
+    failed, worst = 0, (0.0, "")
+    rows = [("loss", got["loss"].double(), loss.detach())]
+    rows += [(n, got[n].double() if n in got else None, w.grad) for n, w in w64.items()]
+    for name, mine, ref in rows:
+        if mine is None or mine.shape != ref.shape:
+            print(f"FAIL {name}: pmlir-run wrote {None if mine is None else list(mine.shape)}, "
+                  f"expected {list(ref.shape)}")
+            failed += 1
+            continue
+        err = ((mine - ref).norm() / ref.norm()).item()
+        worst = max(worst, (err, name))
+        if not err <= args.tol:
+            print(f"FAIL {name}: relative error {err:.3e}")
+            failed += 1
+    print(f"{kind} loss and {len(rows) - 1} gradients: worst relative error {worst[0]:.3e} "
+          f"({worst[1]}), tolerance {args.tol:g}, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -184,6 +215,9 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--run-args", default="",
                     help="more pmlir-run arguments, e.g. '--mesh tp=2 --recipe megatron'")
+    ap.add_argument("--grads", action="store_true",
+                    help="check pmlir-run --grads: the loss and every parameter's gradient "
+                         "against autograd, each to the tolerance")
     args = ap.parse_args()
 
     kind, c = parse_config(args.model)
@@ -201,6 +235,9 @@ def main():
     wpath, ipath, opath = (f"{args.workdir}/{n}.safetensors" for n in ("w", "in", "out"))
     write_safetensors(wpath, weights)
     write_safetensors(ipath, inputs)
+    forward = gpt2_forward if kind == "gpt2" else llama_forward
+    if args.grads:
+        return check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
     subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
                     "--output", opath] + args.run_args.split(), check=True)
     name = "loss" if c.get("loss") else "logits"

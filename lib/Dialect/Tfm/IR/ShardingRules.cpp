@@ -218,6 +218,202 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   return b.rule;
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+/// The batch and row dimensions are summed over: a batch split over dp
+/// gives a gradient pending over dp.
+ShardingRule WeightGradOp::getShardingRule() {
+  WeightGradOp op = *this;
+  RuleBuilder b;
+  int64_t rank = rankOf(op.getLhs());
+  SmallVector<int64_t> rows;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows.push_back(b.factor(dimOf(op.getLhs(), d), FactorKind::Contracting));
+  int64_t k = b.factor(dimOf(op.getLhs(), rank - 1));
+  int64_t n = b.factor(dimOf(op.getRhs(), rank - 1));
+  Dims lhs = RuleBuilder::oneEach(rows), rhs = RuleBuilder::oneEach(rows);
+  lhs.push_back({k});
+  rhs.push_back({n});
+  b.rule.operands = {lhs, rhs};
+  b.rule.results = {Dims{{k}, {n}}};
+  return b.rule;
+}
+
+ShardingRule SumLeadingOp::getShardingRule() {
+  SumLeadingOp op = *this;
+  RuleBuilder b;
+  int64_t rank = rankOf(op.getInput()), kept = rankOf(op.getResult());
+  SmallVector<int64_t> fs;
+  for (int64_t d = 0; d < rank; ++d)
+    fs.push_back(b.factor(dimOf(op.getInput(), d),
+                          d < rank - kept ? FactorKind::Contracting : FactorKind::Parallel));
+  b.rule.operands = {RuleBuilder::oneEach(fs)};
+  b.rule.results = {RuleBuilder::oneEach(ArrayRef(fs).take_back(kept))};
+  return b.rule;
+}
+
+/// As tfm.split's, mirrored: the joined dimension is parts (major,
+/// replicated) times the part.
+ShardingRule ConcatOp::getShardingRule() {
+  ConcatOp op = *this;
+  RuleBuilder b;
+  int64_t dim = op.getDim();
+  SmallVector<int64_t> fs = b.factorsOf(op.getInputs().front());
+  int64_t parts = b.factor(op.getInputs().size(), FactorKind::Replicated);
+  b.rule.operands.assign(op.getInputs().size(), RuleBuilder::oneEach(fs));
+  Dims result = RuleBuilder::oneEach(fs);
+  result[dim] = {parts, fs[dim]};
+  b.rule.results = {result};
+  return b.rule;
+}
+
+ShardingRule SoftmaxGradOp::getShardingRule() {
+  return elementwise(getOperation(), FactorKind::Replicated);
+}
+
+/// The input gradient of a norm: rows independent, each needed whole; the
+/// gamma operand holds the row's factor.
+static ShardingRule normGrad(Operation *op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getResult(0));
+  b.rule.factors[fs.back()].kind = FactorKind::Replicated;
+  Dims rows = RuleBuilder::oneEach(fs);
+  b.rule.operands = {rows, Dims{{fs.back()}}, rows};
+  b.rule.results = {rows};
+  return b.rule;
+}
+
+ShardingRule LayerNormGradOp::getShardingRule() { return normGrad(getOperation()); }
+ShardingRule RmsNormGradOp::getShardingRule() { return normGrad(getOperation()); }
+
+/// The gamma gradient of a norm sums over the rows; each row is needed
+/// whole for its statistics.
+static ShardingRule normWeightGrad(Operation *op) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op->getOperand(0));
+  for (int64_t f : ArrayRef(fs).drop_back())
+    b.rule.factors[f].kind = FactorKind::Contracting;
+  b.rule.factors[fs.back()].kind = FactorKind::Replicated;
+  Dims rows = RuleBuilder::oneEach(fs);
+  b.rule.operands = {rows, rows};
+  b.rule.results = {Dims{{fs.back()}}};
+  return b.rule;
+}
+
+ShardingRule LayerNormWeightGradOp::getShardingRule() { return normWeightGrad(getOperation()); }
+ShardingRule RmsNormWeightGradOp::getShardingRule() { return normWeightGrad(getOperation()); }
+
+/// The tokens are summed over; the vocabulary splits the table's rows
+/// (vocab-parallel: each device adds the ids in its block).
+ShardingRule EmbeddingGradOp::getShardingRule() {
+  EmbeddingGradOp op = *this;
+  RuleBuilder b;
+  SmallVector<int64_t> ids;
+  for (int64_t d : op.getIds().getType().getShape())
+    ids.push_back(b.factor(d, FactorKind::Contracting));
+  int64_t vocab = b.factor(dimOf(op.getResult(), 0));
+  int64_t hidden = b.factor(dimOf(op.getResult(), 1));
+  Dims grad = RuleBuilder::oneEach(ids);
+  grad.push_back({hidden});
+  b.rule.operands = {grad, RuleBuilder::oneEach(ids)};
+  b.rule.results = {Dims{{vocab}, {hidden}}};
+  return b.rule;
+}
+
+/// As attention's, with the query heads' group and the query sequence
+/// contracted into the key and value gradients: a key/value head's
+/// gradient sums over the query heads that read it and the queries, so a
+/// split group or sequence leaves them pending where the query gradient
+/// is split.
+ShardingRule AttentionGradOp::getShardingRule() {
+  AttentionGradOp op = *this;
+  RuleBuilder b;
+  int64_t batch = b.factor(dimOf(op.getQuery(), 0));
+  int64_t kvHeads = b.factor(dimOf(op.getKey(), 1));
+  int64_t group =
+      b.factor(dimOf(op.getQuery(), 1) / dimOf(op.getKey(), 1), FactorKind::Contracting);
+  int64_t seq = b.factor(dimOf(op.getQuery(), 2), FactorKind::Contracting);
+  int64_t keySeq = b.factor(dimOf(op.getKey(), 2), FactorKind::Replicated);
+  int64_t size = b.factor(dimOf(op.getQuery(), 3), FactorKind::Replicated);
+  int64_t valueSize = b.factor(dimOf(op.getValue(), 3), FactorKind::Replicated);
+  Dims query = {{batch}, {kvHeads, group}, {seq}, {size}};
+  Dims key = {{batch}, {kvHeads}, {keySeq}, {size}};
+  Dims value = {{batch}, {kvHeads}, {keySeq}, {valueSize}};
+  b.rule.operands = {query, key, value, Dims{{batch}, {kvHeads, group}, {seq}, {valueSize}}};
+  b.rule.results = {query, key, value};
+  return b.rule;
+}
+
+ShardingRule CountTokensOp::getShardingRule() {
+  CountTokensOp op = *this;
+  RuleBuilder b;
+  SmallVector<int64_t> fs;
+  for (int64_t d : op.getLabels().getType().getShape())
+    fs.push_back(b.factor(d, FactorKind::Contracting));
+  b.rule.operands = {RuleBuilder::oneEach(fs)};
+  b.rule.results = {Dims{}};
+  return b.rule;
+}
+
+/// Per token, like the logits; partition computes a vocabulary split as
+/// Megatron's vocab-parallel cross entropy does (max and exp-sum
+/// all-reduces), never gathering the logits.
+ShardingRule CrossEntropyGradOp::getShardingRule() {
+  CrossEntropyGradOp op = *this;
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op.getLogits());
+  b.rule.operands = {RuleBuilder::oneEach(fs), RuleBuilder::oneEach(ArrayRef(fs).drop_back()),
+                     Dims{}, Dims{}};
+  b.rule.operands.resize(op->getNumOperands());
+  b.rule.results = {RuleBuilder::oneEach(fs)};
+  return b.rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+/// Every element is its own update: parameter, gradient and state share
+/// one factor per dimension; the step and the gradient norm are scalars.
+ShardingRule AdamWOp::getShardingRule() {
+  AdamWOp op = *this;
+  RuleBuilder b;
+  SmallVector<int64_t> fs = b.factorsOf(op.getParam());
+  Dims elements = RuleBuilder::oneEach(fs);
+  b.rule.operands = {elements, elements, elements, elements, Dims{}};
+  if (op.getGradNorm())
+    b.rule.operands.push_back(Dims{});
+  b.rule.results = {elements, elements, elements};
+  return b.rule;
+}
+
+ShardingRule SumSquaresOp::getShardingRule() {
+  SumSquaresOp op = *this;
+  RuleBuilder b;
+  SmallVector<int64_t> fs;
+  for (int64_t d : op.getInput().getType().getShape())
+    fs.push_back(b.factor(d, FactorKind::Contracting));
+  b.rule.operands = {RuleBuilder::oneEach(fs)};
+  b.rule.results = {Dims{}};
+  return b.rule;
+}
+
+/// The microbatches stay whole on every device (a device runs each in
+/// turn); the rest splits like the microbatch.
+ShardingRule MicrobatchOp::getShardingRule() {
+  MicrobatchOp op = *this;
+  RuleBuilder b;
+  int64_t micro = b.factor(dimOf(op.getInput(), 0), FactorKind::Replicated);
+  SmallVector<int64_t> fs = b.factorsOf(op.getResult());
+  Dims input = {{micro}};
+  llvm::append_range(input, RuleBuilder::oneEach(fs));
+  b.rule.operands = {input};
+  b.rule.results = {RuleBuilder::oneEach(fs)};
+  return b.rule;
+}
+
 std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
   if (!rule)
@@ -271,6 +467,30 @@ LogicalResult AttentionOp::partitionLocally(Operation *local, LocalPartition &pa
   return success();
 }
 
+/// A vocab-parallel block of the table's rows starts at its block offset.
+LogicalResult EmbeddingGradOp::partitionLocally(Operation *local, LocalPartition &partition) {
+  ArrayRef<StringRef> vocabAxes = partition.resultAxes(0)[0];
+  if (vocabAxes.empty())
+    return success();
+  int64_t rows = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[0];
+  local->insertOperands(local->getNumOperands(), partition.blockStart(vocabAxes, rows, 0));
+  return success();
+}
+
+/// As attention's: queries of a sequence block see keys up to their global
+/// position.
+LogicalResult AttentionGradOp::partitionLocally(Operation *local, LocalPartition &partition) {
+  ArrayRef<StringRef> seqAxes = partition.resultAxes(0)[2];
+  if (!getCausal() || seqAxes.empty())
+    return success();
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  int64_t localSeq = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[2];
+  local->insertOperands(local->getNumOperands(),
+                        partition.blockStart(seqAxes, localSeq, k[2] - q[2]));
+  return success();
+}
+
 MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {
   auto mesh = module->getAttrOfType<MeshAttr>(kMeshAttr);
   if (!mesh)
@@ -278,6 +498,12 @@ MeshAttr pmlir::tfm::meshOf(Operation *module, StringRef who) {
                         << " needs the module attribute tfm.mesh "
                            "(e.g. tfm.mesh = #tfm.mesh<dp = 2, tp = 2>)";
   return mesh;
+}
+
+bool ShardingRule::sumsOver(unsigned r, int64_t f) const {
+  return factors[f].kind == FactorKind::Contracting &&
+         llvm::none_of(results[r],
+                       [&](const SmallVector<int64_t> &dim) { return llvm::is_contained(dim, f); });
 }
 
 bool ShardingRule::isMinorEverywhere(int64_t f) const {

@@ -79,3 +79,18 @@ void MulOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
   saved.push_back({getLhs(), "activation_inputs"});
   saved.push_back({getRhs(), "activation_inputs"});
 }
+
+double WeightGradOp::getFlops() {
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  return 2.0 * product(lhs) * product({getRhs().getType().getShape().back()});
+}
+
+double AttentionGradOp::getFlops() {
+  // Scores recomputed, then dV, dP, dQ and dK: five GEMMs of the forward's
+  // two sizes (2.5 times its FLOPs).
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  ArrayRef<int64_t> v = getValue().getType().getShape();
+  double scores = product({q[0], q[1], q[2], k[2]});
+  return 2.0 * scores * (3.0 * product({q[3]}) + 2.0 * product({v[3]}));
+}

@@ -280,39 +280,48 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  ArrayRef<int64_t> q = tensorType(getQuery()).getShape();
-  ArrayRef<int64_t> k = tensorType(getKey()).getShape();
-  ArrayRef<int64_t> v = tensorType(getValue()).getShape();
-  if (failed(expectRank(*this, "operand 'query'", 4, "[B, Hq, S, D]", q)) ||
-      failed(expectRank(*this, "operand 'key'", 4, "[B, Hkv, Skv, D]", k)) ||
-      failed(expectRank(*this, "operand 'value'", 4, "[B, Hkv, Skv, Dv]", v)))
+/// The operands of attention and of its gradient: query [B, Hq, S, D], key
+/// [B, Hkv, Skv, D], value [B, Hkv, Skv, Dv], grouped heads, scale and
+/// offset. Returns the shape of attention's result, [B, Hq, S, Dv].
+static FailureOr<Shape> verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                                                bool causal, double scale, Value queryOffset) {
+  ArrayRef<int64_t> q = tensorType(query).getShape();
+  ArrayRef<int64_t> k = tensorType(key).getShape();
+  ArrayRef<int64_t> v = tensorType(value).getShape();
+  if (failed(expectRank(op, "operand 'query'", 4, "[B, Hq, S, D]", q)) ||
+      failed(expectRank(op, "operand 'key'", 4, "[B, Hkv, Skv, D]", k)) ||
+      failed(expectRank(op, "operand 'value'", 4, "[B, Hkv, Skv, Dv]", v)))
     return failure();
-  for (auto [name, value] : {std::pair<StringRef, Value>{"operand 'key'", getKey()},
-                             {"operand 'value'", getValue()},
-                             {"result", getResult()}})
-    if (failed(expectElementType(*this, name, value, "operand 'query'",
-                                 getQuery())))
+  for (auto [name, other] :
+       {std::pair<StringRef, Value>{"operand 'key'", key}, {"operand 'value'", value}})
+    if (failed(expectElementType(op, name, other, "operand 'query'", query)))
       return failure();
-  if (failed(expectShape(*this, "operand 'key'", {q[0], k[1], k[2], q[3]}, k,
+  if (failed(expectShape(op, "operand 'key'", {q[0], k[1], k[2], q[3]}, k,
                          "batch and head dimension of 'query'")) ||
-      failed(expectShape(*this, "operand 'value'", {q[0], k[1], k[2], v[3]}, v,
+      failed(expectShape(op, "operand 'value'", {q[0], k[1], k[2], v[3]}, v,
                          "batch, heads and sequence of 'key'")))
     return failure();
-  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
-      q[1] % k[1] != 0)
-    return emitOpError() << "query heads (" << q[1]
-                         << ") must be a multiple of key/value heads (" << k[1]
-                         << ") for grouped-query attention";
-  double scale = getScale().convertToDouble();
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) && q[1] % k[1] != 0)
+    return op->emitOpError() << "query heads (" << q[1]
+                             << ") must be a multiple of key/value heads (" << k[1]
+                             << ") for grouped-query attention";
   if (scale == 0.0 || !std::isfinite(scale))
-    return emitOpError() << "attribute 'scale': expected a finite non-zero value, got "
-                         << scale;
-  if (getQueryOffset() && !getCausal())
-    return emitOpError() << "has a query_offset but is not causal; the offset "
-                            "only places the causal mask";
-  return expectShape(*this, "result", {q[0], q[1], q[2], v[3]},
-                     tensorType(getResult()).getShape(), "[B, Hq, S, Dv]");
+    return op->emitOpError() << "attribute 'scale': expected a finite non-zero value, got "
+                             << scale;
+  if (queryOffset && !causal)
+    return op->emitOpError() << "has a query_offset but is not causal; the offset "
+                                "only places the causal mask";
+  return Shape{q[0], q[1], q[2], v[3]};
+}
+
+LogicalResult AttentionOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
+                              getScale().convertToDouble(), getQueryOffset());
+  if (failed(out) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())))
+    return failure();
+  return expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]");
 }
 
 //===----------------------------------------------------------------------===//
@@ -423,6 +432,206 @@ LogicalResult CrossEntropyCombineOp::verify() {
                          "'parts' without its last dimension")))
     return failure();
   return expectElementType(*this, "result", getResult(), "operand 'parts'", getParts());
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightGradOp::verify() {
+  ArrayRef<int64_t> lhs = tensorType(getLhs()).getShape();
+  ArrayRef<int64_t> rhs = tensorType(getRhs()).getShape();
+  if (lhs.size() < 2)
+    return emitOpError() << "operand 'lhs': expected rank >= 2 ([batch..., M, K]), got "
+                         << formatShape(lhs);
+  if (failed(expectElementType(*this, "operand 'rhs'", getRhs(), "operand 'lhs'", getLhs())) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'lhs'", getLhs())))
+    return failure();
+  Shape expected(lhs.drop_back());
+  expected.push_back(rhs.empty() ? ShapedType::kDynamic : rhs.back());
+  if (rhs.size() != lhs.size())
+    return emitOpError() << "operand 'rhs': expected rank " << lhs.size()
+                         << " ([batch..., M, N], the rank of 'lhs'), got " << formatShape(rhs);
+  if (failed(expectShape(*this, "operand 'rhs'", expected, rhs,
+                         "the batch and row dimensions of 'lhs', then N")))
+    return failure();
+  return expectShape(*this, "result", {lhs.back(), rhs.back()}, tensorType(getResult()).getShape(),
+                     "[K, N]");
+}
+
+LogicalResult SumLeadingOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  if (failed(expectElementType(*this, "result", getResult(), "operand 'input'", getInput())))
+    return failure();
+  if (out.size() <= in.size() && isTrailingSuffix(in, out))
+    return success();
+  return emitOpError() << "result shape: expected trailing dimensions of 'input' "
+                       << formatShape(in) << ", got " << formatShape(out);
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "expected at least one operand";
+  Value first = getInputs().front();
+  ArrayRef<int64_t> in = tensorType(first).getShape();
+  int64_t dim = getDim();
+  if (dim >= static_cast<int64_t>(in.size()))
+    return emitOpError() << "attribute 'dim': expected < " << in.size()
+                         << " (the rank of the operands), got " << dim;
+  for (auto [i, input] : llvm::enumerate(getInputs()))
+    if (input.getType() != first.getType())
+      return emitOpError() << "operand #" << i << ": expected " << first.getType()
+                           << " (the type of operand #0), got " << input.getType();
+  Shape expected(in);
+  if (!ShapedType::isDynamic(in[dim]))
+    expected[dim] = in[dim] * static_cast<int64_t>(getInputs().size());
+  if (failed(expectElementType(*this, "result", getResult(), "operand #0", first)))
+    return failure();
+  return expectShape(*this, "result", expected, tensorType(getResult()).getShape(),
+                     "the operands joined along 'dim'");
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormOp(*this, getInput(), getGamma(), getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyNormOp(*this, getInput(), getGamma(), getEpsilon().convertToDouble());
+}
+
+/// The gamma gradient of a norm: [H] from input and grad of one shape.
+static LogicalResult verifyNormWeightGrad(Operation *op, Value input, Value grad, Value result,
+                                          double epsilon) {
+  ArrayRef<int64_t> shape = tensorType(input).getShape();
+  if (shape.empty())
+    return op->emitOpError() << "operand 'input': expected rank >= 1, got []";
+  if (input.getType() != grad.getType())
+    return op->emitOpError() << "operand 'grad': expected " << input.getType()
+                             << " (the type of 'input'), got " << grad.getType();
+  if (failed(expectElementType(op, "result", result, "operand 'input'", input)) ||
+      failed(expectShape(op, "result", {shape.back()}, tensorType(result).getShape(),
+                         "the last dimension of 'input'")))
+    return failure();
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    return op->emitOpError() << "attribute 'epsilon': expected a finite value > 0, got " << epsilon;
+  return success();
+}
+
+LogicalResult LayerNormWeightGradOp::verify() {
+  return verifyNormWeightGrad(*this, getInput(), getGrad(), getResult(),
+                              getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormWeightGradOp::verify() {
+  return verifyNormWeightGrad(*this, getInput(), getGrad(), getResult(),
+                              getEpsilon().convertToDouble());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  ArrayRef<int64_t> table = tensorType(getResult()).getShape();
+  if (failed(expectRank(*this, "result", 2, "[vocab, hidden]", table)) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'grad'", getGrad())))
+    return failure();
+  Shape expected(tensorType(getIds()).getShape());
+  expected.push_back(table[1]);
+  return expectShape(*this, "operand 'grad'", expected, tensorType(getGrad()).getShape(),
+                     "ids shape followed by hidden");
+}
+
+LogicalResult AttentionGradOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
+                              getScale().convertToDouble(), getQueryOffset());
+  if (failed(out) ||
+      failed(
+          expectElementType(*this, "operand 'grad'", getGrad(), "operand 'query'", getQuery())) ||
+      failed(expectShape(*this, "operand 'grad'", *out, tensorType(getGrad()).getShape(),
+                         "attention's result, [B, Hq, S, Dv]")))
+    return failure();
+  for (auto [name, grad, operand] :
+       {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},
+        {"result 'key_grad'", getKeyGrad(), getKey()},
+        {"result 'value_grad'", getValueGrad(), getValue()}})
+    if (grad.getType() != operand.getType())
+      return emitOpError() << name << ": expected " << operand.getType()
+                           << " (the type of its operand), got " << grad.getType();
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (logits.empty())
+    return emitOpError() << "operand 'logits': expected rank >= 1 ([..., V]), got []";
+  ArrayRef<int64_t> tokens = logits.drop_back();
+  if (failed(expectShape(*this, "operand 'labels'", tokens, tensorType(getLabels()).getShape(),
+                         "'logits' without its last dimension")))
+    return failure();
+  if (getResult().getType() != getLogits().getType())
+    return emitOpError() << "result: expected " << getLogits().getType()
+                         << " (the type of 'logits'), got " << getResult().getType();
+  if (bool(getMax()) != bool(getParts()))
+    return emitOpError() << "takes 'max' and 'parts' together or not at all";
+  if (getMax()) {
+    Shape parts(tokens);
+    parts.push_back(2);
+    if (failed(expectShape(*this, "operand 'max'", tokens, tensorType(getMax()).getShape(),
+                           "'logits' without its last dimension")) ||
+        failed(expectShape(*this, "operand 'parts'", parts, tensorType(getParts()).getShape(),
+                           "per token: the exp sum and the label's logit")))
+      return failure();
+  }
+  if (getVocabFrom() && !getMax())
+    return emitOpError() << "has 'vocab_from' without 'max' and 'parts': a block of the "
+                            "vocabulary needs the whole vocabulary's max and exp sum";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MicrobatchOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  if (in.empty())
+    return emitOpError() << "operand 'input': expected rank >= 1 ([K, ...]), got []";
+  if (failed(expectElementType(*this, "result", getResult(), "operand 'input'", getInput())) ||
+      failed(expectShape(*this, "result", in.drop_front(), tensorType(getResult()).getShape(),
+                         "'input' without its first dimension")))
+    return failure();
+  if (!ShapedType::isDynamic(in[0]) && static_cast<int64_t>(getIndex()) >= in[0])
+    return emitOpError() << "attribute 'index': expected < " << in[0]
+                         << " (the microbatches of 'input'), got " << getIndex();
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  auto finiteAtLeast = [&](StringRef name, double v, double low) -> LogicalResult {
+    if (v >= low && std::isfinite(v))
+      return success();
+    return emitOpError() << "attribute '" << name << "': expected a finite value >= " << low
+                         << ", got " << v;
+  };
+  for (auto [name, v] : {std::pair<StringRef, double>{"lr", getLr().convertToDouble()},
+                         {"eps", getEps().convertToDouble()},
+                         {"weight_decay", getWeightDecay().convertToDouble()}})
+    if (failed(finiteAtLeast(name, v, 0.0)))
+      return failure();
+  for (auto [name, v] : {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
+                         {"beta2", getBeta2().convertToDouble()}})
+    if (!(v >= 0.0 && v < 1.0))
+      return emitOpError() << "attribute '" << name << "': expected a value in [0, 1), got " << v;
+  double scale = getGradScale().convertToDouble();
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return emitOpError() << "attribute 'grad_scale': expected a finite value > 0, got " << scale;
+  if (bool(getGradNorm()) != bool(getMaxGradNormAttr()))
+    return emitOpError() << "clips by 'grad_norm' to 'max_grad_norm': it takes both or neither";
+  if (getMaxGradNorm()) {
+    double max = getMaxGradNorm()->convertToDouble();
+    if (!(max > 0.0) || !std::isfinite(max))
+      return emitOpError() << "attribute 'max_grad_norm': expected a finite value > 0, got " << max;
+  }
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -64,6 +64,17 @@ std::optional<ArgumentRole> parseArgumentRole(llvm::StringRef text);
 /// elements are not floats, a parameter otherwise. The one place that decides it.
 ArgumentRole argumentRole(mlir::FunctionOpInterface func, unsigned index);
 
+/// Result attribute: the index of the argument whose sharding the result
+/// takes where it has none of its own (a parameter's gradient or updated
+/// value, in functions pmlir-autodiff and pmlir-optimizer build).
+inline constexpr llvm::StringLiteral kShardedLikeAttr = "tfm.sharded_like";
+
+/// Result attribute: the index of the argument the result is the new value
+/// of (a training step's parameters and optimizer state). A runtime runs the
+/// next step with it in the argument's place; compiled, it is written into
+/// the argument's buffer.
+inline constexpr llvm::StringLiteral kUpdatesAttr = "tfm.updates";
+
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
 /// Op attribute that sharding propagation writes: one #tfm.sharding per

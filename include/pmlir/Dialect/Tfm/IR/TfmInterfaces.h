@@ -50,6 +50,12 @@ struct ShardingRule {
   llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
   PendingRule pending = PendingRule::None;
 
+  /// Whether result `r` sums over factor `f`: `f` is contracting and no
+  /// dimension of the result holds it. (A contracting factor some result
+  /// keeps, as the query gradient keeps the query sequence that the key
+  /// gradient sums over, splits that result and leaves the others pending.)
+  bool sumsOver(unsigned r, int64_t f) const;
+
   /// Whether factor `f` is the minor-most factor of every dimension it is
   /// part of. Only such a factor may be split unevenly: its padding then
   /// sits at the end of each of its dimensions.

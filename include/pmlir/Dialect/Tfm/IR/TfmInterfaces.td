@@ -4,7 +4,8 @@
 //
 // Passes ask the op: its factor sharding rule and local rewrite in
 // partition, how pending sums pass through it, whether it is sequence-local
-// and keeps zero padding, its FLOPs and what a backward pass keeps of it.
+// and keeps zero padding, its FLOPs, what a backward pass keeps of it and
+// the gradients of its operands.
 // docs/adding-an-op.md says which of these a new op needs.
 //
 //===----------------------------------------------------------------------===//
@@ -56,12 +57,34 @@ def Tfm_CostOpInterface : OpInterface<"CostOpInterface"> {
         reason it is kept ("matmul_inputs", "norm_inputs", ...).
       }],
       "void", "getSavedForBackward",
-      (ins "::llvm::SmallVectorImpl<::pmlir::tfm::SavedValue> &":$saved), [{}], [{}]>,
+      (ins "::llvm::SmallVectorImpl<::pmlir::tfm::SavedValue> &":$saved), [{}],
+      [{ return; }]>,
     InterfaceMethod<[{
         Bytes the backward pass keeps that are no value of the program
         (attention's probabilities).
       }],
       "int64_t", "getSavedInternalBytes", (ins), [{}], [{ return 0; }]>,
+  ];
+}
+
+def Tfm_AutodiffOpInterface : OpInterface<"AutodiffOpInterface"> {
+  let description = [{
+    A differentiable op: given the gradients of its results, it builds the
+    gradients of its operands (a vector-Jacobian product) in tfm ops at
+    the insertion point. pmlir-autodiff calls it in reverse program order.
+  }];
+  let cppNamespace = "::pmlir::tfm";
+  let methods = [
+    InterfaceMethod<[{
+        Builds the gradients of the operands into `operandGrads` (one per
+        operand, null for an operand without one: token ids, positions)
+        from `resultGrads` (one per result, null where no gradient reaches
+        the result; at least one is set). Fails with a diagnostic on the op
+        where it has no gradient.
+      }],
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder, "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
   ];
 }
 

@@ -42,6 +42,8 @@ defvar Tfm_OwnRuleAndLocal = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterfa
                                                        ["getShardingRule", "partitionLocally"]>;
 // What a backward pass keeps of the op; its FLOPs.
 defvar Tfm_Saves = DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getSavedForBackward"]>;
+// The op's gradients (Gradients.cpp).
+defvar Tfm_Differentiable = DeclareOpInterfaceMethods<Tfm_AutodiffOpInterface>;
 
 // Pure elementwise ops whose result has the type of their one operand.
 class Tfm_UnaryOp<string mnemonic, list<Trait> traits = []>
@@ -55,7 +57,7 @@ class Tfm_UnaryOp<string mnemonic, list<Trait> traits = []>
 // Embedding and positions
 //===----------------------------------------------------------------------===//
 
-def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, Tfm_OwnRuleAndLocal]> {
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Tfm_Differentiable, Pure, Tfm_OwnRuleAndLocal]> {
   let summary = "gathers rows of an embedding table by token id";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. The table is `[vocab, hidden]`;
@@ -109,7 +111,8 @@ def Tfm_ArangeOp : Tfm_Op<"arange", [Pure, Tfm_OwnRuleAndLocal]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
-    Tfm_KeepsZeroPadding, DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops", "getSavedForBackward"]>]> {
+    Tfm_KeepsZeroPadding, Tfm_Differentiable,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops", "getSavedForBackward"]>]> {
   let summary = "batched matrix product with optional transposed operands";
   let description = [{
     `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`);
@@ -158,12 +161,14 @@ class Tfm_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
-def Tfm_AddOp : Tfm_BinaryOp<"add", "+", [Tfm_SumOfOperands]>;
-def Tfm_SubOp : Tfm_BinaryOp<"sub", "-", [Tfm_SumOfOperands]>;
-def Tfm_MulOp : Tfm_BinaryOp<"mul", "*", [Tfm_LinearInEachOperand, Tfm_Saves]>;
+def Tfm_AddOp : Tfm_BinaryOp<"add", "+", [Tfm_SumOfOperands, Tfm_Differentiable]>;
+def Tfm_SubOp : Tfm_BinaryOp<"sub", "-", [Tfm_SumOfOperands, Tfm_Differentiable]>;
+def Tfm_MulOp : Tfm_BinaryOp<"mul", "*", [Tfm_LinearInEachOperand, Tfm_Saves,
+                                          Tfm_Differentiable]>;
 
 def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType,
-    Tfm_ShardingRuleOpInterface, Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_LinearInEachOperand]> {
+    Tfm_ShardingRuleOpInterface, Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_LinearInEachOperand,
+    Tfm_Differentiable]> {
   let summary = "multiplies every element by a constant";
   let description = [{
     ```mlir
@@ -175,7 +180,8 @@ def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input `,` $factor attr-dict `:` type($input)";
 }
 
-def Tfm_GeluOp : Tfm_UnaryOp<"gelu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves,
+                                      Tfm_Differentiable]> {
   let summary = "Gaussian error linear unit, exact (erf) or tanh form";
   let description = [{
     `erf`: `0.5 x (1 + erf(x / sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
@@ -190,7 +196,8 @@ def Tfm_GeluOp : Tfm_UnaryOp<"gelu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, T
   let assemblyFormat = "$input $approximation attr-dict `:` type($input)";
 }
 
-def Tfm_SiluOp : Tfm_UnaryOp<"silu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
+def Tfm_SiluOp : Tfm_UnaryOp<"silu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves,
+                                      Tfm_Differentiable]> {
   let summary = "x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -206,7 +213,7 @@ def Tfm_SiluOp : Tfm_UnaryOp<"silu", [Tfm_SequenceLocal, Tfm_KeepsZeroPadding, T
 
 def Tfm_LayerNormOp : Tfm_Op<"layernorm",
     [Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>, Tfm_OwnRule,
-     Tfm_SequenceLocal, Tfm_Saves]> {
+     Tfm_SequenceLocal, Tfm_Saves, Tfm_Differentiable]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta`, with the biased
@@ -227,7 +234,7 @@ def Tfm_LayerNormOp : Tfm_Op<"layernorm",
 }
 
 def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>, Tfm_OwnRule,
-    Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves]> {
+    Tfm_SequenceLocal, Tfm_KeepsZeroPadding, Tfm_Saves, Tfm_Differentiable]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma`; `gamma` is `[hidden]`.
@@ -245,7 +252,7 @@ def Tfm_RmsNormOp : Tfm_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>,
   let hasVerifier = 1;
 }
 
-def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", [Tfm_OwnRule]> {
+def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", [Tfm_Differentiable, Tfm_OwnRule]> {
   let summary = "softmax over the last dimension";
   let description = [{
     ```mlir
@@ -260,7 +267,7 @@ def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", [Tfm_OwnRule]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, Tfm_OwnRuleAndLocal, Tfm_LinearInEachOperand,
-    Tfm_KeepsZeroPadding]> {
+    Tfm_KeepsZeroPadding, Tfm_Differentiable]> {
   let summary = "[B, S, A*D] -> [B, A, S, D]";
   let description = [{
     Splits the hidden dimension into `heads` heads and moves the head
@@ -281,7 +288,7 @@ def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, Tfm_OwnRuleAndLocal, Tfm_Lin
 }
 
 def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
-    Tfm_KeepsZeroPadding]> {
+    Tfm_KeepsZeroPadding, Tfm_Differentiable]> {
   let summary = "[B, A, S, D] -> [B, S, A*D]";
   let description = [{
     The inverse of `tfm.split_heads`.
@@ -297,7 +304,7 @@ def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, Tfm_OwnRule, Tfm_LinearInEac
 }
 
 def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_OwnRule,
-    Tfm_LinearInEachOperand, Tfm_KeepsZeroPadding]> {
+    Tfm_LinearInEachOperand, Tfm_KeepsZeroPadding, Tfm_Differentiable]> {
   let summary = "rotary position embedding, Hugging Face rotate-half convention";
   let description = [{
     For `x` of shape `[B, A, S, D]` (D even) and `positions` of shape `[S]`:
@@ -305,7 +312,8 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_O
     `angle[s, j] = positions[s] * inv_freq[j mod D/2]`,
     `result = x * cos(angle) + rotate_half(x) * sin(angle)`, where
     `rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])`. This is
-    `apply_rotary_pos_emb` of Hugging Face's Llama.
+    `apply_rotary_pos_emb` of Hugging Face's Llama. With `inverse` it rotates
+    by `-angle` (its gradient: the rotation is orthogonal).
 
     ```mlir
     %q2 = tfm.rope %q, %pos theta = 1.0e+04
@@ -313,15 +321,16 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_O
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_IdTensor:$positions,
-                       F64Attr:$theta);
+                       F64Attr:$theta, UnitAttr:$inverse);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $positions `theta` `=` $theta attr-dict `:` type($input) `,` type($positions)
+    $input `,` $positions `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` type($input) `,`
+    type($positions)
   }];
   let hasVerifier = 1;
 }
 
-def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, Tfm_OwnRuleAndLocal,
+def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRuleAndLocal,
     DeclareOpInterfaceMethods<Tfm_CostOpInterface,
                               ["getFlops", "getSavedForBackward", "getSavedInternalBytes"]>]> {
   let summary = "scaled dot-product attention, causal and grouped-query";
@@ -359,7 +368,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, Tfm_OwnRuleAndLocal,
 // Structure
 //===----------------------------------------------------------------------===//
 
-def Tfm_SplitOp : Tfm_Op<"split", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
+def Tfm_SplitOp : Tfm_Op<"split", [Tfm_Differentiable, Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
     Tfm_KeepsZeroPadding]> {
   let summary = "splits a tensor into equal parts along one dimension";
   let description = [{
@@ -388,7 +397,10 @@ def Tfm_LayerOp : Tfm_Op<"layer", [SingleBlockImplicitTerminator<"YieldOp">,
     Marks the boundary of transformer block `index`. The body uses values
     from above (the residual stream and the weights) and yields the block's
     outputs. Pipeline partitioning cuts between layers and clusters them;
-    lowering inlines the body.
+    lowering inlines the body. A `backward` layer (made by pmlir-autodiff)
+    holds the gradients of block `index`: it yields the gradients of the
+    values its forward layer uses from above, and its forward layer yields,
+    after the block's outputs, the activations it keeps for it.
 
     ```mlir
     %h1 = tfm.layer 0 : tensor<1x128x768xf32> {
@@ -397,10 +409,10 @@ def Tfm_LayerOp : Tfm_Op<"layer", [SingleBlockImplicitTerminator<"YieldOp">,
     }
     ```
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index, UnitAttr:$backward);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$index attr-dict `:` type($results) $body";
+  let assemblyFormat = "$index (`backward` $backward^)? attr-dict `:` type($results) $body";
   let hasVerifier = 1;
 }
 
@@ -417,7 +429,8 @@ def Tfm_YieldOp : Tfm_Op<"yield", [Pure, Terminator, HasParent<"LayerOp">,
 //===----------------------------------------------------------------------===//
 
 def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
-    [Pure, SameOperandsAndResultType, Tfm_ShardingRuleOpInterface, Tfm_LinearInEachOperand]> {
+    [Pure, Tfm_Differentiable, SameOperandsAndResultType, Tfm_ShardingRuleOpInterface,
+        Tfm_LinearInEachOperand]> {
   let summary = "pins the sharding of a value";
   let description = [{
     The result is the input, with sharding `sharding` on the module's
@@ -435,7 +448,7 @@ def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
-def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Pure, Tfm_OwnRule]> {
+def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Tfm_Differentiable, Pure, Tfm_OwnRule]> {
   let summary = "mean token cross entropy with an ignore index";
   let description = [{
     `logits` is `[..., V]`, `labels` has `logits`' shape without the last
@@ -541,5 +554,7 @@ def Tfm_CrossEntropyCombineOp : Tfm_Op<"cross_entropy_combine", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "pmlir/Dialect/Tfm/IR/TfmGradOps.td"
 
 #endif // PMLIR_DIALECT_TFM_IR_TFMOPS_TD

@@ -1,0 +1,231 @@
+//===- Gradients.cpp - Vector-Jacobian products of tfm ops ----------------===//
+//
+// Part of pmlir.
+//
+// Each differentiable op builds the gradients of its operands from those of
+// its results (AutodiffOpInterface::buildGradients), in tfm ops on global
+// shapes: gradient ops where a composition would be slower or less precise
+// (TfmGradOps.td), forward ops where the gradient is one (a matmul's, a
+// head split's). pmlir-autodiff calls these in reverse program order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// `grad` summed down to the type of `operand`, a trailing suffix of it (the
+/// broadcast operand of add, sub and mul).
+Value sumToShapeOf(OpBuilder &b, Location loc, Value grad, Value operand) {
+  if (grad.getType() == operand.getType())
+    return grad;
+  return SumLeadingOp::create(b, loc, operand.getType(), grad);
+}
+
+/// The gradient `grad` of a result, or zeros of its type where none
+/// reached it (an unused part of a split).
+Value gradOrZeros(OpBuilder &b, Location loc, Value grad, Value result) {
+  if (grad)
+    return grad;
+  return FillOp::create(b, loc, result.getType(), b.getF64FloatAttr(0.0));
+}
+
+/// One gradient of each operand, null where the operand is not a float
+/// tensor.
+void resizeGrads(Operation *op, SmallVectorImpl<Value> &grads) {
+  grads.assign(op->getNumOperands(), Value());
+}
+
+} // namespace
+
+LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = EmbeddingGradOp::create(b, getLoc(), getTable().getType(), resultGrads[0], getIds(),
+                                     getRowOffset());
+  return success();
+}
+
+/// With op(x) the operand as the product reads it (transposed or not):
+/// d op(lhs) = dy op(rhs)^T and d op(rhs) = op(lhs)^T dy, each written as one
+/// matmul (or, for a rank-2 weight shared by a batched lhs, one weight_grad
+/// contracting the batch) that produces the operand's own layout.
+LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0], lhs = getLhs(), rhs = getRhs();
+  bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  bool sharedRhs = tensorType(rhs).getRank() == 2 && tensorType(lhs).getRank() > 2;
+  if (sharedRhs && tl)
+    return emitOpError() << "cannot be differentiated: a batched 'lhs' read transposed "
+                            "(transpose_lhs) against a shared rank-2 'rhs' has no gradient "
+                            "as one tfm op; transpose the operand before the matmul";
+  // Left: [.., M, K] = dy [.., M, N] . op(rhs)^T, or [.., K, M] = op(rhs) . dy^T.
+  if (!tl)
+    grads[0] = MatmulOp::create(b, loc, lhs.getType(), dy, rhs, false, !tr);
+  else
+    grads[0] = MatmulOp::create(b, loc, lhs.getType(), rhs, dy, tr, true);
+  // Right: [K, N] = op(lhs)^T . dy, or [N, K] = dy^T . op(lhs).
+  if (sharedRhs)
+    grads[1] = tr ? WeightGradOp::create(b, loc, rhs.getType(), dy, lhs)
+                  : WeightGradOp::create(b, loc, rhs.getType(), lhs, dy);
+  else if (!tr)
+    grads[1] = MatmulOp::create(b, loc, rhs.getType(), lhs, dy, !tl, false);
+  else
+    grads[1] = MatmulOp::create(b, loc, rhs.getType(), dy, lhs, true, tl);
+  return success();
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = resultGrads[0];
+  grads[1] = sumToShapeOf(b, getLoc(), resultGrads[0], getRhs());
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = resultGrads[0];
+  Value negated =
+      ScaleOp::create(b, getLoc(), resultGrads[0].getType(), resultGrads[0], b.getF64FloatAttr(-1));
+  grads[1] = sumToShapeOf(b, getLoc(), negated, getRhs());
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  grads[0] = MulOp::create(b, loc, dy.getType(), dy, getRhs());
+  grads[1] = sumToShapeOf(b, loc, MulOp::create(b, loc, dy.getType(), dy, getLhs()), getRhs());
+  return success();
+}
+
+LogicalResult ScaleOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = ScaleOp::create(b, getLoc(), getType(), resultGrads[0], getFactorAttr());
+  return success();
+}
+
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = GeluGradOp::create(b, getLoc(), getType(), getInput(), resultGrads[0],
+                                getApproximationAttr());
+  return success();
+}
+
+LogicalResult SiluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = SiluGradOp::create(b, getLoc(), getType(), getInput(), resultGrads[0]);
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = SoftmaxGradOp::create(b, getLoc(), getType(), getResult(), resultGrads[0]);
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  grads[0] =
+      LayerNormGradOp::create(b, loc, getType(), getInput(), getGamma(), dy, getEpsilonAttr());
+  grads[1] =
+      LayerNormWeightGradOp::create(b, loc, getGamma().getType(), getInput(), dy, getEpsilonAttr());
+  grads[2] = sumToShapeOf(b, loc, dy, getBeta());
+  return success();
+}
+
+LogicalResult RmsNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  grads[0] = RmsNormGradOp::create(b, loc, getType(), getInput(), getGamma(), dy, getEpsilonAttr());
+  grads[1] =
+      RmsNormWeightGradOp::create(b, loc, getGamma().getType(), getInput(), dy, getEpsilonAttr());
+  return success();
+}
+
+LogicalResult SplitHeadsOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = MergeHeadsOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
+  return success();
+}
+
+LogicalResult MergeHeadsOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  int64_t heads = tensorType(getInput()).getShape()[1];
+  grads[0] = SplitHeadsOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                                  b.getI64IntegerAttr(heads));
+  return success();
+}
+
+/// The rotation is orthogonal: its gradient rotates back.
+LogicalResult RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = RopeOp::create(b, getLoc(), getType(), resultGrads[0], getPositions(), getThetaAttr(),
+                            getInverse() ? UnitAttr() : b.getUnitAttr());
+  return success();
+}
+
+LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(), getQuery(),
+      getKey(), getValue(), resultGrads[0], getCausalAttr(), getScaleAttr(), getQueryOffset());
+  grads[0] = grad.getQueryGrad();
+  grads[1] = grad.getKeyGrad();
+  grads[2] = grad.getValueGrad();
+  return success();
+}
+
+LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  SmallVector<Value> parts;
+  for (auto [grad, result] : llvm::zip(resultGrads, getResults()))
+    parts.push_back(gradOrZeros(b, getLoc(), grad, result));
+  grads[0] = ConcatOp::create(b, getLoc(), getInput().getType(), parts, getDimAttr());
+  return success();
+}
+
+LogicalResult ShardingConstraintOp::buildGradients(OpBuilder &, ArrayRef<Value> resultGrads,
+                                                   SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = resultGrads[0];
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                             SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value count = CountTokensOp::create(b, loc, getType(), getLabels(), getIgnoreIndexAttr());
+  grads[0] = CrossEntropyGradOp::create(b, loc, getLogits().getType(), getLogits(), getLabels(),
+                                        resultGrads[0], count, Value(), Value(), Value(),
+                                        IntegerAttr(), getIgnoreIndexAttr());
+  return success();
+}

@@ -1,0 +1,215 @@
+//===- Optimizer.cpp - A training step from a gradient function -----------===//
+//
+// Part of pmlir.
+//
+// See pmlir/Training/Optimizer.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Training/Optimizer.h"
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-optimizer"
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::tfm;
+using namespace pmlir::training;
+
+std::string pmlir::training::optimizerStateName(StringRef param, StringRef kind) {
+  return (param + "." + kind).str();
+}
+
+namespace {
+
+IntegerAttr indexAttr(MLIRContext *context, unsigned i) {
+  return IntegerAttr::get(IntegerType::get(context, 64), i);
+}
+
+/// The sum of `values` (one tfm.add per term after the first).
+Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  Value total = values.front();
+  for (Value v : values.drop_front())
+    total = AddOp::create(b, loc, total.getType(), total, v);
+  return total;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
+                                                        const OptimizerOptions &options) {
+  MLIRContext *context = grad.getContext();
+  // The gradient function: the loss, then gradients of parameters.
+  auto isScalar = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.getRank() == 0 && isa<FloatType>(tensor.getElementType());
+  };
+  if (grad.getNumResults() < 2 || !isScalar(grad.getResultTypes()[0]))
+    return grad.emitOpError() << "is no gradient function (pmlir-autodiff's): a training step "
+                                 "needs the loss and at least one parameter's gradient";
+  SmallVector<unsigned> params;
+  for (unsigned r = 1; r < grad.getNumResults(); ++r) {
+    auto of = grad.getResultAttrOfType<IntegerAttr>(r, kShardedLikeAttr);
+    if (!of || of.getInt() < 0 || of.getInt() >= grad.getNumArguments() ||
+        grad.getArgumentTypes()[of.getInt()] != grad.getResultTypes()[r] ||
+        argumentRole(grad, of.getInt()) != ArgumentRole::Param)
+      return grad.emitOpError() << "result #" << r
+                                << " is no parameter's gradient (tfm.sharded_like a parameter "
+                                   "argument of its type), so no training step is built from it";
+    params.push_back(of.getInt());
+  }
+  if (options.gradAccum < 1)
+    return grad.emitOpError() << "cannot be accumulated over " << options.gradAccum
+                              << " microbatches";
+  auto module = grad->getParentOfType<ModuleOp>();
+  if (module && module.lookupSymbol(options.name))
+    return grad.emitOpError() << "cannot make a training step @" << options.name
+                              << ": the module already has a symbol of that name";
+  if (grad.getBlocks().size() != 1)
+    return grad.emitOpError() << "must have one block to make a training step of it";
+
+  // Arguments: the gradient function's (a microbatch dimension first on
+  // inputs and labels), then the optimizer state, then the step.
+  int64_t k = options.gradAccum;
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (BlockArgument arg : grad.getArguments()) {
+    Type type = arg.getType();
+    NamedAttrList attrs(grad.getArgAttrDict(arg.getArgNumber()));
+    ArgumentRole role = argumentRole(grad, arg.getArgNumber());
+    if (k > 1 && (role == ArgumentRole::Input || role == ArgumentRole::Label)) {
+      auto tensor = cast<RankedTensorType>(type);
+      SmallVector<int64_t> shape = {k};
+      llvm::append_range(shape, tensor.getShape());
+      type = RankedTensorType::get(shape, tensor.getElementType());
+      if (auto dims = grad.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kDimsAttr)) {
+        SmallVector<Attribute> withMicrobatch = {StringAttr::get(context, "microbatch")};
+        llvm::append_range(withMicrobatch, dims);
+        attrs.set(kDimsAttr, ArrayAttr::get(context, withMicrobatch));
+      }
+    }
+    argTypes.push_back(type);
+    argAttrs.push_back(attrs.getDictionary(context));
+  }
+  unsigned firstState = argTypes.size();
+  for (StringRef kind : {"exp_avg", "exp_avg_sq"})
+    for (unsigned p : params) {
+      NamedAttrList attrs;
+      auto name = grad.getArgAttrOfType<StringAttr>(p, kNameAttr);
+      attrs.set(kNameAttr,
+                StringAttr::get(context, optimizerStateName(name ? name.getValue() : "", kind)));
+      if (auto dims = grad.getArgAttr(p, kDimsAttr))
+        attrs.set(kDimsAttr, dims);
+      attrs.set(kRoleAttr,
+                StringAttr::get(context, stringifyArgumentRole(ArgumentRole::OptimizerState)));
+      attrs.set(kShardedLikeAttr, indexAttr(context, p));
+      argTypes.push_back(grad.getArgumentTypes()[p]);
+      argAttrs.push_back(attrs.getDictionary(context));
+    }
+  unsigned stepArg = argTypes.size();
+  auto scalar = RankedTensorType::get({}, Float32Type::get(context));
+  {
+    NamedAttrList attrs;
+    attrs.set(kNameAttr, StringAttr::get(context, kStepName));
+    attrs.set(kRoleAttr,
+              StringAttr::get(context, stringifyArgumentRole(ArgumentRole::OptimizerState)));
+    argTypes.push_back(scalar);
+    argAttrs.push_back(attrs.getDictionary(context));
+  }
+
+  OpBuilder b(grad);
+  b.setInsertionPointAfter(grad);
+  Location loc = grad.getLoc();
+  auto step = func::FuncOp::create(b, loc, options.name, b.getFunctionType(argTypes, {}));
+  step.setAllArgAttrs(argAttrs);
+  Block *body = step.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  // The forward and backward passes once per microbatch.
+  Block &gradBody = grad.front();
+  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
+  SmallVector<Value> losses;
+  SmallVector<SmallVector<Value>> grads(params.size());
+  for (int64_t micro = 0; micro < k; ++micro) {
+    IRMapping mapping;
+    for (BlockArgument arg : grad.getArguments()) {
+      Value v = body->getArgument(arg.getArgNumber());
+      ArgumentRole role = argumentRole(grad, arg.getArgNumber());
+      if (k > 1 && (role == ArgumentRole::Input || role == ArgumentRole::Label))
+        v = MicrobatchOp::create(b, loc, arg.getType(), v, b.getI64IntegerAttr(micro));
+      mapping.map(arg, v);
+    }
+    for (Operation &op : gradBody.without_terminator())
+      b.clone(op, mapping);
+    losses.push_back(mapping.lookup(gradReturn.getOperand(0)));
+    for (auto [i, g] : llvm::enumerate(gradReturn.getOperands().drop_front()))
+      grads[i].push_back(mapping.lookup(g));
+  }
+  // The mean over microbatches of the loss; the gradients' 1/k scales them
+  // inside the update.
+  Value loss = sum(b, loc, losses);
+  if (k > 1)
+    loss = ScaleOp::create(b, loc, loss.getType(), loss, b.getF64FloatAttr(1.0 / k));
+  SmallVector<Value> summed;
+  for (ArrayRef<Value> g : grads)
+    summed.push_back(sum(b, loc, g));
+
+  // The global gradient norm, before clipping.
+  SmallVector<Value> squares;
+  for (Value g : summed) {
+    Value s = SumSquaresOp::create(b, loc, scalar, g);
+    squares.push_back(s);
+  }
+  Value norm = SqrtOp::create(b, loc, scalar, sum(b, loc, squares));
+  if (k > 1)
+    norm = ScaleOp::create(b, loc, scalar, norm, b.getF64FloatAttr(1.0 / k));
+
+  Value one = FillOp::create(b, loc, scalar, b.getF64FloatAttr(1.0));
+  Value nextStep = AddOp::create(b, loc, scalar, body->getArgument(stepArg), one);
+  const AdamWOptions &adam = options.adamw;
+  SmallVector<Value> newParams, newAvg, newAvgSq;
+  for (auto [i, p] : llvm::enumerate(params)) {
+    Value param = body->getArgument(p);
+    Type t = param.getType();
+    auto update = AdamWOp::create(
+        b, loc, t, t, t, param, summed[i], body->getArgument(firstState + i),
+        body->getArgument(firstState + params.size() + i), nextStep,
+        options.maxGradNorm > 0 ? norm : Value(), b.getF64FloatAttr(adam.lr),
+        b.getF64FloatAttr(adam.beta1), b.getF64FloatAttr(adam.beta2), b.getF64FloatAttr(adam.eps),
+        b.getF64FloatAttr(adam.weightDecay), b.getF64FloatAttr(1.0 / k),
+        options.maxGradNorm > 0 ? b.getF64FloatAttr(options.maxGradNorm) : FloatAttr());
+    newParams.push_back(update.getNewParam());
+    newAvg.push_back(update.getNewExpAvg());
+    newAvgSq.push_back(update.getNewExpAvgSq());
+  }
+  SmallVector<Value> results = {loss, norm};
+  llvm::append_range(results, newParams);
+  llvm::append_range(results, newAvg);
+  llvm::append_range(results, newAvgSq);
+  results.push_back(nextStep);
+  func::ReturnOp::create(b, loc, results);
+  step.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+
+  step.setResultAttr(0, kNameAttr, StringAttr::get(context, "loss"));
+  step.setResultAttr(1, kNameAttr, StringAttr::get(context, "grad_norm"));
+  auto updates = [&](unsigned result, unsigned arg) {
+    step.setResultAttr(result, kUpdatesAttr, indexAttr(context, arg));
+    step.setResultAttr(result, kShardedLikeAttr, indexAttr(context, arg));
+    if (auto name = step.getArgAttr(arg, kNameAttr))
+      step.setResultAttr(result, kNameAttr, name);
+  };
+  for (auto [i, p] : llvm::enumerate(params)) {
+    updates(2 + i, p);
+    updates(2 + params.size() + i, firstState + i);
+    updates(2 + 2 * params.size() + i, firstState + params.size() + i);
+  }
+  updates(results.size() - 1, stepArg);
+  LLVM_DEBUG(llvm::dbgs() << "@" << options.name << ": " << params.size() << " parameters, " << k
+                          << " microbatches\n");
+  return step;
+}
