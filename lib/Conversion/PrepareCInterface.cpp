@@ -14,6 +14,7 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-prepare-c-interface"
@@ -36,10 +37,11 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
     MLIRContext *context = &getContext();
     module.walk([&](func::FuncOp f) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        for (StringRef name : {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr})
+        for (StringRef name :
+             {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr, kShardedLikeAttr})
           f.removeArgAttr(i, name);
       for (unsigned i = 0; i < f.getNumResults(); ++i)
-        for (StringRef name : {kNameAttr, kShardingAttr, kGlobalTypeAttr})
+        for (StringRef name : {kNameAttr, kShardingAttr, kGlobalTypeAttr, kShardedLikeAttr})
           f.removeResultAttr(i, StringAttr::get(context, name));
     });
     auto entryFunc = module.lookupSymbol<func::FuncOp>(entry);
@@ -47,11 +49,17 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
       LLVM_DEBUG(llvm::dbgs() << "no entry function @" << entry << "\n");
       return;
     }
+    // What the results update is the caller's to overwrite.
+    llvm::SmallBitVector updated(entryFunc.getNumArguments());
+    for (unsigned i = 0; i < entryFunc.getNumResults(); ++i)
+      if (auto arg = entryFunc.getResultAttrOfType<IntegerAttr>(i, kUpdatesAttr))
+        if (arg.getInt() >= 0 && arg.getInt() < entryFunc.getNumArguments())
+          updated.set(arg.getInt());
     for (unsigned i = 0; i < entryFunc.getNumArguments(); ++i)
-      entryFunc.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, false));
+      entryFunc.setArgAttr(i, "bufferization.writable", BoolAttr::get(context, updated.test(i)));
     entryFunc->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
     LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": C interface, " << entryFunc.getNumArguments()
-                            << " read-only arguments\n");
+                            << " arguments, " << updated.count() << " of them updated\n");
   }
 };
 

@@ -125,17 +125,35 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
   const SafeTensorsFile *weights = options.weights, *inputs = options.inputs;
   const TensorView *view = nullptr;
   const SafeTensorsFile *from = nullptr;
-  if (inputs && (view = inputs->find(a.name)))
-    from = inputs;
-  for (const std::string &candidate : checkpointNames(a.name))
-    if (weights && !view && (view = weights->find(candidate)))
-      from = weights;
-  bool isParam = spec.role == Role::Param || spec.role == Role::OptimizerState;
-  if (!view && !isParam)
+  bool isState = spec.role == Role::OptimizerState;
+  if (isState) {
+    // Optimizer state comes from a checkpoint or starts at zero.
+    if (options.state && (view = options.state->find(a.name)))
+      from = options.state;
+    else if (options.state)
+      return failWith(options.state->path() + " has no optimizer state '" + a.name + "' " +
+                      formatDims(shape) + " (argument #" + std::to_string(index) + where +
+                      "): it was saved for another model");
+  } else if (spec.role != Role::Param && options.generatedInputs) {
+    // Written before each run.
+  } else {
+    if (inputs && (view = inputs->find(a.name)))
+      from = inputs;
+    for (const std::string &candidate : checkpointNames(a.name))
+      if (weights && !view && (view = weights->find(candidate)))
+        from = weights;
+  }
+  bool isParam = spec.role == Role::Param;
+  if (!view && !isParam && !isState && !options.generatedInputs)
     return failWith(std::string(spec.role == Role::Label ? "label" : "input") + " '" + a.name +
                     "' (argument #" + std::to_string(index) + ", " + formatDims(shape) +
                     ") is in neither --inputs nor --weights");
-  if (view && view->shape != shape)
+  // Microbatches stacked [K, B, ...] bind from the batch of all of them,
+  // [K * B, ...]: the same elements in the same order.
+  bool stacked = view && !isParam && !isState && shape.size() >= 2 &&
+                 view->shape.size() + 1 == shape.size() && view->shape[0] == shape[0] * shape[1] &&
+                 std::equal(view->shape.begin() + 1, view->shape.end(), shape.begin() + 2);
+  if (view && view->shape != shape && !stacked)
     return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
                     (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +
                     std::to_string(index) + where + perRank + "), got " + formatDims(view->shape));
@@ -147,7 +165,18 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
                       " for '" + a.name + "' " + formatDims(shape) + ": not enough memory");
     return true;
   };
-  if (!view) {
+  if (!view && !isParam && !isState) {
+    // This rank's block, written before each run.
+    if (!allocate(a.owned, elementCount(a.shape), width, /*zeroed=*/true))
+      return false;
+    a.data = a.owned.data();
+    return true;
+  }
+  if (!view && isState) {
+    if (!allocate(a.owned, n, sizeof(float), /*zeroed=*/true))
+      return false;
+    a.data = a.owned.data();
+  } else if (!view) {
     if (weights && !options.initMissing) {
       missing.push_back(a.name);
       return true;
@@ -199,6 +228,14 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
       return false;
     layout->copyOut(a.data, width, block.data());
     a.owned = std::move(block);
+    a.data = a.owned.data();
+  } else if (spec.updated && a.data != a.owned.data()) {
+    // The program writes an updated argument: never into a file mapping.
+    Buffer own;
+    if (!allocate(own, n, width))
+      return false;
+    std::memcpy(own.data(), a.data, n * width);
+    a.owned = std::move(own);
     a.data = a.owned.data();
   }
   return true;

@@ -125,6 +125,15 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     }
     result.global = globalShapeOf(entry.getResultAttr(i, tfm::kGlobalTypeAttr));
     result.parts = partsOf(entry.getResultAttr(i, tfm::kShardingAttr));
+    if (auto updates = entry.getResultAttrOfType<IntegerAttr>(i, tfm::kUpdatesAttr)) {
+      if (updates.getInt() < 0 || updates.getInt() >= entry.getNumArguments() ||
+          entry.getArgumentTypes()[updates.getInt()] != resultType) {
+        error = which + where + " updates argument #" + std::to_string(updates.getInt()) +
+                ", which is no argument of its type";
+        return false;
+      }
+      result.updates = updates.getInt();
+    }
     signature.results.push_back(std::move(result));
   }
 
@@ -165,6 +174,9 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     spec.parts = partsOf(entry.getArgAttr(i, tfm::kShardingAttr));
     signature.arguments.push_back(std::move(spec));
   }
+  for (const TensorSpec &result : signature.results)
+    if (result.updates)
+      signature.arguments[*result.updates].updated = true;
   return true;
 }
 
@@ -204,10 +216,14 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->symbol = "_mlir_ciface_" + signature.name;
   for (const TensorSpec &result : signature.results) {
+    // A result that updates an argument is written into it, not returned.
+    if (result.updates) {
+      program->resultAt.push_back(kInPlace);
+      continue;
+    }
     MemRefDescriptor descriptor(nullptr, result.shape);
     program->resultAt.push_back(program->resultWords.size());
     llvm::append_range(program->resultWords, descriptor.words);
-    program->resultShapes.push_back(result.shape);
   }
   // Optimize for this host: without its target machine LLVM's cost model
   // sees no vector registers and leaves every loop scalar.
@@ -239,6 +255,11 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
                                   llvm::JITSymbolFlags::Exported};
     return map;
   });
+  // Compile now, not inside the first run (a training step's first timing).
+  if (auto entry = program->engine->lookupPacked(program->symbol); !entry) {
+    error = "JIT compilation failed: " + llvm::toString(entry.takeError());
+    return nullptr;
+  }
   return program;
 }
 
@@ -267,6 +288,8 @@ bool JitProgram::run(std::string &error) {
 }
 
 const float *JitProgram::result(size_t i) const {
+  if (resultAt[i] == kInPlace)
+    return nullptr;
   void *p;
   std::memcpy(&p, &resultWords[resultAt[i] + 1], sizeof(void *));
   return static_cast<const float *>(p);
@@ -276,6 +299,8 @@ void JitProgram::releaseResults() {
   // A buffer returned twice is freed once.
   std::vector<void *> freed;
   for (size_t at : resultAt) {
+    if (at == kInPlace)
+      continue;
     void *allocated;
     std::memcpy(&allocated, &resultWords[at], sizeof(void *));
     if (allocated && llvm::find(freed, allocated) == freed.end()) {

@@ -6,6 +6,8 @@
 
 #include "pmlir/Execution/Runner.h"
 
+#include "Job.h"
+
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Binding.h"
 #include "pmlir/Execution/Launch.h"
@@ -45,15 +47,6 @@ using namespace pmlir::exec;
 
 namespace {
 
-int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
-  return 1;
-}
-
-void warn(const llvm::Twine &message) {
-  llvm::WithColor::warning(llvm::errs(), "pmlir-run") << message << "\n";
-}
-
 std::string attrText(Attribute attr) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -72,10 +65,16 @@ tfm::MeshAttr meshAttrOf(MLIRContext *context, const Mesh &mesh) {
 /// Outputs are checked before any work: a missing directory, or an output
 /// that would replace an input or another output, is refused up front.
 bool checkOutputs(const RunOptions &o, std::string &error) {
-  std::vector<std::pair<const char *, std::string>> outputs,
-      inputFiles = {{"the model", o.model}, {"--weights", o.weights}, {"--inputs", o.inputs}};
+  std::vector<std::pair<const char *, std::string>> outputs, inputFiles = {{"the model", o.model},
+                                                                           {"--weights", o.weights},
+                                                                           {"--inputs", o.inputs},
+                                                                           {"--resume", o.resume},
+                                                                           {"--data", o.data}};
   for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
                             {"--grads", o.grads},
+                            {"--save", o.save},
+                            {"--save (its optimizer state)",
+                             o.save.empty() ? std::string() : optimizerStatePath(o.save)},
                             {"--comm-report", o.commReport},
                             {"--memory-report", o.memoryReport},
                             {"--emit-compiled", o.emitCompiled}}) {
@@ -102,16 +101,12 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
   return true;
 }
 
-/// Token ids index embedding tables and labels the logits' columns: per
-/// argument, the vocabulary and the one value outside it a label may take.
-struct IdRange {
-  int64_t vocab;
-  std::optional<int64_t> ignored;
-};
-
 std::map<unsigned, IdRange> idRangesOf(func::FuncOp entry) {
   std::map<unsigned, IdRange> ranges;
   auto argumentOf = [&](Value v) -> std::optional<unsigned> {
+    // A microbatch of a stacked argument is read from it.
+    if (auto microbatch = v.getDefiningOp<tfm::MicrobatchOp>())
+      v = microbatch.getInput();
     if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == entry)
       return arg.getArgNumber();
     return std::nullopt;
@@ -193,75 +188,9 @@ bool checkGrids(ModuleOp module, const std::optional<Mesh> &mesh, const std::str
   return !bad.wasInterrupted();
 }
 
-/// One run on this process: one rank of a mesh, or the whole job.
-class Job {
-public:
-  Job(const RunOptions &options, MLIRContext &context) : o(options), context(context) {}
-  int run();
+} // namespace
 
-private:
-  const RunOptions &o;
-  MLIRContext &context;
-  std::optional<Mesh> mesh;
-  int64_t rank = 0;
-  std::unique_ptr<SafeTensorsFile> weights, inputs;
-
-  /// Stops here forever if the fault tests asked this rank to hang at
-  /// `phase`.
-  void maybeHang(int64_t who, llvm::StringRef phase) const {
-    if (o.hangRank != who || o.hangAt != phase)
-      return;
-    llvm::errs() << "pmlir-run: rank " << who << ": hanging at " << phase << " (--test-hang-at)\n";
-    for (;;)
-      pause();
-  }
-  /// A failure anywhere names its rank and ends the job.
-  int failHere(const llvm::Twine &message) const {
-    if (mesh)
-      pmlir_rt_fail(message.str().c_str());
-    return fail(message);
-  }
-  /// A failure of rank 0 alone once every collective is done (--check, the
-  /// output file): the others are finalizing, and an MPI_Abort racing
-  /// their MPI_Finalize can leave mpirun hanging, so end cleanly, exit 1.
-  int failAtEnd(const llvm::Twine &message) const {
-    if (!mesh)
-      return fail(message);
-    fail("rank " + llvm::Twine(rank) + ": " + message);
-    pmlir_rt_finalize();
-    return 1;
-  }
-  /// How arguments bind from this job's files (warnings off).
-  BindOptions bindOptions() const {
-    BindOptions bind;
-    bind.weights = weights.get();
-    bind.inputs = inputs.get();
-    bind.initMissing = o.initMissing;
-    bind.seed = o.seed;
-    return bind;
-  }
-  /// A pass manager on this job's context, configured as the tool asked
-  /// on rank 0 (IR printing, timing); other ranks compile the same.
-  LogicalResult configure(PassManager &pm) const {
-    if (rank == 0 && o.configurePassManager)
-      return o.configurePassManager(pm);
-    return success();
-  }
-  /// Lowers `module` with pmlir-cpu-pipeline for the entry and JIT-compiles
-  /// it; `emit` writes the lowered module first.
-  std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature, bool emit,
-                                      std::string &error) const;
-  /// A result of the program as a whole tensor on rank 0.
-  struct AssembledResult {
-    const float *values = nullptr;
-    std::vector<int64_t> shape;
-    std::vector<float> owned; ///< the assembled blocks of a sharded result
-  };
-  bool assembleResult(JitProgram &program, const TensorSpec &result, size_t i, AssembledResult &out,
-                      std::string &error) const;
-  int assembleAndReport(JitProgram &program, const EntrySignature &signature,
-                        OwningOpRef<ModuleOp> &reference);
-};
+namespace pmlir::exec {
 
 std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
                                          bool emit, std::string &error) const {
@@ -290,8 +219,12 @@ int Job::run() {
     std::string error;
     if (!(mesh = Mesh::parse(o.mesh, o.rankOrder, error)))
       return fail(error);
-    if (!underMpirun())
+    if (!underMpirun()) {
+      // The ranks' output goes through mpirun: they learn from here
+      // whether it ends on a terminal (a progress bar) or not.
+      setenv(kTerminalEnv, isatty(STDOUT_FILENO) ? "1" : "0", /*overwrite=*/1);
       return launchRanks(mesh->numRanks(), o.relaunch);
+    }
     maybeHang(launcherRank(), "start-up");
     char text[512];
     pmlir_rt_backend backend = o.backend == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
@@ -320,8 +253,9 @@ int Job::run() {
   if (!entry)
     return failHere("no function @" + o.entry + " in " + o.model);
 
-  // --grads runs the gradient of the entry's loss instead of the entry.
-  if (!o.grads.empty()) {
+  // --grads runs the gradient of the entry's loss instead of the entry,
+  // --train a training step built from it.
+  if (!o.grads.empty() || o.train) {
     PassManager pm(&context);
     AutodiffOptions autodiff;
     autodiff.entry = o.entry;
@@ -330,17 +264,33 @@ int Job::run() {
     autodiff.recompute =
         o.recompute == "full" ? training::Recompute::Full : training::Recompute::Selective;
     pm.addPass(createAutodiff(autodiff));
+    std::string name = autodiff.name;
+    if (o.train) {
+      OptimizerOptions optimizer;
+      optimizer.entry = autodiff.name;
+      optimizer.name = name = "train_step";
+      optimizer.keepEntry = false;
+      optimizer.lr = o.lr;
+      optimizer.beta1 = o.beta1;
+      optimizer.beta2 = o.beta2;
+      optimizer.eps = o.eps;
+      optimizer.weightDecay = o.weightDecay;
+      optimizer.maxGradNorm = o.clipGradNorm;
+      optimizer.gradAccum = o.gradAccum;
+      pm.addPass(createOptimizer(optimizer));
+    }
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
       quiet.emplace(&context, [](Diagnostic &) { return success(); });
     if (failed(configure(pm)) || failed(pm.run(*module))) {
       if (rank == 0)
-        fail("differentiating @" + o.entry + " of " + o.model + " failed");
+        fail(std::string(o.train ? "building a training step of @" : "differentiating @") +
+             o.entry + " of " + o.model + " failed");
       if (mesh)
         pmlir_rt_finalize();
       return 1;
     }
-    entry = module->lookupSymbol<func::FuncOp>(autodiff.name);
+    entry = module->lookupSymbol<func::FuncOp>(name);
   }
 
   // A global program with a mesh (from the model or --recipe) is sharded
@@ -417,8 +367,11 @@ int Job::run() {
   if (!checkGrids(*module, mesh, o.mesh, error))
     return failHere(error);
 
-  if (!o.weights.empty() && !(weights = SafeTensorsFile::open(o.weights, error)))
+  std::string weightsPath = o.resume.empty() ? o.weights : o.resume;
+  if (!weightsPath.empty() && !(weights = SafeTensorsFile::open(weightsPath, error)))
     return failHere(error);
+  if (!o.resume.empty() && !(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)))
+    return failHere("--resume " + o.resume + ": " + error);
   if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
     return failHere(error);
 
@@ -433,11 +386,24 @@ int Job::run() {
       !checkIds(idRanges, signature, args, error))
     return failHere(error);
 
+  // The token file, checked before the compile: one window of the
+  // sequence the token ids hold.
+  if (o.train && !o.data.empty()) {
+    int64_t seq = 0;
+    for (const TensorSpec &arg : signature.arguments)
+      if (arg.role == Role::Input && arg.element != ElementKind::F32 && !arg.shape.empty())
+        seq = arg.shape.back();
+    if (!(tokens = TokenData::open(o.data, o.dataDtype, seq, error)))
+      return failHere(error);
+  }
+
   std::unique_ptr<JitProgram> program = compile(*module, signature, rank == 0, error);
   if (!program)
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
   program->bind(args);
+  if (o.train)
+    return train(*program, signature, args, idRanges, reference);
   if (!program->run(error))
     return failHere(error);
 
@@ -484,7 +450,12 @@ int Job::run() {
 /// collectives make them so) and rank 0's is the job's.
 bool Job::assembleResult(JitProgram &program, const TensorSpec &result, size_t i,
                          AssembledResult &out, std::string &error) const {
-  out.values = program.result(i);
+  return assemble(program.result(i), result, out, error);
+}
+
+bool Job::assemble(const float *data, const TensorSpec &result, AssembledResult &out,
+                   std::string &error) const {
+  out.values = data;
   out.shape = result.shape;
   out.owned.clear();
   int64_t n = elementCount(result.shape);
@@ -626,7 +597,7 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
   return 0;
 }
 
-} // namespace
+} // namespace pmlir::exec
 
 void exec::registerRunDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
@@ -660,6 +631,27 @@ int exec::runModel(const RunOptions &o) {
     return fail("no model: pmlir-run MODEL.mlir [options]");
   if (!o.grads.empty() && !o.output.empty())
     return fail("--grads writes the loss and the gradients; it takes no --output");
+  if (!o.train) {
+    for (auto [given, flag] : {std::pair<bool, const char *>{!o.save.empty(), "--save"},
+                               {!o.resume.empty(), "--resume"},
+                               {!o.data.empty(), "--data"}})
+      if (given)
+        return fail(std::string(flag) + " needs --train");
+  } else {
+    if (!o.grads.empty() || !o.output.empty())
+      return fail(std::string(o.grads.empty() ? "--output" : "--grads") +
+                  " does not go with --train: --save writes the trained parameters");
+    if (o.steps < 1)
+      return fail("--steps must be at least 1, got " + std::to_string(o.steps));
+    if (o.gradAccum < 1)
+      return fail("--grad-accum must be at least 1, got " + std::to_string(o.gradAccum));
+    if (!o.resume.empty() && !o.weights.empty())
+      return fail("--resume reads the parameters of its checkpoint; it takes no --weights");
+    if (!o.data.empty() && !o.inputs.empty())
+      return fail("--data and --inputs both give the batches: use one");
+    if (o.repeat > 0)
+      return fail("--repeat times a forward; --train prints each step's tokens/s");
+  }
   if (o.recompute != "selective" && o.recompute != "full")
     return fail("unknown --recompute '" + o.recompute + "' (known: selective, full)");
   std::string error;

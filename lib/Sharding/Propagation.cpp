@@ -104,7 +104,15 @@ struct Propagation {
   /// Applies `rule` at `op`: decides each factor's axes and gives them to
   /// the op's results (forward) or to all its tensors (backward) that have
   /// no sharding yet. Returns whether any got one.
-  bool apply(Operation *op, const ShardingRule &rule, bool forward) {
+  bool apply(Operation *op, const ShardingRule &opRule, bool forward) {
+    // Parted tensors split the factor of their parted dimensions.
+    SmallVector<const Sharding *> shardingsOf;
+    for (Value v : llvm::concat<Value>(op->getOperands().take_front(opRule.operands.size()),
+                                       op->getResults())) {
+      auto it = known.find(v);
+      shardingsOf.push_back(it == known.end() ? nullptr : &it->second);
+    }
+    ShardingRule rule = refineForParts(opRule, shardingsOf);
     // Tensors of the rule: (value, dims' factors).
     SmallVector<std::pair<Value, ArrayRef<SmallVector<int64_t>>>> tensors;
     for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands))

@@ -96,3 +96,42 @@ std::pair<Axes, int64_t> pmlir::sharding::dimAxes(ArrayRef<int64_t> factors,
   }
   return {mesh.mergeSubAxes(axes), parts};
 }
+
+ShardingRule pmlir::sharding::refineForParts(const ShardingRule &rule,
+                                             ArrayRef<const Sharding *> shardings) {
+  ShardingRule refined = rule;
+  SmallVector<ArrayRef<SmallVector<int64_t>>> tensors;
+  for (const auto &dims : rule.operands)
+    tensors.push_back(dims ? ArrayRef<SmallVector<int64_t>>(*dims)
+                           : ArrayRef<SmallVector<int64_t>>());
+  for (const auto &dims : rule.results)
+    tensors.push_back(dims);
+  for (auto [dims, sharding] : llvm::zip(tensors, shardings)) {
+    if (!sharding)
+      continue;
+    for (auto [d, factors] : llvm::enumerate(dims)) {
+      int64_t parts = sharding->partsOf(d);
+      if (parts == 1 || factors.size() != 1 || d >= sharding->dims.size())
+        continue;
+      int64_t f = factors.front();
+      // Split once: the first tensor to name the parts decides them.
+      if (refined.factors[f].size != rule.factors[f].size || refined.factors[f].size % parts != 0 ||
+          refined.factors[f].size == parts)
+        continue;
+      refined.factors[f].size /= parts;
+      int64_t major = refined.factors.size();
+      refined.factors.push_back({parts, pmlir::tfm::FactorKind::Replicated});
+      auto splitIn = [&](SmallVector<SmallVector<int64_t>> &dimsOf) {
+        for (SmallVector<int64_t> &fs : dimsOf)
+          if (auto it = llvm::find(fs, f); it != fs.end())
+            fs.insert(it, major);
+      };
+      for (auto &operand : refined.operands)
+        if (operand)
+          splitIn(*operand);
+      for (auto &result : refined.results)
+        splitIn(result);
+    }
+  }
+  return refined;
+}

@@ -187,7 +187,15 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     newAvg.push_back(update.getNewExpAvg());
     newAvgSq.push_back(update.getNewExpAvgSq());
   }
+  // Each parameter's gradient norm: which one went non-finite, when the
+  // global one does.
   SmallVector<Value> results = {loss, norm};
+  for (Value s : squares) {
+    Value paramNorm = SqrtOp::create(b, loc, scalar, s);
+    if (k > 1)
+      paramNorm = ScaleOp::create(b, loc, scalar, paramNorm, b.getF64FloatAttr(1.0 / k));
+    results.push_back(paramNorm);
+  }
   llvm::append_range(results, newParams);
   llvm::append_range(results, newAvg);
   llvm::append_range(results, newAvgSq);
@@ -203,10 +211,14 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     if (auto name = step.getArgAttr(arg, kNameAttr))
       step.setResultAttr(result, kNameAttr, name);
   };
+  unsigned firstUpdate = 2 + params.size();
   for (auto [i, p] : llvm::enumerate(params)) {
-    updates(2 + i, p);
-    updates(2 + params.size() + i, firstState + i);
-    updates(2 + 2 * params.size() + i, firstState + params.size() + i);
+    if (auto name = step.getArgAttrOfType<StringAttr>(p, kNameAttr))
+      step.setResultAttr(2 + i, kNameAttr,
+                         StringAttr::get(context, name.getValue() + ".grad_norm"));
+    updates(firstUpdate + i, p);
+    updates(firstUpdate + params.size() + i, firstState + i);
+    updates(firstUpdate + 2 * params.size() + i, firstState + params.size() + i);
   }
   updates(results.size() - 1, stepArg);
   LLVM_DEBUG(llvm::dbgs() << "@" << options.name << ": " << params.size() << " parameters, " << k

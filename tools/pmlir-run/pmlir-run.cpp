@@ -125,6 +125,50 @@ static llvm::cl::opt<std::string>
               llvm::cl::desc("what the backward pass recomputes instead of keeping: selective (the "
                              "attention core) or full (each layer)"),
               llvm::cl::init("selective"));
+static llvm::cl::OptionCategory trainingCategory("Training (--train)");
+static llvm::cl::opt<bool>
+    train("train",
+          llvm::cl::desc("train: build a training step of the entry's loss (pmlir-autodiff, "
+                         "pmlir-optimizer) and run it --steps times; one line per step"),
+          llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<int64_t> steps("steps", llvm::cl::desc("training steps"), llvm::cl::init(1),
+                                    llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<double> lr("lr", llvm::cl::desc("AdamW's learning rate"), llvm::cl::init(1e-3),
+                                llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<double> weightDecay("weight-decay",
+                                         llvm::cl::desc("AdamW's decoupled weight decay"),
+                                         llvm::cl::init(0.01), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> betas("betas", llvm::cl::desc("AdamW's betas, 'beta1,beta2'"),
+                                        llvm::cl::init("0.9,0.999"),
+                                        llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<double> adamEps("eps", llvm::cl::desc("AdamW's epsilon"), llvm::cl::init(1e-8),
+                                     llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<double>
+    clipGradNorm("clip-grad-norm",
+                 llvm::cl::desc("clip the gradients to this global L2 norm (0: no clipping)"),
+                 llvm::cl::init(0), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    llvm::cl::desc("microbatches per step, each of the model's batch size; the gradients are "
+                   "their mean"),
+    llvm::cl::init(1), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> dataFile(
+    "data",
+    llvm::cl::desc("train on consecutive windows of seq + 1 tokens of this flat file of token "
+                   "ids (nanoGPT's .bin) instead of --inputs"),
+    llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> dataDtype("data-dtype",
+                                            llvm::cl::desc("--data's ids: uint16 or int32"),
+                                            llvm::cl::init("uint16"),
+                                            llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string>
+    saveFile("save",
+             llvm::cl::desc("write the trained parameters here (safetensors, Hugging Face names) "
+                            "and the optimizer state beside it (X.optimizer.safetensors)"),
+             llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string>
+    resumeFile("resume", llvm::cl::desc("continue from a checkpoint --save wrote (on any mesh)"),
+               llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
@@ -192,6 +236,26 @@ static int runMain(int argc, char **argv) {
   options.recipe = recipe;
   options.sequenceParallel = sequenceParallel;
   options.grads = gradsFile;
+  options.train = train;
+  options.steps = steps;
+  options.lr = lr;
+  options.weightDecay = weightDecay;
+  options.eps = adamEps;
+  options.clipGradNorm = clipGradNorm;
+  options.gradAccum = gradAccum;
+  options.data = dataFile;
+  options.dataDtype = dataDtype;
+  options.save = saveFile;
+  options.resume = resumeFile;
+  {
+    llvm::StringRef first, second;
+    std::tie(first, second) = llvm::StringRef(betas).split(',');
+    if (first.trim().getAsDouble(options.beta1) || second.trim().getAsDouble(options.beta2)) {
+      llvm::WithColor::error(llvm::errs(), "pmlir-run")
+          << "--betas expects two numbers 'beta1,beta2', got '" << betas << "'\n";
+      return 1;
+    }
+  }
   options.recompute = recompute;
   options.commReport = commReportFile;
   options.memoryReport = memoryReportFile;

@@ -20,10 +20,13 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
     `llvm.emit_c_interface` (callers pass memref descriptors by pointer), and
     its arguments `bufferization.writable = false`: the caller may hand in
     read-only memory (weights mapped from a file), so bufferization must
-    copy before writing into one. The binding attributes (`tfm.name`,
-    `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`) have served
-    once the program is per-rank and are removed from every function, as
-    LLVM translation does not know them.
+    copy before writing into one. Arguments a result updates
+    (`tfm.updates`: a training step's parameters and optimizer state) are
+    the caller's own buffers and `bufferization.writable = true`, so the
+    update can overwrite them in place. The binding attributes (`tfm.name`,
+    `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`,
+    `tfm.sharded_like`) have served once the program is per-rank and are
+    removed from every function, as LLVM translation does not know them.
 
     Before:
     ```mlir
@@ -40,6 +43,41 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
            "the function callers enter">,
   ];
   let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
+def UpdateArgumentsInPlace : Pass<"pmlir-update-arguments-in-place", "mlir::ModuleOp"> {
+  let summary = "writes the results that update arguments into the arguments' buffers";
+  let description = [{
+    On the bufferized entry function: each result marked `tfm.updates = i`
+    (the new value of argument `i`, as a training step returns its
+    parameters and optimizer state) is written into argument `i`'s buffer
+    and no longer returned. Where bufferization already computed it there
+    (the update ran in place), nothing is copied; elsewhere (a parameter
+    all-gathered after a sharded update) one `memref.copy` writes it. The
+    caller then runs the next step on the same buffers, and the peak memory
+    holds one copy of the model state.
+
+    Before:
+    ```mlir
+    func.func @train_step(%p: memref<64xf32>, %g: memref<64xf32>)
+        -> (memref<f32>, memref<64xf32> {tfm.updates = 0 : i64}) {
+      ...
+      return %loss, %p : memref<f32>, memref<64xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @train_step(%p: memref<64xf32>, %g: memref<64xf32>) -> memref<f32> {
+      ...
+      return %loss : memref<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the function callers enter">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def OutlineLayers : Pass<"pmlir-outline-layers", "mlir::ModuleOp"> {

@@ -44,6 +44,11 @@ struct TensorSpec {
   std::vector<int64_t> parts;
   /// The global shape where the program gives it (tfm.global_type).
   std::optional<std::vector<int64_t>> global;
+  /// A result that is the new value of this argument (tfm.updates): the
+  /// compiled entry writes it into the argument's buffer.
+  std::optional<size_t> updates;
+  /// An argument some result updates: bound to a buffer of its own.
+  bool updated = false;
 };
 
 /// Heap bytes whose allocation can fail with a message instead of an
@@ -68,16 +73,25 @@ struct BoundArgument {
 struct BindOptions {
   const SafeTensorsFile *weights = nullptr;
   const SafeTensorsFile *inputs = nullptr;
+  /// Where optimizer state binds from (a checkpoint's); without it the
+  /// state starts at zero, as a fresh optimizer's.
+  const SafeTensorsFile *state = nullptr;
   /// Give weights the weights file lacks the seeded init.
   bool initMissing = false;
+  /// Inputs and labels are written before each run (training on a token
+  /// file): bound to zeroed buffers, not read from the files.
+  bool generatedInputs = false;
   uint64_t seed = 0;
   /// Where warnings about the files go (one rank speaks for all); null: none.
   std::function<void(const std::string &)> warn;
 };
 
 /// Binds `args` (of the function `entry`, for messages) on the rank at
-/// `coordinates` of `mesh` (null: not on a mesh). Returns false with a
-/// message in `error`.
+/// `coordinates` of `mesh` (null: not on a mesh): inputs and labels from the
+/// inputs file (a stack of microbatches [K, B, ...] also from the file's
+/// [K * B, ...]), then the weights file; optimizer state from the state
+/// file, or zeros. An argument a result updates gets a buffer of its own.
+/// Returns false with a message in `error`.
 bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry, const Mesh *mesh,
                    const std::vector<int64_t> &coordinates, const BindOptions &options,
                    std::vector<BoundArgument> &bound, std::string &error);

@@ -68,7 +68,8 @@ public:
   /// Runs the entry on the bound arguments. The results stay valid until
   /// releaseResults() or the next run.
   bool run(std::string &error);
-  /// Result `i` of the last run.
+  /// Result `i` of the last run (null for one that updates an argument:
+  /// the run wrote it there).
   const float *result(size_t i = 0) const;
   void releaseResults();
 
@@ -76,11 +77,12 @@ private:
   JitProgram() = default;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::string symbol;
-  std::vector<std::vector<int64_t>> resultShapes;
   /// The C interface returns one result as its descriptor and several as a
   /// struct of descriptors: both are the descriptors' words in a row.
   std::vector<int64_t> resultWords;
-  std::vector<size_t> resultAt;              ///< the word where each result's descriptor starts
+  /// The word where each result's descriptor starts, or kInPlace.
+  std::vector<size_t> resultAt;
+  static constexpr size_t kInPlace = ~size_t(0);
   std::vector<MemRefDescriptor> descriptors; // the arguments'
   std::vector<void *> pointers, packed;
 };

@@ -54,6 +54,20 @@ struct RunOptions {
   /// What the backward pass recomputes: "selective" or "full".
   std::string recompute = "selective";
 
+  /// Train: build a training step of the entry's loss (pmlir-autodiff,
+  /// pmlir-optimizer) and run it `steps` times, on the batch of --inputs
+  /// every step or on consecutive windows of the token file `data`.
+  bool train = false;
+  int64_t steps = 1;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  /// Clip the gradients to this global norm (0: no clipping).
+  double clipGradNorm = 0;
+  int64_t gradAccum = 1;
+  std::string data, dataDtype = "uint16";
+  /// Write the parameters (and, beside them, the optimizer state) here at
+  /// the end; start from such a checkpoint.
+  std::string save, resume;
+
   /// Print shape, mean, std and the first values of the result.
   bool print = false;
   /// After a warm-up, run this many times and print the median time.
@@ -74,6 +88,10 @@ struct RunOptions {
   int64_t hangRank = -1;
   std::string hangAt;
 };
+
+/// Where the optimizer state of the checkpoint `parameters` lies: beside
+/// it, "x.safetensors" -> "x.optimizer.safetensors".
+std::string optimizerStatePath(const std::string &parameters);
 
 /// The dialects and interfaces a run needs.
 void registerRunDialects(mlir::DialectRegistry &registry);

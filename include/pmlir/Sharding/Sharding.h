@@ -90,6 +90,14 @@ void factorAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<llvm::StringRef>
 std::pair<Axes, int64_t> dimAxes(llvm::ArrayRef<int64_t> factors, llvm::ArrayRef<Axes> perFactor,
                                  const ShardingRule &rule, MeshAttr mesh);
 
+/// `rule` where a tensor of its op makes a dimension that is one factor
+/// alone of parts (`shardings`: per operand, then per result, the known
+/// sharding or null): that factor split into the parts (a major factor,
+/// unsplit) and the rest, wherever it appears. So an op that reads a parted
+/// tensor elementwise (an optimizer's update of GPT-2's fused QKV weight)
+/// keeps its parts instead of resharding it.
+ShardingRule refineForParts(const ShardingRule &rule, llvm::ArrayRef<const Sharding *> shardings);
+
 } // namespace pmlir::sharding
 
 #endif // PMLIR_SHARDING_SHARDING_H

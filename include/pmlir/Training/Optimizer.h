@@ -53,8 +53,9 @@ inline constexpr llvm::StringLiteral kStepName = "step";
 /// (tfm.role optimizer_state, tfm.sharded_like the parameter), then the
 /// step (a f32 scalar, the number of steps taken). Its results: the mean
 /// loss ("loss"), the global gradient norm before clipping ("grad_norm"),
-/// then the new parameters, exp_avg, exp_avg_sq and step, each with
-/// tfm.updates (and tfm.sharded_like) its argument. Fails with a diagnostic
+/// each parameter's gradient norm ("<name>.grad_norm"), then the new
+/// parameters, exp_avg, exp_avg_sq and step, each with tfm.updates (and
+/// tfm.sharded_like) its argument. Fails with a diagnostic
 /// on a function that is no gradient function.
 mlir::FailureOr<mlir::func::FuncOp> buildTrainStep(mlir::func::FuncOp grad,
                                                    const OptimizerOptions &options);

@@ -7,7 +7,8 @@
 // conversions) -> f32 matmuls marked for BLAS kernels -> elementwise fusion
 // around them -> one-shot bufferization
 // across function boundaries (identity layouts, so the entry function takes
-// plain strided memrefs) -> ownership-based deallocation, each free moved to
+// plain strided memrefs; results that update arguments written into them)
+// -> ownership-based deallocation, each free moved to
 // its buffer's last use -> BLAS calls for
 // f32 matmuls -> loops -> polynomial f32 math -> LLVM. The loops are left to
 // LLVM's vectorizers, with the host's target machine (see pmlir-run).
@@ -56,6 +57,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createUpdateArgumentsInPlace(UpdateArgumentsInPlaceOptions{options.entry}));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createDeallocAfterLastUse());
   // Deallocation clones what a function returns but does not own (an

@@ -322,11 +322,20 @@ LogicalResult Partitioner::partitionCrossEntropyGrad(CrossEntropyGradOp op) {
   return success();
 }
 
-LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &rule) {
-  size_t numFactors = rule.factors.size();
+LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &opRule) {
   SmallVector<Sharding> results;
   for (unsigned i = 0; i < op->getNumResults(); ++i)
     results.push_back(resultSharding(op, i));
+  // Parted tensors split the factor of their parted dimensions.
+  SmallVector<const Sharding *> shardingsOf;
+  for (Value operand : op->getOperands().take_front(opRule.operands.size())) {
+    auto it = locals.find(operand);
+    shardingsOf.push_back(it == locals.end() ? nullptr : &it->second.sharding);
+  }
+  for (const Sharding &s : results)
+    shardingsOf.push_back(&s);
+  ShardingRule rule = refineForParts(opRule, shardingsOf);
+  size_t numFactors = rule.factors.size();
 
   // Factor axes: parallel factors from the results, contracting ones from
   // the operands, where the result is pending over them.

@@ -59,6 +59,20 @@ struct ShardingPropagationPass
     auto atFunc = [&]() {
       return mlir::emitError(func.getLoc()) << "@" << func.getSymName() << ": ";
     };
+    // An argument without a sharding of its own that is sharded like
+    // another (a parameter's optimizer state) takes that one's.
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto like = func.getArgAttrOfType<IntegerAttr>(i, kShardedLikeAttr);
+      if (!like || func.getArgAttr(i, kShardingAttr))
+        continue;
+      if (like.getInt() < 0 || like.getInt() >= func.getNumArguments() ||
+          func.getArgumentTypes()[like.getInt()] != arg.getType())
+        return atFunc() << "argument #" << i << " is tfm.sharded_like argument #" << like.getInt()
+                        << ", which is no argument of its type";
+      if (auto attr = func.getArgAttrOfType<ShardingAttr>(like.getInt(), kShardingAttr))
+        func.setArgAttr(i, kShardingAttr, attr);
+    }
     for (BlockArgument arg : func.getArguments())
       if (auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardingAttr)) {
         FailureOr<Sharding> s = checkSharding(mesh, arg, attr, atFunc,

@@ -206,6 +206,84 @@ def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
     return 0 if failed == 0 else 1
 
 
+def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
+    """pmlir-run --train against torch.optim.AdamW in f64 on the same batch
+    every step: each step's loss, then every parameter and optimizer state
+    tensor after the last, each to a relative error of args.tol."""
+    assert c.get("loss"), "--train needs a model made with pmlir-gen --loss"
+    run = [args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath, "--train",
+           "--steps", str(args.train), "--lr", str(args.lr), "--weight-decay",
+           str(args.weight_decay), "--clip-grad-norm", str(args.clip), "--grad-accum",
+           str(args.accum), "--save", opath] + args.run_args.split()
+    out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
+    sys.stdout.write(out)
+    got_losses = [float(line.split("loss ")[1].split(",")[0])
+                  for line in out.splitlines() if line.startswith("step ")]
+    saved = read_safetensors(opath)
+    state = read_safetensors(opath.replace(".safetensors", ".optimizer.safetensors"))
+
+    w64 = {k: v.double().requires_grad_() for k, v in weights.items()}
+    opt = torch.optim.AdamW(list(w64.values()), lr=args.lr, weight_decay=args.weight_decay)
+    ids, labels = inputs["input_ids"], inputs["labels"]
+    micro = ids.shape[0] // args.accum
+    ref_losses = []
+    for _ in range(args.train):
+        opt.zero_grad()
+        total = 0.0
+        for m in range(args.accum):
+            rows = slice(m * micro, (m + 1) * micro)
+            logits = forward(c, w64, ids[rows])
+            loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels[rows].reshape(-1),
+                                   ignore_index=-100) / args.accum
+            loss.backward()
+            total += loss.item()
+        if args.clip > 0:
+            torch.nn.utils.clip_grad_norm_(list(w64.values()), args.clip)
+        opt.step()
+        ref_losses.append(total)
+
+    failed, worst = 0, (0.0, "")
+    for step, (mine, ref) in enumerate(zip(got_losses, ref_losses), 1):
+        err = abs(mine - ref) / abs(ref)
+        worst = max(worst, (err, f"loss of step {step}"))
+        if not err <= args.tol:
+            print(f"FAIL loss of step {step}: {mine} against {ref}")
+            failed += 1
+    if len(got_losses) != args.train:
+        print(f"FAIL pmlir-run printed {len(got_losses)} steps, expected {args.train}")
+        failed += 1
+    rows = [(n, saved.get(n), w.detach()) for n, w in w64.items()]
+    for n, w in w64.items():
+        st = opt.state[w]
+        rows.append((n + ".exp_avg", state.get(n + ".exp_avg"), st["exp_avg"]))
+        rows.append((n + ".exp_avg_sq", state.get(n + ".exp_avg_sq"), st["exp_avg_sq"]))
+    rows.append(("step", state.get("step"), torch.tensor(float(args.train))))
+    largest = max(opt.state[w]["exp_avg_sq"].sqrt().max().item() for w in w64.values())
+    for name, mine, ref in rows:
+        if mine is None or mine.shape != ref.shape:
+            print(f"FAIL {name}: saved {None if mine is None else list(mine.shape)}, "
+                  f"expected {list(ref.shape)}")
+            failed += 1
+            continue
+        if name in w64:
+            # An element whose gradient is 0 in exact arithmetic (GPT-2's
+            # key bias: softmax cancels it) gets f32 rounding noise, which
+            # Adam's m / sqrt(v) turns into steps of size lr where f64
+            # takes none: elements whose gradient RMS is below 1e-5 of the
+            # largest are left out, as pmlir-run --check does.
+            keep = opt.state[w64[name]]["exp_avg_sq"].sqrt() >= 1e-5 * largest
+            mine, ref = mine[keep], ref[keep]
+        norm = ref.double().norm().item()
+        err = (mine.double() - ref).norm().item() / (norm if norm > 0 else 1.0)
+        worst = max(worst, (err, name))
+        if not err <= args.tol:
+            print(f"FAIL {name}: relative error {err:.3e}")
+            failed += 1
+    print(f"{kind} {args.train} AdamW steps: {len(rows)} tensors and the losses, worst relative "
+          f"error {worst[0]:.3e} ({worst[1]}), tolerance {args.tol:g}, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -218,12 +296,24 @@ def main():
     ap.add_argument("--grads", action="store_true",
                     help="check pmlir-run --grads: the loss and every parameter's gradient "
                          "against autograd, each to the tolerance")
+    ap.add_argument("--train", type=int, default=0, metavar="STEPS",
+                    help="check pmlir-run --train: the loss of each of STEPS steps and the "
+                         "parameters and optimizer state after them against torch.optim.AdamW")
+    ap.add_argument("--write-weights", metavar="PATH",
+                    help="only write the random weights (Hugging Face names) to PATH")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--clip", type=float, default=0.0)
+    ap.add_argument("--accum", type=int, default=1)
     args = ap.parse_args()
 
     kind, c = parse_config(args.model)
     g = torch.Generator().manual_seed(args.seed)
     weights = (gpt2_weights if kind == "gpt2" else llama_weights)(c, g)
-    ids = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
+    if args.write_weights:
+        write_safetensors(args.write_weights, weights)
+        return 0
+    ids = torch.randint(0, c["vocab"], (c["batch"] * args.accum, c["seq"]), generator=g)
     inputs = {"input_ids": ids}
     if c.get("loss"):
         # The next token is each position's target; the last has none, and
@@ -238,6 +328,8 @@ def main():
     forward = gpt2_forward if kind == "gpt2" else llama_forward
     if args.grads:
         return check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
+    if args.train:
+        return check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
     subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
                     "--output", opath] + args.run_args.split(), check=True)
     name = "loss" if c.get("loss") else "logits"

@@ -1,0 +1,56 @@
+//===- TokenData.h - Training windows from a flat file of token ids -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// A training corpus as nanoGPT keeps it: token ids one after another in a
+// flat binary file (uint16, or int32 for vocabularies past 65535). A batch
+// is rows of consecutive windows of seq + 1 tokens: the first seq are the
+// inputs, the last seq the labels (the next token of each position). Row r
+// of the batch of step s is window s * rows + r (modulo the windows the
+// file holds), so a run resumed at step s reads what the uninterrupted run
+// would have read. Pure C++.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_EXECUTION_TOKENDATA_H
+#define PMLIR_EXECUTION_TOKENDATA_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
+
+namespace pmlir::exec {
+
+class TokenData {
+public:
+  ~TokenData();
+  /// Maps `path` of token ids of `dtype` ("uint16" or "int32"). Fails with
+  /// a message naming the file on a dtype it does not know, a size that is
+  /// no whole number of ids, or fewer than `seq` + 1 tokens (one window).
+  static std::unique_ptr<TokenData> open(const std::string &path, const std::string &dtype,
+                                         int64_t seq, std::string &error);
+  int64_t tokens() const { return count; }
+  /// The number of windows of seq + 1 tokens, one token apart at their ends.
+  int64_t windows() const { return (count - 1) / seq; }
+  /// Writes `rows` windows from window `first` on: row r's inputs to
+  /// ids[r * seq, ...) and its labels to labels[r * seq, ...), as int64
+  /// (`wide`) or int32. Returns the first id at or past `vocab` (with its
+  /// flat index in the file), or -1.
+  int64_t fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels, int64_t vocab,
+               int64_t &at) const;
+
+private:
+  TokenData() = default;
+  int64_t token(int64_t i) const;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  bool wideIds = false;
+  int64_t count = 0, seq = 0;
+};
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_EXECUTION_TOKENDATA_H

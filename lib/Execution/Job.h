@@ -1,0 +1,161 @@
+//===- Job.h - One run of pmlir-run on this process -------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// Private to lib/Execution: the job that Runner.cpp (compile, run, report)
+// and Training.cpp (--train's loop, checkpoints) share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_LIB_EXECUTION_JOB_H
+#define PMLIR_LIB_EXECUTION_JOB_H
+
+#include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/Program.h"
+#include "pmlir/Execution/Runner.h"
+#include "pmlir/Execution/TokenData.h"
+#include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/SafeTensors.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/WithColor.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace pmlir::exec {
+
+inline int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
+  return 1;
+}
+
+inline void warn(const llvm::Twine &message) {
+  llvm::WithColor::warning(llvm::errs(), "pmlir-run") << message << "\n";
+}
+
+/// Whether the output of a job launched through mpirun ends on a terminal:
+/// set by the launching pmlir-run, read by its ranks.
+inline constexpr const char *kTerminalEnv = "PMLIR_RUN_OUTPUT_IS_TERMINAL";
+
+/// Whether this process' standard output ends on a terminal.
+inline bool outputIsTerminal() {
+  if (const char *set = getenv(kTerminalEnv))
+    return set[0] == '1';
+  return isatty(STDOUT_FILENO);
+}
+
+/// Token ids index embedding tables and labels the logits' columns: per
+/// argument, the vocabulary and the one value outside it a label may take.
+struct IdRange {
+  int64_t vocab;
+  std::optional<int64_t> ignored;
+};
+
+using mlir::LogicalResult;
+using mlir::MLIRContext;
+using mlir::ModuleOp;
+using mlir::OwningOpRef;
+using mlir::PassManager;
+
+/// One run on this process: one rank of a mesh, or the whole job.
+class Job {
+public:
+  Job(const RunOptions &options, MLIRContext &context) : o(options), context(context) {}
+  int run();
+
+private:
+  const RunOptions &o;
+  MLIRContext &context;
+  std::optional<Mesh> mesh;
+  int64_t rank = 0;
+  std::unique_ptr<SafeTensorsFile> weights, inputs, state;
+  /// --data: the token file a training run reads its batches from.
+  std::unique_ptr<TokenData> tokens;
+
+  /// Stops here forever if the fault tests asked this rank to hang at
+  /// `phase`.
+  void maybeHang(int64_t who, llvm::StringRef phase) const {
+    if (o.hangRank != who || o.hangAt != phase)
+      return;
+    llvm::errs() << "pmlir-run: rank " << who << ": hanging at " << phase << " (--test-hang-at)\n";
+    for (;;)
+      pause();
+  }
+  /// A failure anywhere names its rank and ends the job.
+  int failHere(const llvm::Twine &message) const {
+    if (mesh)
+      pmlir_rt_fail(message.str().c_str());
+    return fail(message);
+  }
+  /// A failure of rank 0 alone once every collective is done (--check, the
+  /// output file): the others are finalizing, and an MPI_Abort racing
+  /// their MPI_Finalize can leave mpirun hanging, so end cleanly, exit 1.
+  int failAtEnd(const llvm::Twine &message) const {
+    if (!mesh)
+      return fail(message);
+    fail("rank " + llvm::Twine(rank) + ": " + message);
+    pmlir_rt_finalize();
+    return 1;
+  }
+  /// How arguments bind from this job's files (warnings off).
+  BindOptions bindOptions() const {
+    BindOptions bind;
+    bind.weights = weights.get();
+    bind.inputs = inputs.get();
+    bind.state = state.get();
+    bind.generatedInputs = !o.data.empty();
+    bind.initMissing = o.initMissing;
+    bind.seed = o.seed;
+    return bind;
+  }
+  /// A pass manager on this job's context, configured as the tool asked
+  /// on rank 0 (IR printing, timing); other ranks compile the same.
+  LogicalResult configure(PassManager &pm) const {
+    if (rank == 0 && o.configurePassManager)
+      return o.configurePassManager(pm);
+    return mlir::success();
+  }
+  /// Lowers `module` with pmlir-cpu-pipeline for the entry and JIT-compiles
+  /// it; `emit` writes the lowered module first.
+  std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature, bool emit,
+                                      std::string &error) const;
+  /// A result of the program as a whole tensor on rank 0.
+  struct AssembledResult {
+    const float *values = nullptr;
+    std::vector<int64_t> shape;
+    std::vector<float> owned; ///< the assembled blocks of a sharded result
+  };
+  bool assembleResult(JitProgram &program, const TensorSpec &result, size_t i, AssembledResult &out,
+                      std::string &error) const;
+  int assembleAndReport(JitProgram &program, const EntrySignature &signature,
+                        OwningOpRef<ModuleOp> &reference);
+  /// The blocks of `data`, this rank's block of the tensor `spec`,
+  /// assembled on rank 0 (every rank takes part).
+  bool assemble(const float *data, const TensorSpec &spec, AssembledResult &out,
+                std::string &error) const;
+
+  /// --train: runs `program` (a training step) o.steps times on `args`,
+  /// inputs from o.inputs or o.data; saves and checks as asked.
+  int train(JitProgram &program, const EntrySignature &signature, std::vector<BoundArgument> &args,
+            const std::map<unsigned, IdRange> &idRanges, OwningOpRef<ModuleOp> &reference);
+  /// The losses of `steps` steps of the unsharded program on rank 0, and
+  /// its parameters and state after them (--check of --train).
+  bool trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps, std::vector<float> &losses,
+                      std::vector<BoundArgument> &args, EntrySignature &signature,
+                      std::string &error);
+};
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_LIB_EXECUTION_JOB_H

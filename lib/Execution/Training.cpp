@@ -1,0 +1,356 @@
+//===- Training.cpp - pmlir-run --train: steps, checkpoints, the check ----===//
+//
+// Part of pmlir.
+//
+// The training step (pmlir-optimizer's) updates its parameters and
+// optimizer state in place, so a run is the step called again and again on
+// the same buffers, with the next batch written into the inputs' buffers
+// between calls. Loss and gradient norm are scalars every rank holds; a
+// checkpoint is the parameters under their Hugging Face names, each
+// assembled from its blocks, and beside it the optimizer state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Job.h"
+
+#include "pmlir/Execution/TokenData.h"
+#include "pmlir/Support/Layout.h"
+#include "pmlir/Training/Optimizer.h"
+#include "pmlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::exec;
+
+std::string exec::optimizerStatePath(const std::string &parameters) {
+  llvm::StringRef path(parameters);
+  path.consume_back(".safetensors");
+  return (path + ".optimizer.safetensors").str();
+}
+
+namespace {
+
+/// Where a training step's batches go: its token ids and labels arguments,
+/// this rank's blocks of them, and the global batch they are cut from.
+struct Batch {
+  int64_t ids = -1, labels = -1;
+  std::optional<BlockLayout> idsLayout, labelsLayout;
+  std::vector<int64_t> global; ///< the global shape of the ids (and labels)
+  bool wide = true;            ///< int64 ids (else int32)
+  std::vector<uint8_t> idsData, labelsData;
+
+  int64_t tokens() const { return elementCount(global); }
+  int64_t seq() const { return global.back(); }
+
+  /// Finds the arguments and decodes this rank's blocks.
+  bool locate(const EntrySignature &signature, const Mesh *mesh,
+              const std::vector<int64_t> &coordinates, std::string &error) {
+    for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
+      if (spec.role == Role::Input && spec.element != ElementKind::F32 && ids < 0)
+        ids = i;
+      if (spec.role == Role::Label && labels < 0)
+        labels = i;
+    }
+    if (ids < 0 || labels < 0) {
+      error = "@" + signature.name + " has no token ids and labels to train on";
+      return false;
+    }
+    for (auto [index, layout] : {std::pair<int64_t, std::optional<BlockLayout> *>{ids, &idsLayout},
+                                 {labels, &labelsLayout}}) {
+      const TensorSpec &spec = signature.arguments[index];
+      if (!spec.sharding)
+        continue;
+      *layout = BlockLayout::decode(*mesh, *spec.sharding, spec.shape, spec.global, coordinates,
+                                    error, spec.parts);
+      if (!*layout) {
+        error = "argument '" + spec.name + "' " + error;
+        return false;
+      }
+    }
+    const TensorSpec &idsSpec = signature.arguments[ids];
+    global = idsLayout ? idsLayout->shape : idsSpec.shape;
+    wide = idsSpec.element == ElementKind::I64;
+    if (signature.arguments[labels].element != idsSpec.element ||
+        (labelsLayout ? labelsLayout->shape : signature.arguments[labels].shape) != global) {
+      error = "@" + signature.name + "'s labels are no tensor of the token ids' type";
+      return false;
+    }
+    idsData.resize(tokens() * (wide ? 8 : 4));
+    labelsData.resize(idsData.size());
+    return true;
+  }
+
+  /// Writes the global batch into this rank's argument buffers.
+  void scatter(std::vector<BoundArgument> &args) const {
+    size_t width = wide ? 8 : 4;
+    for (auto [index, layout, data] :
+         {std::tuple<int64_t, const std::optional<BlockLayout> *, const std::vector<uint8_t> *>{
+              ids, &idsLayout, &idsData},
+          {labels, &labelsLayout, &labelsData}}) {
+      if (*layout)
+        (*layout)->copyOut(data->data(), width, args[index].data);
+      else
+        std::memcpy(args[index].data, data->data(), data->size());
+    }
+  }
+};
+
+/// The index of the result named `name`, or -1.
+int64_t resultNamed(const EntrySignature &signature, llvm::StringRef name) {
+  for (auto [i, result] : llvm::enumerate(signature.results))
+    if (result.name == name)
+      return i;
+  return -1;
+}
+
+int64_t argumentNamed(const EntrySignature &signature, llvm::StringRef name) {
+  for (auto [i, arg] : llvm::enumerate(signature.arguments))
+    if (arg.name == name)
+      return i;
+  return -1;
+}
+
+} // namespace
+
+namespace pmlir::exec {
+
+int Job::train(JitProgram &program, const EntrySignature &signature,
+               std::vector<BoundArgument> &args, const std::map<unsigned, IdRange> &idRanges,
+               OwningOpRef<ModuleOp> &reference) {
+  std::string error;
+  int64_t lossAt = resultNamed(signature, "loss");
+  int64_t normAt = resultNamed(signature, "grad_norm");
+  int64_t stepArg = argumentNamed(signature, training::kStepName);
+  if (lossAt < 0 || normAt < 0 || stepArg < 0)
+    return failHere("@" + signature.name + " is no training step (pmlir-optimizer's)");
+  std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
+  Batch batch;
+  if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error))
+    return failHere(error);
+  TokenData *data = tokens.get();
+  int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
+  // The steps already taken: a checkpoint's, or none.
+  int64_t done = static_cast<int64_t>(*static_cast<const float *>(args[stepArg].data));
+
+  bool terminal = rank == 0 && outputIsTerminal();
+  std::vector<float> losses;
+  for (int64_t i = 0; i < o.steps; ++i) {
+    int64_t step = done + i + 1;
+    if (data) {
+      int64_t rows = batch.tokens() / batch.seq(), at = 0;
+      int64_t bad = data->fill((step - 1) * rows, rows, batch.wide, batch.idsData.data(),
+                               batch.labelsData.data(), vocab, at);
+      if (bad >= 0)
+        return failHere("--data '" + o.data + "': token id " + llvm::Twine(bad) + " at index " +
+                        llvm::Twine(at) + " (read by step " + llvm::Twine(step) +
+                        ") is outside the vocabulary [0, " + llvm::Twine(vocab) + ")");
+      batch.scatter(args);
+    }
+    auto start = std::chrono::steady_clock::now();
+    if (!program.run(error))
+      return failHere(error);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    float loss = program.result(lossAt)[0], norm = program.result(normAt)[0];
+    losses.push_back(loss);
+    // Every rank holds the same loss and norm: all stop together.
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      std::string first;
+      for (auto [r, result] : llvm::enumerate(signature.results))
+        if (llvm::StringRef(result.name).ends_with(".grad_norm") && result.shape.empty() &&
+            !std::isfinite(program.result(r)[0])) {
+          first = result.name.substr(0, result.name.size() - 10);
+          break;
+        }
+      if (rank == 0) {
+        if (terminal)
+          llvm::outs() << "\r\033[K";
+        fail("step " + llvm::Twine(step) + ": the loss is " + llvm::formatv("{0}", loss).str() +
+             " and the gradient norm " + llvm::formatv("{0}", norm).str() +
+             (first.empty()
+                  ? std::string()
+                  : "; the first parameter with a non-finite gradient is '" + first + "'") +
+             " (non-finite weights or inputs, or a learning rate too large); nothing was saved");
+      }
+      if (mesh)
+        pmlir_rt_finalize();
+      return 1;
+    }
+    if (rank == 0) {
+      if (terminal)
+        llvm::outs() << "\r\033[K";
+      llvm::outs() << llvm::format("step %lld: loss %.6f, grad norm %.4g, %.0f tokens/s\n",
+                                   static_cast<long long>(step), loss, norm,
+                                   batch.tokens() / seconds);
+      if (terminal) {
+        int width = 30, filled = static_cast<int>(width * (i + 1) / o.steps);
+        llvm::outs() << "[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] "
+                     << (i + 1) << "/" << o.steps;
+      }
+      llvm::outs().flush();
+    }
+    program.releaseResults();
+  }
+  if (terminal)
+    llvm::outs() << "\r\033[K";
+
+  // The parameters and optimizer state, whole on rank 0, for the
+  // checkpoint and the check.
+  std::vector<std::pair<size_t, AssembledResult>> state;
+  if (!o.save.empty() || o.check) {
+    for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
+      if (!spec.updated)
+        continue;
+      state.push_back({i, AssembledResult()});
+      if (!assemble(static_cast<const float *>(args[i].data), spec, state.back().second, error))
+        return failAtEnd("argument '" + spec.name + "' " + error);
+    }
+  }
+  if (!o.save.empty() && rank == 0) {
+    maybeHang(rank, "output");
+    std::vector<TensorToWrite> parameters, optimizer;
+    for (auto &[i, whole] : state) {
+      const TensorSpec &spec = signature.arguments[i];
+      (spec.role == Role::Param ? parameters : optimizer)
+          .push_back({spec.name, DType::F32, whole.shape, whole.values});
+    }
+    std::map<std::string, std::string> metadata = {{"format", "pt"}};
+    if (!writeSafeTensors(o.save, parameters, metadata, error) ||
+        !writeSafeTensors(optimizerStatePath(o.save), optimizer, metadata, error))
+      return failAtEnd(error);
+  }
+
+  if (o.check && rank == 0) {
+    maybeHang(rank, "check");
+    std::vector<float> expectedLosses;
+    std::vector<BoundArgument> globalArgs;
+    EntrySignature globalSignature;
+    if (!trainUnsharded(reference, o.steps, expectedLosses, globalArgs, globalSignature, error))
+      return failAtEnd("the unsharded run of --check: " + error);
+    double worst = 0;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      double relative = std::abs(double(losses[i]) - expectedLosses[i]) /
+                        std::max(std::abs(double(expectedLosses[i])), 1e-30);
+      worst = std::max(worst, relative);
+      llvm::outs() << llvm::format("check: step %lld loss %.6f, unsharded %.6f\n",
+                                   static_cast<long long>(done + i + 1), losses[i],
+                                   expectedLosses[i]);
+    }
+    bool ok = worst <= o.tolerance;
+    llvm::outs() << llvm::format("check: losses of %lld steps: worst relative error %.3g "
+                                 "(tolerance %.3g): %s\n",
+                                 static_cast<long long>(o.steps), worst, o.tolerance,
+                                 ok ? "ok" : "FAILED");
+    if (!ok)
+      return failAtEnd("--check: the sharded losses differ from the unsharded run's by " +
+                       llvm::formatv("{0:e3}", worst).str() + " (relative)");
+    // A parameter element whose gradient is at the level of f32 rounding
+    // (the root of its exp_avg_sq below 1e-5 of the largest: GPT-2's key
+    // bias, which softmax makes exactly 0 in exact arithmetic) follows
+    // rounding noise under Adam, whose m / sqrt(v) makes it a step of size
+    // lr: such elements are left out of the parameters' comparison.
+    auto rms = [&](const TensorSpec &param) -> const float * {
+      int64_t at =
+          argumentNamed(globalSignature, training::optimizerStateName(param.name, "exp_avg_sq"));
+      return at < 0 ? nullptr : static_cast<const float *>(globalArgs[at].data);
+    };
+    double largest = 0;
+    for (auto &[i, whole] : state)
+      if (signature.arguments[i].role == Role::Param)
+        if (const float *v = rms(signature.arguments[i]))
+          for (int64_t k = 0, n = elementCount(whole.shape); k < n; ++k)
+            largest = std::max(largest, std::sqrt(double(v[k])));
+    // Parameters to --tolerance; the optimizer state, whose moments sum the
+    // gradients' rounding (some gradients cancel to a few digits: a key
+    // projection's along the keys' mean, which softmax ignores), to 10x it.
+    int64_t noise = 0;
+    struct Worst {
+      double error = 0;
+      std::string name;
+    } worstParam, worstState;
+    for (auto &[i, whole] : state) {
+      const TensorSpec &spec = signature.arguments[i];
+      const float *expected = static_cast<const float *>(globalArgs[i].data);
+      const float *v = spec.role == Role::Param ? rms(spec) : nullptr;
+      double diff = 0, norm = 0;
+      for (int64_t k = 0, n = elementCount(whole.shape); k < n; ++k) {
+        if (v && std::sqrt(double(v[k])) < 1e-5 * largest) {
+          ++noise;
+          continue;
+        }
+        diff += (double(whole.values[k]) - expected[k]) * (double(whole.values[k]) - expected[k]);
+        norm += double(expected[k]) * expected[k];
+      }
+      double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+      Worst &worst = spec.role == Role::Param ? worstParam : worstState;
+      if (relative >= worst.error)
+        worst = {relative, spec.name};
+    }
+    for (auto [what, worst, tolerance] :
+         {std::tuple<const char *, const Worst *, double>{"parameters", &worstParam, o.tolerance},
+          {"optimizer state", &worstState, 10 * o.tolerance}}) {
+      ok = worst->error <= tolerance;
+      llvm::outs() << "check: " << what << " after " << o.steps << " steps: worst relative error "
+                   << llvm::format("%.3g", worst->error) << " (" << worst->name << ")"
+                   << llvm::format(" (tolerance %.3g): %s", tolerance, ok ? "ok" : "FAILED");
+      if (worst == &worstParam && noise > 0)
+        llvm::outs() << "; " << noise << " elements with gradients at rounding level left out";
+      llvm::outs() << "\n";
+      if (!ok)
+        return failAtEnd("--check: '" + worst->name + "' differs from the unsharded run's by " +
+                         llvm::formatv("{0:e3}", worst->error).str() + " (relative)");
+    }
+  }
+  if (mesh)
+    pmlir_rt_finalize();
+  return 0;
+}
+
+bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
+                         std::vector<float> &losses, std::vector<BoundArgument> &args,
+                         EntrySignature &signature, std::string &error) {
+  PassManager drop(&context);
+  drop.addPass(createDropShardings());
+  if (failed(configure(drop)) || failed(drop.run(*reference))) {
+    error = "dropping the shardings failed";
+    return false;
+  }
+  auto entry = reference->lookupSymbol<func::FuncOp>("train_step");
+  std::unique_ptr<JitProgram> program;
+  Batch batch;
+  if (!entry || !describeEntry(entry, signature, error) ||
+      !bindArguments(signature.arguments, signature.name, nullptr, {}, bindOptions(), args,
+                     error) ||
+      !batch.locate(signature, nullptr, {}, error) ||
+      !(program = compile(*reference, signature, /*emit=*/false, error)))
+    return false;
+  TokenData *data = tokens.get();
+  int64_t stepArg = argumentNamed(signature, training::kStepName);
+  int64_t done = static_cast<int64_t>(*static_cast<const float *>(args[stepArg].data));
+  program->bind(args);
+  int64_t lossAt = resultNamed(signature, "loss");
+  for (int64_t i = 0; i < steps; ++i) {
+    if (data) {
+      int64_t rows = batch.tokens() / batch.seq(), at = 0;
+      data->fill((done + i) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data(),
+                 INT64_MAX, at);
+      batch.scatter(args);
+    }
+    if (!program->run(error))
+      return false;
+    losses.push_back(program->result(lossAt)[0]);
+    program->releaseResults();
+  }
+  return true;
+}
+
+} // namespace pmlir::exec
