@@ -324,6 +324,7 @@ int Job::run() {
     if (!o.recipe.empty())
       options.recipe = ShardingPipelineOptions::Recipe::Megatron;
     options.sequenceParallel = o.sequenceParallel;
+    options.zero = o.zero;
     buildShardingPipeline(pm, options);
     // Every rank compiles the same program: rank 0 speaks for them.
     std::optional<ScopedDiagnosticHandler> quiet;
@@ -651,6 +652,20 @@ int exec::runModel(const RunOptions &o) {
       return fail("--data and --inputs both give the batches: use one");
     if (o.repeat > 0)
       return fail("--repeat times a forward; --train prints each step's tokens/s");
+  }
+  if (o.zero != 0) {
+    if (!o.train)
+      return fail("--zero shards a training step's model state: it needs --train");
+    if (o.zero < 1 || o.zero > 3)
+      return fail("--zero takes a ZeRO stage, 1, 2 or 3, got " + std::to_string(o.zero));
+    if (o.mesh.empty() || o.recipe.empty())
+      return fail("--zero shards over the mesh's data-parallel axis: it needs --mesh with a dp "
+                  "axis and --recipe");
+    std::string error;
+    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
+    if (parsed && !llvm::is_contained(parsed->axisNames(), "dp"))
+      return fail("--zero shards the model state over the data-parallel axis 'dp', which --mesh " +
+                  o.mesh + " does not have");
   }
   if (o.recompute != "selective" && o.recompute != "full")
     return fail("unknown --recompute '" + o.recompute + "' (known: selective, full)");

@@ -74,7 +74,8 @@ struct Propagation {
   /// Warns at `op` that the user annotation of `loser` lost to that of
   /// `winner`: `loser` is resharded here.
   void warnConflict(Operation *op, Value loser, Value winner) {
-    if (!warned.insert(op).second)
+    // A constraint between two annotations asks for the reshard.
+    if (isa<ShardingConstraintOp>(op) || !warned.insert(op).second)
       return;
     auto describe = [&](Value v) {
       std::string text;
@@ -190,10 +191,13 @@ struct Propagation {
     }
 
     // A user annotation whose axes lost to another's (for the same factor,
-    // or the same axes for another factor) is resharded: say so.
+    // or the same axes for another factor) is resharded: say so, unless
+    // the winner only splits it further (a local slice, as a ZeRO update
+    // reads its whole parameter on shards).
     for (size_t f = 0; f < numFactors; ++f)
       for (auto &[loser, axes] : proposals[f]) {
-        if (axes == decided[f])
+        if (axes == decided[f] || (decided[f].size() > axes.size() &&
+                                   ArrayRef(decided[f]).take_front(axes.size()) == ArrayRef(axes)))
           continue;
         for (size_t g = 0; g < numFactors; ++g)
           for (auto &[winner, won] : proposals[g])
@@ -379,8 +383,12 @@ ShardingMap pmlir::sharding::propagateShardings(FunctionOpInterface func, MeshAt
       }
       for (Operation *op : llvm::reverse(ops))
         changed |= p.step(op, /*forward=*/false);
-      for (auto &[value, s] : resultHints)
-        changed |= p.setIfUnknown(value, s);
+      // Result hints are what nothing else decides: they wait for the
+      // last round's seeds (a value a later annotation reaches, as ZeRO's
+      // gradient shards reach the gradient norm, is not settled whole).
+      if (priority == *priorities.rbegin())
+        for (auto &[value, s] : resultHints)
+          changed |= p.setIfUnknown(value, s);
     }
   }
   return std::move(p.known);

@@ -106,12 +106,23 @@ ShardingRule pmlir::sharding::refineForParts(const ShardingRule &rule,
                            : ArrayRef<SmallVector<int64_t>>());
   for (const auto &dims : rule.results)
     tensors.push_back(dims);
+  // A factor some tensor splits as a whole dimension without parts stays
+  // one: the tensors disagree, and partition reshards one of them.
+  auto splitWhole = [&](int64_t f) {
+    for (auto [dims, sharding] : llvm::zip(tensors, shardings))
+      for (auto [d, factors] : llvm::enumerate(dims))
+        if (sharding && d < sharding->dims.size() && factors.size() == 1 && factors.front() == f &&
+            sharding->partsOf(d) == 1 && !sharding->dims[d].empty())
+          return true;
+    return false;
+  };
   for (auto [dims, sharding] : llvm::zip(tensors, shardings)) {
     if (!sharding)
       continue;
     for (auto [d, factors] : llvm::enumerate(dims)) {
       int64_t parts = sharding->partsOf(d);
-      if (parts == 1 || factors.size() != 1 || d >= sharding->dims.size())
+      if (parts == 1 || factors.size() != 1 || d >= sharding->dims.size() ||
+          splitWhole(factors.front()))
         continue;
       int64_t f = factors.front();
       // Split once: the first tensor to name the parts decides them.

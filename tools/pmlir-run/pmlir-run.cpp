@@ -152,6 +152,11 @@ static llvm::cl::opt<int64_t> gradAccum(
     llvm::cl::desc("microbatches per step, each of the model's batch size; the gradients are "
                    "their mean"),
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<int64_t> zeroStage(
+    "zero",
+    llvm::cl::desc("ZeRO stage on the mesh's dp axis: 1 shards the optimizer state, 2 the "
+                   "gradients too, 3 the parameters too"),
+    llvm::cl::init(0), llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<std::string> dataFile(
     "data",
     llvm::cl::desc("train on consecutive windows of seq + 1 tokens of this flat file of token "
@@ -243,6 +248,7 @@ static int runMain(int argc, char **argv) {
   options.eps = adamEps;
   options.clipGradNorm = clipGradNorm;
   options.gradAccum = gradAccum;
+  options.zero = zeroStage;
   options.data = dataFile;
   options.dataDtype = dataDtype;
   options.save = saveFile;

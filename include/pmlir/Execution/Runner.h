@@ -60,6 +60,8 @@ struct RunOptions {
   bool train = false;
   int64_t steps = 1;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  /// ZeRO stage of the training step on the mesh's dp axis (0: none).
+  int64_t zero = 0;
   /// Clip the gradients to this global norm (0: no clipping).
   double clipGradNorm = 0;
   int64_t gradAccum = 1;

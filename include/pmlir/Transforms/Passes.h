@@ -35,6 +35,9 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       llvm::cl::values(clEnumValN(Recipe::None, "none", "the program's own annotations"),
                        clEnumValN(Recipe::Megatron, "megatron",
                                   "Megatron-LM's tensor parallelism on tp, batch on dp"))};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage of a training step (0: none, 1 to 3)"),
+                       llvm::cl::init(0)};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron's sequence parallelism on the partitioned program"),

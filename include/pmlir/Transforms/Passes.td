@@ -251,6 +251,42 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
   ];
 }
 
+def Zero : Pass<"pmlir-zero", "mlir::ModuleOp"> {
+  let summary = "ZeRO: shards a training step's model state over the data-parallel axis";
+  let description = [{
+    On a global training step (`pmlir-optimizer`'s) with its parameters
+    annotated (by a recipe or by hand), gives each parameter a "ZeRO
+    sharding": its own sharding with the data-parallel axis added to the
+    dimension with the most elements per device. Then, as ZeRO's stages
+    (Rajbhandari et al.) say:
+
+    - `stage=1`: the optimizer state (exp_avg, exp_avg_sq) takes it. The
+      update runs on dp shards; propagation and partition make the gradient
+      reach it reduce-scattered and the new parameter all-gathered: 2 Psi of
+      wire bytes per step, as data parallelism's all-reduce, and 8 Psi / N
+      bytes of optimizer state per rank.
+    - `stage=2`: each gradient is constrained to it right where the
+      backward pass makes it (each microbatch's, before they are summed), so
+      gradients are reduce-scattered layer by layer: 12 Psi / N bytes of
+      gradients and state.
+    - `stage=3`: the parameter itself takes it, and is gathered to its own
+      sharding right before its uses, once in each block (a forward layer
+      and its backward layer gather it each): 3 Psi per step, 16 Psi / N
+      bytes of model state.
+
+    ```mlir
+    // stage=1 on dp = 2, tp = 2, a column-parallel weight:
+    %w: tensor<64x256xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>}
+    %w_m: tensor<64x256xf32> {tfm.sharding = #tfm.sharding<[[], ["tp", "dp"]]>}
+    ```
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"1", "the ZeRO stage, 1 to 3">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "the data-parallel mesh axis">,
+  ];
+}
+
 def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
   let summary = "turns a sharded global program into the program of one rank";
   let description = [{

@@ -139,6 +139,10 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
     };
     Total all;
     std::map<std::string, Total> perKind, perAxes;
+    // Wire bytes on tp inside the blocks, per layer index (the forward and
+    // the backward layer of a block together).
+    std::map<int64_t, int64_t> tpPerLayer;
+    bool sequenceParallel = false;
     llvm::json::Array list;
     module.walk([&](Operation *op) {
       auto collective = collectiveOf(op);
@@ -172,8 +176,12 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
                                {"seconds", cost.seconds}};
       auto type = cast<RankedTensorType>(op->getOperand(0).getType());
       entry["shape"] = llvm::json::Array(type.getShape());
-      if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>())
+      if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>()) {
         entry["layer"] = layer.getIndex();
+        if (axesKey == "tp")
+          tpPerLayer[layer.getIndex()] += cost.wireBytes;
+      }
+      sequenceParallel |= kind == CollectiveKind::ReduceScatter && axesKey == "tp";
       list.push_back(std::move(entry));
     });
     auto totalJson = [](const Total &t) {
@@ -188,13 +196,85 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
         o[key] = totalJson(t);
       return o;
     };
-    llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
-                                                  {"total", totalJson(all)},
-                                                  {"totals", totals(perKind)},
-                                                  {"per_axis", totals(perAxes)},
-                                                  {"collectives", std::move(list)}};
-    if (failed(writeJsonReport(module, output, "comm report", report)))
+    llvm::json::Object report{{"mesh", meshJson(module)},
+                              {"total", totalJson(all)},
+                              {"totals", totals(perKind)},
+                              {"per_axis", totals(perAxes)},
+                              {"collectives", std::move(list)}};
+    if (std::optional<llvm::json::Object> step =
+            analyticTrainingVolumes(module, mesh, perAxes["dp"].wire, tpPerLayer, sequenceParallel))
+      report["training"] = std::move(*step);
+    if (failed(
+            writeJsonReport(module, output, "comm report", llvm::json::Value(std::move(report)))))
       return signalPassFailure();
+  }
+
+  /// For a training step: the analytic volumes per step next to what the
+  /// program does. Data parallelism all-reduces the gradients, 2 Psi (Psi
+  /// the parameter bytes a rank holds without dp) times (n - 1) / n on a
+  /// ring; ZeRO-1 and 2 reduce-scatter them and all-gather the parameters,
+  /// as much; ZeRO-3 gathers the parameters twice, 3 Psi (n - 1) / n. Tensor
+  /// parallelism all-reduces b s h four times per block, forward and
+  /// backward (sequence parallelism: as many bytes in reduce-scatters and
+  /// all-gathers), 2 (t - 1) / t of it each on a ring.
+  static std::optional<llvm::json::Object>
+  analyticTrainingVolumes(ModuleOp module, pmlir::tfm::MeshAttr mesh, int64_t dpWire,
+                          const std::map<int64_t, int64_t> &tpPerLayer, bool sequenceParallel) {
+    std::optional<llvm::json::Object> step;
+    module.walk([&](func::FuncOp func) {
+      bool trains = false;
+      func.walk([&](pmlir::tfm::AdamWOp) { trains = true; });
+      if (!trains || step)
+        return;
+      double psi = 0;
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        if (pmlir::tfm::argumentRole(func, i) != pmlir::tfm::ArgumentRole::Param)
+          continue;
+        auto type = cast<RankedTensorType>(arg.getType());
+        auto globalType = func.getArgAttrOfType<TypeAttr>(i, pmlir::tfm::kGlobalTypeAttr);
+        auto global = globalType ? cast<RankedTensorType>(globalType.getValue()) : type;
+        double devices = 1;
+        if (auto sharding =
+                func.getArgAttrOfType<pmlir::tfm::ShardingAttr>(i, pmlir::tfm::kShardingAttr))
+          for (int64_t d = 0; d < sharding.getRank(); ++d)
+            for (StringRef a : sharding.axesOf(d))
+              if (a != "dp")
+                devices *= mesh.axisSize(a);
+        psi += double(global.getNumElements()) * (global.getElementTypeBitWidth() / 8) / devices;
+      }
+      int64_t dp = mesh && mesh.axisIndex("dp") >= 0 ? mesh.axisSize("dp") : 1;
+      int64_t tp = mesh && mesh.axisIndex("tp") >= 0 ? mesh.axisSize("tp") : 1;
+      auto zero = module->getAttrOfType<IntegerAttr>(pmlir::tfm::kZeroStageAttr);
+      int64_t stage = zero ? zero.getInt() : 0;
+      double dpExpected = (stage == 3 ? 3 : 2) * psi * double(dp - 1) / double(dp);
+      step = llvm::json::Object{
+          {"function", func.getSymName().str()},
+          {"psi_bytes_per_rank", static_cast<int64_t>(psi + 0.5)},
+          {"dp", dp},
+          {"zero_stage", stage},
+          {"dp_expected_wire_bytes_per_rank", static_cast<int64_t>(dpExpected + 0.5)},
+          {"dp_wire_bytes_per_rank", dpWire}};
+      // b s h of a block: its first forward layer's output, per rank (the
+      // whole sequence where sequence parallelism splits it).
+      pmlir::tfm::LayerOp first;
+      func.walk([&](pmlir::tfm::LayerOp layer) {
+        if (!first && !layer.getBackward())
+          first = layer;
+      });
+      if (!first || tpPerLayer.empty() || tp == 1)
+        return;
+      auto out = cast<RankedTensorType>(first.getResult(0).getType());
+      double bsh = double(out.getNumElements()) * (sequenceParallel ? tp : 1);
+      double tpExpected =
+          4 * 2 * double(tp - 1) / double(tp) * bsh * (out.getElementTypeBitWidth() / 8);
+      llvm::json::Array measured;
+      for (auto &[layer, wire] : tpPerLayer)
+        measured.push_back(llvm::json::Object{{"layer", layer}, {"wire_bytes_per_rank", wire}});
+      (*step)["tp_block_expected_wire_bytes_per_rank"] = static_cast<int64_t>(tpExpected + 0.5);
+      (*step)["tp_blocks"] = std::move(measured);
+    });
+    return step;
   }
 };
 

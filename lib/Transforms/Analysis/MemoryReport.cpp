@@ -26,6 +26,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/SetVector.h"
@@ -78,20 +79,143 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
     int64_t tp = mesh ? mesh.axisSize("tp") : 1;
     llvm::json::Array layers;
     int64_t total = 0;
+    llvm::json::Array training;
     module.walk([&](func::FuncOp func) {
       DenseSet<Value> params = parametersOf(func);
       func.walk([&](LayerOp layer) {
+        if (layer.getBackward())
+          return;
         llvm::json::Object entry = reportLayer(layer, params, tp);
         total += *entry.getInteger("activation_bytes_per_rank");
         layers.push_back(std::move(entry));
       });
+      if (std::optional<llvm::json::Object> step = reportTrainingStep(func, mesh))
+        training.push_back(std::move(*step));
     });
-    llvm::json::Value report = llvm::json::Object{{"mesh", meshJson(module)},
-                                                  {"activation_bytes_per_rank", total},
-                                                  {"layers", std::move(layers)},
-                                                  {"parameters", reportParameters(module, mesh)}};
-    if (failed(writeJsonReport(module, output, "memory report", report)))
+    llvm::json::Object report{{"mesh", meshJson(module)},
+                              {"activation_bytes_per_rank", total},
+                              {"layers", std::move(layers)},
+                              {"parameters", reportParameters(module, mesh)}};
+    if (!training.empty())
+      report["training"] = std::move(training);
+    if (failed(
+            writeJsonReport(module, output, "memory report", llvm::json::Value(std::move(report)))))
       return signalPassFailure();
+  }
+
+  /// A function that differentiates (backward layers) or trains (AdamW
+  /// updates): what its backward layers read of the forward pass, per
+  /// forward layer (the activations kept, as the recompute mode leaves
+  /// them), and its model state per rank (parameters, the gradients the
+  /// updates read, the optimizer state) next to ZeRO's formulas at f32.
+  static std::optional<llvm::json::Object> reportTrainingStep(func::FuncOp func, MeshAttr mesh) {
+    SmallVector<AdamWOp> updates;
+    bool backward = false;
+    func.walk([&](Operation *op) {
+      if (auto update = dyn_cast<AdamWOp>(op))
+        updates.push_back(update);
+      if (auto layer = dyn_cast<LayerOp>(op))
+        backward |= layer.getBackward();
+    });
+    if (!backward && updates.empty())
+      return std::nullopt;
+    llvm::json::Object step{{"function", func.getSymName().str()}};
+
+    // Kept: the values of the forward pass (what the losses are computed
+    // from) that backward layers read, by the forward layer that made them
+    // ("before" the first: the embeddings).
+    DenseSet<Value> params = parametersOf(func);
+    SetVector<Operation *> forwardOps;
+    func.walk([&](Operation *op) {
+      if (isa<CrossEntropyOp, CrossEntropyCombineOp>(op)) {
+        BackwardSliceOptions options;
+        options.omitUsesFromAbove = false;
+        (void)getBackwardSlice(op, &forwardOps, options);
+      }
+    });
+    llvm::json::Array keptPerLayer;
+    int64_t keptTotal = 0, beforeLayers = 0;
+    std::map<int64_t, int64_t> byLayer;
+    DenseSet<Value> counted;
+    func.walk([&](LayerOp layer) {
+      if (!layer.getBackward())
+        return;
+      layer.walk([&](Operation *op) {
+        for (Value v : op->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          if (!def || params.contains(v) || !isa<RankedTensorType>(v.getType()) ||
+              !forwardOps.contains(def) || !counted.insert(v).second)
+            continue;
+          keptTotal += tensorBytes(v);
+          if (auto forward = dyn_cast<LayerOp>(def))
+            byLayer[forward.getIndex()] += tensorBytes(v);
+          else
+            beforeLayers += tensorBytes(v);
+        }
+      });
+    });
+    if (beforeLayers > 0)
+      keptPerLayer.push_back(
+          llvm::json::Object{{"layer", "before"}, {"kept_bytes_per_rank", beforeLayers}});
+    for (auto &[index, bytes] : byLayer)
+      keptPerLayer.push_back(llvm::json::Object{{"layer", index}, {"kept_bytes_per_rank", bytes}});
+    step["kept_activation_bytes_per_rank"] = keptTotal;
+    step["kept_by_layer"] = std::move(keptPerLayer);
+    if (updates.empty())
+      return step;
+
+    // Model state. Psi: the parameters a rank would hold without dp (each
+    // divided by the devices of its axes other than dp).
+    int64_t dp = mesh && mesh.axisIndex("dp") >= 0 ? mesh.axisSize("dp") : 1;
+    int64_t paramBytes = 0, gradBytes = 0, stateBytes = 0;
+    double psi = 0;
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type)
+        continue;
+      ArgumentRole role = argumentRole(func, i);
+      if (role == ArgumentRole::OptimizerState && type.getRank() > 0)
+        stateBytes += tensorBytes(arg);
+      if (role != ArgumentRole::Param)
+        continue;
+      paramBytes += tensorBytes(arg);
+      auto sharding = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+      auto globalType = func.getArgAttrOfType<TypeAttr>(i, kGlobalTypeAttr);
+      auto global = globalType ? cast<RankedTensorType>(globalType.getValue()) : type;
+      double devices = 1;
+      if (sharding && mesh)
+        for (int64_t d = 0; d < sharding.getRank(); ++d)
+          for (StringRef a : sharding.axesOf(d))
+            if (a != "dp")
+              devices *= mesh.axisSize(a);
+      psi += double(global.getNumElements()) / devices;
+    }
+    // The gradients a rank holds: whole until the update under ZeRO-1
+    // (reduce-scattered as the update reads them), on dp shards from where
+    // the backward makes them under ZeRO-2 and 3.
+    auto zero = func->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(kZeroStageAttr);
+    int64_t stage = zero ? zero.getInt() : 0;
+    if (stage >= 2)
+      for (AdamWOp update : updates)
+        gradBytes += tensorBytes(update.getGrad());
+    else
+      gradBytes = paramBytes;
+    double n = double(dp);
+    double formula = stage == 0   ? 16 * psi
+                     : stage == 1 ? 4 * psi + 4 * psi + 8 * psi / n
+                     : stage == 2 ? 4 * psi + 12 * psi / n
+                                  : 16 * psi / n;
+    step["model_state"] =
+        llvm::json::Object{{"parameter_bytes_per_rank", paramBytes},
+                           {"gradient_bytes_per_rank", gradBytes},
+                           {"optimizer_state_bytes_per_rank", stateBytes},
+                           {"bytes_per_rank", paramBytes + gradBytes + stateBytes},
+                           {"psi", static_cast<int64_t>(psi + 0.5)},
+                           {"dp", dp},
+                           {"zero_stage", stage},
+                           {"zero_formula_bytes_per_rank", static_cast<int64_t>(formula + 0.5)}};
+    return step;
   }
 
   /// The parameter bytes a rank holds (its blocks, padding included), next

@@ -168,17 +168,36 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
 
   /// The tfm.split that cuts `arg` along `dim` into projections, if every
   /// use of `arg` is such a split (a training program splits it again in
-  /// the backward pass).
+  /// the backward pass) or reads it elementwise (an optimizer's update,
+  /// which keeps any parts).
   static SplitOp fusedSplit(Value arg, int64_t dim) {
     SplitOp first;
-    for (Operation *user : arg.getUsers()) {
-      auto split = dyn_cast<SplitOp>(user);
-      if (!split || static_cast<int64_t>(split.getDim()) != dim ||
+    for (OpOperand &use : arg.getUses()) {
+      auto split = dyn_cast<SplitOp>(use.getOwner());
+      if (!split) {
+        if (readsElementwise(use))
+          continue;
+        return {};
+      }
+      if (static_cast<int64_t>(split.getDim()) != dim ||
           (first && split.getNumResults() != first.getNumResults()))
         return {};
       first = first ? first : split;
     }
     return first;
+  }
+
+  /// Whether the op of `use` reads the operand elementwise: each of its
+  /// dimensions one parallel factor of the op's rule.
+  static bool readsElementwise(OpOperand &use) {
+    std::optional<ShardingRule> rule = getShardingRule(use.getOwner());
+    if (!rule || use.getOperandNumber() >= rule->operands.size() ||
+        !rule->operands[use.getOperandNumber()])
+      return false;
+    return llvm::all_of(
+        *rule->operands[use.getOperandNumber()], [&](const SmallVector<int64_t> &factors) {
+          return factors.size() == 1 && rule->factors[factors.front()].kind == FactorKind::Parallel;
+        });
   }
 };
 

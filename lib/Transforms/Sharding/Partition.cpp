@@ -338,14 +338,19 @@ LogicalResult Partitioner::partitionRuled(Operation *op, const ShardingRule &opR
   size_t numFactors = rule.factors.size();
 
   // Factor axes: parallel factors from the results, contracting ones from
-  // the operands, where the result is pending over them.
+  // the operands, where the result is pending over them. Where results
+  // split a factor further than others (a ZeRO update's new state against
+  // its whole parameter), the op runs on the finer blocks and the coarser
+  // results are gathered.
   SmallVector<Axes> axes(numFactors);
   for (auto [r, dims] : llvm::enumerate(rule.results)) {
     SmallVector<Axes> perFactor(numFactors);
     for (auto [d, factors] : llvm::enumerate(dims))
       factorAxes(factors, results[r].dims[d], rule, mesh, perFactor, results[r].partsOf(d));
     for (size_t f = 0; f < numFactors; ++f)
-      if (axes[f].empty())
+      if (axes[f].empty() ||
+          (perFactor[f].size() > axes[f].size() &&
+           ArrayRef(perFactor[f]).take_front(axes[f].size()) == ArrayRef(axes[f])))
         axes[f] = perFactor[f];
   }
   Axes resultPending = results.empty() ? Axes{} : results.front().pending;

@@ -21,9 +21,12 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
                           << (options.recipe == ShardingPipelineOptions::Recipe::Megatron
                                   ? "megatron"
                                   : "none")
-                          << ", sequence parallel " << options.sequenceParallel << "\n");
+                          << ", ZeRO " << options.zero << ", sequence parallel "
+                          << options.sequenceParallel << "\n");
   if (options.recipe == ShardingPipelineOptions::Recipe::Megatron)
     pm.addPass(createMegatronRecipe());
+  if (options.zero > 0)
+    pm.addPass(createZero(ZeroOptions{options.zero}));
   pm.addPass(createShardingPropagation());
   pm.addPass(createPartition());
   if (options.sequenceParallel)

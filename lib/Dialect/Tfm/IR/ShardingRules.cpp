@@ -78,7 +78,8 @@ ShardingRule pmlir::tfm::trailingBroadcastRule(Operation *op) {
 }
 
 PendingRule pmlir::tfm::pendingRuleOf(Operation *op) {
-  if (op->hasTrait<pmlir::tfm::OpTrait::SumOfOperands>())
+  if (op->hasTrait<pmlir::tfm::OpTrait::SumOfOperands>() ||
+      op->hasTrait<pmlir::tfm::OpTrait::LinearInAllOperands>())
     return PendingRule::Additive;
   if (op->hasTrait<pmlir::tfm::OpTrait::LinearInEachOperand>())
     return PendingRule::LinearInOne;

@@ -75,6 +75,10 @@ inline constexpr llvm::StringLiteral kShardedLikeAttr = "tfm.sharded_like";
 /// the argument's buffer.
 inline constexpr llvm::StringLiteral kUpdatesAttr = "tfm.updates";
 
+/// Module attribute: the ZeRO stage pmlir-zero sharded the training
+/// step's model state by (the reports read it).
+inline constexpr llvm::StringLiteral kZeroStageAttr = "tfm.zero_stage";
+
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
 /// Op attribute that sharding propagation writes: one #tfm.sharding per

@@ -74,7 +74,7 @@ def Tfm_FillOp : Tfm_Op<"fill", [Pure, Tfm_ShardingRuleOpInterface]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Tfm_ConcatOp : Tfm_Op<"concat", [Pure, Tfm_OwnRule, Tfm_LinearInEachOperand,
+def Tfm_ConcatOp : Tfm_Op<"concat", [Pure, Tfm_OwnRule, Tfm_LinearInAllOperands,
     Tfm_KeepsZeroPadding]> {
   let summary = "joins equal tensors along one dimension (the inverse of tfm.split)";
   let description = [{

@@ -30,8 +30,8 @@ enum class PendingRule {
   /// LinearInEachOperand: one pending operand with the others not pending
   /// on its axes gives a result pending on them.
   LinearInOne,
-  /// SumOfOperands: the result is pending on the axes that every float
-  /// operand is pending on.
+  /// SumOfOperands, LinearInAllOperands: the result is pending on the
+  /// axes that every float operand is pending on.
   Additive,
   /// The op needs its operands' full values (nonlinear).
   None,
@@ -103,6 +103,8 @@ template <typename ConcreteType>
 class LinearInEachOperand : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachOperand> {};
 template <typename ConcreteType>
 class SumOfOperands : public mlir::OpTrait::TraitBase<ConcreteType, SumOfOperands> {};
+template <typename ConcreteType>
+class LinearInAllOperands : public mlir::OpTrait::TraitBase<ConcreteType, LinearInAllOperands> {};
 } // namespace OpTrait
 
 } // namespace pmlir::tfm

@@ -103,5 +103,9 @@ def Tfm_LinearInEachOperand : Tfm_OpTrait<"LinearInEachOperand">;
 // The op sums its operands: the result is pending over the axes every
 // float operand is pending over.
 def Tfm_SumOfOperands : Tfm_OpTrait<"SumOfOperands">;
+// The op is linear in all its operands together (a concatenation): as for
+// a sum, the result is pending over the axes every float operand is
+// pending over.
+def Tfm_LinearInAllOperands : Tfm_OpTrait<"LinearInAllOperands">;
 
 #endif // PMLIR_DIALECT_TFM_IR_TFMINTERFACES_TD
