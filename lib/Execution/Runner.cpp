@@ -234,11 +234,6 @@ int Job::run() {
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  // The compiled forward mallocs and frees its activations on every call.
-  // Keep freed memory in the heap (up to glibc's largest mmap threshold)
-  // instead of unmapping it, or each call pays a page fault per 4 KiB.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   // The mesh as the compiler sees it: shardings and sub-axes resolve on it.
   context.getOrLoadDialect<tfm::TfmDialect>();
@@ -604,6 +599,12 @@ void exec::registerRunDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+}
+
+void exec::keepFreedMemory() {
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
 }
 
 int exec::printGroups(const std::string &meshSpec, const std::string &rankOrder) {

@@ -285,6 +285,7 @@ static int runMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  exec::keepFreedMemory();
   llvm::InitLLVM init(argc, argv);
   return runToolMain("pmlir-run", [&] { return runMain(argc, argv); });
 }

@@ -102,6 +102,16 @@ void registerRunDialects(mlir::DialectRegistry &registry);
 /// are printed to stderr as "pmlir-run: error: ...".
 int runModel(const RunOptions &options);
 
+/// The compiled program mallocs and frees its activations on every call;
+/// this keeps freed memory in the process's heap for the next call instead
+/// of giving it back, or each call pays a page fault per 4 KiB it touches:
+/// one heap for every thread (a thread's own arena is made of 64 MiB heaps
+/// unmapped as they empty), no buffer mmapped (glibc unmaps each one above
+/// 32 MiB as it is freed: GPT-2's logits and their gradient), and no
+/// trimming, so the process keeps its peak. Call it first thing in main,
+/// before any thread allocates.
+void keepFreedMemory();
+
 /// Prints the process groups of each axis of `mesh` and returns 0, or 1
 /// after an error.
 int printGroups(const std::string &mesh, const std::string &rankOrder);

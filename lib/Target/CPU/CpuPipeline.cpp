@@ -23,7 +23,6 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -58,7 +57,18 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createUpdateArgumentsInPlace(UpdateArgumentsInPlaceOptions{options.entry}));
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Upstream's buffer-deallocation-pipeline, with the deallocs of fresh
+  // buffers taken apart before its simplification, whose time grows with
+  // the cube of a block's buffers (pmlir-simplify-fresh-deallocs).
+  pm.addNestedPass<func::FuncOp>(memref::createExpandReallocPass({/*emitDeallocs=*/false}));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addPass(createSimplifyFreshDeallocs());
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createDeallocAfterLastUse());
   // Deallocation clones what a function returns but does not own (an
   // argument returned as it is): clones become allocs and copies.
