@@ -135,8 +135,8 @@ private:
       for (Operation *user : v.getUsers()) {
         if (isa<func::ReturnOp, bufferization::DeallocOp, memref::DeallocOp>(user))
           continue;
-        if (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
-                BranchOpInterface>(user) ||
+        if (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface, BranchOpInterface>(
+                user) ||
             user->hasTrait<OpTrait::IsTerminator>()) {
           reach.escapes = true;
           break;
