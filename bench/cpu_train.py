@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""A GPT-2-small training step on the CPU, pmlir-run next to PyTorch, in one run.
+
+  /usr/bin/python3 bench/cpu_train.py [--build build] [--rounds 3] [--steps 5]
+      [--shape 4x128] [--threads 1,2]
+
+One training step is the forward, the backward and AdamW's update of every
+parameter (lr 1e-3, weight decay 0.01, torch's defaults otherwise) on a
+batch of token ids with the next tokens as labels. pmlir runs `pmlir-gen
+gpt2 ... --loss` through `pmlir-run --train --steps N --threads T`, which
+prints each step's tokens/s; PyTorch (Debian's python3-torch) runs the eager
+f32 GPT-2 of test/Integration/CPU/reference.py (the ops of Hugging Face's
+GPT2LMHeadModel) with `loss.backward()` and `torch.optim.AdamW` on the same
+shapes. Each run reports the median step time of its steps after the first;
+for every thread count the script alternates `rounds` runs of each side and
+gives the medians and the ratio of each back-to-back pair.
+
+Threads as bench/cpu_forward.py: pmlir-run --threads T; PyTorch
+torch.set_num_threads(T), OPENBLAS_NUM_THREADS=T, OMP_WAIT_POLICY=PASSIVE.
+
+Memory: pmlir-run's peak RSS against the model state (parameters,
+gradients, AdamW's two moments: 16 bytes per parameter) plus the
+activations the backward pass reads, as pmlir-memory-report counts them;
+and the kept activations per layer for each recompute mode against the
+formula (Korthikanti et al.'s count without dropout, at f32).
+Prints Markdown for docs/performance.md.
+"""
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
+
+
+def torch_worker(batch, seq, threads, steps):
+    """Runs in a child process: prints the median step time in ms."""
+    import time
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
+    from reference import gpt2_forward, gpt2_weights
+    torch.set_num_threads(threads)
+    c = dict(GPT2_SMALL)
+    weights = {k: v.requires_grad_() for k, v in
+               gpt2_weights(c, torch.Generator().manual_seed(0)).items()}
+    opt = torch.optim.AdamW(list(weights.values()), lr=1e-3, weight_decay=0.01)
+    tokens = torch.randint(0, c["vocab"], (batch, seq + 1),
+                           generator=torch.Generator().manual_seed(1))
+    ids, labels = tokens[:, :-1], tokens[:, 1:]
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        logits = gpt2_forward(c, weights, ids)
+        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1))
+        loss.backward()
+        opt.step()
+        times.append((time.perf_counter() - start) * 1e3)
+    print(statistics.median(times[1:]))
+
+
+def run(cmd, env=None):
+    """Runs cmd to completion; returns (stdout, peak RSS bytes of the child)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        err.seek(0)
+        if status != 0:
+            sys.exit(f"failed (status {status}): {' '.join(cmd)}\n{err.read()}")
+        return out.read(), usage.ru_maxrss * 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5, help="steps per run; the first is not timed")
+    ap.add_argument("--shape", default="4x128", help="batch x seq")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--torch-worker", nargs=4, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_worker:
+        return torch_worker(*args.torch_worker)
+    if args.steps < 2:
+        sys.exit("--steps must be at least 2 (the first step is not timed)")
+    with tempfile.TemporaryDirectory(prefix="pmlir-bench-") as work:
+        measure(args, work)
+
+
+def measure(args, work):
+    tools = os.path.join(args.build, "bin")
+    pmlir_gen, pmlir_opt, pmlir_run = (os.path.join(tools, t)
+                                       for t in ("pmlir-gen", "pmlir-opt", "pmlir-run"))
+    batch, seq = (int(x) for x in args.shape.split("x"))
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    c = GPT2_SMALL
+
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    print(f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} "
+          f"{platform.release()}; rounds {args.rounds}, {args.steps} steps per run "
+          f"(the first not timed).\n")
+
+    model = os.path.join(work, "gpt2.mlir")
+    subprocess.run([pmlir_gen, "gpt2", "--layers", str(c["layers"]), "--hidden",
+                    str(c["hidden"]), "--heads", str(c["heads"]), "--vocab", str(c["vocab"]),
+                    "--max-positions", str(c["max_positions"]), "--seq", str(seq), "--batch",
+                    str(batch), "--loss", "-o", model], check=True)
+    # Random ids as a flat token file (uint16, nanoGPT's .bin).
+    data = os.path.join(work, "tokens.bin")
+    rng = random.Random(1)
+    count = args.steps * batch * seq + 1
+    with open(data, "wb") as f:
+        f.write(struct.pack(f"<{count}H", *(rng.randrange(c["vocab"]) for _ in range(count))))
+
+    rows, rss = [], 0
+    for threads in thread_counts:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
+                   OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+        ours, theirs = [], []
+        for r in range(args.rounds):
+            order = ("pmlir", "torch") if r % 2 == 0 else ("torch", "pmlir")
+            for who in order:
+                if who == "pmlir":
+                    out, peak = run([pmlir_run, model, "--train", "--steps", str(args.steps),
+                                     "--data", data, "--threads", str(threads)])
+                    rates = [float(x) for x in re.findall(r"(\d+) tokens/s", out)]
+                    if len(rates) != args.steps:
+                        sys.exit(f"pmlir-run printed {len(rates)} steps:\n{out}")
+                    ours.append(batch * seq / statistics.median(rates[1:]) * 1e3)
+                    rss = max(rss, peak)
+                else:
+                    out, _ = run([sys.executable, __file__, "--torch-worker", str(batch),
+                                  str(seq), str(threads), str(args.steps)], env=env)
+                    theirs.append(float(out.strip()))
+        p, t = statistics.median(ours), statistics.median(theirs)
+        ratios = [b / a for a, b in zip(ours, theirs)]
+        rows.append((threads, p, t, statistics.median(ratios), min(ratios), max(ratios)))
+        print(f"  threads {threads}: pmlir {p:.0f} ms, torch {t:.0f} ms", file=sys.stderr)
+
+    tokens = batch * seq
+    print(f"| batch x seq | threads | pmlir ms/step | pmlir tokens/s | PyTorch ms/step | "
+          f"PyTorch tokens/s | pmlir / PyTorch tokens/s (median of rounds) | range over rounds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for th, p, t, ratio, low, high in rows:
+        print(f"| {batch} x {seq} | {th} | {p:.0f} | {tokens / p * 1e3:.0f} | {t:.0f} | "
+              f"{tokens / t * 1e3:.0f} | {ratio:.2f}x | {low:.2f}-{high:.2f} |")
+
+    # What the backward pass keeps, per recompute mode, against the formula.
+    reports = {}
+    for mode in ("selective", "full"):
+        path = os.path.join(work, f"memory-{mode}.json")
+        subprocess.run([pmlir_opt, model, f"--pmlir-autodiff=recompute={mode}",
+                        "--pmlir-optimizer", f"--pmlir-memory-report=output={path}",
+                        "-o", os.devnull], check=True)
+        with open(path) as f:
+            step = [s for s in json.load(f)["training"] if s["function"] == "train_step"][0]
+        reports[mode] = step
+    bsh = batch * seq * c["hidden"]
+    formula = {"selective": 4 * 16 * bsh, "full": 4 * bsh}
+    print("\n| recompute | kept per layer (pmlir-memory-report) | formula at f32 | "
+          "kept in all (12 layers and the embeddings) |")
+    print("|---|---|---|---|")
+    for mode, step in reports.items():
+        per_layer = [x["kept_bytes_per_rank"] for x in step["kept_by_layer"]
+                     if x["layer"] != "before"]
+        # A layer's count holds its output (the next layer's input); the
+        # last layer's output is read by the head, outside the layers.
+        last = ("" if per_layer[-1] == per_layer[0] else
+                f" ({per_layer[-1] / 2**20:.2f} MiB in the last layer, whose output the "
+                f"head keeps)")
+        print(f"| {mode} | {per_layer[0] / 2**20:.2f} MiB{last} | "
+              f"{formula[mode] / 2**20:.2f} MiB ({'64' if mode == 'selective' else '4'} b s h) "
+              f"| {step['kept_activation_bytes_per_rank'] / 2**20:.1f} MiB |")
+
+    state = reports["selective"]["model_state"]["bytes_per_rank"]
+    kept = reports["selective"]["kept_activation_bytes_per_rank"]
+    print("\n| pmlir-run peak RSS | model state (parameters, gradients, AdamW moments) | "
+          "activations kept (selective) | RSS / (model state + activations kept) |")
+    print("|---|---|---|---|")
+    print(f"| {rss / 2**20:.0f} MiB | {state / 2**20:.0f} MiB | {kept / 2**20:.0f} MiB | "
+          f"{rss / (state + kept):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
