@@ -45,6 +45,31 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 
 // -----
 
+// Two shards gathered before one op come in the order their uses were found
+// (the second all-reduce's region is grown first), whatever the addresses
+// of the values: every rank compiles its own program, and ranks that
+// ordered the two gathers differently would swap their data.
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
+  shard.grid @mesh(shape = 2x2)
+  // CHECK-LABEL: func.func @gathers_in_a_fixed_order
+  // CHECK: %[[H1:.*]] = tfm.add %reduce_scatter,
+  // CHECK: %[[H2:.*]] = tfm.add %reduce_scatter_0,
+  // CHECK-NEXT: %[[G2:.*]] = shard.all_gather %[[H2]]
+  // CHECK-NEXT: %[[G1:.*]] = shard.all_gather %[[H1]]
+  // CHECK-NEXT: tfm.layernorm_weight_grad %[[G1]], %[[G2]]
+  func.func @gathers_in_a_fixed_order(%y1: tensor<2x8x32xf32>, %y2: tensor<2x8x32xf32>,
+                                      %x: tensor<2x8x32xf32>) -> tensor<32xf32> {
+    %r1 = shard.all_reduce %y1 on @mesh grid_axes = [1] : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %r2 = shard.all_reduce %y2 on @mesh grid_axes = [1] : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %h1 = tfm.add %r1, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+    %h2 = tfm.add %r2, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+    %g = tfm.layernorm_weight_grad %h1, %h2 eps = 1.0e-05 : tensor<2x8x32xf32> -> tensor<32xf32>
+    return %g : tensor<32xf32>
+  }
+}
+
+// -----
+
 module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
   shard.grid @mesh(shape = 4)
   func.func @indivisible_sequence(%y: tensor<2x6x32xf32>) -> tensor<2x6x32xf32> {

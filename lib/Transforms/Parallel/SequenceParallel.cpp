@@ -27,10 +27,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
-#include <map>
 
 #define DEBUG_TYPE "pmlir-sequence-parallel"
 
@@ -160,10 +160,12 @@ struct SequenceParallelPass
       }
     }
     // Uses that need the full sequence get it back, once per value and
-    // block, right before the first such use.
-    std::map<std::pair<const void *, Block *>, SmallVector<OpOperand *>> exitsByBlock;
+    // block, right before the first such use. In the order the uses were
+    // found, never by address: every rank compiles its own program, and
+    // two gathers before one op must come in the same order on all of them.
+    llvm::MapVector<std::pair<Value, Block *>, SmallVector<OpOperand *>> exitsByBlock;
     for (OpOperand *use : exits)
-      exitsByBlock[{use->get().getAsOpaquePointer(), use->getOwner()->getBlock()}].push_back(use);
+      exitsByBlock[{use->get(), use->getOwner()->getBlock()}].push_back(use);
     for (auto &[key, uses] : exitsByBlock) {
       Operation *first = uses.front()->getOwner();
       for (OpOperand *use : uses)
