@@ -163,7 +163,7 @@ def measure(args, work):
 
     # What the backward pass keeps, per recompute mode, against the formula.
     reports = {}
-    for mode in ("selective", "full"):
+    for mode in ("none", "selective", "full"):
         path = os.path.join(work, f"memory-{mode}.json")
         subprocess.run([pmlir_opt, model, f"--pmlir-autodiff=recompute={mode}",
                         "--pmlir-optimizer", f"--pmlir-memory-report=output={path}",
@@ -172,7 +172,9 @@ def measure(args, work):
             step = [s for s in json.load(f)["training"] if s["function"] == "train_step"][0]
         reports[mode] = step
     bsh = batch * seq * c["hidden"]
-    formula = {"selective": 4 * 16 * bsh, "full": 4 * bsh}
+    ass = c["heads"] * seq * seq * batch
+    formula = {"none": (4 * 16 * bsh + 4 * ass, "64 b s h + 4 a s^2 b"),
+               "selective": (4 * 16 * bsh, "64 b s h"), "full": (4 * bsh, "4 b s h")}
     print("\n| recompute | kept per layer (pmlir-memory-report) | formula at f32 | "
           "kept in all (12 layers and the embeddings) |")
     print("|---|---|---|---|")
@@ -185,7 +187,7 @@ def measure(args, work):
                 f" ({per_layer[-1] / 2**20:.2f} MiB in the last layer, whose output the "
                 f"head keeps)")
         print(f"| {mode} | {per_layer[0] / 2**20:.2f} MiB{last} | "
-              f"{formula[mode] / 2**20:.2f} MiB ({'64' if mode == 'selective' else '4'} b s h) "
+              f"{formula[mode][0] / 2**20:.2f} MiB ({formula[mode][1]}) "
               f"| {step['kept_activation_bytes_per_rank'] / 2**20:.1f} MiB |")
 
     state = reports["selective"]["model_state"]["bytes_per_rank"]

@@ -640,20 +640,30 @@ struct GroupedAttention {
 };
 
 /// Attention as two batched GEMMs around a masked softmax, grouped-query
-/// heads as rows of one GEMM per kv head.
-struct AttentionLowering : TfmPattern<tfm::AttentionOp> {
-  using TfmPattern::TfmPattern;
-  Value lower(tfm::AttentionOp op, PatternRewriter &b) const override {
+/// heads as rows of one GEMM per kv head; the probabilities are a second
+/// result where the op has one.
+struct AttentionLowering : OpRewritePattern<tfm::AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AttentionOp op, PatternRewriter &b) const override {
+    for (Type type : op->getOperandTypes())
+      if (auto shaped = dyn_cast<ShapedType>(type); shaped && !shaped.hasStaticShape())
+        return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
     GroupedAttention att(b, op.getLoc(), op.getQuery(), op.getKey(), op.getCausal(),
                          op.getScale().convertToDouble(), op.getQueryOffset());
     Value probs = att.probabilities(att.grouped(op.getQuery()), op.getKey());
-    return att.ungrouped(matmul(b, op.getLoc(), probs, op.getValue(), false, false));
+    SmallVector<Value> results = {
+        att.ungrouped(matmul(b, op.getLoc(), probs, op.getValue(), false, false))};
+    if (op.getProbabilities())
+      results.push_back(att.ungrouped(probs));
+    b.replaceOp(op, results);
+    return success();
   }
 };
 
-/// The gradients of attention with the probabilities recomputed, in the
-/// grouped layout: dV = P^T dO and dK = scale dS^T Q contract the G*S rows,
-/// so a kv head's gradient sums over its query heads in the GEMM.
+/// The gradients of attention with the probabilities recomputed (or read,
+/// where the forward kept them), in the grouped layout: dV = P^T dO and
+/// dK = scale dS^T Q contract the G*S rows, so a kv head's gradient sums
+/// over its query heads in the GEMM.
 struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::AttentionGradOp op, PatternRewriter &b) const override {
@@ -665,7 +675,8 @@ struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
     GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(), scale,
                          op.getQueryOffset());
     Value q = att.grouped(op.getQuery()), dO = att.grouped(op.getGrad());
-    Value p = att.probabilities(q, op.getKey());
+    Value p = op.getProbabilities() ? att.grouped(op.getProbabilities())
+                                    : att.probabilities(q, op.getKey());
     Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
     Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
     Value dS = softmaxGradRows(b, loc, p, dP, scale);

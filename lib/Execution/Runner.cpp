@@ -256,8 +256,9 @@ int Job::run() {
     autodiff.entry = o.entry;
     autodiff.name = o.entry + "_grad";
     autodiff.keepEntry = false;
-    autodiff.recompute =
-        o.recompute == "full" ? training::Recompute::Full : training::Recompute::Selective;
+    autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
+                         : o.recompute == "none" ? training::Recompute::None
+                                                 : training::Recompute::Selective;
     pm.addPass(createAutodiff(autodiff));
     std::string name = autodiff.name;
     if (o.train) {
@@ -668,8 +669,8 @@ int exec::runModel(const RunOptions &o) {
       return fail("--zero shards the model state over the data-parallel axis 'dp', which --mesh " +
                   o.mesh + " does not have");
   }
-  if (o.recompute != "selective" && o.recompute != "full")
-    return fail("unknown --recompute '" + o.recompute + "' (known: selective, full)");
+  if (o.recompute != "none" && o.recompute != "selective" && o.recompute != "full")
+    return fail("unknown --recompute '" + o.recompute + "' (known: none, selective, full)");
   std::string error;
   if (!checkOutputs(o, error))
     return fail(error);

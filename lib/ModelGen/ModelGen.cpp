@@ -276,9 +276,10 @@ public:
   }
   Value attention(Value q, Value k, Value v) {
     double scale = 1.0 / std::sqrt(static_cast<double>(shape(q)[3]));
-    return tfm::AttentionOp::create(b, here, q.getType(), q, k, v,
-                                    /*causal=*/b.getUnitAttr(),
-                                    b.getF64FloatAttr(scale), /*query_offset=*/Value());
+    return tfm::AttentionOp::create(b, here, q.getType(), /*probabilities=*/Type(), q, k, v,
+                                    /*causal=*/b.getUnitAttr(), b.getF64FloatAttr(scale),
+                                    /*query_offset=*/Value())
+        .getResult();
   }
   Value rope(Value x, Value positions, double theta) {
     return tfm::RopeOp::create(b, here, x, positions, b.getF64FloatAttr(theta));

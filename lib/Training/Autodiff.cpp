@@ -286,6 +286,27 @@ FailureOr<func::FuncOp> pmlir::training::buildGradientFunction(func::FuncOp forw
   auto ret = cast<func::ReturnOp>(grad.front().getTerminator());
   Value loss = ret.getOperand(0);
 
+  // Without recomputation the forward's attention returns its
+  // probabilities, which its gradient then reads (and the forward layer
+  // keeps for it).
+  if (options.recompute == Recompute::None)
+    grad.walk([&](AttentionOp attention) {
+      if (attention.getProbabilities())
+        return;
+      auto query = attention.getQuery().getType(), key = attention.getKey().getType();
+      auto probabilities = RankedTensorType::get(
+          {query.getDimSize(0), query.getDimSize(1), query.getDimSize(2), key.getDimSize(2)},
+          query.getElementType());
+      OpBuilder here(attention);
+      auto keeping = AttentionOp::create(here, attention.getLoc(), attention.getResult().getType(),
+                                         probabilities, attention.getQuery(), attention.getKey(),
+                                         attention.getValue(), attention.getCausalAttr(),
+                                         attention.getScaleAttr(), attention.getQueryOffset());
+      keeping->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
+      attention.getResult().replaceAllUsesWith(keeping.getResult());
+      attention.erase();
+    });
+
   Differentiator differentiator(grad, options.recompute);
   if (failed(differentiator.run(loss))) {
     grad.erase();

@@ -1,7 +1,8 @@
 // pmlir-autodiff builds @grad beside @forward: the loss, then the gradient of
 // each parameter, with a backward layer per forward layer.
-// RUN: pmlir-opt %s --pmlir-autodiff | FileCheck %s
-// RUN: pmlir-opt %s --pmlir-autodiff="recompute=full name=train_grad keep-entry=false" | FileCheck %s --check-prefix=FULL
+// RUN: pmlir-opt %s --split-input-file --pmlir-autodiff | FileCheck %s
+// RUN: pmlir-opt %s --split-input-file --pmlir-autodiff="recompute=full name=train_grad keep-entry=false" | FileCheck %s --check-prefix=FULL
+// RUN: pmlir-opt %s --split-input-file --pmlir-autodiff="recompute=none keep-entry=false" | FileCheck %s --check-prefix=NONE
 
 func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input"},
                    %labels: tensor<2x8xi64> {tfm.name = "labels", tfm.role = "label"},
@@ -72,3 +73,45 @@ func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "in
 // FULL-NEXT: tfm.matmul
 // FULL-NEXT: tfm.gelu
 // FULL: tfm.gelu_grad
+
+// -----
+
+// Attention: selective recomputation keeps q, k and v, and the gradient
+// recomputes the probabilities; without recomputation the forward's
+// attention returns them too, the layer keeps them and the gradient reads
+// them.
+func.func @forward(%x: tensor<1x2x4x8xf32> {tfm.name = "x", tfm.role = "input"},
+                   %q: tensor<1x2x4x8xf32> {tfm.name = "q", tfm.role = "param"},
+                   %k: tensor<1x1x4x8xf32> {tfm.name = "k", tfm.role = "param"},
+                   %v: tensor<1x1x4x8xf32> {tfm.name = "v", tfm.role = "param"},
+                   %w: tensor<16x5xf32> {tfm.name = "w", tfm.role = "param"},
+                   %labels: tensor<1x4xi64> {tfm.name = "labels", tfm.role = "label"})
+    -> tensor<f32> {
+  %o = tfm.layer 0 : tensor<1x2x4x8xf32> {
+    %qs = tfm.mul %x, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+    %a = tfm.attention %qs, %k, %v causal scale = 0.35 : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32> -> tensor<1x2x4x8xf32>
+    tfm.yield %a : tensor<1x2x4x8xf32>
+  }
+  %m = tfm.merge_heads %o : tensor<1x2x4x8xf32> -> tensor<1x4x16xf32>
+  %logits = tfm.matmul %m, %w : tensor<1x4x16xf32>, tensor<16x5xf32> -> tensor<1x4x5xf32>
+  %loss = tfm.cross_entropy %logits, %labels ignore_index = -100 : tensor<1x4x5xf32>, tensor<1x4xi64> -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @grad(
+// CHECK: %[[FWD:.*]]:2 = tfm.layer 0 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> {
+// CHECK:   %[[QS:.*]] = tfm.mul
+// CHECK:   %[[A:.*]] = tfm.attention %[[QS]], %arg2, %arg3 causal scale = 3.500000e-01 : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32> -> tensor<1x2x4x8xf32>
+// CHECK:   tfm.yield %[[A]], %[[QS]]
+// CHECK: tfm.layer 0 backward
+// CHECK-NOT: tfm.attention {{.*}}scale
+// CHECK:   tfm.attention_grad %[[FWD]]#1, %arg2, %arg3, %{{[^ ]*}} causal scale
+
+// NONE-LABEL: func.func @grad(
+// NONE: %[[FWD:.*]]:3 = tfm.layer 0 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32> {
+// NONE:   %[[QS:.*]] = tfm.mul
+// NONE:   %[[A:.*]], %[[P:.*]] = tfm.attention %[[QS]], %arg2, %arg3 causal scale = 3.500000e-01 : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+// NONE:   tfm.yield %[[A]], %[[QS]], %[[P]]
+// NONE: tfm.layer 0 backward
+// NONE-NOT: tfm.attention {{.*}}scale
+// NONE:   tfm.attention_grad %[[FWD]]#1, %arg2, %arg3, %{{[^ ]*}} probabilities %[[FWD]]#2 causal scale

@@ -122,8 +122,8 @@ static llvm::cl::opt<std::string> gradsFile(
                    "(safetensors)"));
 static llvm::cl::opt<std::string>
     recompute("recompute",
-              llvm::cl::desc("what the backward pass recomputes instead of keeping: selective (the "
-                             "attention core) or full (each layer)"),
+              llvm::cl::desc("what the backward pass recomputes instead of keeping: none, "
+                             "selective (the attention core) or full (each layer)"),
               llvm::cl::init("selective"));
 static llvm::cl::OptionCategory trainingCategory("Training (--train)");
 static llvm::cl::opt<bool>

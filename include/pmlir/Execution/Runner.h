@@ -51,7 +51,7 @@ struct RunOptions {
   /// Differentiate the entry's loss (pmlir-autodiff) and write the loss and
   /// each parameter's gradient here instead of running the entry.
   std::string grads;
-  /// What the backward pass recomputes: "selective" or "full".
+  /// What the backward pass recomputes: "none", "selective" or "full".
   std::string recompute = "selective";
 
   /// Train: build a training step of the entry's loss (pmlir-autodiff,

@@ -25,6 +25,9 @@ namespace pmlir::training {
 
 /// What the backward pass recomputes instead of keeping.
 enum class Recompute {
+  /// Nothing: the forward keeps the attention probabilities too (a·s²
+  /// values per sequence in each layer), which the backward reads.
+  None,
   /// The attention core (its probabilities), inside tfm.attention_grad:
   /// Korthikanti et al.'s selective recomputation. Every other value the
   /// backward reads is kept.

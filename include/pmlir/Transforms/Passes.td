@@ -499,8 +499,11 @@ def Autodiff : Pass<"pmlir-autodiff", "mlir::ModuleOp"> {
     (Korthikanti et al.) the attention core is recomputed inside
     `tfm.attention_grad` and the forward layer yields, after its output,
     every other activation its backward layer reads (views of weights are
-    recomputed); with `recompute=full` the forward layer keeps only its
-    output and the backward layer runs the block again first.
+    recomputed); with `recompute=none` each `tfm.attention` also returns
+    its probabilities, which the forward layer keeps and
+    `tfm.attention_grad` reads (a·s² per sequence and layer more memory,
+    no recomputation); with `recompute=full` the forward layer keeps only
+    its output and the backward layer runs the block again first.
 
     ```mlir
     %4:5 = tfm.layer 0 : tensor<2x16x64xf32>, ... {  // output, then kept values
@@ -524,6 +527,8 @@ def Autodiff : Pass<"pmlir-autodiff", "mlir::ModuleOp"> {
            /*default=*/"pmlir::training::Recompute::Selective",
            "what the backward pass recomputes instead of keeping",
            [{::llvm::cl::values(
+             clEnumValN(pmlir::training::Recompute::None, "none",
+                        "nothing: the forward keeps the attention probabilities too"),
              clEnumValN(pmlir::training::Recompute::Selective, "selective",
                         "the attention core (its probabilities)"),
              clEnumValN(pmlir::training::Recompute::Full, "full",

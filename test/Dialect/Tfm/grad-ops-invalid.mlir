@@ -123,6 +123,18 @@ func.func @attention_grad_grad_shape(%q: tensor<2x4x7x8xf32>, %k: tensor<2x2x7x8
 
 // -----
 
+func.func @attention_grad_probabilities(%q: tensor<2x4x7x8xf32>, %k: tensor<2x2x7x8xf32>,
+                                        %p: tensor<2x2x7x7xf32>) {
+  // expected-error @+1 {{operand 'probabilities' shape: expected [2, 4, 7, 7] ([B, Hq, S, Skv]), got [2, 2, 7, 7]}}
+  %0:3 = tfm.attention_grad %q, %k, %k, %q probabilities %p scale = 0.35
+      : tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x4x7x8xf32>,
+        tensor<2x2x7x7xf32>
+      -> tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_grad_heads(%q: tensor<2x3x7x8xf32>, %k: tensor<2x2x7x8xf32>) {
   // expected-error @+1 {{query heads (3) must be a multiple of key/value heads (2) for grouped-query attention}}
   %0:3 = tfm.attention_grad %q, %k, %k, %q scale = 0.35

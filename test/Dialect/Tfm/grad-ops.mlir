@@ -54,6 +54,12 @@ func.func @embedding_attention_rope_gradients(%dy: tensor<2x7x16xf32>, %ids: ten
   %2:3 = tfm.attention_grad %q, %k, %v, %do causal query_offset %o scale = 0.35
       : tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x4x7x8xf32>
       -> tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>
+  // CHECK: tfm.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} probabilities %{{.*}} causal scale = 3.500000e-01 : tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x4x7x8xf32>, tensor<2x4x7x7xf32>
+  %p = tfm.fill 0.0 : tensor<2x4x7x7xf32>
+  %4:3 = tfm.attention_grad %q, %k, %v, %do probabilities %p causal scale = 0.35
+      : tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x4x7x8xf32>,
+        tensor<2x4x7x7xf32>
+      -> tensor<2x4x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>
   %pos = tfm.arange start = 0 : tensor<7xi64>
   // CHECK: tfm.rope %{{.*}}, %{{.*}} theta = 1.000000e+04 inverse : tensor<2x4x7x8xf32>, tensor<7xi64>
   %3 = tfm.rope %2#0, %pos theta = 1.0e+04 inverse : tensor<2x4x7x8xf32>, tensor<7xi64>

@@ -338,6 +338,22 @@ func.func @attention_scale_nan(%q: tensor<2x4x7x8xf32>) {
 
 // -----
 
+func.func @attention_probabilities_shape(%q: tensor<2x4x7x8xf32>, %k: tensor<2x2x9x8xf32>) {
+  // expected-error @+1 {{result 'probabilities' shape: expected [2, 4, 7, 9] ([B, Hq, S, Skv]), got [2, 4, 7, 7]}}
+  %0:2 = tfm.attention %q, %k, %k scale = 1.0 : tensor<2x4x7x8xf32>, tensor<2x2x9x8xf32>, tensor<2x2x9x8xf32> -> tensor<2x4x7x8xf32>, tensor<2x4x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @attention_probabilities_type(%q: tensor<2x4x7x8xf32>, %k: tensor<2x2x9x8xf32>) {
+  // expected-error @+1 {{result 'probabilities' element type: expected 'f32' (that of operand 'query'), got 'f16'}}
+  %0:2 = tfm.attention %q, %k, %k scale = 1.0 : tensor<2x4x7x8xf32>, tensor<2x2x9x8xf32>, tensor<2x2x9x8xf32> -> tensor<2x4x7x8xf32>, tensor<2x4x7x9xf16>
+  return
+}
+
+// -----
+
 func.func @attention_query_rank(%q: tensor<2x7x8xf32>, %k: tensor<2x4x7x8xf32>) {
   // expected-error @+1 {{operand 'query': expected rank 4 [B, Hq, S, D], got [2, 7, 8]}}
   %0 = tfm.attention %q, %k, %k scale = 1.0 : tensor<2x7x8xf32>, tensor<2x4x7x8xf32>, tensor<2x4x7x8xf32> -> tensor<2x7x8xf32>

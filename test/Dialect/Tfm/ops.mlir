@@ -109,6 +109,15 @@ func.func @attention_non_causal_cross_lengths(%q: tensor<1x2x3x8xf16>, %k: tenso
   return %o : tensor<1x2x3x4xf16>
 }
 
+// With its probabilities [B, Hq, S, Skv] as a second result.
+// CHECK-LABEL: func @attention_returning_probabilities
+func.func @attention_returning_probabilities(%q: tensor<1x2x3x8xf16>, %k: tensor<1x1x5x8xf16>,
+                                             %v: tensor<1x1x5x4xf16>) -> tensor<1x2x3x5xf16> {
+  // CHECK: %{{.*}}, %{{.*}} = tfm.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.000000e+00 : tensor<1x2x3x8xf16>, tensor<1x1x5x8xf16>, tensor<1x1x5x4xf16> -> tensor<1x2x3x4xf16>, tensor<1x2x3x5xf16>
+  %o, %p = tfm.attention %q, %k, %v causal scale = 1.0 : tensor<1x2x3x8xf16>, tensor<1x1x5x8xf16>, tensor<1x1x5x4xf16> -> tensor<1x2x3x4xf16>, tensor<1x2x3x5xf16>
+  return %p : tensor<1x2x3x5xf16>
+}
+
 // CHECK-LABEL: func @split_fused_qkv
 func.func @split_fused_qkv(%w: tensor<16x48xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) {
   // CHECK: %{{.*}}:3 = tfm.split %{{.*}} dim = 1 : tensor<16x48xf32> -> tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>

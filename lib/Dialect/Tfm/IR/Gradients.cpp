@@ -193,9 +193,12 @@ LogicalResult RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &grads) {
   resizeGrads(*this, grads);
-  auto grad = AttentionGradOp::create(
-      b, getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(), getQuery(),
-      getKey(), getValue(), resultGrads[0], getCausalAttr(), getScaleAttr(), getQueryOffset());
+  // The probabilities, where the forward keeps them (recompute=none); the
+  // gradient of that result is none: it is read by the backward only.
+  auto grad = AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
+                                      getValue().getType(), getQuery(), getKey(), getValue(),
+                                      resultGrads[0], getProbabilities(), getCausalAttr(),
+                                      getScaleAttr(), getQueryOffset());
   grads[0] = grad.getQueryGrad();
   grads[1] = grad.getKeyGrad();
   grads[2] = grad.getValueGrad();

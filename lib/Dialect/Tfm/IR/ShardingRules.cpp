@@ -166,6 +166,9 @@ ShardingRule AttentionOp::getShardingRule() {
                      Dims{{batch}, {kvHeads}, {keySeq}, {size}},
                      Dims{{batch}, {kvHeads}, {keySeq}, {valueSize}}};
   b.rule.results = {Dims{{batch}, {kvHeads, group}, {seq}, {valueSize}}};
+  if (op.getProbabilities())
+    b.rule.results.push_back(Dims{{batch}, {kvHeads, group}, {seq}, {keySeq}});
+  b.rule.operands.resize(op->getNumOperands());
   return b.rule;
 }
 
@@ -343,6 +346,9 @@ ShardingRule AttentionGradOp::getShardingRule() {
   Dims key = {{batch}, {kvHeads}, {keySeq}, {size}};
   Dims value = {{batch}, {kvHeads}, {keySeq}, {valueSize}};
   b.rule.operands = {query, key, value, Dims{{batch}, {kvHeads, group}, {seq}, {valueSize}}};
+  if (op.getProbabilities())
+    b.rule.operands.push_back(Dims{{batch}, {kvHeads, group}, {seq}, {keySeq}});
+  b.rule.operands.resize(op->getNumOperands());
   b.rule.results = {query, key, value};
   return b.rule;
 }
@@ -487,8 +493,10 @@ LogicalResult AttentionGradOp::partitionLocally(Operation *local, LocalPartition
   ArrayRef<int64_t> q = getQuery().getType().getShape();
   ArrayRef<int64_t> k = getKey().getType().getShape();
   int64_t localSeq = cast<RankedTensorType>(local->getResult(0).getType()).getShape()[2];
-  local->insertOperands(local->getNumOperands(),
-                        partition.blockStart(seqAxes, localSeq, k[2] - q[2]));
+  // Through the accessor: the operand segments (probabilities, offset)
+  // follow.
+  cast<AttentionGradOp>(local).getQueryOffsetMutable().assign(
+      partition.blockStart(seqAxes, localSeq, k[2] - q[2]));
   return success();
 }
 

@@ -314,14 +314,37 @@ static FailureOr<Shape> verifyAttentionOperands(Operation *op, Value query, Valu
   return Shape{q[0], q[1], q[2], v[3]};
 }
 
+/// Attention's probabilities, where present: [B, Hq, S, Skv] of the
+/// queries' element type.
+static LogicalResult verifyProbabilities(Operation *op, StringRef what, Value probabilities,
+                                         Value query, Value key) {
+  if (!probabilities)
+    return success();
+  ArrayRef<int64_t> q = tensorType(query).getShape(), k = tensorType(key).getShape();
+  if (failed(expectElementType(op, what, probabilities, "operand 'query'", query)))
+    return failure();
+  return expectShape(op, what, Shape{q[0], q[1], q[2], k[2]}, tensorType(probabilities).getShape(),
+                     "[B, Hq, S, Skv]");
+}
+
+/// The probabilities are named where the op has them; the output keeps the
+/// plain numbering it has as a one-result op, as models print it.
+void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  if (Value probabilities = getProbabilities())
+    setNameFn(probabilities, "probabilities");
+}
+
 LogicalResult AttentionOp::verify() {
   FailureOr<Shape> out =
       verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
                               getScale().convertToDouble(), getQueryOffset());
   if (failed(out) ||
-      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())))
+      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())) ||
+      failed(
+          expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]")))
     return failure();
-  return expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]");
+  return verifyProbabilities(*this, "result 'probabilities'", getProbabilities(), getQuery(),
+                             getKey());
 }
 
 //===----------------------------------------------------------------------===//
@@ -547,7 +570,9 @@ LogicalResult AttentionGradOp::verify() {
       failed(
           expectElementType(*this, "operand 'grad'", getGrad(), "operand 'query'", getQuery())) ||
       failed(expectShape(*this, "operand 'grad'", *out, tensorType(getGrad()).getShape(),
-                         "attention's result, [B, Hq, S, Dv]")))
+                         "attention's result, [B, Hq, S, Dv]")) ||
+      failed(verifyProbabilities(*this, "operand 'probabilities'", getProbabilities(), getQuery(),
+                                 getKey())))
     return failure();
   for (auto [name, grad, operand] :
        {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},

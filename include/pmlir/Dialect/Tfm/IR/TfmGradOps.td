@@ -257,7 +257,7 @@ def Tfm_EmbeddingGradOp : Tfm_Op<"embedding_grad", [Pure, Tfm_OwnRuleAndLocal,
 }
 
 def Tfm_AttentionGradOp : Tfm_Op<"attention_grad", [Pure, Tfm_OwnRuleAndLocal,
-    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops"]>]> {
+    AttrSizedOperandSegments, DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops"]>]> {
   let summary = "the gradients of tfm.attention's query, key and value";
   let description = [{
     The operands are those of a `tfm.attention` (same `causal`, `scale` and
@@ -270,22 +270,33 @@ def Tfm_AttentionGradOp : Tfm_Op<"attention_grad", [Pure, Tfm_OwnRuleAndLocal,
     head, so the gradients of a shared key/value head sum over its group
     with no repeated keys or values.
 
+    With `probabilities` (the second result of the forward `tfm.attention`,
+    kept by `pmlir-autodiff recompute=none`), `P` is read instead of
+    recomputed.
+
     ```mlir
     %dq, %dk, %dv = tfm.attention_grad %q, %k, %v, %do causal scale = 1.250000e-01
         : tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>,
           tensor<1x32x128x64xf32>
         -> tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+    %dq2, %dk2, %dv2 = tfm.attention_grad %q, %k, %v, %do probabilities %p causal
+        scale = 1.250000e-01
+        : tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>,
+          tensor<1x32x128x64xf32>, tensor<1x32x128x128xf32>
+        -> tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key, Tfm_FloatTensor:$value,
-                       Tfm_FloatTensor:$grad, UnitAttr:$causal, F64Attr:$scale,
-                       Optional<Index>:$query_offset);
+                       Tfm_FloatTensor:$grad, Optional<Tfm_FloatTensor>:$probabilities,
+                       UnitAttr:$causal, F64Attr:$scale, Optional<Index>:$query_offset);
   let results = (outs Tfm_FloatTensor:$query_grad, Tfm_FloatTensor:$key_grad,
                       Tfm_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $grad (`causal` $causal^)? (`query_offset` $query_offset^)?
+    $query `,` $key `,` $value `,` $grad (`probabilities` $probabilities^)?
+    (`causal` $causal^)? (`query_offset` $query_offset^)?
     `scale` `=` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` type($grad)
+    (`,` type($probabilities)^)?
     `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
   }];
   let hasVerifier = 1;

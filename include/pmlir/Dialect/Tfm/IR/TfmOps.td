@@ -11,6 +11,7 @@ include "pmlir/Dialect/Tfm/IR/TfmDialect.td"
 include "pmlir/Dialect/Tfm/IR/TfmAttrs.td"
 include "pmlir/Dialect/Tfm/IR/TfmInterfaces.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -331,6 +332,7 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_O
 }
 
 def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRuleAndLocal,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
     DeclareOpInterfaceMethods<Tfm_CostOpInterface,
                               ["getFlops", "getSavedForBackward", "getSavedInternalBytes"]>]> {
   let summary = "scaled dot-product attention, causal and grouped-query";
@@ -346,20 +348,29 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRule
 
     `result = softmax(scale * query @ key^T + mask) @ value`.
 
+    With a second result type, the op also returns the probabilities
+    `softmax(scale * query @ key^T + mask)`, `[B, Hq, S, Skv]`: a training
+    step that keeps them for the backward pass (`pmlir-autodiff
+    recompute=none`) instead of recomputing them.
+
     ```mlir
     %o = tfm.attention %q, %k, %v causal scale = 1.250000e-01
         : tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
         -> tensor<1x32x128x64xf32>
+    %o2, %p = tfm.attention %q, %k, %v causal scale = 1.250000e-01
+        : tensor<1x32x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+        -> tensor<1x32x128x64xf32>, tensor<1x32x128x128xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
                        Optional<Index>:$query_offset);
-  let results = (outs Tfm_FloatTensor:$result);
+  let results = (outs Tfm_FloatTensor:$result, Optional<Tfm_FloatTensor>:$probabilities);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`query_offset` $query_offset^)?
     `scale` `=` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+    (`,` type($probabilities)^)?
   }];
   let hasVerifier = 1;
 }
