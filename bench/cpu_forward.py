@@ -25,12 +25,13 @@ Prints Markdown for docs/performance.md.
 """
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from benchlib import machine, run, torch_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -55,18 +56,6 @@ def torch_worker(batch, seq, threads, repeat):
             gpt2_forward(c, weights, ids)
             times.append((time.perf_counter() - start) * 1e3)
     print(statistics.median(times))
-
-
-def run(cmd, env=None):
-    """Runs cmd to completion; returns (stdout, peak RSS bytes of the child)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        err.seek(0)
-        if status != 0:
-            sys.exit(f"failed (status {status}): {' '.join(cmd)}\n{err.read()}")
-        return out.read(), usage.ru_maxrss * 1024
 
 
 def write_ids(path, batch, seq, vocab):
@@ -114,14 +103,7 @@ def measure(args, work):
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     thread_counts = [int(t) for t in args.threads.split(",")]
 
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    print(f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} "
-          f"{platform.release()}; rounds {args.rounds}, {args.repeat} timed "
+    print(f"Machine: {machine()}; rounds {args.rounds}, {args.repeat} timed "
           f"forwards per run.\n")
 
     # Side by side forward.
@@ -140,8 +122,7 @@ def measure(args, work):
                  "-o", os.devnull], check=True, capture_output=True, text=True).stdout
             weight_bytes = 4 * int(re.search(r"(\d+) parameters", summary).group(1))
         for threads in thread_counts:
-            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-                       OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+            env = torch_env(threads)
             ours, theirs, rss = [], [], 0
             for r in range(args.rounds):
                 # Alternate who goes first so drift in the machine hits both.

@@ -28,7 +28,6 @@ Prints Markdown for docs/performance.md.
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import statistics
@@ -36,6 +35,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+from benchlib import machine, run, torch_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -69,18 +70,6 @@ def torch_worker(batch, seq, threads, steps):
     print(statistics.median(times[1:]))
 
 
-def run(cmd, env=None):
-    """Runs cmd to completion; returns (stdout, peak RSS bytes of the child)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        err.seek(0)
-        if status != 0:
-            sys.exit(f"failed (status {status}): {' '.join(cmd)}\n{err.read()}")
-        return out.read(), usage.ru_maxrss * 1024
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -106,14 +95,7 @@ def measure(args, work):
     thread_counts = [int(t) for t in args.threads.split(",")]
     c = GPT2_SMALL
 
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    print(f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} "
-          f"{platform.release()}; rounds {args.rounds}, {args.steps} steps per run "
+    print(f"Machine: {machine()}; rounds {args.rounds}, {args.steps} steps per run "
           f"(the first not timed).\n")
 
     model = os.path.join(work, "gpt2.mlir")
@@ -130,8 +112,7 @@ def measure(args, work):
 
     rows, rss = [], 0
     for threads in thread_counts:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-                   OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+        env = torch_env(threads)
         ours, theirs = [], []
         for r in range(args.rounds):
             order = ("pmlir", "torch") if r % 2 == 0 else ("torch", "pmlir")
