@@ -151,13 +151,21 @@ Value identity(OpBuilder &, Location, Value x, ValueRange) { return x; }
 // Patterns
 //===----------------------------------------------------------------------===//
 
+/// Fails the match of `op` unless its operands have static shapes: the
+/// lowerings compute on static shapes.
+LogicalResult staticOperands(Operation *op, PatternRewriter &rewriter) {
+  for (Type t : op->getOperandTypes())
+    if (auto shaped = dyn_cast<ShapedType>(t); shaped && !shaped.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes are not lowered");
+  return success();
+}
+
 template <typename Op> struct TfmPattern : OpRewritePattern<Op> {
   using OpRewritePattern<Op>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const final {
-    for (Type t : op->getOperandTypes())
-      if (auto shaped = dyn_cast<ShapedType>(t); shaped && !shaped.hasStaticShape())
-        return rewriter.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    if (failed(staticOperands(op, rewriter)))
+      return failure();
     Value result = lower(op, rewriter);
     if (!result)
       return failure();
@@ -645,9 +653,8 @@ struct GroupedAttention {
 struct AttentionLowering : OpRewritePattern<tfm::AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::AttentionOp op, PatternRewriter &b) const override {
-    for (Type type : op->getOperandTypes())
-      if (auto shaped = dyn_cast<ShapedType>(type); shaped && !shaped.hasStaticShape())
-        return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    if (failed(staticOperands(op, b)))
+      return failure();
     GroupedAttention att(b, op.getLoc(), op.getQuery(), op.getKey(), op.getCausal(),
                          op.getScale().convertToDouble(), op.getQueryOffset());
     Value probs = att.probabilities(att.grouped(op.getQuery()), op.getKey());
@@ -667,9 +674,8 @@ struct AttentionLowering : OpRewritePattern<tfm::AttentionOp> {
 struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::AttentionGradOp op, PatternRewriter &b) const override {
-    for (Type type : op->getOperandTypes())
-      if (auto shaped = dyn_cast<ShapedType>(type); shaped && !shaped.hasStaticShape())
-        return b.notifyMatchFailure(op, "dynamic shapes are not lowered");
+    if (failed(staticOperands(op, b)))
+      return failure();
     Location loc = op.getLoc();
     double scale = op.getScale().convertToDouble();
     GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(), scale,
