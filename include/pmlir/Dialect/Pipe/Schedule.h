@@ -1,0 +1,141 @@
+//===- Schedule.h - Pipeline schedules as per-rank action lists -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// A pipeline schedule in torch.distributed.pipelining's terms: for each
+// pipeline rank, the list of actions it runs in order, each an action kind
+// on one stage and one microbatch ("1F3" runs stage 1's forward on
+// microbatch 3). Stage s lives on rank s mod ranks, so with v virtual
+// stages per rank, rank r holds stages r, r + ranks, ... (Megatron's
+// interleaving). Plain C++: the generators, the CSV reader and writer, the
+// checks and the simulator are shared by the passes, pmlir-run and tests.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_DIALECT_PIPE_SCHEDULE_H
+#define PMLIR_DIALECT_PIPE_SCHEDULE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pmlir::pipe {
+
+enum class ActionKind {
+  Forward,        ///< F: a stage's forward on one microbatch
+  Backward,       ///< B: its whole backward (input and weight gradients)
+  BackwardInput,  ///< I: the input gradient alone (zero-bubble schedules)
+  BackwardWeight, ///< W: the weight gradient alone, after I
+  SendForward,    ///< SEND_F: the forward's outputs to the next stage
+  RecvForward,    ///< RECV_F: the previous stage's outputs, before F
+  SendBackward,   ///< SEND_B: the input gradient to the previous stage
+  RecvBackward,   ///< RECV_B: the next stage's input gradient, before B or I
+};
+
+/// The action kind's name in torch.distributed.pipelining's format.
+std::string_view actionKindName(ActionKind kind);
+bool isCompute(ActionKind kind);
+
+struct Action {
+  int64_t stage = 0;
+  ActionKind kind = ActionKind::Forward;
+  int64_t microbatch = 0;
+
+  /// "<stage><kind><microbatch>", e.g. "0F1", "2SEND_B0".
+  std::string str() const;
+  /// Parses str()'s format; nullopt on anything else.
+  static std::optional<Action> parse(std::string_view text);
+  bool operator==(const Action &o) const {
+    return stage == o.stage && kind == o.kind && microbatch == o.microbatch;
+  }
+};
+
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1 };
+
+/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1".
+std::string_view scheduleKindName(ScheduleKind kind);
+std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
+
+struct Schedule {
+  int64_t ranks = 1;  ///< pipeline ranks (the pp axis' size)
+  int64_t stages = 1; ///< ranks x virtual stages
+  int64_t microbatches = 1;
+  /// Each rank's actions, in the order it runs them.
+  std::vector<std::vector<Action>> actions;
+
+  int64_t rankOf(int64_t stage) const { return stage % ranks; }
+  /// Whether the backward is split into I and W.
+  bool splitsBackward() const;
+  /// The same schedule with its transfers made explicit: a SEND after each
+  /// compute action whose output another rank reads and a RECV just before
+  /// the compute action that reads it. Schedules that have them keep theirs.
+  Schedule withTransfers() const;
+};
+
+/// The schedule `kind` for `ranks` pipeline ranks with `virtualStages`
+/// stages each and `microbatches` microbatches, compute actions only. Fails
+/// (nullopt, a message in `error`) where the schedule cannot be built:
+/// interleaving needs microbatches divisible by the ranks, only it takes
+/// more than one virtual stage, and every count is positive.
+std::optional<Schedule> buildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
+                                      int64_t microbatches, std::string &error);
+
+/// torch.distributed.pipelining's CSV: one line per rank, its actions
+/// separated by commas ("0F0,0F1,0B0,..."), empty cells ignored.
+std::optional<Schedule> parseScheduleCsv(std::string_view text, int64_t stages,
+                                         int64_t microbatches, std::string &error);
+std::string printScheduleCsv(const Schedule &schedule);
+
+/// Checks that every stage's F and backward (B, or I then W) run once per
+/// microbatch on the stage's rank, that no action names a stage or
+/// microbatch out of range, and that transfers pair up. The message names
+/// the first missing, repeated or misplaced action.
+bool verifySchedule(const Schedule &schedule, std::string &error);
+
+/// What each action costs in the simulator, in any unit of time.
+struct ActionCosts {
+  double forward = 1, backwardInput = 1, backwardWeight = 1;
+  /// A transfer's delay between the SEND and the matching RECV.
+  double transfer = 0;
+  /// Per stage (multiplies the costs above) when not empty.
+  std::vector<double> stageScale;
+  double backward() const { return backwardInput + backwardWeight; }
+};
+
+struct SimulatedAction {
+  Action action;
+  int64_t rank;
+  double start, end;
+};
+
+struct Simulation {
+  bool deadlocked = false;
+  /// Where each rank stopped, when deadlocked: "rank 1 waits at 1F0 for
+  /// 0F0 (rank 0, which waits at ...)".
+  std::string deadlock;
+  double makespan = 0;
+  /// 1 - (busy time of all ranks) / (ranks x makespan).
+  double bubble = 0;
+  std::vector<double> busy;          ///< per rank
+  std::vector<int64_t> peakInFlight; ///< per stage: microbatches between F and their last backward
+  std::vector<SimulatedAction> timeline; ///< compute and transfer actions, by start
+};
+
+/// Runs `schedule` (transfers made explicit as withTransfers() does) on
+/// `costs`: each rank runs its actions in order, a SEND returns at once, a
+/// RECV waits for its SEND plus the transfer delay, F(s, k) needs F(s-1, k)
+/// (received), B or I of (s, k) needs its F and the next stage's backward,
+/// W needs I.
+Simulation simulate(const Schedule &schedule, const ActionCosts &costs);
+
+/// The bubble the formulas predict with F = costs.forward, B = I + W:
+/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p-1) interleaved, and
+/// ZB-H1's (p-1)(F+I-W) / (m(F+I+W) + (p-1)(F+I-W)).
+double formulaBubble(ScheduleKind kind, int64_t ranks, int64_t virtualStages, int64_t microbatches,
+                     const ActionCosts &costs);
+
+} // namespace pmlir::pipe
+
+#endif // PMLIR_DIALECT_PIPE_SCHEDULE_H
