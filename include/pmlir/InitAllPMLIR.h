@@ -13,6 +13,7 @@
 #define PMLIR_INITALLPMLIR_H
 
 #include "pmlir/Conversion/Passes.h"
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Target/CPU/Passes.h"
 #include "pmlir/Transforms/Passes.h"
@@ -34,7 +35,7 @@ namespace pmlir {
 
 /// The dialects of pmlir programs and the interfaces their lowering needs.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tfm::TfmDialect, mlir::arith::ArithDialect,
+  registry.insert<tfm::TfmDialect, pipe::PipeDialect, mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect, mlir::func::FuncDialect,
                   mlir::linalg::LinalgDialect, mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();

@@ -222,10 +222,12 @@ struct Lowering {
     return func::CallOp::create(b, loc, name, results, args);
   }
 
-  /// The tag of point-to-point messages: shard.send and shard.recv carry
-  /// none, so their messages match in program order under tag 0.
-  static Value messageTag(OpBuilder &b, Location loc) {
-    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  /// The tag of a point-to-point message: shard.send and shard.recv carry
+  /// none, so their messages match in program order under tag 0, unless
+  /// pmlir-pipeline-lower gave them one (`pipe.tag`, a transfer's number).
+  static Value messageTag(OpBuilder &b, Operation *op) {
+    auto tag = op->getAttrOfType<IntegerAttr>("pipe.tag");
+    return arith::ConstantOp::create(b, op->getLoc(), b.getI64IntegerAttr(tag ? tag.getInt() : 0));
   }
 
   /// Permutes `tensor`'s dimensions so that result dim i is input dim perm[i].
@@ -533,7 +535,7 @@ struct Lowering {
     Location loc = op.getLoc();
     call(b, loc, EntryId::send,
          {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
-          *peer, messageTag(b, loc)},
+          *peer, messageTag(b, op)},
          t->in.getElementType());
     op.replaceAllUsesWith(op.getInput());
     op.erase();
@@ -556,7 +558,7 @@ struct Lowering {
     Value buffer = resultBuffer(b, loc, t->out);
     call(b, loc, EntryId::recv,
          {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
-          *peer, messageTag(b, loc)},
+          *peer, messageTag(b, op)},
          t->out.getElementType());
     op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
     op.erase();

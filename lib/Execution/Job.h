@@ -108,6 +108,26 @@ private:
     pmlir_rt_finalize();
     return 1;
   }
+  /// The mesh axes other than the pipeline's, and whether this rank is the
+  /// first of its group over them: with pipeline stages, each stage's
+  /// parameters are checked on their pipeline rank's first rank.
+  std::vector<int64_t> nonPipelineAxes() const {
+    std::vector<int64_t> axes;
+    if (mesh)
+      for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
+        if (o.pipelineSchedule.empty() || mesh->axisNames()[a] != "pp")
+          axes.push_back(static_cast<int64_t>(a));
+    return axes;
+  }
+  bool checksHere() const {
+    if (!mesh)
+      return true;
+    std::vector<int64_t> coordinates = mesh->coordinates(rank);
+    for (int64_t a : nonPipelineAxes())
+      if (coordinates[a] != 0)
+        return false;
+    return true;
+  }
   /// How arguments bind from this job's files (warnings off).
   BindOptions bindOptions() const {
     BindOptions bind;

@@ -250,6 +250,26 @@ int Job::run() {
 
   // --grads runs the gradient of the entry's loss instead of the entry,
   // --train a training step built from it.
+  // Pipelining cuts the gradient function into stages on the mesh's pp
+  // axis and repeats them per microbatch; --check compares with the same
+  // step unpipelined.
+  bool pipelined = !o.pipelineSchedule.empty();
+  int64_t pipelineRanks = 1;
+  OwningOpRef<ModuleOp> unpipelined;
+  if (pipelined) {
+    if (!o.train)
+      return failHere("--pipeline-schedule runs training steps: add --train");
+    if (!mesh || mesh->axisIndex("pp") < 0)
+      return failHere("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
+    if (o.gradAccum != 1)
+      return failHere("--pipeline-schedule splits the step into --microbatches; --grad-accum "
+                      "is not used with it");
+    if (o.microbatches < 1 || o.virtualStages < 1)
+      return failHere("--microbatches and --virtual-stages must be at least 1");
+    pipelineRanks = mesh->axisSizes()[mesh->axisIndex("pp")];
+    if (o.check && checksHere())
+      unpipelined = module->clone();
+  }
   if (!o.grads.empty() || o.train) {
     PassManager pm(&context);
     AutodiffOptions autodiff;
@@ -260,6 +280,12 @@ int Job::run() {
                          : o.recompute == "none" ? training::Recompute::None
                                                  : training::Recompute::Selective;
     pm.addPass(createAutodiff(autodiff));
+    if (pipelined) {
+      PipelinePartitionOptions partition;
+      partition.entry = autodiff.name;
+      partition.stages = pipelineRanks * o.virtualStages;
+      pm.addPass(createPipelinePartition(partition));
+    }
     std::string name = autodiff.name;
     if (o.train) {
       OptimizerOptions optimizer;
@@ -272,8 +298,16 @@ int Job::run() {
       optimizer.eps = o.eps;
       optimizer.weightDecay = o.weightDecay;
       optimizer.maxGradNorm = o.clipGradNorm;
-      optimizer.gradAccum = o.gradAccum;
+      optimizer.gradAccum = pipelined ? o.microbatches : o.gradAccum;
       pm.addPass(createOptimizer(optimizer));
+      if (pipelined) {
+        PipelineScheduleOptions schedule;
+        schedule.schedule = o.pipelineSchedule;
+        schedule.ranks = pipelineRanks;
+        schedule.microbatches = o.microbatches;
+        schedule.virtualStages = o.virtualStages;
+        pm.addPass(createPipelineSchedule(schedule));
+      }
     }
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
@@ -288,6 +322,34 @@ int Job::run() {
     }
     entry = module->lookupSymbol<func::FuncOp>(name);
   }
+  if (unpipelined) {
+    // The reference of --check: the same step over the same microbatches,
+    // without stages.
+    PassManager pm(&context);
+    AutodiffOptions autodiff;
+    autodiff.entry = o.entry;
+    autodiff.name = o.entry + "_grad";
+    autodiff.keepEntry = false;
+    pm.addPass(createAutodiff(autodiff));
+    OptimizerOptions optimizer;
+    optimizer.entry = autodiff.name;
+    optimizer.name = "train_step";
+    optimizer.keepEntry = false;
+    optimizer.lr = o.lr;
+    optimizer.beta1 = o.beta1;
+    optimizer.beta2 = o.beta2;
+    optimizer.eps = o.eps;
+    optimizer.weightDecay = o.weightDecay;
+    optimizer.maxGradNorm = o.clipGradNorm;
+    optimizer.gradAccum = o.microbatches;
+    pm.addPass(createOptimizer(optimizer));
+    if (failed(pm.run(*unpipelined)))
+      return failHere("building the unpipelined training step of --check failed");
+  }
+  // A pipelined program is sharded on its mesh even without a recipe: its
+  // transfers run on the pp axis.
+  if (pipelined && !(*module)->getAttr(tfm::kMeshAttr))
+    (*module)->setAttr(tfm::kMeshAttr, meshAttr);
 
   // A global program with a mesh (from the model or --recipe) is sharded
   // here: recipe, propagation, partition.
@@ -307,14 +369,19 @@ int Job::run() {
       return failHere(std::string(flag) +
                       " needs a global program to shard: --recipe, or a model with tfm.mesh");
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
+  // By name too: a pipeline rank's program keeps some of the arguments.
+  std::map<std::string, IdRange> idRangesByName;
+  for (auto &[i, range] : idRanges)
+    if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))
+      idRangesByName.emplace(name.getValue().str(), range);
   OwningOpRef<ModuleOp> reference;
   if (sharding) {
     auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
     if (have && have != meshAttr)
       return failHere("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
     (*module)->setAttr(tfm::kMeshAttr, meshAttr);
-    if (o.check && rank == 0)
-      reference = module->clone();
+    if (o.check && checksHere())
+      reference = unpipelined ? std::move(unpipelined) : module->clone();
     PassManager pm(&context);
     ShardingPipelineOptions options;
     if (!o.recipe.empty())
@@ -322,6 +389,14 @@ int Job::run() {
     options.sequenceParallel = o.sequenceParallel;
     options.zero = o.zero;
     buildShardingPipeline(pm, options);
+    if (pipelined) {
+      // This rank's program: its pipeline stages in its schedule's order.
+      PipelineLowerOptions lower;
+      lower.entry = "train_step";
+      lower.rank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
+      lower.axis = "pp";
+      pm.addPass(createPipelineLower(lower));
+    }
     // Every rank compiles the same program: rank 0 speaks for them.
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
@@ -347,6 +422,13 @@ int Job::run() {
     }
   }
 
+  if (pipelined) {
+    idRanges.clear();
+    for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+      if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))
+        if (auto it = idRangesByName.find(name.getValue().str()); it != idRangesByName.end())
+          idRanges.emplace(i, it->second);
+  }
   std::string error;
   EntrySignature signature;
   if (!describeEntry(entry, signature, error))
@@ -388,7 +470,8 @@ int Job::run() {
   if (o.train && !o.data.empty()) {
     int64_t seq = 0;
     for (const TensorSpec &arg : signature.arguments)
-      if (arg.role == Role::Input && arg.element != ElementKind::F32 && !arg.shape.empty())
+      if ((arg.role == Role::Input || arg.role == Role::Label) && arg.element != ElementKind::F32 &&
+          !arg.shape.empty())
         seq = arg.shape.back();
     if (!(tokens = TokenData::open(o.data, o.dataDtype, seq, error)))
       return failHere(error);
@@ -458,21 +541,23 @@ bool Job::assemble(const float *data, const TensorSpec &result, AssembledResult 
   int64_t n = elementCount(result.shape);
   if (!result.sharding)
     return true;
-  std::vector<int64_t> allAxes(mesh->axisSizes().size());
-  for (size_t a = 0; a < allAxes.size(); ++a)
-    allAxes[a] = static_cast<int64_t>(a);
-  int64_t ranks = mesh->numRanks();
-  std::vector<float> blocks(rank == 0 ? n * ranks : 0);
+  // The group over every axis but the pipeline's (all of them without
+  // pipeline stages), gathered on its first rank.
+  std::vector<int64_t> allAxes = nonPipelineAxes();
+  int64_t ranks = 1;
+  for (int64_t a : allAxes)
+    ranks *= mesh->axisSizes()[a];
+  std::vector<float> blocks(checksHere() ? n * ranks : 0);
   pmlir_rt_gather(out.values, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
                   static_cast<int64_t>(allAxes.size()));
-  if (rank != 0)
+  if (!checksHere())
     return true;
   for (int64_t member = 0; member < ranks; ++member) {
-    // Member j of the group over all axes, the last axis fastest.
-    std::vector<int64_t> coords(allAxes.size());
-    for (int64_t a = static_cast<int64_t>(coords.size()) - 1, j = member; a >= 0; --a) {
-      coords[a] = j % mesh->axisSizes()[a];
-      j /= mesh->axisSizes()[a];
+    // Member j of the group, its last axis fastest.
+    std::vector<int64_t> coords = mesh->coordinates(rank);
+    for (int64_t i = static_cast<int64_t>(allAxes.size()) - 1, j = member; i >= 0; --i) {
+      coords[allAxes[i]] = j % mesh->axisSizes()[allAxes[i]];
+      j /= mesh->axisSizes()[allAxes[i]];
     }
     std::optional<BlockLayout> layout = BlockLayout::decode(
         *mesh, *result.sharding, result.shape, result.global, coords, error, result.parts);

@@ -48,17 +48,40 @@ struct Batch {
   bool wide = true;            ///< int64 ids (else int32)
   std::vector<uint8_t> idsData, labelsData;
 
-  int64_t tokens() const { return elementCount(global); }
-  int64_t seq() const { return global.back(); }
+  int64_t tokens() const { return global.empty() ? 0 : elementCount(global); }
+  int64_t seq() const { return global.empty() ? 1 : global.back(); }
 
   /// Finds the arguments and decodes this rank's blocks.
+  /// A pipeline stage reads the ids (the first), the labels (the last) or
+  /// neither: `pipelineStage` accepts what is there.
   bool locate(const EntrySignature &signature, const Mesh *mesh,
-              const std::vector<int64_t> &coordinates, std::string &error) {
+              const std::vector<int64_t> &coordinates, std::string &error,
+              bool pipelineStage = false) {
     for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
       if (spec.role == Role::Input && spec.element != ElementKind::F32 && ids < 0)
         ids = i;
       if (spec.role == Role::Label && labels < 0)
         labels = i;
+    }
+    if (pipelineStage && (ids < 0 || labels < 0)) {
+      if (ids < 0 && labels < 0)
+        return true;
+      int64_t present = ids >= 0 ? ids : labels;
+      const TensorSpec &spec = signature.arguments[present];
+      std::optional<BlockLayout> &layout = ids >= 0 ? idsLayout : labelsLayout;
+      if (spec.sharding) {
+        layout = BlockLayout::decode(*mesh, *spec.sharding, spec.shape, spec.global, coordinates,
+                                     error, spec.parts);
+        if (!layout) {
+          error = "argument '" + spec.name + "' " + error;
+          return false;
+        }
+      }
+      global = layout ? layout->shape : spec.shape;
+      wide = spec.element == ElementKind::I64;
+      idsData.resize(tokens() * (wide ? 8 : 4));
+      labelsData.resize(idsData.size());
+      return true;
     }
     if (ids < 0 || labels < 0) {
       error = "@" + signature.name + " has no token ids and labels to train on";
@@ -96,6 +119,8 @@ struct Batch {
          {std::tuple<int64_t, const std::optional<BlockLayout> *, const std::vector<uint8_t> *>{
               ids, &idsLayout, &idsData},
           {labels, &labelsLayout, &labelsData}}) {
+      if (index < 0)
+        continue;
       if (*layout)
         (*layout)->copyOut(data->data(), width, args[index].data);
       else
@@ -134,9 +159,12 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     return failHere("@" + signature.name + " is no training step (pmlir-optimizer's)");
   std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   Batch batch;
-  if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error))
+  bool pipelined = !o.pipelineSchedule.empty();
+  if (pipelined && !o.save.empty())
+    return failHere("--save is not yet written from pipeline stages (--pipeline-schedule)");
+  if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error, pipelined))
     return failHere(error);
-  TokenData *data = tokens.get();
+  TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
   int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
   // The steps already taken: a checkpoint's, or none.
   int64_t done = static_cast<int64_t>(*static_cast<const float *>(args[stepArg].data));
@@ -229,7 +257,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
       return failAtEnd(error);
   }
 
-  if (o.check && rank == 0) {
+  if (o.check && checksHere()) {
     maybeHang(rank, "check");
     std::vector<float> expectedLosses;
     std::vector<BoundArgument> globalArgs;
@@ -279,7 +307,11 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     } worstParam, worstState;
     for (auto &[i, whole] : state) {
       const TensorSpec &spec = signature.arguments[i];
-      const float *expected = static_cast<const float *>(globalArgs[i].data);
+      // By name: a pipeline stage's arguments are some of the step's.
+      int64_t at = argumentNamed(globalSignature, spec.name);
+      if (at < 0)
+        return failAtEnd("--check: the unsharded step has no argument '" + spec.name + "'");
+      const float *expected = static_cast<const float *>(globalArgs[at].data);
       const float *v = spec.role == Role::Param ? rms(spec) : nullptr;
       double diff = 0, norm = 0;
       for (int64_t k = 0, n = elementCount(whole.shape); k < n; ++k) {

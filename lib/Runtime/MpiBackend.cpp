@@ -18,7 +18,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <vector>
 
 using namespace pmlir::rt;
 
@@ -154,14 +157,26 @@ public:
         [&](MPI_Request *r) { return MPI_Ibcast(buf, n, type, root, group.comm, r); });
   }
 
+  /// Buffered: the data is copied and the send returns at once, so that a
+  /// pipeline schedule's sends never wait for their receivers (a rank
+  /// sends the next stage its activations while that stage still sends
+  /// gradients back); wait() and later sends complete the copies.
   void send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,
             const Group &group) override {
-    Waiting waiting("send", &group, peer);
     int n = mpiCount(count, "send"), t = static_cast<int>(tag);
-    MPI_Datatype type = mpiType(dtype);
-    mpiCall(
-        "send", [&] { return MPI_Send(buf, n, type, peer, t, group.comm); },
-        [&](MPI_Request *r) { return MPI_Isend(buf, n, type, peer, t, group.comm, r); });
+    reapSends();
+    PendingSend &pending = sends.emplace_back();
+    const auto *bytes = static_cast<const uint8_t *>(buf);
+    pending.data.assign(bytes, bytes + count * elementBytes(dtype));
+    checkMpi(
+        MPI_Isend(pending.data.data(), n, mpiType(dtype), peer, t, group.comm, &pending.request),
+        "send");
+  }
+
+  void wait() override {
+    for (PendingSend &pending : sends)
+      completeMpi(pending.request, "send");
+    sends.clear();
   }
 
   void recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,
@@ -175,6 +190,24 @@ public:
   }
 
 private:
+  struct PendingSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<uint8_t> data;
+  };
+  /// Buffered sends in flight, oldest first.
+  std::deque<PendingSend> sends;
+
+  /// Frees the copies of sends that have completed.
+  void reapSends() {
+    while (!sends.empty()) {
+      int done = 0;
+      checkMpi(MPI_Test(&sends.front().request, &done, MPI_STATUS_IGNORE), "send");
+      if (!done)
+        return;
+      sends.pop_front();
+    }
+  }
+
   static constexpr int kReductions = 4; // sum, max, min, product, by code
 
   template <float (*Load)(uint16_t), uint16_t (*Store)(float)> static void createOps(MPI_Op *ops) {

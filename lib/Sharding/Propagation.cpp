@@ -330,13 +330,13 @@ struct Propagation {
   }
 
   bool step(Operation *op, bool forward) {
-    if (auto layer = dyn_cast<LayerOp>(op)) {
+    if (op->hasTrait<pmlir::tfm::OpTrait::InlineBody>()) {
       bool changed = false;
-      Block &body = layer.getBody().front();
-      for (auto [operand, arg] : llvm::zip(layer->getOperands(), body.getArguments()))
+      Block &body = op->getRegion(0).front();
+      for (auto [operand, arg] : llvm::zip(op->getOperands(), body.getArguments()))
         changed |= copyAcross(operand, arg) | copyAcross(arg, operand);
       for (auto [yielded, result] :
-           llvm::zip(body.getTerminator()->getOperands(), layer->getResults()))
+           llvm::zip(body.getTerminator()->getOperands(), op->getResults()))
         changed |= copyAcross(yielded, result) | copyAcross(result, yielded);
       return changed;
     }

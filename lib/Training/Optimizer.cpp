@@ -8,11 +8,14 @@
 
 #include "pmlir/Training/Optimizer.h"
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/Debug.h"
+
+#include <map>
 
 #define DEBUG_TYPE "pmlir-optimizer"
 
@@ -37,6 +40,52 @@ Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   for (Value v : values.drop_front())
     total = AddOp::create(b, loc, total.getType(), total, v);
   return total;
+}
+
+/// The sum over microbatches of a gradient. Where each microbatch's is a
+/// sum over pipeline stages (a tied embedding's), the stages' own sums over
+/// microbatches are summed over the stages once.
+Value sumOverMicrobatches(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  SmallVector<pipe::StageSumOp> sums;
+  for (Value v : values) {
+    auto s = v.getDefiningOp<pipe::StageSumOp>();
+    if (!s || !s->hasOneUse() || (!sums.empty() && s.getStages() != sums.front().getStages()))
+      return sum(b, loc, values);
+    sums.push_back(s);
+  }
+  if (values.size() < 2)
+    return values.front();
+  SmallVector<Value> perStage;
+  for (size_t i = 0; i < sums.front().getInputs().size(); ++i) {
+    SmallVector<Value> terms;
+    for (pipe::StageSumOp s : sums)
+      terms.push_back(s.getInputs()[i]);
+    perStage.push_back(sum(b, loc, terms));
+  }
+  auto total = pipe::StageSumOp::create(b, loc, values.front().getType(), perStage,
+                                        sums.front().getStages());
+  for (pipe::StageSumOp s : sums)
+    s.erase();
+  return total;
+}
+
+/// The sum of `squares` of gradients; in a pipelined program each stage
+/// sums those of the gradients it computes (a gradient of several stages,
+/// the first one's), and a stage sum adds the stages' sums.
+Value sumOfSquares(OpBuilder &b, Location loc, ArrayRef<Value> squares, ArrayRef<Value> grads,
+                   bool pipelined) {
+  if (!pipelined)
+    return sum(b, loc, squares);
+  std::map<int64_t, SmallVector<Value>> byStage;
+  for (auto [square, grad] : llvm::zip(squares, grads))
+    byStage[pipe::stageOf(grad).value_or(0)].push_back(square);
+  SmallVector<Value> partial;
+  SmallVector<int64_t> stages;
+  for (auto &[stage, terms] : byStage) {
+    partial.push_back(sum(b, loc, terms));
+    stages.push_back(stage);
+  }
+  return pipe::StageSumOp::create(b, loc, squares.front().getType(), partial, stages);
 }
 
 } // namespace
@@ -144,8 +193,11 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
         v = MicrobatchOp::create(b, loc, arg.getType(), v, b.getI64IntegerAttr(micro));
       mapping.map(arg, v);
     }
-    for (Operation &op : gradBody.without_terminator())
-      b.clone(op, mapping);
+    for (Operation &op : gradBody.without_terminator()) {
+      Operation *clone = b.clone(op, mapping);
+      if (auto fragment = dyn_cast<pipe::FragmentOp>(clone))
+        fragment.setMicrobatch(micro);
+    }
     losses.push_back(mapping.lookup(gradReturn.getOperand(0)));
     for (auto [i, g] : llvm::enumerate(gradReturn.getOperands().drop_front()))
       grads[i].push_back(mapping.lookup(g));
@@ -155,9 +207,14 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   Value loss = sum(b, loc, losses);
   if (k > 1)
     loss = ScaleOp::create(b, loc, loss.getType(), loss, b.getF64FloatAttr(1.0 / k));
+  // A pipelined program's loss, of its last stage, is every rank's.
+  bool pipelined = grad->hasAttr(pipe::kStagesAttr);
+  if (pipelined)
+    loss = pipe::StageSumOp::create(b, loc, loss.getType(), ValueRange{loss},
+                                    ArrayRef<int64_t>{pipe::stageOf(losses.front()).value_or(0)});
   SmallVector<Value> summed;
   for (ArrayRef<Value> g : grads)
-    summed.push_back(sum(b, loc, g));
+    summed.push_back(sumOverMicrobatches(b, loc, g));
 
   // The global gradient norm, before clipping.
   SmallVector<Value> squares;
@@ -165,7 +222,7 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     Value s = SumSquaresOp::create(b, loc, scalar, g);
     squares.push_back(s);
   }
-  Value norm = SqrtOp::create(b, loc, scalar, sum(b, loc, squares));
+  Value norm = SqrtOp::create(b, loc, scalar, sumOfSquares(b, loc, squares, summed, pipelined));
   if (k > 1)
     norm = ScaleOp::create(b, loc, scalar, norm, b.getF64FloatAttr(1.0 / k));
 
@@ -221,6 +278,8 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     updates(firstUpdate + 2 * params.size() + i, firstState + params.size() + i);
   }
   updates(results.size() - 1, stepArg);
+  if (pipelined)
+    step->setAttr(pipe::kStagesAttr, grad->getAttr(pipe::kStagesAttr));
   LLVM_DEBUG(llvm::dbgs() << "@" << options.name << ": " << params.size() << " parameters, " << k
                           << " microbatches\n");
   return step;

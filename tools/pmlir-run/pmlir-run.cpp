@@ -152,6 +152,20 @@ static llvm::cl::opt<int64_t> gradAccum(
     llvm::cl::desc("microbatches per step, each of the model's batch size; the gradients are "
                    "their mean"),
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> pipelineSchedule(
+    "pipeline-schedule",
+    llvm::cl::desc("pipeline the training step over the mesh's pp axis with this schedule: "
+                   "gpipe, 1f1b, interleaved-1f1b or zb-h1"),
+    llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<int64_t> microbatches(
+    "microbatches",
+    llvm::cl::desc("with --pipeline-schedule: microbatches per step, each of the model's batch "
+                   "size (the step's loss and gradients are their mean)"),
+    llvm::cl::init(1), llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    llvm::cl::desc("with --pipeline-schedule interleaved-1f1b: stages per pipeline rank"),
+    llvm::cl::init(1), llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<int64_t> zeroStage(
     "zero",
     llvm::cl::desc("ZeRO stage on the mesh's dp axis: 1 shards the optimizer state, 2 the "
@@ -248,6 +262,9 @@ static int runMain(int argc, char **argv) {
   options.eps = adamEps;
   options.clipGradNorm = clipGradNorm;
   options.gradAccum = gradAccum;
+  options.pipelineSchedule = pipelineSchedule;
+  options.microbatches = microbatches;
+  options.virtualStages = virtualStages;
   options.zero = zeroStage;
   options.data = dataFile;
   options.dataDtype = dataDtype;

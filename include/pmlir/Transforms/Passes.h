@@ -7,6 +7,7 @@
 #ifndef PMLIR_TRANSFORMS_PASSES_H
 #define PMLIR_TRANSFORMS_PASSES_H
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Training/Autodiff.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -480,6 +480,100 @@ def DropShardings : Pass<"pmlir-drop-shardings", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Pipeline
+//===----------------------------------------------------------------------===//
+
+def PipelinePartition : Pass<"pmlir-pipeline-partition", "mlir::ModuleOp"> {
+  let summary = "cuts a program at tfm.layer boundaries into pipeline stages";
+  let description = [{
+    Cuts `@entry` (a forward function, or pmlir-autodiff's gradient
+    function) into `stages` stages (pipeline ranks x virtual stages) of
+    `pipe.fragment` ops. Layers go to stages in order, balanced by FLOPs
+    (each op's `CostOpInterface`), with the embeddings counted in the first
+    stage and the final norm, LM head and loss in the last; `split-points`
+    overrides the balance with the first layer of each stage after the
+    first. A backward layer goes with its forward layer. Other ops follow
+    their data: a forward op runs on the latest stage it reads, a backward
+    op on the earliest; ops that read parameters alone (positions, the loss
+    seed) stay outside fragments. Values crossing stages go through
+    `pipe.transfer`; a parameter gradient summed from two stages (GPT-2's
+    tied `wte`, read by the embedding on the first stage and the LM head on
+    the last) becomes a `pipe.stage_sum`, as Megatron's embedding group sums
+    it. The function gets `pipe.stages`.
+
+    ```mlir
+    // before: the forward of a 2-layer model
+    %e = tfm.embedding %wte[%ids] ...
+    %h0 = tfm.layer 0 ... { ... }
+    %h1 = tfm.layer 1 ... { ... }
+    // after, stages=2
+    %f0 = pipe.fragment stage 0 "F" : tensor<2x16x64xf32> { ... tfm.layer 0 ... }
+    %t = pipe.transfer %f0 from 0 to 1 : tensor<2x16x64xf32>
+    %f1 = pipe.fragment stage 1 "F" : tensor<2x16x97xf32> { ... tfm.layer 1 ... }
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "the function to cut">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "stages: pipeline ranks x virtual stages">,
+    ListOption<"splitPoints", "split-points", "int64_t",
+               "the first layer of stages 1, 2, ... (default: balanced by FLOPs)">,
+  ];
+  let dependentDialects = ["pmlir::pipe::PipeDialect"];
+}
+
+def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
+  let summary = "writes each pipeline rank's actions into a pipe.schedule";
+  let description = [{
+    Adds a `pipe.schedule` for `ranks` pipeline ranks and the module's
+    program cut into stages (`pipe.stages`): `schedule` names the generator
+    (gpipe, 1f1b, interleaved-1f1b with `virtual-stages` v, or zb-h1), or
+    `csv` reads torch.distributed.pipelining's CSV (one line of actions per
+    rank, "0F0,0F1,0B0,..."). The schedule is checked as the op's verifier
+    checks it: every stage's work once per microbatch on its rank, and no
+    deadlock (the simulator's message names each blocked rank).
+
+    ```mlir
+    pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
+        [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "pipeline ranks (default: the stages over virtual-stages)">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1", "microbatches per step">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "stages per pipeline rank (interleaved-1f1b)">,
+    Option<"csvFile", "csv", "std::string", /*default=*/"\"\"",
+           "with schedule=csv: the file of actions per rank">,
+  ];
+  let dependentDialects = ["pmlir::pipe::PipeDialect"];
+}
+
+def PipelineReport : Pass<"pmlir-pipeline-report", "mlir::ModuleOp"> {
+  let summary = "writes the simulated schedule's bubble and memory as JSON";
+  let description = [{
+    Runs the module's `pipe.schedule` in the simulator with per-action costs
+    (`forward`, `backward-input`, `backward-weight` in any unit; a whole
+    backward costs their sum) and writes to `output` (`-` for stdout): the
+    makespan, the bubble fraction next to the formula's ((p-1)/(m+p-1) for
+    GPipe and 1F1B, (p-1)/(vm+p-1) interleaved, ZB-H1's), each rank's busy
+    time, each stage's peak of microbatches in flight, and the timeline.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"", "the JSON file">,
+    Option<"forward", "forward", "double", /*default=*/"1", "cost of a stage's forward">,
+    Option<"backwardInput", "backward-input", "double", /*default=*/"1",
+           "cost of a stage's input gradient">,
+    Option<"backwardWeight", "backward-weight", "double", /*default=*/"1",
+           "cost of a stage's weight gradient">,
+    Option<"transfer", "transfer", "double", /*default=*/"0", "delay of a transfer">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 

@@ -126,8 +126,9 @@ struct SequenceParallelPass
             regionOps.push_back(user);
           if (region.insert(user->getResult(0)))
             worklist.push_back(user->getResult(0));
-        } else if (auto yield = dyn_cast<YieldOp>(user)) {
-          Value result = yield->getParentOp()->getResult(use.getOperandNumber());
+        } else if (user->hasTrait<mlir::OpTrait::IsTerminator>() &&
+                   user->getParentOp()->hasTrait<pmlir::tfm::OpTrait::InlineBody>()) {
+          Value result = user->getParentOp()->getResult(use.getOperandNumber());
           if (region.insert(result))
             worklist.push_back(result);
         } else {

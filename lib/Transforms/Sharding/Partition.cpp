@@ -146,7 +146,8 @@ struct Partitioner {
   }
 
   LogicalResult partition(Operation *op);
-  LogicalResult partitionLayer(LayerOp layer);
+  /// A tfm.layer or pipe.fragment: the body partitioned in place.
+  LogicalResult partitionInlineBody(Operation *op);
   struct VocabStats {
     Value max, parts, from;
   };
@@ -189,29 +190,30 @@ private:
 
 } // namespace
 
-LogicalResult Partitioner::partitionLayer(LayerOp layer) {
-  auto newLayer = LayerOp::create(b, layer.getLoc(), layer->getResultTypes(), layer.getIndexAttr(),
-                                  layer.getBackwardAttr());
+LogicalResult Partitioner::partitionInlineBody(Operation *op) {
+  Operation *local = b.cloneWithoutRegions(*op);
+  local->removeAttr(kResultShardingsAttr);
   OpBuilder::InsertionGuard guard(b);
-  b.createBlock(&newLayer.getBody());
-  Block &old = layer.getBody().front();
-  for (Operation &op : old.without_terminator())
-    if (failed(partition(&op)))
+  b.createBlock(&local->getRegion(0));
+  Block &old = op->getRegion(0).front();
+  for (Operation &inner : old.without_terminator())
+    if (failed(partition(&inner)))
       return failure();
   SmallVector<Value> yielded;
-  for (auto [value, result] : llvm::zip(old.getTerminator()->getOperands(), layer.getResults())) {
-    FailureOr<Value> v = get(value, resultSharding(layer, result.getResultNumber()), layer);
+  for (auto [value, result] : llvm::zip(old.getTerminator()->getOperands(), op->getResults())) {
+    FailureOr<Value> v = get(value, resultSharding(op, result.getResultNumber()), op);
     if (failed(v))
       return failure();
     yielded.push_back(*v);
   }
-  YieldOp::create(b, layer.getLoc(), yielded);
-  for (auto [result, v] : llvm::zip(newLayer.getResults(), yielded)) {
+  Operation *terminator = b.clone(*old.getTerminator());
+  terminator->setOperands(yielded);
+  for (auto [result, v] : llvm::zip(local->getResults(), yielded)) {
     result.setType(v.getType());
     if (dirtyPadding.contains(v))
       dirtyPadding.insert(result);
-    locals[layer.getResult(result.getResultNumber())] = {
-        result, resultSharding(layer, result.getResultNumber())};
+    locals[op->getResult(result.getResultNumber())] = {
+        result, resultSharding(op, result.getResultNumber())};
   }
   return success();
 }
@@ -535,8 +537,8 @@ LogicalResult Partitioner::partition(Operation *op) {
       }
     }
   }
-  if (auto layer = dyn_cast<LayerOp>(op))
-    return partitionLayer(layer);
+  if (op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
+    return partitionInlineBody(op);
   if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op))
     return partitionCrossEntropy(crossEntropy);
   if (auto crossEntropyGrad = dyn_cast<CrossEntropyGradOp>(op))

@@ -16,6 +16,7 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Propagation.h"
@@ -160,10 +161,10 @@ struct ShardingPropagationPass
       return it->second.toAttr(context);
     };
     func.walk([&](Operation *op) {
-      if (op->getNumResults() == 0 || isa<func::ReturnOp, YieldOp>(op) ||
+      if (op->getNumResults() == 0 || op->hasTrait<mlir::OpTrait::IsTerminator>() ||
           !llvm::all_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
         return;
-      if (!isa<TfmDialect>(op->getDialect()))
+      if (!isa<TfmDialect, pmlir::pipe::PipeDialect>(op->getDialect()))
         return;
       SmallVector<Attribute> shardings;
       for (Value r : op->getResults())

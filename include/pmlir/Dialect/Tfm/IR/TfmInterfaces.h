@@ -105,6 +105,8 @@ template <typename ConcreteType>
 class SumOfOperands : public mlir::OpTrait::TraitBase<ConcreteType, SumOfOperands> {};
 template <typename ConcreteType>
 class LinearInAllOperands : public mlir::OpTrait::TraitBase<ConcreteType, LinearInAllOperands> {};
+template <typename ConcreteType>
+class InlineBody : public mlir::OpTrait::TraitBase<ConcreteType, InlineBody> {};
 } // namespace OpTrait
 
 } // namespace pmlir::tfm

@@ -108,4 +108,9 @@ def Tfm_SumOfOperands : Tfm_OpTrait<"SumOfOperands">;
 // pending over.
 def Tfm_LinearInAllOperands : Tfm_OpTrait<"LinearInAllOperands">;
 
+// The op's one-block body runs once where the op stands, reading values
+// from above: its results are the values its terminator yields. Sharding
+// sees through it (tfm.layer, pipe.fragment).
+def Tfm_InlineBody : Tfm_OpTrait<"InlineBody">;
+
 #endif // PMLIR_DIALECT_TFM_IR_TFMINTERFACES_TD

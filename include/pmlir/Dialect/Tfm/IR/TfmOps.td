@@ -402,7 +402,7 @@ def Tfm_SplitOp : Tfm_Op<"split", [Tfm_Differentiable, Pure, Tfm_OwnRule, Tfm_Li
 }
 
 def Tfm_LayerOp : Tfm_Op<"layer", [SingleBlockImplicitTerminator<"YieldOp">,
-                                   RecursiveMemoryEffects]> {
+                                   RecursiveMemoryEffects, Tfm_InlineBody]> {
   let summary = "one transformer block";
   let description = [{
     Marks the boundary of transformer block `index`. The body uses values

@@ -1,0 +1,60 @@
+//===- Pipeline.h - Cutting tfm programs into pipeline stages ---*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// The engine behind pmlir-pipeline-partition and pmlir-pipeline-lower:
+// cutting a global program (a forward function or pmlir-autodiff's gradient
+// function) at tfm.layer boundaries into stages of pipe.fragment ops, and
+// turning a sharded program with fragments and a pipe.schedule into the
+// program of one pipeline rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_PIPELINE_PIPELINE_H
+#define PMLIR_PIPELINE_PIPELINE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <vector>
+
+namespace pmlir::pipeline {
+
+struct StagePartitionOptions {
+  /// Stages to cut into (pipeline ranks x virtual stages).
+  int64_t stages = 1;
+  /// Where stages 1, 2, ... start: the index of their first forward
+  /// tfm.layer. Empty: balanced by the layers' FLOPs, with the ops before
+  /// the first layer (embeddings) counted in stage 0 and those after the
+  /// last one (final norm, LM head, loss) in the last stage.
+  std::vector<int64_t> splitPoints;
+};
+
+/// The stage of each forward tfm.layer of `func` (in order) that `options`
+/// gives; fails with a diagnostic on more stages than layers or bad split
+/// points.
+mlir::FailureOr<std::vector<int64_t>> assignLayersToStages(mlir::func::FuncOp func,
+                                                           const StagePartitionOptions &options);
+
+/// Cuts `func` into options.stages stages: every op that depends on the
+/// inputs goes into the pipe.fragment of its stage and kind (F for the
+/// forward, B for the backward of a gradient function), values crossing
+/// stages go through pipe.transfer, and a parameter gradient summed from
+/// several stages (a tied embedding) becomes a pipe.stage_sum. Ops that
+/// depend on parameters alone (positions, masks, the loss seed) stay
+/// outside the fragments: each rank that needs them computes them.
+mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
+                                        const StagePartitionOptions &options);
+
+/// Builds, from `func` (cut into stages, repeated per microbatch and
+/// sharded) and the module's pipe.schedule, the program of pipeline rank
+/// `rank` on the grid's axis `axis`: its fragments in its schedule's order,
+/// each transfer a shard.send on the producing rank and a shard.recv on the
+/// consuming one, each stage sum a shard.all_reduce over `axis`. Arguments
+/// and results the rank does not use or make are dropped.
+mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank,
+                                        llvm::StringRef axis);
+
+} // namespace pmlir::pipeline
+
+#endif // PMLIR_PIPELINE_PIPELINE_H

@@ -1,0 +1,86 @@
+//===- PipelineSchedule.cpp - Each pipeline rank's actions ----------------===//
+//
+// Part of pmlir.
+//
+// Generates (or reads from a CSV) the schedule, checks it, and writes it
+// as a pipe.schedule; the generators and checks are pipe/Schedule.h's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_PIPELINESCHEDULE
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir;
+
+namespace {
+
+struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineSchedulePass> {
+  using PipelineScheduleBase::PipelineScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fail = [&](const Twine &message) {
+      module.emitError() << "pmlir-pipeline-schedule: " << message;
+      signalPassFailure();
+    };
+    if (!module.getOps<pipe::ScheduleOp>().empty())
+      return fail("the module already has a pipe.schedule");
+    int64_t stages = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto attr = func->getAttrOfType<IntegerAttr>(pipe::kStagesAttr))
+        stages = attr.getInt();
+    if (stages == 0)
+      return fail("no function is cut into pipeline stages (pipe.stages): run "
+                  "pmlir-pipeline-partition first");
+    std::string error;
+    std::optional<pipe::Schedule> built;
+    if (schedule == "csv") {
+      auto file = llvm::MemoryBuffer::getFile(csvFile);
+      if (!file)
+        return fail("cannot read the schedule '" + csvFile + "': " + file.getError().message());
+      built = pipe::parseScheduleCsv((*file)->getBuffer().str(), stages, microbatches, error);
+    } else {
+      std::optional<pipe::ScheduleKind> kind = pipe::parseScheduleKind(schedule);
+      if (!kind)
+        return fail("unknown schedule '" + schedule +
+                    "' (gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv)");
+      int64_t p = ranks > 0 ? ranks : stages / virtualStages;
+      if (p * virtualStages != stages)
+        return fail("the program has " + Twine(stages) + " stages, not " + Twine(p) + " ranks x " +
+                    Twine(virtualStages) + " virtual stages");
+      built = pipe::buildSchedule(*kind, p, virtualStages, microbatches, error);
+    }
+    if (built && ranks > 0 && built->ranks != ranks)
+      return fail("the schedule has " + Twine(built->ranks) + " ranks, not " + Twine(ranks));
+    if (built && !pipe::verifySchedule(*built, error))
+      built.reset();
+    if (!built)
+      return fail(error);
+    pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts());
+    if (sim.deadlocked)
+      return fail(sim.deadlock);
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    SmallVector<Attribute> lists;
+    for (const auto &list : built->actions) {
+      SmallVector<Attribute> actions;
+      for (const pipe::Action &a : list)
+        actions.push_back(b.getStringAttr(a.str()));
+      lists.push_back(b.getArrayAttr(actions));
+    }
+    pipe::ScheduleOp::create(b, module.getLoc(), schedule, built->ranks, built->stages,
+                             built->microbatches, b.getArrayAttr(lists));
+  }
+};
+
+} // namespace
