@@ -100,7 +100,8 @@ def Pipe_TransferOp : Pipe_Op<"transfer", [Pure, SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
-def Pipe_StageSumOp : Pipe_Op<"stage_sum", [Pure, Tfm_ShardingRuleOpInterface]> {
+def Pipe_StageSumOp : Pipe_Op<"stage_sum", [Pure, Tfm_ShardingRuleOpInterface,
+                                            Tfm_KeepsZeroPadding]> {
   let summary = "the sum of values held by several stages, on every rank";
   let description = [{
     Operand `i` is held by stage `stages[i]`; the result is their sum, on

@@ -1,0 +1,47 @@
+// RUN: pmlir-opt %s -split-input-file -verify-diagnostics
+
+func.func @bad_kind(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{has kind "X"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
+  %f = pipe.fragment stage 0 "X" : tensor<2xf32> {
+    pipe.yield %x : tensor<2xf32>
+  }
+  return %f : tensor<2xf32>
+}
+
+// -----
+
+func.func @to_itself(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{moves a value from stage 1 to itself}}
+  %t = pipe.transfer %x from 1 to 1 : tensor<2xf32>
+  return %t : tensor<2xf32>
+}
+
+// -----
+
+func.func @stages_and_inputs(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{has 1 inputs but 2 stages}}
+  %s = pipe.stage_sum %x stages [0, 1] : tensor<2xf32> -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{no rank runs 0B1 (stage 0's B of microbatch 1)}}
+pipe.schedule "csv" ranks 2 stages 2 microbatches 2
+    [["0F0", "0F1", "0B0"], ["1F0", "1B0", "1F1", "1B1"]]
+
+// -----
+
+// expected-error @+1 {{the schedule deadlocks: rank 0 waits at 0RECV_B0 for 1SEND_B0 (on rank 1); rank 1 waits at 1RECV_F1 for 0SEND_F1 (on rank 0)}}
+pipe.schedule "csv" ranks 2 stages 2 microbatches 2
+    [["0F0", "0B0", "0F1", "0B1"], ["1F1", "1B1", "1F0", "1B0"]]
+
+// -----
+
+// expected-error @+1 {{rank 0 runs 1F0, but stage 1 lives on rank 1}}
+pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "1F0", "0B0"], ["1B0"]]
+
+// -----
+
+// expected-error @+1 {{rank 1's action "1Z0" is no <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>}}
+pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "0B0"], ["1F0", "1Z0"]]

@@ -1,0 +1,25 @@
+// RUN: pmlir-opt %s | pmlir-opt | FileCheck %s
+// Round trip of every pipe op.
+
+// CHECK-LABEL: func.func @two_stages
+func.func @two_stages(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<f32>) {
+  // CHECK: %[[F:.*]] = pipe.fragment stage 0 "F" microbatch 1 : tensor<2x4xf32> {
+  // CHECK:   pipe.yield %{{.*}} : tensor<2x4xf32>
+  %f = pipe.fragment stage 0 "F" microbatch 1 : tensor<2x4xf32> {
+    %y = tfm.gelu %x tanh : tensor<2x4xf32>
+    pipe.yield %y : tensor<2x4xf32>
+  }
+  // CHECK: %[[T:.*]] = pipe.transfer %[[F]] from 0 to 1 : tensor<2x4xf32>
+  %t = pipe.transfer %f from 0 to 1 : tensor<2x4xf32>
+  %l = pipe.fragment stage 1 "F" : tensor<f32> {
+    %s = tfm.sum_squares %t : tensor<2x4xf32> -> tensor<f32>
+    pipe.yield %s : tensor<f32>
+  }
+  // CHECK: pipe.stage_sum %{{.*}} stages [1] : tensor<f32> -> tensor<f32>
+  %sum = pipe.stage_sum %l stages [1] : tensor<f32> -> tensor<f32>
+  return %t, %sum : tensor<2x4xf32>, tensor<f32>
+}
+
+// CHECK: pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2 {{\[}}["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
+    [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
