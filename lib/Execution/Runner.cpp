@@ -270,6 +270,22 @@ int Job::run() {
     if (o.check && checksHere())
       unpipelined = module->clone();
   }
+  // The training step --train builds (pipelined or not: over the
+  // pipeline's microbatches either way).
+  auto trainStepOptions = [&](const std::string &gradient) {
+    OptimizerOptions optimizer;
+    optimizer.entry = gradient;
+    optimizer.name = "train_step";
+    optimizer.keepEntry = false;
+    optimizer.lr = o.lr;
+    optimizer.beta1 = o.beta1;
+    optimizer.beta2 = o.beta2;
+    optimizer.eps = o.eps;
+    optimizer.weightDecay = o.weightDecay;
+    optimizer.maxGradNorm = o.clipGradNorm;
+    optimizer.gradAccum = pipelined ? o.microbatches : o.gradAccum;
+    return optimizer;
+  };
   if (!o.grads.empty() || o.train) {
     PassManager pm(&context);
     AutodiffOptions autodiff;
@@ -288,18 +304,8 @@ int Job::run() {
     }
     std::string name = autodiff.name;
     if (o.train) {
-      OptimizerOptions optimizer;
-      optimizer.entry = autodiff.name;
-      optimizer.name = name = "train_step";
-      optimizer.keepEntry = false;
-      optimizer.lr = o.lr;
-      optimizer.beta1 = o.beta1;
-      optimizer.beta2 = o.beta2;
-      optimizer.eps = o.eps;
-      optimizer.weightDecay = o.weightDecay;
-      optimizer.maxGradNorm = o.clipGradNorm;
-      optimizer.gradAccum = pipelined ? o.microbatches : o.gradAccum;
-      pm.addPass(createOptimizer(optimizer));
+      name = "train_step";
+      pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
       if (pipelined) {
         PipelineScheduleOptions schedule;
         schedule.schedule = o.pipelineSchedule;
@@ -331,18 +337,7 @@ int Job::run() {
     autodiff.name = o.entry + "_grad";
     autodiff.keepEntry = false;
     pm.addPass(createAutodiff(autodiff));
-    OptimizerOptions optimizer;
-    optimizer.entry = autodiff.name;
-    optimizer.name = "train_step";
-    optimizer.keepEntry = false;
-    optimizer.lr = o.lr;
-    optimizer.beta1 = o.beta1;
-    optimizer.beta2 = o.beta2;
-    optimizer.eps = o.eps;
-    optimizer.weightDecay = o.weightDecay;
-    optimizer.maxGradNorm = o.clipGradNorm;
-    optimizer.gradAccum = o.microbatches;
-    pm.addPass(createOptimizer(optimizer));
+    pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
     if (failed(pm.run(*unpipelined)))
       return failHere("building the unpipelined training step of --check failed");
   }

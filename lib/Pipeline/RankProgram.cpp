@@ -43,17 +43,6 @@ constexpr int64_t kFirstTransferTag = 1;
 /// The discardable attribute that gives a shard.send or shard.recv its tag.
 constexpr llvm::StringLiteral kTagAttr = "pipe.tag";
 
-SmallVector<Value> readsOf(Operation *op) {
-  SmallVector<Value> reads(op->getOperands());
-  if (op->getNumRegions() != 0) {
-    SetVector<Value> above;
-    for (Region &region : op->getRegions())
-      getUsedValuesDefinedAbove(region, above);
-    llvm::append_range(reads, above);
-  }
-  return reads;
-}
-
 class RankBuilder {
 public:
   RankBuilder(func::FuncOp func, const pipe::Schedule &schedule, int64_t rank, StringRef gridName,
@@ -181,7 +170,7 @@ FailureOr<Value> RankBuilder::materialize(Value v, Operation *forOp) {
     mapping.map(sum.getResult(), total);
     return total;
   }
-  for (Value read : readsOf(def))
+  for (Value read : valuesReadBy(def))
     if (failed(materialize(read, def)))
       return failure();
   Operation *clone = b.clone(*def, mapping);
@@ -190,7 +179,7 @@ FailureOr<Value> RankBuilder::materialize(Value v, Operation *forOp) {
 }
 
 LogicalResult RankBuilder::emitFragment(pipe::FragmentOp fragment) {
-  for (Value read : readsOf(fragment))
+  for (Value read : valuesReadBy(fragment))
     if (failed(materialize(read, fragment)))
       return failure();
   Block &body = fragment.getBody().front();
@@ -223,7 +212,7 @@ bool RankBuilder::computable(Value v, DenseMap<Value, bool> &memo) {
     if (isa<pipe::FragmentOp, pipe::TransferOp>(def))
       ok = false;
     else if (!isa<pipe::StageSumOp>(def))
-      for (Value read : readsOf(def))
+      for (Value read : valuesReadBy(def))
         ok &= computable(read, memo);
   }
   return memo[v] = ok;

@@ -40,8 +40,9 @@ double flopsOf(Operation *root) {
   return flops;
 }
 
-/// The values an op reads: its operands and what its regions use from above.
-SmallVector<Value> readsOf(Operation *op) {
+} // namespace
+
+SmallVector<Value> pmlir::pipeline::valuesReadBy(Operation *op) {
   SmallVector<Value> reads(op->getOperands());
   if (op->getNumRegions() != 0) {
     SetVector<Value> above;
@@ -51,8 +52,6 @@ SmallVector<Value> readsOf(Operation *op) {
   }
   return reads;
 }
-
-} // namespace
 
 FailureOr<std::vector<int64_t>>
 pmlir::pipeline::assignLayersToStages(func::FuncOp func, const StagePartitionOptions &options) {
@@ -201,7 +200,7 @@ LogicalResult pmlir::pipeline::partitionIntoStages(func::FuncOp func,
     Kind kind = inBackward ? Backward : Forward;
     if (&op == lossOp)
       inBackward = true;
-    SmallVector<Value> reads = readsOf(&op);
+    SmallVector<Value> reads = valuesReadBy(&op);
     if (llvm::none_of(reads, [&](Value v) { return dataDependent.contains(v); })) {
       independent.push_back(&op);
       continue;

@@ -20,6 +20,10 @@
 
 namespace pmlir::pipeline {
 
+/// The values `op` reads: its operands and what its regions use from
+/// above.
+llvm::SmallVector<mlir::Value> valuesReadBy(mlir::Operation *op);
+
 struct StagePartitionOptions {
   /// Stages to cut into (pipeline ranks x virtual stages).
   int64_t stages = 1;
