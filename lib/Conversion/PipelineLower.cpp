@@ -34,7 +34,7 @@ struct PipelineLowerPass : public pmlir::impl::PipelineLowerBase<PipelineLowerPa
       module.emitError() << "pmlir-pipeline-lower: no function @" << entry;
       return signalPassFailure();
     }
-    if (failed(pmlir::pipeline::lowerToPipelineRank(func, rank, axis)))
+    if (failed(pmlir::pipeline::lowerToPipelineRank(func, rank, axis, trace)))
       return signalPassFailure();
   }
 };

@@ -27,6 +27,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
 #include "pmlir/Sharding/Grid.h"
 #include "llvm/Support/Debug.h"
@@ -602,6 +603,27 @@ struct Lowering {
     return success();
   }
 
+  /// A pipeline fragment's start or end, for the trace: the runtime call
+  /// with the work's code, the stage and the microbatch.
+  template <typename MarkOp> LogicalResult lowerWorkMark(MarkOp op, EntryId id) {
+    std::optional<int> work = pmlir::rt::abi::workCode(op.getKind().str());
+    if (!work)
+      return op.emitOpError() << "marks work of kind \"" << op.getKind()
+                              << "\", which the runtime does not trace";
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> args;
+    for (int64_t v : {int64_t(*work), int64_t(op.getStage()), int64_t(op.getMicrobatch())})
+      args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)));
+    call(b, loc, id, args);
+    op.erase();
+    return success();
+  }
+  LogicalResult lower(pmlir::pipe::WorkBeginOp op) {
+    return lowerWorkMark(op, EntryId::trace_begin);
+  }
+  LogicalResult lower(pmlir::pipe::WorkEndOp op) { return lowerWorkMark(op, EntryId::trace_end); }
+
   /// One coordinate per listed axis (all axes when none are listed).
   LogicalResult lower(shard::ProcessMultiIndexOp op) {
     auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
@@ -634,8 +656,9 @@ struct LowerShardToRuntimePass
       return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<shard::ShardDialect>(op->getDialect()) &&
-          !isa<shard::GridOp, shard::ShardingOp, shard::ShardOp>(op))
+      if ((isa<shard::ShardDialect>(op->getDialect()) &&
+           !isa<shard::GridOp, shard::ShardingOp, shard::ShardOp>(op)) ||
+          isa<pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -645,7 +668,8 @@ struct LowerShardToRuntimePass
               .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
                     shard::AllToAllOp, shard::AllSliceOp, shard::BroadcastOp, shard::SendOp,
                     shard::RecvOp, shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp,
-                    shard::GridShapeOp>([&](auto op) { return lowering.lower(op); })
+                    shard::GridShapeOp, pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(
+                  [&](auto op) { return lowering.lower(op); })
               .Default([](Operation *op) {
                 return op->emitOpError(
                     "is not lowered to the runtime (all_reduce, all_gather, "

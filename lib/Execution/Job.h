@@ -108,6 +108,18 @@ private:
     pmlir_rt_finalize();
     return 1;
   }
+  /// --trace: every rank's spans to rank 0, which writes the file. Every
+  /// rank calls it once its runs are done; false with `error` on rank 0 when
+  /// the file cannot be written.
+  bool writeTrace(std::string &error) const {
+    if (!mesh || o.trace.empty())
+      return true;
+    char text[512] = "";
+    if (pmlir_rt_trace_write(o.trace.c_str(), text, sizeof(text)) == 0)
+      return true;
+    error = text;
+    return false;
+  }
   /// The mesh axes other than the pipeline's, and whether this rank is the
   /// first of its group over them: with pipeline stages, each stage's
   /// parameters are checked on their pipeline rank's first rank.

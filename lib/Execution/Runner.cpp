@@ -76,6 +76,7 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
                             {"--save (its optimizer state)",
                              o.save.empty() ? std::string() : optimizerStatePath(o.save)},
                             {"--comm-report", o.commReport},
+                            {"--trace", o.trace},
                             {"--memory-report", o.memoryReport},
                             {"--emit-compiled", o.emitCompiled}}) {
     if (path.empty() || path == "-")
@@ -364,6 +365,17 @@ int Job::run() {
       return failHere(std::string(flag) +
                       " needs a global program to shard: --recipe, or a model with tfm.mesh");
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
+  // The sequence length of the token ids, from the global program: a middle
+  // pipeline stage reads neither ids nor labels, but --check's reference
+  // does.
+  int64_t tokenSequence = 0;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    tfm::ArgumentRole role = tfm::argumentRole(entry, i);
+    auto type = dyn_cast<RankedTensorType>(entry.getArgument(i).getType());
+    if ((role == tfm::ArgumentRole::Input || role == tfm::ArgumentRole::Label) && type &&
+        type.getRank() > 0 && isa<IntegerType>(type.getElementType()))
+      tokenSequence = type.getShape().back();
+  }
   // By name too: a pipeline rank's program keeps some of the arguments.
   std::map<std::string, IdRange> idRangesByName;
   for (auto &[i, range] : idRanges)
@@ -390,6 +402,7 @@ int Job::run() {
       lower.entry = "train_step";
       lower.rank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
       lower.axis = "pp";
+      lower.trace = !o.trace.empty();
       pm.addPass(createPipelineLower(lower));
     }
     // Every rank compiles the same program: rank 0 speaks for them.
@@ -461,14 +474,9 @@ int Job::run() {
     return failHere(error);
 
   // The token file, checked before the compile: one window of the
-  // sequence the token ids hold.
+  // sequence the token ids hold (tokenSequence).
   if (o.train && !o.data.empty()) {
-    int64_t seq = 0;
-    for (const TensorSpec &arg : signature.arguments)
-      if ((arg.role == Role::Input || arg.role == Role::Label) && arg.element != ElementKind::F32 &&
-          !arg.shape.empty())
-        seq = arg.shape.back();
-    if (!(tokens = TokenData::open(o.data, o.dataDtype, seq, error)))
+    if (!(tokens = TokenData::open(o.data, o.dataDtype, tokenSequence, error)))
       return failHere(error);
   }
 
@@ -477,10 +485,14 @@ int Job::run() {
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
   program->bind(args);
+  if (mesh && !o.trace.empty())
+    pmlir_rt_trace_start();
   if (o.train)
     return train(*program, signature, args, idRanges, reference);
+  pmlir_rt_trace_region_begin("forward");
   if (!program->run(error))
     return failHere(error);
+  pmlir_rt_trace_region_end();
 
   if (o.repeat > 0) {
     // Tokens per run of the whole job: the global token ids' count, not
@@ -503,8 +515,10 @@ int Job::run() {
     std::vector<double> ms;
     for (unsigned r = 0; r < o.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
+      pmlir_rt_trace_region_begin("forward");
       if (!program->run(error))
         return failHere(error);
+      pmlir_rt_trace_region_end();
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
@@ -516,6 +530,8 @@ int Job::run() {
                                    median, jobTokens / (median / 1000.0),
                                    static_cast<long long>(jobTokens));
   }
+  if (!writeTrace(error))
+    return failAtEnd("--trace: " + error);
   return assembleAndReport(*program, signature, reference);
 }
 
@@ -710,6 +726,8 @@ int exec::runModel(const RunOptions &o) {
     return fail("unknown --backend '" + o.backend + "' (known: mpi, nccl)");
   if (o.backend != "mpi" && o.mesh.empty())
     return fail("--backend " + o.backend + " needs --mesh: one process runs no collectives");
+  if (!o.trace.empty() && o.mesh.empty())
+    return fail("--trace writes the ranks' spans: it needs --mesh");
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   if (!o.grads.empty() && !o.output.empty())

@@ -171,6 +171,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
 
   bool terminal = rank == 0 && outputIsTerminal();
   std::vector<float> losses;
+  maybeHang(rank, "step");
   for (int64_t i = 0; i < o.steps; ++i) {
     int64_t step = done + i + 1;
     if (data) {
@@ -184,8 +185,11 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
       batch.scatter(args);
     }
     auto start = std::chrono::steady_clock::now();
+    std::string region = "step " + std::to_string(step);
+    pmlir_rt_trace_region_begin(region.c_str());
     if (!program.run(error))
       return failHere(error);
+    pmlir_rt_trace_region_end();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     float loss = program.result(lossAt)[0], norm = program.result(normAt)[0];
@@ -230,6 +234,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   }
   if (terminal)
     llvm::outs() << "\r\033[K";
+  if (!writeTrace(error))
+    return failAtEnd("--trace: " + error);
 
   // The parameters and optimizer state, whole on rank 0, for the
   // checkpoint and the check.

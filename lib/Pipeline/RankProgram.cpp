@@ -46,9 +46,9 @@ constexpr llvm::StringLiteral kTagAttr = "pipe.tag";
 class RankBuilder {
 public:
   RankBuilder(func::FuncOp func, const pipe::Schedule &schedule, int64_t rank, StringRef gridName,
-              int16_t gridAxis)
+              int16_t gridAxis, bool markWork)
       : func(func), schedule(schedule), rank(rank), gridName(gridName), gridAxis(gridAxis),
-        b(func.getContext()) {}
+        markWork(markWork), b(func.getContext()) {}
 
   LogicalResult run();
 
@@ -58,6 +58,8 @@ private:
   int64_t rank;
   StringRef gridName;
   int16_t gridAxis;
+  /// Whether each fragment's work is marked for the trace.
+  bool markWork;
   OpBuilder b;
   IRMapping mapping;
   bool tail = false;
@@ -183,8 +185,15 @@ LogicalResult RankBuilder::emitFragment(pipe::FragmentOp fragment) {
     if (failed(materialize(read, fragment)))
       return failure();
   Block &body = fragment.getBody().front();
+  int64_t microbatch = fragment.getMicrobatch().value_or(0);
+  if (markWork)
+    pipe::WorkBeginOp::create(b, fragment.getLoc(), fragment.getStage(), fragment.getKind(),
+                              microbatch);
   for (Operation &op : body.without_terminator())
     b.clone(op, mapping);
+  if (markWork)
+    pipe::WorkEndOp::create(b, fragment.getLoc(), fragment.getStage(), fragment.getKind(),
+                            microbatch);
   for (auto [result, yielded] :
        llvm::zip(fragment.getResults(), body.getTerminator()->getOperands()))
     mapping.map(result, mapping.lookupOrDefault(yielded));
@@ -389,8 +398,8 @@ LogicalResult RankBuilder::run() {
 
 } // namespace
 
-LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t rank,
-                                                   StringRef axis) {
+LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t rank, StringRef axis,
+                                                   bool markWork) {
   auto module = func->getParentOfType<ModuleOp>();
   SmallVector<pipe::ScheduleOp> schedules(module.getOps<pipe::ScheduleOp>());
   if (schedules.size() != 1)
@@ -426,7 +435,7 @@ LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t ra
     return func.emitOpError() << "has a schedule for " << schedule.ranks
                               << " pipeline ranks on a mesh whose '" << axis << "' axis has "
                               << size;
-  RankBuilder builder(func, schedule, rank, kGridName, axes.front());
+  RankBuilder builder(func, schedule, rank, kGridName, axes.front(), markWork);
   if (failed(builder.run()))
     return failure();
   scheduleOp->erase();

@@ -37,6 +37,12 @@ struct Group {
 /// every rank runs the same collectives. Groups never move once made.
 const Group &groupOf(const int64_t *axes, int64_t numAxes, const char *what);
 
+/// The group of every rank in the job.
+const Group &everyone(const char *what);
+
+/// This rank's place on the mesh: "pp 0, dp 1, tp 0" (the mesh's order).
+std::string coordinatesText();
+
 /// `index` as a member of `group` (a root or a peer), or the end of the job
 /// with a message naming `what`.
 int memberIndex(const Group &group, int64_t index, const char *what);

@@ -29,6 +29,7 @@
 #include "Backend.h"
 #include "Groups.h"
 #include "ProgressBoard.h"
+#include "Trace.h"
 #include "pmlir/Support/Mesh.h"
 
 #include <mpi.h>
@@ -178,6 +179,23 @@ const Group &pmlir::rt::groupOf(const int64_t *axes, int64_t numAxes, const char
   return state->groups.emplace(key, split(key)).first->second;
 }
 
+const Group &pmlir::rt::everyone(const char *what) {
+  std::vector<int64_t> all(state->mesh->axisNames().size());
+  for (size_t a = 0; a < all.size(); ++a)
+    all[a] = static_cast<int64_t>(a);
+  return groupOf(all.data(), static_cast<int64_t>(all.size()), what);
+}
+
+std::string pmlir::rt::coordinatesText() {
+  if (!state)
+    return "";
+  std::string text;
+  std::vector<int64_t> coords = state->mesh->coordinates(state->rank);
+  for (size_t a = 0; a < coords.size(); ++a)
+    text += (a ? ", " : "") + state->mesh->axisNames()[a] + " " + std::to_string(coords[a]);
+  return text;
+}
+
 int pmlir::rt::memberIndex(const Group &group, int64_t index, const char *what) {
   if (index < 0 || index >= group.size)
     failWith(std::string(what) + " " + std::to_string(index) + " is outside the group of " +
@@ -245,7 +263,7 @@ void watch() {
     // The main thread is inside MPI: report and leave without touching MPI;
     // mpirun ends the other ranks when this one exits.
     const Wait &wait = state->waiting;
-    std::string what, who;
+    std::string what, who, awaited = wait.group ? "the rest of its group" : "the rest of the job";
     if (!wait.group) {
       what = std::string(wait.what) + " of the job's " + std::to_string(state->ranks) + " ranks";
       std::vector<int64_t> all(state->ranks);
@@ -254,8 +272,10 @@ void watch() {
       if (state->board)
         who = state->board->notArrived(all, 0, 0);
     } else if (wait.peer >= 0) {
-      what = std::string(wait.what) + " over " + wait.group->axes + " with rank " +
-             std::to_string(wait.peer);
+      // A message: the one peer it waits for.
+      awaited = "rank " + std::to_string(wait.peer);
+      what = std::string(wait.what) + (std::string(wait.what) == "send" ? " to " : " from ") +
+             awaited + " over " + wait.group->axes;
       if (state->board)
         who = state->board->whereIs(wait.peer, wait.group->boardKey);
     } else {
@@ -265,10 +285,9 @@ void watch() {
         who = state->board->notArrived(wait.group->members, wait.group->boardKey, wait.sequence);
     }
     std::fprintf(stderr,
-                 "pmlir-run: rank %d: %s waited more than %g s for the rest of %s%s%s; "
-                 "ending the job\n",
-                 state->rank, what.c_str(), state->timeoutSeconds,
-                 wait.group ? "its group" : "the job", who.empty() ? "" : "; ", who.c_str());
+                 "pmlir-run: rank %d: %s waited more than %g s for %s%s%s; ending the job\n",
+                 state->rank, what.c_str(), state->timeoutSeconds, awaited.c_str(),
+                 who.empty() ? "" : "; ", who.c_str());
     std::fflush(stderr);
     if (state->board && !wait.group)
       state->board->unlinkName(); // the job ends before the others would
@@ -423,14 +442,11 @@ extern "C" void pmlir_rt_finalize(void) {
   // Every rank meets here before MPI_Finalize, which would wait without a
   // limit for a rank still busy (rank 0 checking or writing the output).
   {
-    std::vector<int64_t> all(state->mesh->axisNames().size());
-    for (size_t a = 0; a < all.size(); ++a)
-      all[a] = static_cast<int64_t>(a);
-    const Group &everyone = groupOf(all.data(), static_cast<int64_t>(all.size()), "finalize");
-    Waiting waiting("the end of the run", everyone);
+    const Group &all = everyone("finalize");
+    Waiting waiting("the end of the run", all);
     mpiCall(
-        "the end of the run", [&] { return MPI_Barrier(everyone.comm); },
-        [&](MPI_Request *r) { return MPI_Ibarrier(everyone.comm, r); });
+        "the end of the run", [&] { return MPI_Barrier(all.comm); },
+        [&](MPI_Request *r) { return MPI_Ibarrier(all.comm, r); });
   }
   state->backend.reset();
   tearDown();
@@ -484,18 +500,21 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_reduce", count, dtype, axes, numAxes);
   checkReduction("all_reduce", op);
+  TracedCall traced("all_reduce", group, count * int64_t(elementBytes(dtype)));
   state->backend->allReduce(send, recv, count, dtype, op, group);
 }
 
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_gather", count, dtype, axes, numAxes);
+  TracedCall traced("all_gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->allGather(send, recv, count, dtype, group);
 }
 
 extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                                 int64_t root, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("gather", count, dtype, axes, numAxes);
+  TracedCall traced("gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->gather(send, recv, count, dtype, memberIndex(group, root, "gather: root"), group);
 }
 
@@ -504,31 +523,38 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
                                         const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("reduce_scatter", count, dtype, axes, numAxes);
   checkReduction("reduce_scatter", op);
+  TracedCall traced("reduce_scatter", group, count * int64_t(elementBytes(dtype)));
   state->backend->reduceScatter(send, recv, count, dtype, op, group);
 }
 
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_to_all", count, dtype, axes, numAxes);
+  TracedCall traced("all_to_all", group, count * int64_t(elementBytes(dtype)));
   state->backend->allToAll(send, recv, count, dtype, group);
 }
 
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                                    const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("broadcast", count, dtype, axes, numAxes);
+  TracedCall traced("broadcast", group, count * int64_t(elementBytes(dtype)));
   state->backend->broadcast(buf, count, dtype, memberIndex(group, root, "broadcast: root"), group);
 }
 
 extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
   const Group &group = collectiveGroup("send", count, dtype, axes, numAxes);
-  state->backend->send(buf, count, dtype, memberIndex(group, peer, "send: peer"), tag, group);
+  int member = memberIndex(group, peer, "send: peer");
+  TracedCall traced("send", group, count * int64_t(elementBytes(dtype)), member);
+  state->backend->send(buf, count, dtype, member, tag, group);
 }
 
 extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
   const Group &group = collectiveGroup("recv", count, dtype, axes, numAxes);
-  state->backend->recv(buf, count, dtype, memberIndex(group, peer, "recv: peer"), tag, group);
+  int member = memberIndex(group, peer, "recv: peer");
+  TracedCall traced("recv", group, count * int64_t(elementBytes(dtype)), member);
+  state->backend->recv(buf, count, dtype, member, tag, group);
 }
 
 extern "C" void pmlir_rt_wait(void) {

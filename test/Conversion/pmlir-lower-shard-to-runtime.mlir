@@ -260,3 +260,31 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
     return %g : tensor<12xf32>
   }
 }
+
+// -----
+
+// A pipeline fragment's work, marked for the trace: the runtime's
+// trace_begin and trace_end with the work's code (W is 3), stage and
+// microbatch.
+// CHECK-LABEL: func.func @work_marks_call_the_tracer
+// CHECK-DAG: %[[W:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[STAGE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[MB:.*]] = arith.constant 2 : i64
+// CHECK: call @pmlir_rt_trace_begin(%[[W]], %[[STAGE]], %[[MB]]) : (i64, i64, i64) -> ()
+// CHECK: tfm.add
+// CHECK: call @pmlir_rt_trace_end(
+// CHECK: func.func private @pmlir_rt_trace_begin(i64, i64, i64)
+func.func @work_marks_call_the_tracer(%x: tensor<4xf32>) -> tensor<4xf32> {
+  pipe.work_begin stage 1 "W" microbatch 2
+  %y = tfm.add %x, %x : tensor<4xf32>, tensor<4xf32>
+  pipe.work_end stage 1 "W" microbatch 2
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @unknown_work(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'pipe.work_begin' op has kind "X"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
+  pipe.work_begin stage 1 "X" microbatch 2
+  return %x : tensor<4xf32>
+}

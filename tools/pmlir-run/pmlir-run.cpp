@@ -7,7 +7,7 @@
 //             [--threads N] [--entry forward]
 //   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
 //             [--check [--tolerance T]] [--comm-report C.json] [--memory-report M.json]
-//             [--backend mpi|nccl] [--timeout S]
+//             [--backend mpi|nccl] [--timeout S] [--trace T.json]
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -85,7 +85,7 @@ static llvm::cl::opt<bool> initMissing(
 // at a phase, so that the others' timeouts can be seen to name it.
 static llvm::cl::opt<int> testHangRank("test-hang-rank", llvm::cl::Hidden, llvm::cl::init(-1));
 static llvm::cl::opt<std::string> testHangAt("test-hang-at", llvm::cl::Hidden,
-                                             llvm::cl::desc("start-up, check or output"));
+                                             llvm::cl::desc("start-up, step, check or output"));
 static llvm::cl::opt<bool> printResults(
     "print", llvm::cl::desc("print shape, mean, std and first values of each result"));
 static llvm::cl::opt<unsigned>
@@ -188,6 +188,9 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<std::string>
     resumeFile("resume", llvm::cl::desc("continue from a checkpoint --save wrote (on any mesh)"),
                llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> traceFile(
+    "trace", llvm::cl::desc("with --mesh: write a Chrome trace (Perfetto) of every rank's pipeline "
+                            "work, steps and communication to this JSON file"));
 static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
@@ -281,6 +284,7 @@ static int runMain(int argc, char **argv) {
   }
   options.recompute = recompute;
   options.commReport = commReportFile;
+  options.trace = traceFile;
   options.memoryReport = memoryReportFile;
   options.check = check;
   options.tolerance = tolerance;

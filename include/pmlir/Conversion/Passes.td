@@ -184,6 +184,8 @@ def PipelineLower : Pass<"pmlir-pipeline-lower", "mlir::ModuleOp"> {
            "the function to lower">,
     Option<"rank", "rank", "int64_t", /*default=*/"0", "the pipeline rank (pp coordinate)">,
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"", "the pipeline's mesh axis">,
+    Option<"trace", "trace", "bool", /*default=*/"false",
+           "mark each fragment's work (pipe.work_begin, pipe.work_end) for the trace">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect", "mlir::tensor::TensorDialect"];
 }
@@ -222,6 +224,9 @@ def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp">
       `process_multi_index`: runtime calls that return this process's index.
     - `grid_shape`: constants (pmlir-run runs a program only on a mesh of
       its grid's shape).
+    - `pipe.work_begin` and `pipe.work_end` (a pipeline fragment's work, for
+      pmlir-run --trace): `pmlir_rt_trace_begin` and `_end` with the work's
+      code, stage and microbatch.
 
     Other `shard` ops get an error naming them. `shard.grid` ops that nothing
     refers to any more are erased.

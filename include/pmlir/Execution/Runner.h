@@ -44,6 +44,9 @@ struct RunOptions {
   std::string recipe;
   bool sequenceParallel = false;
   std::string commReport, memoryReport;
+  /// Write a Chrome trace of every rank's work (pipeline fragments, host
+  /// steps) and communication here.
+  std::string trace;
   /// Also run the unsharded program on rank 0 and compare.
   bool check = false;
   double tolerance = 1e-5;
@@ -91,7 +94,8 @@ struct RunOptions {
   std::function<mlir::LogicalResult(mlir::PassManager &)> configurePassManager;
 
   /// Fault injection for the fault tests: this rank stops (until killed)
-  /// at `hangAt` ("start-up", "check" or "output").
+  /// at `hangAt` ("start-up", "step" (before the first training step),
+  /// "check" or "output").
   int64_t hangRank = -1;
   std::string hangAt;
 };

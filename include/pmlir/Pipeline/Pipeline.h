@@ -50,14 +50,23 @@ mlir::FailureOr<std::vector<int64_t>> assignLayersToStages(mlir::func::FuncOp fu
 mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
                                         const StagePartitionOptions &options);
 
+/// Splits each backward (B) fragment of `func` into the two actions of
+/// zero-bubble schedules: I, the ops that the gradients sent to earlier
+/// stages need, and W, the rest (the weight gradients). A backward
+/// tfm.layer splits alike into two backward layers of its index, and what
+/// W reads of I leaves the I fragment as a result.
+mlir::LogicalResult splitBackwardFragments(mlir::func::FuncOp func);
+
 /// Builds, from `func` (cut into stages, repeated per microbatch and
 /// sharded) and the module's pipe.schedule, the program of pipeline rank
 /// `rank` on the grid's axis `axis`: its fragments in its schedule's order,
 /// each transfer a shard.send on the producing rank and a shard.recv on the
 /// consuming one, each stage sum a shard.all_reduce over `axis`. Arguments
-/// and results the rank does not use or make are dropped.
-mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank,
-                                        llvm::StringRef axis);
+/// and results the rank does not use or make are dropped. With `markWork`,
+/// pipe.work_begin and pipe.work_end mark each fragment's work for the
+/// trace.
+mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank, llvm::StringRef axis,
+                                        bool markWork = false);
 
 } // namespace pmlir::pipeline
 

@@ -114,6 +114,23 @@ void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t
 void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                    const int64_t *axes, int64_t num_axes, int64_t tag);
 
+/* Tracing (pmlir-run --trace): spans of each rank's work, written as one
+ * Chrome trace (Perfetto and chrome://tracing open it). Off until
+ * pmlir_rt_trace_start, which every rank calls: it meets the others, so
+ * that their times start together. Compiled pipelines mark each fragment
+ * they run (work code of RuntimeAbi.def's PMLIR_RT_WORK, stage,
+ * microbatch); the runtime adds its collectives and point-to-point
+ * messages (on NCCL the time they take to issue, not to complete); the host
+ * marks regions of its own ("step 2"). pmlir_rt_trace_write, called by
+ * every rank, gathers the spans on rank 0, which writes `path`; returns
+ * non-zero with `error` on rank 0 when it cannot. */
+void pmlir_rt_trace_start(void);
+void pmlir_rt_trace_begin(int64_t work, int64_t stage, int64_t microbatch);
+void pmlir_rt_trace_end(int64_t work, int64_t stage, int64_t microbatch);
+void pmlir_rt_trace_region_begin(const char *name);
+void pmlir_rt_trace_region_end(void);
+int pmlir_rt_trace_write(const char *path, char *error, size_t error_size);
+
 /* The entry points that pmlir-lower-shard-to-runtime calls (RuntimeAbi.def:
  * `_mlir_ciface_pmlir_rt_*` over memref descriptors, and plain ones), for a
  * JIT to bind by name; terminated by an entry whose name is null. */

@@ -84,6 +84,15 @@ inline std::optional<int> reductionCode(std::string_view name) {
   return std::nullopt;
 }
 
+/// The code of the pipeline work that pipe.fragment spells `name` ("F").
+inline std::optional<int> workCode(std::string_view name) {
+#define PMLIR_RT_WORK(ENUM, CODE, NAME)                                                            \
+  if (name == #NAME)                                                                               \
+    return CODE;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  return std::nullopt;
+}
+
 } // namespace pmlir::rt::abi
 
 #endif // PMLIR_RUNTIME_RUNTIMEABI_H

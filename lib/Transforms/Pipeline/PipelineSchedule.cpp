@@ -10,6 +10,7 @@
 #include "pmlir/Transforms/Passes.h"
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Pipeline/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,9 +38,12 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     if (!module.getOps<pipe::ScheduleOp>().empty())
       return fail("the module already has a pipe.schedule");
     int64_t stages = 0;
+    SmallVector<func::FuncOp> pipelined;
     for (auto func : module.getOps<func::FuncOp>())
-      if (auto attr = func->getAttrOfType<IntegerAttr>(pipe::kStagesAttr))
+      if (auto attr = func->getAttrOfType<IntegerAttr>(pipe::kStagesAttr)) {
         stages = attr.getInt();
+        pipelined.push_back(func);
+      }
     if (stages == 0)
       return fail("no function is cut into pipeline stages (pipe.stages): run "
                   "pmlir-pipeline-partition first");
@@ -70,6 +74,11 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts());
     if (sim.deadlocked)
       return fail(sim.deadlock);
+    // Zero-bubble schedules run each backward as I and W.
+    if (built->splitsBackward())
+      for (func::FuncOp func : pipelined)
+        if (failed(pipeline::splitBackwardFragments(func)))
+          return signalPassFailure();
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     SmallVector<Attribute> lists;
     for (const auto &list : built->actions) {

@@ -23,3 +23,18 @@ func.func @two_stages(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<f32>) {
 // CHECK: pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2 {{\[}}["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
 pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
     [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+
+// A fragment without results (a stage's empty input-gradient part), and
+// the marks of a fragment's work for the trace.
+// CHECK-LABEL: func.func @marks
+// CHECK: pipe.fragment stage 0 "I" {
+// CHECK-NEXT: }
+// CHECK: pipe.work_begin stage 1 "W" microbatch 3
+// CHECK: pipe.work_end stage 1 "W" microbatch 3
+func.func @marks() {
+  pipe.fragment stage 0 "I" {
+  }
+  pipe.work_begin stage 1 "W" microbatch 3
+  pipe.work_end stage 1 "W" microbatch 3
+  return
+}

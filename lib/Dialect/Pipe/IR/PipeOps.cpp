@@ -45,12 +45,21 @@ std::optional<int64_t> pmlir::pipe::stageOf(Value v) {
   return std::nullopt;
 }
 
-LogicalResult FragmentOp::verify() {
-  StringRef kind = getKind();
+/// Fails on `op` unless `kind` names a fragment's kind.
+static LogicalResult verifyWorkKind(Operation *op, StringRef kind) {
   if (kind != kForward && kind != kBackward && kind != kBackwardInput && kind != kBackwardWeight)
-    return emitOpError() << "has kind \"" << kind
-                         << "\"; a fragment is F (forward), B (backward), I (input gradient) or "
-                            "W (weight gradient)";
+    return op->emitOpError() << "has kind \"" << kind
+                             << "\"; a fragment is F (forward), B (backward), I (input gradient) "
+                                "or W (weight gradient)";
+  return success();
+}
+
+LogicalResult WorkBeginOp::verify() { return verifyWorkKind(*this, getKind()); }
+LogicalResult WorkEndOp::verify() { return verifyWorkKind(*this, getKind()); }
+
+LogicalResult FragmentOp::verify() {
+  if (failed(verifyWorkKind(*this, getKind())))
+    return failure();
   Operation *yield = getBody().front().getTerminator();
   if (yield->getOperandTypes() != getResultTypes())
     return emitOpError() << "yields " << yield->getOperandTypes() << " but returns "

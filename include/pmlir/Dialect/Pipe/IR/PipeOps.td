@@ -68,7 +68,7 @@ def Pipe_FragmentOp : Pipe_Op<"fragment", [SingleBlockImplicitTerminator<"YieldO
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `stage` $stage $kind (`microbatch` $microbatch^)? attr-dict `:` type($results) $body
+    `stage` $stage $kind (`microbatch` $microbatch^)? (`:` type($results)^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
 }
@@ -151,5 +151,27 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule"> {
     ::pmlir::pipe::Schedule getSchedule();
   }];
 }
+
+// The start and end of a fragment's work on a pipeline rank, for the trace
+// of pmlir-run --trace: pmlir-pipeline-lower{trace} puts them around each
+// fragment it inlines, and pmlir-lower-shard-to-runtime makes them calls of
+// the runtime's pmlir_rt_trace_begin and _end. They write (the trace), so
+// that nothing moves them.
+class Pipe_WorkMarkOp<string mnemonic, string edge>
+    : Pipe_Op<mnemonic, [MemoryEffects<[MemWrite]>]> {
+  let summary = "marks where a fragment's work " # edge # "s in the trace";
+  let description = [{
+    ```mlir
+    pipe.work_begin stage 1 "F" microbatch 3
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage, StrAttr:$kind,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch);
+  let assemblyFormat = "`stage` $stage $kind `microbatch` $microbatch attr-dict";
+  let hasVerifier = 1;
+}
+
+def Pipe_WorkBeginOp : Pipe_WorkMarkOp<"work_begin", "start">;
+def Pipe_WorkEndOp : Pipe_WorkMarkOp<"work_end", "end">;
 
 #endif // PMLIR_DIALECT_PIPE_IR_PIPEOPS_TD

@@ -1,0 +1,38 @@
+//===- Trace.h - The runtime's spans for pmlir-run --trace ------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What the collectives of Runtime.cpp add to the trace (Runtime.h has the
+// entry points). Recording costs a clock read and a vector append, and
+// nothing while the trace is off.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_LIB_RUNTIME_TRACE_H
+#define PMLIR_LIB_RUNTIME_TRACE_H
+
+#include "Groups.h"
+
+#include <cstdint>
+
+namespace pmlir::rt {
+
+/// A collective or message of `bytes` bytes on `group` (with member `peer`
+/// for point to point), traced from construction to destruction.
+class TracedCall {
+public:
+  TracedCall(const char *what, const Group &group, int64_t bytes, int64_t peer = -1);
+  ~TracedCall();
+  TracedCall(const TracedCall &) = delete;
+  TracedCall &operator=(const TracedCall &) = delete;
+
+private:
+  const char *what;
+  const Group *group;
+  int64_t bytes, peer;
+  int64_t startNs = -1;
+};
+
+} // namespace pmlir::rt
+
+#endif // PMLIR_LIB_RUNTIME_TRACE_H

@@ -1,0 +1,60 @@
+// One pipeline rank's program from a GPT-2 training step cut into 2 stages
+// on pp=2, 1F1B over 2 microbatches: each rank's fragments in its
+// schedule's order (rank 0: 0F0 0F1 0B0 0B1, rank 1: 1F0 1B0 1F1 1B1), each
+// marked for the trace; activations and gradients cross as tagged sends and
+// receives, whose tags pair up (rank 0 sends 1 and 3, receives 2 and 4); the
+// stage sums (the tied wte gradient, the loss) become pp all-reduces.
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
+// RUN:       --pmlir-optimizer="entry=grad grad-accum=2" --pmlir-pipeline-schedule="schedule=1f1b microbatches=2" \
+// RUN:       --pmlir-sharding-pipeline -o %t.mlir
+// RUN: pmlir-opt %t.mlir --pmlir-pipeline-lower="rank=0 trace=true" | FileCheck %s --check-prefix=RANK0
+// RUN: pmlir-opt %t.mlir --pmlir-pipeline-lower="rank=1 trace=true" | FileCheck %s --check-prefix=RANK1
+// RUN: pmlir-opt %t.mlir --pmlir-pipeline-lower="rank=1" | FileCheck %s --check-prefix=UNTRACED
+
+// RANK0-LABEL: func.func @train_step
+// RANK0-NOT: pipe.schedule
+// RANK0: pipe.work_begin stage 0 "F" microbatch 0
+// RANK0:   tfm.embedding
+// RANK0: pipe.work_end stage 0 "F" microbatch 0
+// RANK0: shard.send {{.*}} destination = [1] {pipe.tag = 1 : i64}
+// RANK0: pipe.work_begin stage 0 "F" microbatch 1
+// RANK0: shard.send {{.*}} destination = [1] {pipe.tag = 3 : i64}
+// RANK0: shard.recv {{.*}} source = [1] {pipe.tag = 2 : i64}
+// RANK0: pipe.work_begin stage 0 "B" microbatch 0
+// RANK0: shard.recv {{.*}} source = [1] {pipe.tag = 4 : i64}
+// RANK0: pipe.work_begin stage 0 "B" microbatch 1
+// RANK0: shard.all_reduce {{.*}} : tensor<11x16xf32> -> tensor<11x16xf32>
+// RANK0: shard.all_reduce {{.*}} : tensor<f32> -> tensor<f32>
+// RANK0: tfm.adamw
+// RANK0-NOT: pipe.
+// RANK0: return
+
+// RANK1-LABEL: func.func @train_step
+// RANK1: shard.recv {{.*}} source = [0] {pipe.tag = 1 : i64}
+// RANK1: pipe.work_begin stage 1 "F" microbatch 0
+// RANK1:   tfm.cross_entropy
+// RANK1: pipe.work_begin stage 1 "B" microbatch 0
+// RANK1: shard.send {{.*}} destination = [0] {pipe.tag = 2 : i64}
+// RANK1: shard.recv {{.*}} source = [0] {pipe.tag = 3 : i64}
+// RANK1: pipe.work_begin stage 1 "F" microbatch 1
+// RANK1: pipe.work_begin stage 1 "B" microbatch 1
+// RANK1: shard.send {{.*}} destination = [0] {pipe.tag = 4 : i64}
+// RANK1: shard.all_reduce
+
+// UNTRACED-LABEL: func.func @train_step
+// UNTRACED-NOT: pipe.work_begin
+// UNTRACED: return
+
+// Bad input: a rank the schedule does not have, no schedule, no mesh.
+// RUN: not pmlir-opt %t.mlir --pmlir-pipeline-lower="rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
+// RANK: error: 'func.func' op has no pipeline rank 2: its schedule has 2
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
+// RUN:   | not pmlir-opt --pmlir-pipeline-lower="entry=grad rank=0" 2>&1 | FileCheck %s --check-prefix=NO-SCHEDULE
+// NO-SCHEDULE: error: 'func.func' op needs one pipe.schedule in its module to be lowered to a pipeline rank, the module has 0
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" --pmlir-pipeline-schedule="schedule=gpipe" \
+// RUN:   | not pmlir-opt --pmlir-pipeline-lower="entry=grad rank=0" 2>&1 | FileCheck %s --check-prefix=NO-MESH
+// NO-MESH: error: 'func.func' op must be partitioned on a mesh (a shard.grid @mesh) before its pipeline ranks are built

@@ -1,0 +1,51 @@
+// Schedules for a GPT-2 gradient function cut into 2 stages: generated
+// (1F1B), read from torch.distributed.pipelining's CSV, and zero-bubble,
+// whose backward fragments split into I (what the gradient sent to stage 0
+// needs) and W (the weight gradients, which read what I leaves them).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" -o %t/stages.mlir
+// RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=2" | FileCheck %s --check-prefix=1F1B
+// 1F1B: pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2 {{\[}}["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+
+// RUN: printf '0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n' > %t/ok.csv
+// RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/ok.csv microbatches=2" | FileCheck %s --check-prefix=CSV
+// CSV: pipe.schedule "csv" ranks 2 stages 2 microbatches 2 {{\[}}["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+
+// RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=zb-h1 microbatches=1" | FileCheck %s --check-prefix=ZB
+// ZB: pipe.fragment stage 1 "F"
+// ZB: %[[I1:.*]]:{{[0-9]+}} = pipe.fragment stage 1 "I"
+// ZB-NOT: weight_grad
+// ZB:   tfm.layernorm_grad
+// ZB:   tfm.layer 1 backward
+// ZB-NOT: weight_grad
+// ZB:   pipe.yield
+// ZB: pipe.fragment stage 1 "W"
+// ZB:   tfm.weight_grad %[[I1]]#0,
+// ZB:   tfm.layer 1 backward
+// ZB:     tfm.weight_grad
+// ZB: %[[DX:.*]] = pipe.transfer %[[I1]]#{{[0-9]+}} from 1 to 0
+// ZB: pipe.fragment stage 0 "I" {
+// ZB-NEXT: }
+// ZB: pipe.fragment stage 0 "W"
+// ZB:   tfm.layer 0 backward
+// ZB:     tfm.matmul %[[DX]],
+// ZB: pipe.schedule "zb-h1" ranks 2 stages 2 microbatches 1 {{\[}}["0F0", "0I0", "0W0"], ["1F0", "1I0", "1W0"]]
+
+// Bad input: a CSV that deadlocks, one that leaves out a microbatch, one
+// that cannot be read, an unknown generator, a second schedule, no stages.
+// RUN: printf '0F0,0B0,0F1,0B1\n1F0,1F1,1B1,1B0\n' > %t/deadlock.csv
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/deadlock.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=DEADLOCK
+// DEADLOCK: error: pmlir-pipeline-schedule: the schedule deadlocks: rank 0 waits at 0RECV_B0 for 1SEND_B0 (on rank 1); rank 1 waits at 1RECV_F1 for 0SEND_F1 (on rank 0)
+// RUN: printf '0F0,0B0\n1F0,1B0\n' > %t/missing.csv
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/missing.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: error: pmlir-pipeline-schedule: no rank runs 0F1 (stage 0's F of microbatch 1)
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/none.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=NO-FILE
+// NO-FILE: error: pmlir-pipeline-schedule: cannot read the schedule '{{.*}}none.csv':
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: pmlir-pipeline-schedule: unknown schedule 'zb-h2' (gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv)
+// RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=gpipe" \
+// RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: error: pmlir-pipeline-schedule: the module already has a pipe.schedule
+// RUN: not pmlir-opt %s --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=UNCUT
+// UNCUT: error: pmlir-pipeline-schedule: no function is cut into pipeline stages (pipe.stages): run pmlir-pipeline-partition first
