@@ -49,7 +49,8 @@ Value sumOverMicrobatches(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   SmallVector<pipe::StageSumOp> sums;
   for (Value v : values) {
     auto s = v.getDefiningOp<pipe::StageSumOp>();
-    if (!s || !s->hasOneUse() || (!sums.empty() && s.getStages() != sums.front().getStages()))
+    // Fresh from the microbatch's clone: nothing reads it yet.
+    if (!s || !s->use_empty() || (!sums.empty() && s.getStages() != sums.front().getStages()))
       return sum(b, loc, values);
     sums.push_back(s);
   }

@@ -3,7 +3,8 @@
 // schedule's order (rank 0: 0F0 0F1 0B0 0B1, rank 1: 1F0 1B0 1F1 1B1), each
 // marked for the trace; activations and gradients cross as tagged sends and
 // receives, whose tags pair up (rank 0 sends 1 and 3, receives 2 and 4); the
-// stage sums (the tied wte gradient, the loss) become pp all-reduces.
+// stage sums (the tied wte gradient, summed over the microbatches first, and
+// the loss) become pp all-reduces.
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {/' \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
@@ -26,6 +27,7 @@
 // RANK0: shard.recv {{.*}} source = [1] {pipe.tag = 4 : i64}
 // RANK0: pipe.work_begin stage 0 "B" microbatch 1
 // RANK0: shard.all_reduce {{.*}} : tensor<11x16xf32> -> tensor<11x16xf32>
+// RANK0-NOT: shard.all_reduce {{.*}} : tensor<11x16xf32>
 // RANK0: shard.all_reduce {{.*}} : tensor<f32> -> tensor<f32>
 // RANK0: tfm.adamw
 // RANK0-NOT: pipe.
