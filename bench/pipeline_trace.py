@@ -6,9 +6,11 @@ ranks of this machine; the last step's trace gives each rank's busy time
 (its F, B, I and W spans) inside the window from the first span's start to
 the last one's end, and the bubble is the idle share of that window, averaged
 over the ranks. The simulator (pmlir-pipeline-report) runs the same schedule
-with F, B (or I and W) set to the mean measured spans. The formulas: GPipe
-and 1F1B (p-1)/(m+p-1), interleaved (p-1)/(vm+p-1), ZB-H1 the simulator's
-formula with F = I = W (a third of 1F1B's idle time).
+with F, B (or I and W) set to the mean measured spans, and again with
+F = I = W. The formulas: GPipe and 1F1B (p-1)/(m+p-1), interleaved
+(p-1)/(vm+p-1), ZB-H1 with F = I = W (a third of 1F1B's idle time); ZB-V
+(two stages a rank in a V) has none, its F = I = W column is the
+simulator's.
 
 Also draws each trace's last step as a PNG (ranks x time; F blue, B red, I
 orange, W green, communication grey below), with no plotting library:
@@ -144,7 +146,8 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OPENBLAS_NUM_THREADS="1")
     rows = []
-    for schedule, v in [("gpipe", 1), ("1f1b", 1), ("interleaved-1f1b", 2), ("zb-h1", 1)]:
+    for schedule, v in [("gpipe", 1), ("1f1b", 1), ("interleaved-1f1b", 2), ("zb-h1", 1),
+                        ("zb-v", 2)]:
         trace_path = os.path.join(out, f"{schedule}.json")
         cmd = [f"{BUILD}/pmlir-run", model_path, "--train", "--steps", "3", "--data", tokens,
                "--mesh", f"pp={p}", "--threads", "1", "--pipeline-schedule", schedule,
@@ -161,19 +164,19 @@ def main():
         sim = simulated(model, schedule, p, v, m, costs)
         equal = simulated(model, schedule, p, v, m, {"F": 1, "I": 1, "W": 1})
         draw(os.path.join(out, f"{schedule}.png"), spans)
-        rows.append((schedule, v, bubble, sim["bubble"], equal.get("formula_bubble"),
-                     window / 1e3, mean))
+        rows.append((schedule, v, bubble, sim["bubble"], equal["bubble"],
+                     equal.get("formula_bubble"), window / 1e3, mean))
 
     print(f"# {benchlib.machine()}")
     print(f"# {model}, pp={p}, {m} microbatches, 1 thread a rank; traces and PNGs in {out}")
-    print("| schedule | v | bubble, traced | simulated (traced F, B/I, W) | formula (F=I=W) "
-          "| step's pipeline window, ms | mean F / B / I / W, ms |")
-    print("|---|---|---|---|---|---|---|")
-    for schedule, v, traced, sim, formula, window, mean in rows:
+    print("| schedule | v | bubble, traced | simulated (traced F, B/I, W) | simulated (F=I=W) "
+          "| formula (F=I=W) | step's pipeline window, ms | mean F / B / I / W, ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for schedule, v, traced, sim, equal, formula, window, mean in rows:
         spans = " / ".join(f"{mean[k] / 1e3:.2f}" if k in mean else "-" for k in "FBIW")
         formula_text = f"{formula:.3f}" if formula is not None else "-"
-        print(f"| {schedule} | {v} | {traced:.3f} | {sim:.3f} | {formula_text} | {window:.1f} "
-              f"| {spans} |")
+        print(f"| {schedule} | {v} | {traced:.3f} | {sim:.3f} | {equal:.3f} | {formula_text} "
+              f"| {window:.1f} | {spans} |")
 
 
 if __name__ == "__main__":

@@ -150,9 +150,17 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
                     ") is in neither --inputs nor --weights");
   // Microbatches stacked [K, B, ...] bind from the batch of all of them,
   // [K * B, ...]: the same elements in the same order.
-  bool stacked = view && !isParam && !isState && shape.size() >= 2 &&
-                 view->shape.size() + 1 == shape.size() && view->shape[0] == shape[0] * shape[1] &&
-                 std::equal(view->shape.begin() + 1, view->shape.end(), shape.begin() + 2);
+  bool stackable = view && !isParam && !isState && shape.size() >= 2 &&
+                   view->shape.size() + 1 == shape.size() &&
+                   std::equal(view->shape.begin() + 1, view->shape.end(), shape.begin() + 2);
+  bool stacked = stackable && view->shape[0] == shape[0] * shape[1];
+  if (stackable && !stacked)
+    return failWith("tensor '" + a.name + "' in " + from->path() + " holds a batch of " +
+                    std::to_string(view->shape[0]) + ", which is not the " +
+                    std::to_string(shape[0]) + " microbatches of " + std::to_string(shape[1]) +
+                    " that argument #" + std::to_string(index) + where + " stacks (" +
+                    formatDims(shape) + "): give a batch of " +
+                    std::to_string(shape[0] * shape[1]));
   if (view && view->shape != shape && !stacked)
     return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
                     (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +

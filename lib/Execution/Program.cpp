@@ -91,11 +91,12 @@ Role roleOf(tfm::ArgumentRole role) {
 
 } // namespace
 
-bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::string &error) {
+bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::string &error,
+                         bool mayReturnNothing) {
   std::string where = " of @" + entry.getSymName().str();
   signature = EntrySignature();
   signature.name = entry.getSymName().str();
-  if (entry.getNumResults() == 0) {
+  if (entry.getNumResults() == 0 && !mayReturnNothing) {
     error = "@" + signature.name + " returns nothing; pmlir-run runs functions that return tensors";
     return false;
   }
@@ -271,7 +272,10 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
   descriptors.reserve(args.size());
   for (BoundArgument &a : args)
     descriptors.emplace_back(a.data, a.shape);
-  pointers.push_back(resultWords.data());
+  // The results' descriptors come first; a function that returns nothing
+  // (every result in place, or a pipeline rank's) has no such argument.
+  if (!resultWords.empty())
+    pointers.push_back(resultWords.data());
   for (MemRefDescriptor &d : descriptors)
     pointers.push_back(d.words.data());
   for (void *&p : pointers)

@@ -251,15 +251,13 @@ int Job::run() {
 
   // --grads runs the gradient of the entry's loss instead of the entry,
   // --train a training step built from it.
-  // Pipelining cuts the gradient function into stages on the mesh's pp
-  // axis and repeats them per microbatch; --check compares with the same
-  // step unpipelined.
+  // Pipelining cuts the gradient function (or, for inference, the entry)
+  // into stages on the mesh's pp axis and repeats them per microbatch;
+  // --check compares with the same step or forward unpipelined.
   bool pipelined = !o.pipelineSchedule.empty();
   int64_t pipelineRanks = 1;
   OwningOpRef<ModuleOp> unpipelined;
   if (pipelined) {
-    if (!o.train)
-      return failHere("--pipeline-schedule runs training steps: add --train");
     if (!mesh || mesh->axisIndex("pp") < 0)
       return failHere("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
     if (o.gradAccum != 1)
@@ -287,41 +285,52 @@ int Job::run() {
     optimizer.gradAccum = pipelined ? o.microbatches : o.gradAccum;
     return optimizer;
   };
-  if (!o.grads.empty() || o.train) {
+  // The program pmlir-run runs: the entry, its gradient (--grads), a
+  // training step (--train); pipelined, cut into stages repeated over the
+  // microbatches (a training step repeats its gradient function, a forward
+  // is repeated by pmlir-microbatch) and scheduled.
+  if (!o.grads.empty() || o.train || pipelined) {
     PassManager pm(&context);
-    AutodiffOptions autodiff;
-    autodiff.entry = o.entry;
-    autodiff.name = o.entry + "_grad";
-    autodiff.keepEntry = false;
-    autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
-                         : o.recompute == "none" ? training::Recompute::None
-                                                 : training::Recompute::Selective;
-    pm.addPass(createAutodiff(autodiff));
+    std::string name = o.entry;
+    if (!o.grads.empty() || o.train) {
+      AutodiffOptions autodiff;
+      autodiff.entry = o.entry;
+      autodiff.name = name = o.entry + "_grad";
+      autodiff.keepEntry = false;
+      autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
+                           : o.recompute == "none" ? training::Recompute::None
+                                                   : training::Recompute::Selective;
+      pm.addPass(createAutodiff(autodiff));
+    }
     if (pipelined) {
       PipelinePartitionOptions partition;
-      partition.entry = autodiff.name;
+      partition.entry = name;
       partition.stages = pipelineRanks * o.virtualStages;
       pm.addPass(createPipelinePartition(partition));
     }
-    std::string name = autodiff.name;
     if (o.train) {
+      pm.addPass(createOptimizer(trainStepOptions(name)));
       name = "train_step";
-      pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
-      if (pipelined) {
-        PipelineScheduleOptions schedule;
-        schedule.schedule = o.pipelineSchedule;
-        schedule.ranks = pipelineRanks;
-        schedule.microbatches = o.microbatches;
-        schedule.virtualStages = o.virtualStages;
-        pm.addPass(createPipelineSchedule(schedule));
-      }
+    } else if (pipelined) {
+      pm.addPass(createMicrobatch(MicrobatchOptions{name, o.microbatches}));
+    }
+    if (pipelined) {
+      PipelineScheduleOptions schedule;
+      schedule.schedule = o.pipelineSchedule;
+      schedule.ranks = pipelineRanks;
+      schedule.microbatches = o.microbatches;
+      schedule.virtualStages = o.virtualStages;
+      schedule.csvFile = o.pipelineCsv;
+      pm.addPass(createPipelineSchedule(schedule));
     }
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
       quiet.emplace(&context, [](Diagnostic &) { return success(); });
     if (failed(configure(pm)) || failed(pm.run(*module))) {
       if (rank == 0)
-        fail(std::string(o.train ? "building a training step of @" : "differentiating @") +
+        fail(std::string(o.train           ? "building a training step of @"
+                         : o.grads.empty() ? "pipelining @"
+                                           : "differentiating @") +
              o.entry + " of " + o.model + " failed");
       if (mesh)
         pmlir_rt_finalize();
@@ -330,17 +339,22 @@ int Job::run() {
     entry = module->lookupSymbol<func::FuncOp>(name);
   }
   if (unpipelined) {
-    // The reference of --check: the same step over the same microbatches,
-    // without stages.
+    // The reference of --check: the same step or forward over the same
+    // microbatches, without stages.
     PassManager pm(&context);
-    AutodiffOptions autodiff;
-    autodiff.entry = o.entry;
-    autodiff.name = o.entry + "_grad";
-    autodiff.keepEntry = false;
-    pm.addPass(createAutodiff(autodiff));
-    pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
+    if (o.train) {
+      AutodiffOptions autodiff;
+      autodiff.entry = o.entry;
+      autodiff.name = o.entry + "_grad";
+      autodiff.keepEntry = false;
+      pm.addPass(createAutodiff(autodiff));
+      pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
+    } else {
+      pm.addPass(createMicrobatch(MicrobatchOptions{o.entry, o.microbatches}));
+    }
     if (failed(pm.run(*unpipelined)))
-      return failHere("building the unpipelined training step of --check failed");
+      return failHere(std::string("building the unpipelined ") +
+                      (o.train ? "training step" : "forward") + " of --check failed");
   }
   // A pipelined program is sharded on its mesh even without a recipe: its
   // transfers run on the pp axis.
@@ -399,7 +413,7 @@ int Job::run() {
     if (pipelined) {
       // This rank's program: its pipeline stages in its schedule's order.
       PipelineLowerOptions lower;
-      lower.entry = "train_step";
+      lower.entry = o.train ? "train_step" : o.entry;
       lower.rank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
       lower.axis = "pp";
       lower.trace = !o.trace.empty();
@@ -439,7 +453,7 @@ int Job::run() {
   }
   std::string error;
   EntrySignature signature;
-  if (!describeEntry(entry, signature, error))
+  if (!describeEntry(entry, signature, error, /*mayReturnNothing=*/pipelined))
     return failHere(error);
   for (const TensorSpec &result : signature.results) {
     if (!result.sharding)
@@ -485,6 +499,10 @@ int Job::run() {
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
   program->bind(args);
+  // Every rank has compiled before the first run, whose time is then its
+  // own, not a wait for the slowest compile (a pipeline's last stage).
+  if (mesh)
+    pmlir_rt_ready();
   if (mesh && !o.trace.empty())
     pmlir_rt_trace_start();
   if (o.train)
@@ -497,15 +515,19 @@ int Job::run() {
   if (o.repeat > 0) {
     // Tokens per run of the whole job: the global token ids' count, not
     // this rank's share of a batch split over dp.
+    // (A pipeline rank past the first returns nothing.)
     int64_t jobTokens = 1;
-    const TensorSpec &result = signature.results.front();
-    std::optional<BlockLayout> resultLayout;
-    if (result.sharding)
-      resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
-                                         coordinates, error, result.parts);
-    std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->shape : result.shape;
-    if (resultGlobal.size() >= 2)
-      jobTokens = elementCount(std::vector<int64_t>(resultGlobal.begin(), resultGlobal.end() - 1));
+    if (!signature.results.empty()) {
+      const TensorSpec &result = signature.results.front();
+      std::optional<BlockLayout> resultLayout;
+      if (result.sharding)
+        resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
+                                           coordinates, error, result.parts);
+      std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->shape : result.shape;
+      if (resultGlobal.size() >= 2)
+        jobTokens =
+            elementCount(std::vector<int64_t>(resultGlobal.begin(), resultGlobal.end() - 1));
+    }
     for (auto [argNumber, range] : idRanges)
       if (!range.ignored) {
         const TensorSpec &ids = signature.arguments[argNumber];
@@ -730,6 +752,14 @@ int exec::runModel(const RunOptions &o) {
     return fail("--trace writes the ranks' spans: it needs --mesh");
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
+  if ((o.pipelineSchedule == "csv") != !o.pipelineCsv.empty())
+    return fail(o.pipelineCsv.empty() ? "--pipeline-schedule csv reads its actions from "
+                                        "--pipeline-csv FILE"
+                                      : "--pipeline-csv gives the actions of "
+                                        "--pipeline-schedule csv");
+  if (!o.pipelineSchedule.empty() && !o.grads.empty())
+    return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
+                "not pipelined");
   if (!o.grads.empty() && !o.output.empty())
     return fail("--grads writes the loss and the gradients; it takes no --output");
   if (!o.train) {

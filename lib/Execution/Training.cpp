@@ -144,6 +144,68 @@ int64_t argumentNamed(const EntrySignature &signature, llvm::StringRef name) {
   return -1;
 }
 
+/// A tensor of a checkpoint: its name, whether it is a parameter (else
+/// optimizer state), its shape and its values.
+struct StateTensor {
+  std::string name;
+  bool param = true;
+  std::vector<int64_t> shape;
+  const float *values = nullptr;
+  std::vector<float> owned;
+};
+
+/// The tag of the checkpoint's messages between pipeline ranks, above any
+/// transfer's: messages of one tag between two ranks arrive in order.
+constexpr int64_t kCheckpointTag = 32767;
+
+/// Sends `tensors` to member 0 of the group over `ppAxis`: a manifest (the
+/// count, then each tensor's role, rank, dims, name length and name, as
+/// int32) after its length, then each tensor's values.
+void sendState(const std::vector<StateTensor> &tensors, int64_t ppAxis) {
+  std::vector<int32_t> manifest = {static_cast<int32_t>(tensors.size())};
+  for (const StateTensor &t : tensors) {
+    manifest.push_back(t.param);
+    manifest.push_back(static_cast<int32_t>(t.shape.size()));
+    for (int64_t d : t.shape)
+      manifest.push_back(static_cast<int32_t>(d));
+    manifest.push_back(static_cast<int32_t>(t.name.size()));
+    for (char c : t.name)
+      manifest.push_back(static_cast<unsigned char>(c));
+  }
+  int64_t length = static_cast<int64_t>(manifest.size());
+  pmlir_rt_send(&length, 1, PMLIR_RT_I64, 0, &ppAxis, 1, kCheckpointTag);
+  pmlir_rt_send(manifest.data(), length, PMLIR_RT_I32, 0, &ppAxis, 1, kCheckpointTag);
+  for (const StateTensor &t : tensors)
+    pmlir_rt_send(t.values, elementCount(t.shape), PMLIR_RT_F32, 0, &ppAxis, 1, kCheckpointTag);
+}
+
+/// Receives what sendState sent from member `peer` of the group over
+/// `ppAxis`.
+std::vector<StateTensor> receiveState(int64_t peer, int64_t ppAxis) {
+  int64_t length = 0;
+  pmlir_rt_recv(&length, 1, PMLIR_RT_I64, peer, &ppAxis, 1, kCheckpointTag);
+  std::vector<int32_t> manifest(length);
+  pmlir_rt_recv(manifest.data(), length, PMLIR_RT_I32, peer, &ppAxis, 1, kCheckpointTag);
+  std::vector<StateTensor> tensors(manifest.empty() ? 0 : manifest[0]);
+  size_t at = 1;
+  for (StateTensor &t : tensors) {
+    t.param = manifest[at++];
+    int32_t rank = manifest[at++];
+    for (int32_t d = 0; d < rank; ++d)
+      t.shape.push_back(manifest[at++]);
+    int32_t chars = manifest[at++];
+    for (int32_t c = 0; c < chars; ++c)
+      t.name.push_back(static_cast<char>(manifest[at++]));
+  }
+  for (StateTensor &t : tensors) {
+    t.owned.resize(elementCount(t.shape));
+    pmlir_rt_recv(t.owned.data(), static_cast<int64_t>(t.owned.size()), PMLIR_RT_F32, peer, &ppAxis,
+                  1, kCheckpointTag);
+    t.values = t.owned.data();
+  }
+  return tensors;
+}
+
 } // namespace
 
 namespace pmlir::exec {
@@ -160,8 +222,6 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   Batch batch;
   bool pipelined = !o.pipelineSchedule.empty();
-  if (pipelined && !o.save.empty())
-    return failHere("--save is not yet written from pipeline stages (--pipeline-schedule)");
   if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error, pipelined))
     return failHere(error);
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
@@ -249,14 +309,32 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
         return failAtEnd("argument '" + spec.name + "' " + error);
     }
   }
+  // The checkpoint's tensors: with pipeline stages, each pipeline rank's
+  // first rank holds its stages' whole and sends them to rank 0 (a tied
+  // embedding and the step, held by several, are written once).
+  std::vector<StateTensor> checkpoint;
+  if (!o.save.empty() && checksHere()) {
+    for (auto &[i, whole] : state) {
+      const TensorSpec &spec = signature.arguments[i];
+      checkpoint.push_back({spec.name, spec.role == Role::Param, whole.shape, whole.values, {}});
+    }
+    if (pipelined) {
+      int64_t ppAxis = mesh->axisIndex("pp");
+      if (coordinates[ppAxis] != 0) {
+        sendState(checkpoint, ppAxis);
+      } else {
+        for (int64_t peer = 1; peer < mesh->axisSizes()[ppAxis]; ++peer)
+          for (StateTensor &t : receiveState(peer, ppAxis))
+            if (llvm::none_of(checkpoint, [&](const StateTensor &c) { return c.name == t.name; }))
+              checkpoint.push_back(std::move(t));
+      }
+    }
+  }
   if (!o.save.empty() && rank == 0) {
     maybeHang(rank, "output");
     std::vector<TensorToWrite> parameters, optimizer;
-    for (auto &[i, whole] : state) {
-      const TensorSpec &spec = signature.arguments[i];
-      (spec.role == Role::Param ? parameters : optimizer)
-          .push_back({spec.name, DType::F32, whole.shape, whole.values});
-    }
+    for (const StateTensor &t : checkpoint)
+      (t.param ? parameters : optimizer).push_back({t.name, DType::F32, t.shape, t.values});
     std::map<std::string, std::string> metadata = {{"format", "pt"}};
     if (!writeSafeTensors(o.save, parameters, metadata, error) ||
         !writeSafeTensors(optimizerStatePath(o.save), optimizer, metadata, error))

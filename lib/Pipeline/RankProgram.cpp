@@ -7,7 +7,8 @@
 // computing (once) what the fragment reads outside fragments (microbatch
 // slices, positions, reshards); a transfer out of the rank is sent after
 // its fragment ran (buffered: a send never waits for its receiver), a
-// transfer into it received at the schedule's RECV or where first read.
+// transfer into it received at the schedule's RECV or where first read (a
+// forward's results, returned on the first stage's rank).
 // Messages carry the transfer's number as their tag, so that two messages
 // between the same ranks cannot be confused. The stage sums come last, in
 // program order, on every rank alike, then the results the rank can make.
@@ -30,6 +31,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -218,11 +220,16 @@ bool RankBuilder::computable(Value v, DenseMap<Value, bool> &memo) {
     ok = true;
   } else {
     Operation *def = v.getDefiningOp();
-    if (isa<pipe::FragmentOp, pipe::TransferOp>(def))
+    if (auto transfer = dyn_cast<pipe::TransferOp>(def)) {
+      // One into the rank from another is received where it is read.
+      ok = rankOf(transfer.getTo()) == rank &&
+           (rankOf(transfer.getFrom()) != rank || computable(transfer.getInput(), memo));
+    } else if (isa<pipe::FragmentOp>(def)) {
       ok = false;
-    else if (!isa<pipe::StageSumOp>(def))
+    } else if (!isa<pipe::StageSumOp>(def)) {
       for (Value read : valuesReadBy(def))
         ok &= computable(read, memo);
+    }
   }
   return memo[v] = ok;
 }
@@ -278,6 +285,11 @@ LogicalResult RankBuilder::run() {
     return it == fragments.end() ? pipe::FragmentOp() : it->second;
   };
   pipe::Schedule explicitTransfers = schedule.withTransfers();
+  // The compute actions whose outputs the schedule's SEND actions send.
+  std::set<std::tuple<int64_t, bool, int64_t>> scheduledSends;
+  for (const pipe::Action &a : explicitTransfers.actions[rank])
+    if (a.kind == pipe::ActionKind::SendForward || a.kind == pipe::ActionKind::SendBackward)
+      scheduledSends.insert({a.stage, a.kind == pipe::ActionKind::SendForward, a.microbatch});
   for (const pipe::Action &a : explicitTransfers.actions[rank]) {
     bool backward = a.kind != pipe::ActionKind::Forward &&
                     a.kind != pipe::ActionKind::SendForward &&
@@ -307,10 +319,17 @@ LogicalResult RankBuilder::run() {
     default:
       if (failed(emitFragment(fragment)))
         return failure();
-      // What leaves the rank is computed now, as the receiver expects it.
-      for (pipe::TransferOp t : outOf.lookup(fragment))
-        if (rankOf(t.getTo()) != rank && failed(materialize(t.getInput(), t)))
+      // What leaves the rank is computed now, as the receiver expects it,
+      // and sent now where no SEND action of the schedule sends it (a
+      // forward's results to the first stage).
+      for (pipe::TransferOp t : outOf.lookup(fragment)) {
+        if (rankOf(t.getTo()) == rank)
+          continue;
+        if (failed(materialize(t.getInput(), t)))
           return failure();
+        if (!scheduledSends.count({a.stage, !backward, a.microbatch}))
+          send(t);
+      }
       break;
     }
   }

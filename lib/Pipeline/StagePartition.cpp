@@ -286,7 +286,8 @@ LogicalResult pmlir::pipeline::partitionIntoStages(func::FuncOp func,
     Block *block = b.createBlock(&fragment.getBody());
     for (Operation *op : ops)
       op->moveBefore(block, block->end());
-    OpBuilder::atBlockEnd(block).create<pipe::YieldOp>(ret.getLoc(), outputs);
+    OpBuilder atEnd = OpBuilder::atBlockEnd(block);
+    pipe::YieldOp::create(atEnd, ret.getLoc(), outputs);
     for (auto [v, result] : llvm::zip(outputs, fragment.getResults()))
       v.replaceUsesWithIf(result,
                           [&](OpOperand &use) { return !fragment->isAncestor(use.getOwner()); });
@@ -329,6 +330,27 @@ LogicalResult pmlir::pipeline::partitionIntoStages(func::FuncOp func,
       }
     }
   }
+  // A forward's results go to the first stage, whose rank holds the
+  // program's inputs and, with it, job rank 0: there the logits of every
+  // microbatch are assembled. A scalar (a loss) is every rank's, as a
+  // training step's loss is: a stage sum of its one stage.
+  if (!gradient)
+    for (OpOperand &use : ret->getOpOperands()) {
+      auto fragment = use.get().getDefiningOp<pipe::FragmentOp>();
+      if (!fragment || fragment.getStage() == 0)
+        continue;
+      Location loc = fragment.getLoc();
+      auto type = dyn_cast<RankedTensorType>(use.get().getType());
+      if (type && type.getRank() == 0) {
+        b.setInsertionPoint(ret);
+        use.set(
+            pipe::StageSumOp::create(b, loc, use.get().getType(), ValueRange{use.get()},
+                                     ArrayRef<int64_t>{static_cast<int64_t>(fragment.getStage())}));
+        continue;
+      }
+      b.setInsertionPointAfter(fragment);
+      use.set(pipe::TransferOp::create(b, loc, use.get(), fragment.getStage(), 0));
+    }
   func->setAttr(pipe::kStagesAttr, IntegerAttr::get(IntegerType::get(context, 64), stages));
   return success();
 }

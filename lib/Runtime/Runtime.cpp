@@ -413,8 +413,10 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double
       state->board.reset(); // not the launcher's numbering: rows would lie
     state->ranks = size;
     // Every set of axes, ascending: created here, by all ranks together.
+    // The empty one too (each rank alone: a pipeline rank gathering its
+    // results on a mesh of pp alone).
     int64_t n = static_cast<int64_t>(state->mesh->axisNames().size());
-    for (int64_t subset = 1; subset < (int64_t(1) << n); ++subset) {
+    for (int64_t subset = 0; subset < (int64_t(1) << n); ++subset) {
       std::vector<int64_t> axes;
       for (int64_t a = 0; a < n; ++a)
         if (subset & (int64_t(1) << a))
@@ -450,6 +452,16 @@ extern "C" void pmlir_rt_finalize(void) {
   }
   state->backend.reset();
   tearDown();
+}
+
+extern "C" void pmlir_rt_ready(void) {
+  if (!state)
+    return;
+  // No Waiting: the watchdog's limit is for collectives, not compiles.
+  const Group &all = everyone("ready");
+  mpiCall(
+      "ready", [&] { return MPI_Barrier(all.comm); },
+      [&](MPI_Request *r) { return MPI_Ibarrier(all.comm, r); });
 }
 
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }

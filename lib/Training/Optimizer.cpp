@@ -12,7 +12,6 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/Debug.h"
 
 #include <map>
@@ -128,23 +127,10 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   int64_t k = options.gradAccum;
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  for (BlockArgument arg : grad.getArguments()) {
-    Type type = arg.getType();
-    NamedAttrList attrs(grad.getArgAttrDict(arg.getArgNumber()));
-    ArgumentRole role = argumentRole(grad, arg.getArgNumber());
-    if (k > 1 && (role == ArgumentRole::Input || role == ArgumentRole::Label)) {
-      auto tensor = cast<RankedTensorType>(type);
-      SmallVector<int64_t> shape = {k};
-      llvm::append_range(shape, tensor.getShape());
-      type = RankedTensorType::get(shape, tensor.getElementType());
-      if (auto dims = grad.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kDimsAttr)) {
-        SmallVector<Attribute> withMicrobatch = {StringAttr::get(context, "microbatch")};
-        llvm::append_range(withMicrobatch, dims);
-        attrs.set(kDimsAttr, ArrayAttr::get(context, withMicrobatch));
-      }
-    }
+  for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+    auto [type, attrs] = pipe::microbatchedArgument(grad, i, k);
     argTypes.push_back(type);
-    argAttrs.push_back(attrs.getDictionary(context));
+    argAttrs.push_back(attrs ? attrs : DictionaryAttr::get(context));
   }
   unsigned firstState = argTypes.size();
   for (StringRef kind : {"exp_avg", "exp_avg_sq"})
@@ -181,27 +167,13 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   b.setInsertionPointToStart(body);
 
   // The forward and backward passes once per microbatch.
-  Block &gradBody = grad.front();
-  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
   SmallVector<Value> losses;
   SmallVector<SmallVector<Value>> grads(params.size());
   for (int64_t micro = 0; micro < k; ++micro) {
-    IRMapping mapping;
-    for (BlockArgument arg : grad.getArguments()) {
-      Value v = body->getArgument(arg.getArgNumber());
-      ArgumentRole role = argumentRole(grad, arg.getArgNumber());
-      if (k > 1 && (role == ArgumentRole::Input || role == ArgumentRole::Label))
-        v = MicrobatchOp::create(b, loc, arg.getType(), v, b.getI64IntegerAttr(micro));
-      mapping.map(arg, v);
-    }
-    for (Operation &op : gradBody.without_terminator()) {
-      Operation *clone = b.clone(op, mapping);
-      if (auto fragment = dyn_cast<pipe::FragmentOp>(clone))
-        fragment.setMicrobatch(micro);
-    }
-    losses.push_back(mapping.lookup(gradReturn.getOperand(0)));
-    for (auto [i, g] : llvm::enumerate(gradReturn.getOperands().drop_front()))
-      grads[i].push_back(mapping.lookup(g));
+    SmallVector<Value> returned = pipe::cloneForMicrobatch(b, grad, body->getArguments(), micro, k);
+    losses.push_back(returned.front());
+    for (auto [i, g] : llvm::enumerate(ArrayRef(returned).drop_front()))
+      grads[i].push_back(g);
   }
   // The mean over microbatches of the loss; the gradients' 1/k scales them
   // inside the update.

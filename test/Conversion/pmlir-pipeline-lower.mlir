@@ -49,6 +49,37 @@
 // UNTRACED-NOT: pipe.work_begin
 // UNTRACED: return
 
+// Inference: a forward repeated over 2 microbatches. The last stage sends
+// each microbatch's logits to rank 0 as soon as it has them and returns
+// nothing; rank 0 receives them after its own forwards and joins them.
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2" --pmlir-microbatch="microbatches=2" \
+// RUN:       --pmlir-pipeline-schedule="schedule=1f1b microbatches=2" --pmlir-sharding-pipeline -o %t-forward.mlir
+// RUN: pmlir-opt %t-forward.mlir --pmlir-pipeline-lower="entry=forward rank=0 trace=true" | FileCheck %s --check-prefix=FORWARD0
+// RUN: pmlir-opt %t-forward.mlir --pmlir-pipeline-lower="entry=forward rank=1 trace=true" | FileCheck %s --check-prefix=FORWARD1
+
+// FORWARD0-LABEL: func.func @forward(%arg0: tensor<2x1x4xi64>
+// FORWARD0: pipe.work_begin stage 0 "F" microbatch 0
+// FORWARD0: shard.send {{.*}} destination = [1] {pipe.tag = 1 : i64}
+// FORWARD0: pipe.work_begin stage 0 "F" microbatch 1
+// FORWARD0: shard.send {{.*}} destination = [1] {pipe.tag = 3 : i64}
+// FORWARD0: %[[L0:.*]] = shard.recv {{.*}} source = [1] {pipe.tag = 2 : i64} : (tensor<1x4x11xf32>) -> tensor<1x4x11xf32>
+// FORWARD0: %[[L1:.*]] = shard.recv {{.*}} source = [1] {pipe.tag = 4 : i64} : (tensor<1x4x11xf32>) -> tensor<1x4x11xf32>
+// FORWARD0: %[[ALL:.*]] = tfm.concat %[[L0]], %[[L1]] dim = 0
+// FORWARD0: return %[[ALL]] : tensor<2x4x11xf32>
+
+// FORWARD1-LABEL: func.func @forward(
+// FORWARD1-NOT: tensor<2x1x4xi64>
+// FORWARD1-SAME: ) {
+// FORWARD1: shard.recv {{.*}} source = [0] {pipe.tag = 1 : i64}
+// FORWARD1: pipe.work_end stage 1 "F" microbatch 0
+// FORWARD1-NEXT: shard.send {{.*}} destination = [0] {pipe.tag = 2 : i64}
+// FORWARD1: shard.recv {{.*}} source = [0] {pipe.tag = 3 : i64}
+// FORWARD1: pipe.work_end stage 1 "F" microbatch 1
+// FORWARD1-NEXT: shard.send {{.*}} destination = [0] {pipe.tag = 4 : i64}
+// FORWARD1-NEXT: return{{$}}
+
 // Bad input: a rank the schedule does not have, no schedule, no mesh.
 // RUN: not pmlir-opt %t.mlir --pmlir-pipeline-lower="rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
 // RANK: error: 'func.func' op has no pipeline rank 2: its schedule has 2

@@ -8,6 +8,13 @@
 // Split points override the balance: layer 3 alone on the last stage.
 // RUN: pmlir-gen gpt2 --layers 4 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --loss \
 // RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2 split-points=3" | FileCheck %s --check-prefix=SPLIT
+// A forward's logits go back to stage 0 (inference returns them on the
+// first pipeline rank); its loss, a scalar, to every stage through a stage
+// sum.
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 \
+// RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2" | FileCheck %s --check-prefix=LOGITS
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --loss \
+// RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2" | FileCheck %s --check-prefix=LOSS
 // More stages than layers, bad split points:
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --loss \
 // RUN:   | not pmlir-opt --pmlir-pipeline-partition="stages=3" 2>&1 | FileCheck %s --check-prefix=TOO-MANY
@@ -41,6 +48,15 @@
 // SPLIT: pipe.transfer
 // SPLIT: pipe.fragment stage 1 "F"
 // SPLIT-NEXT: tfm.layer 3 :
+
+// LOGITS: pipe.fragment stage 0 "F"
+// LOGITS: %[[F1:.*]] = pipe.fragment stage 1 "F" : tensor<2x16x97xf32>
+// LOGITS: %[[BACK:.*]] = pipe.transfer %[[F1]] from 1 to 0 : tensor<2x16x97xf32>
+// LOGITS: return %[[BACK]]
+
+// LOSS: %[[F1:.*]] = pipe.fragment stage 1 "F" : tensor<f32>
+// LOSS: %[[ALL:.*]] = pipe.stage_sum %[[F1]] stages [1] : tensor<f32> -> tensor<f32>
+// LOSS: return %[[ALL]]
 
 // TOO-MANY: error: 'func.func' op has 2 tfm.layer blocks, fewer than the 3 pipeline stages to cut it into
 // POINTS: error: 'func.func' op split points must rise from 1 to at most 3 (each stage at least one of the 4 layers), got 2 after 2

@@ -32,6 +32,33 @@
 // ZB:     tfm.matmul %[[DX]],
 // ZB: pipe.schedule "zb-h1" ranks 2 stages 2 microbatches 1 {{\[}}["0F0", "0I0", "0W0"], ["1F0", "1I0", "1W0"]]
 
+// A forward repeated over microbatches (inference) runs the schedule's
+// forwards alone, whatever the generator; its CSV names forwards alone.
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 \
+// RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=4" --pmlir-microbatch="microbatches=2" -o %t/forward.mlir
+// RUN: pmlir-opt %t/forward.mlir --pmlir-pipeline-schedule="schedule=interleaved-1f1b virtual-stages=2 microbatches=2" | FileCheck %s --check-prefix=FORWARD
+// FORWARD: pipe.schedule "interleaved-1f1b" ranks 2 stages 4 microbatches 2 {{\[}}["0F0", "0F1", "2F0", "2F1"], ["1F0", "1F1", "3F0", "3F1"]]
+// RUN: printf '0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n' > %t/backward.csv
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 \
+// RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2" --pmlir-microbatch="microbatches=2" -o %t/forward2.mlir
+// RUN: not pmlir-opt %t/forward2.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/backward.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=FORWARD-CSV
+// FORWARD-CSV: error: pmlir-pipeline-schedule: the schedule runs backward actions, but @forward is a forward (no backward fragments): give it forwards alone
+// RUN: printf '0F0,0F1\n1F0,1F1\n' > %t/forward.csv
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/forward.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=NO-BACKWARD
+// NO-BACKWARD: error: pmlir-pipeline-schedule: the schedule runs no backward, but @grad has backward fragments
+// RUN: not pmlir-opt %t/forward2.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=4" 2>&1 | FileCheck %s --check-prefix=COUNT
+// COUNT: error: pmlir-pipeline-schedule: the schedule runs 4 microbatches, but @forward is repeated over 2 (pmlir-microbatch, or the training step's grad-accum)
+
+// ZB-V on 2 ranks: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=4" \
+// RUN:       --pmlir-pipeline-schedule="schedule=zb-v virtual-stages=2 microbatches=2" | FileCheck %s --check-prefix=ZBV
+// ZBV: pipe.schedule "zb-v" ranks 2 stages 4 microbatches 2 {{\[}}["0F0", "0F1", "3F0", "3I0", "3W0", "3F1", "3I1", "3W1", "0I0", "0W0", "0I1", "0W1"], ["1F0", "2F0", "1F1", "2F1", "2I0", "2W0", "1I0", "1W0", "2I1", "2W1", "1I1", "1W1"]]
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
+// RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=zb-v microbatches=2" 2>&1 | FileCheck %s --check-prefix=ZBV-ONE
+// ZBV-ONE: error: pmlir-pipeline-schedule: schedule zb-v runs two stages per rank (rank r holds stages r and 2 ranks - 1 - r), not 1: give 2 virtual stages
+
 // Bad input: a CSV that deadlocks, one that leaves out a microbatch, one
 // that cannot be read, an unknown generator, a second schedule, no stages.
 // RUN: printf '0F0,0B0,0F1,0B1\n1F0,1F1,1B1,1B0\n' > %t/deadlock.csv
@@ -43,7 +70,7 @@
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/none.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=NO-FILE
 // NO-FILE: error: pmlir-pipeline-schedule: cannot read the schedule '{{.*}}none.csv':
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: pmlir-pipeline-schedule: unknown schedule 'zb-h2' (gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv)
+// UNKNOWN: error: pmlir-pipeline-schedule: unknown schedule 'zb-h2' (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv)
 // RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=gpipe" \
 // RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: pmlir-pipeline-schedule: the module already has a pipe.schedule

@@ -154,17 +154,25 @@ static llvm::cl::opt<int64_t> gradAccum(
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<std::string> pipelineSchedule(
     "pipeline-schedule",
-    llvm::cl::desc("pipeline the training step over the mesh's pp axis with this schedule: "
-                   "gpipe, 1f1b, interleaved-1f1b or zb-h1"),
+    llvm::cl::desc("pipeline the training step (--train) or the forward over the mesh's pp axis "
+                   "with this schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or csv "
+                   "(--pipeline-csv); a forward runs the schedule's forwards alone"),
+    llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string> pipelineCsv(
+    "pipeline-csv",
+    llvm::cl::desc("with --pipeline-schedule csv: each pipeline rank's actions, one line per "
+                   "rank (torch.distributed.pipelining's CSV, e.g. 0F0,0F1,0B0,0B1)"),
     llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<int64_t> microbatches(
     "microbatches",
-    llvm::cl::desc("with --pipeline-schedule: microbatches per step, each of the model's batch "
-                   "size (the step's loss and gradients are their mean)"),
+    llvm::cl::desc("with --pipeline-schedule: microbatches per step or forward, each of the "
+                   "model's batch size (a step's loss and gradients are their mean, a forward's "
+                   "logits those of the whole batch)"),
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<int64_t> virtualStages(
     "virtual-stages",
-    llvm::cl::desc("with --pipeline-schedule interleaved-1f1b: stages per pipeline rank"),
+    llvm::cl::desc("with --pipeline-schedule interleaved-1f1b: stages per pipeline rank (zb-v: "
+                   "2)"),
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<int64_t> zeroStage(
     "zero",
@@ -266,6 +274,7 @@ static int runMain(int argc, char **argv) {
   options.clipGradNorm = clipGradNorm;
   options.gradAccum = gradAccum;
   options.pipelineSchedule = pipelineSchedule;
+  options.pipelineCsv = pipelineCsv;
   options.microbatches = microbatches;
   options.virtualStages = virtualStages;
   options.zero = zeroStage;

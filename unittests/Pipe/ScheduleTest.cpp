@@ -38,7 +38,7 @@ TEST(ScheduleTest, GPipeAndOneFOneBBubbleIsTheFormula) {
     for (auto [p, m] : {std::pair<int64_t, int64_t>{2, 4}, {4, 8}, {4, 4}, {8, 16}, {4, 2}}) {
       Simulation sim = simulate(build(kind, p, 1, m), costs);
       ASSERT_FALSE(sim.deadlocked) << sim.deadlock;
-      EXPECT_NEAR(sim.bubble, formulaBubble(kind, p, 1, m, costs), 1e-12)
+      EXPECT_NEAR(sim.bubble, *formulaBubble(kind, p, 1, m, costs), 1e-12)
           << scheduleKindName(kind) << " p=" << p << " m=" << m;
       EXPECT_DOUBLE_EQ(sim.makespan, (m + p - 1) * 3.0);
     }
@@ -67,7 +67,7 @@ TEST(ScheduleTest, InterleavingDividesTheBubbleByV) {
     costs.backwardInput = costs.backwardWeight = 1.0 / v;
     Simulation sim = simulate(build(ScheduleKind::Interleaved1F1B, p, v, m), costs);
     ASSERT_FALSE(sim.deadlocked) << sim.deadlock;
-    EXPECT_NEAR(sim.bubble, formulaBubble(ScheduleKind::Interleaved1F1B, p, v, m, costs), 1e-9)
+    EXPECT_NEAR(sim.bubble, *formulaBubble(ScheduleKind::Interleaved1F1B, p, v, m, costs), 1e-9)
         << "v=" << v;
     Simulation plain = simulate(build(ScheduleKind::OneFOneB, p, 1, m), ActionCosts());
     EXPECT_LT(sim.bubble, plain.bubble);
@@ -85,12 +85,77 @@ TEST(ScheduleTest, ZeroBubbleH1IsAThirdOfOneFOneB) {
     ASSERT_FALSE(zb.deadlocked) << zb.deadlock;
     double zbIdle = zb.makespan - 3.0 * m, oneFIdle = oneF.makespan - 3.0 * m;
     EXPECT_NEAR(zbIdle / oneFIdle, 1.0 / 3, 1e-9) << "p=" << p << " m=" << m;
-    EXPECT_NEAR(zb.bubble, formulaBubble(ScheduleKind::ZeroBubbleH1, p, 1, m, costs), 1e-9);
+    EXPECT_NEAR(zb.bubble, *formulaBubble(ScheduleKind::ZeroBubbleH1, p, 1, m, costs), 1e-9);
     // Rank r holds r weight gradients back: p in flight on every rank,
     // 1F1B's deepest (rank 0's).
     for (int64_t s = 0; s < p; ++s)
       EXPECT_EQ(zb.peakInFlight[s], oneF.peakInFlight[0]) << "stage " << s;
   }
+}
+
+TEST(ScheduleTest, ForwardOnlyIsTheForwardsInOrder) {
+  ActionCosts costs;
+  for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1})
+    for (auto [p, m] : {std::pair<int64_t, int64_t>{2, 4}, {4, 8}, {4, 2}}) {
+      Schedule s = build(kind, p, 1, m).forwardOnly();
+      EXPECT_FALSE(s.hasBackward());
+      std::string error;
+      ASSERT_TRUE(verifySchedule(s, error)) << error;
+      for (int64_t r = 0; r < p; ++r) {
+        ASSERT_EQ(static_cast<int64_t>(s.actions[r].size()), m);
+        for (int64_t k = 0; k < m; ++k)
+          EXPECT_EQ(s.actions[r][k], (Action{r, ActionKind::Forward, k}));
+      }
+      // Each rank idles while the first microbatch fills the pipeline:
+      // (p-1)/(m+p-1), the training formula with F alone.
+      Simulation sim = simulate(s, costs);
+      ASSERT_FALSE(sim.deadlocked) << sim.deadlock;
+      EXPECT_NEAR(sim.bubble, double(p - 1) / double(m + p - 1), 1e-12);
+      for (int64_t stage = 0; stage < p; ++stage)
+        EXPECT_EQ(sim.peakInFlight[stage], 1);
+    }
+  // Interleaved: each rank's forwards keep the schedule's order, and a
+  // forward-only CSV is accepted as it is.
+  Schedule interleaved = build(ScheduleKind::Interleaved1F1B, 2, 2, 4).forwardOnly();
+  EXPECT_EQ(interleaved.actions[0].size(), 8u);
+  EXPECT_FALSE(simulate(interleaved, costs).deadlocked);
+  std::string error;
+  std::optional<Schedule> csv = parseScheduleCsv("0F0,0F1\n1F0,1F1\n", 2, 2, error);
+  ASSERT_TRUE(csv) << error;
+  EXPECT_TRUE(verifySchedule(*csv, error)) << error;
+  EXPECT_FALSE(csv->hasBackward());
+}
+
+TEST(ScheduleTest, ZeroBubbleVRunsAV) {
+  ActionCosts costs; // F = I = W = 1 per stage
+  for (auto [p, m] : {std::pair<int64_t, int64_t>{2, 4}, {2, 8}, {4, 8}, {4, 16}, {8, 16}}) {
+    Schedule v = build(ScheduleKind::ZeroBubbleV, p, 2, m);
+    ASSERT_EQ(v.stages, 2 * p);
+    for (int64_t r = 0; r < p; ++r) {
+      EXPECT_EQ(v.rankOf(r), r);
+      EXPECT_EQ(v.rankOf(2 * p - 1 - r), r);
+    }
+    Simulation sim = simulate(v, costs);
+    ASSERT_FALSE(sim.deadlocked) << sim.deadlock << " p=" << p << " m=" << m;
+    // Each rank idles the p-1 stage forwards the first microbatch takes to
+    // reach the last rank, and no more: half of ZB-H1's (p-1)(F+I-W) on
+    // stages of twice the work.
+    double busy = 2.0 * m * 3;
+    EXPECT_NEAR(sim.bubble, (p - 1) / (busy + p - 1), 1e-9) << "p=" << p << " m=" << m;
+    Simulation h1 = simulate(build(ScheduleKind::ZeroBubbleH1, p, 1, m), costs);
+    EXPECT_LT(sim.bubble, h1.bubble);
+    // 1F1B's memory: the first rank keeps 2p microbatches of half-size
+    // stages (p of 1F1B's), the last stage (on rank 0) one.
+    EXPECT_EQ(sim.peakInFlight[0], std::min(2 * p, m));
+    EXPECT_EQ(sim.peakInFlight[2 * p - 1], 1);
+  }
+  EXPECT_FALSE(formulaBubble(ScheduleKind::ZeroBubbleV, 4, 2, 8, costs));
+  // Fewer microbatches than the V's depth: the schedule drops the missing
+  // ones and still runs.
+  EXPECT_FALSE(simulate(build(ScheduleKind::ZeroBubbleV, 4, 2, 3), costs).deadlocked);
+  std::string error;
+  EXPECT_FALSE(buildSchedule(ScheduleKind::ZeroBubbleV, 4, 1, 8, error));
+  EXPECT_NE(error.find("zb-v runs two stages per rank"), std::string::npos) << error;
 }
 
 TEST(ScheduleTest, APlantedDeadlockNamesEachRank) {
@@ -130,7 +195,8 @@ TEST(ScheduleTest, BadSchedulesSayWhy) {
   };
   check("0F0,0B0\n1F0,1B0\n", 2, 2, "no rank runs 0F1");
   check("0F0,0F0,0B0\n1F0,1B0\n", 2, 1, "runs 0F0 twice");
-  check("0F0,1B0\n1F0,0B0\n", 2, 1, "stage 1 lives on rank 1");
+  // A stage lives on the first rank that runs it.
+  check("0F0,1B0\n1F0,0B0\n", 2, 1, "rank 1 runs 1F0, but stage 1 lives on rank 0");
   check("0F0,0B0\n1F0,1B0,1F5\n", 2, 1, "microbatch 5 of 1");
   check("0F0,0B0\n1F0,1Q0\n", 2, 1, "'1Q0' is no action");
   check("0F0,0B0\n1F0,1B0\n2F0,2B0\n", 2, 1, "3 ranks, which do not divide the 2 stages");

@@ -40,8 +40,10 @@ struct EntrySignature {
 /// with a message on what pmlir-run cannot bind or return: an argument that
 /// is no tensor of static shape, has no tfm.name or an element type other
 /// than f32, i32, i64; a result that is not an f32 tensor of static shape;
-/// two results of one name.
-bool describeEntry(mlir::func::FuncOp entry, EntrySignature &signature, std::string &error);
+/// two results of one name; no result at all unless `mayReturnNothing` (a
+/// pipeline rank whose stages' results go to another).
+bool describeEntry(mlir::func::FuncOp entry, EntrySignature &signature, std::string &error,
+                   bool mayReturnNothing = false);
 
 /// A ranked memref descriptor as the C interface lays it out:
 /// {allocated, aligned, offset, sizes[rank], strides[rank]}.

@@ -68,10 +68,13 @@ struct RunOptions {
   /// Clip the gradients to this global norm (0: no clipping).
   double clipGradNorm = 0;
   int64_t gradAccum = 1;
-  /// Pipeline parallelism on the mesh's pp axis: the schedule (gpipe,
-  /// 1f1b, interleaved-1f1b, zb-h1; empty: none), its microbatches (each
-  /// of the model's batch size) and stages per pipeline rank.
+  /// Pipeline parallelism on the mesh's pp axis, of the training step or
+  /// (without train) the forward: the schedule (gpipe, 1f1b,
+  /// interleaved-1f1b, zb-h1, csv; empty: none), its microbatches (each of
+  /// the model's batch size) and stages per pipeline rank.
   std::string pipelineSchedule;
+  /// With pipelineSchedule "csv": torch.distributed.pipelining's CSV.
+  std::string pipelineCsv;
   int64_t microbatches = 1, virtualStages = 1;
   std::string data, dataDtype = "uint16";
   /// Write the parameters (and, beside them, the optimizer state) here at

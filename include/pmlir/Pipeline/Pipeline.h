@@ -44,11 +44,23 @@ mlir::FailureOr<std::vector<int64_t>> assignLayersToStages(mlir::func::FuncOp fu
 /// inputs goes into the pipe.fragment of its stage and kind (F for the
 /// forward, B for the backward of a gradient function), values crossing
 /// stages go through pipe.transfer, and a parameter gradient summed from
-/// several stages (a tied embedding) becomes a pipe.stage_sum. Ops that
+/// several stages (a tied embedding) becomes a pipe.stage_sum. A forward's
+/// results go to stage 0 through transfers (inference returns the logits
+/// on the first pipeline rank), a scalar one (a loss) to every stage
+/// through a stage sum. Ops that
 /// depend on parameters alone (positions, masks, the loss seed) stay
 /// outside the fragments: each rank that needs them computes them.
 mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
                                         const StagePartitionOptions &options);
+
+/// Rewrites the forward `func` to run once per microbatch of a batch
+/// stacked along a new leading dimension of its inputs ([microbatches, B,
+/// ...]): its body is repeated per microbatch (fragments name theirs), and
+/// each result is that of the whole batch, tensors joined along their
+/// first dimension ([microbatches * B, ...]) and scalars averaged. Fails
+/// with a diagnostic on a gradient function (the training step accumulates
+/// those), a function already repeated, or one without inputs.
+mlir::LogicalResult repeatOverMicrobatches(mlir::func::FuncOp func, int64_t microbatches);
 
 /// Splits each backward (B) fragment of `func` into the two actions of
 /// zero-bubble schedules: I, the ops that the gradients sent to earlier

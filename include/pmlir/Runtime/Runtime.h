@@ -65,6 +65,10 @@ int pmlir_rt_init(const char *mesh, const char *rank_order, double timeout_secon
 /* Waits for the collectives issued so far, then for every rank, and ends
  * the runtime. */
 void pmlir_rt_finalize(void);
+/* Every rank meets here once it has compiled its program, before the first
+ * run, so that a run's time is its own. Without the timeout: ranks compile
+ * different programs (pipeline stages) for different times. */
+void pmlir_rt_ready(void);
 
 /* Waits until the collectives issued so far are complete, under the
  * timeout (an NCCL error or a wait past it ends the job). Nothing to wait

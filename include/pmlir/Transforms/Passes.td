@@ -499,7 +499,10 @@ def PipelinePartition : Pass<"pmlir-pipeline-partition", "mlir::ModuleOp"> {
     `pipe.transfer`; a parameter gradient summed from two stages (GPT-2's
     tied `wte`, read by the embedding on the first stage and the LM head on
     the last) becomes a `pipe.stage_sum`, as Megatron's embedding group sums
-    it. The function gets `pipe.stages`.
+    it. A forward's results go to stage 0 through transfers, so that an
+    inference pipeline returns its logits on the first pipeline rank (and
+    job rank 0); a scalar result (a loss) becomes every stage's through a
+    `pipe.stage_sum`. The function gets `pipe.stages`.
 
     ```mlir
     // before: the forward of a 2-layer model
@@ -522,16 +525,55 @@ def PipelinePartition : Pass<"pmlir-pipeline-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["pmlir::pipe::PipeDialect"];
 }
 
+def Microbatch : Pass<"pmlir-microbatch", "mlir::ModuleOp"> {
+  let summary = "repeats a forward over the microbatches of a stacked batch";
+  let description = [{
+    Rewrites the forward function `@entry` to run once per microbatch: its
+    inputs gain a leading dimension of `microbatches` (a batch stacked as
+    `[microbatches, B, ...]`, each microbatch read through
+    `tfm.microbatch`), its body is repeated per microbatch, and its results
+    are those of the whole batch, tensors joined along their first dimension
+    by `tfm.concat` (`[microbatches * B, ...]`) and scalars averaged. On a
+    function cut into pipeline stages each repetition's fragments name their
+    microbatch, which `pmlir-pipeline-schedule` then orders: the forward-only
+    (inference) form of a pipeline. A training step repeats its gradient
+    function itself (`pmlir-optimizer`'s `grad-accum`), so gradient
+    functions are refused.
+
+    ```mlir
+    // before: stage 1 returns the logits of a batch of 2
+    func.func @forward(%ids: tensor<2x16xi64> {tfm.role = "input"}, ...) -> tensor<2x16x97xf32>
+    // after, microbatches=4
+    func.func @forward(%ids: tensor<4x2x16xi64> {tfm.role = "input"}, ...) -> tensor<8x16x97xf32> {
+      %ids0 = tfm.microbatch %ids index = 0 : tensor<4x2x16xi64> -> tensor<2x16xi64>
+      %f0 = pipe.fragment stage 0 "F" microbatch 0 : tensor<2x16x64xf32> { ... }
+      ...
+      %logits = tfm.concat %l0, %l1, %l2, %l3 dim = 0 : ... -> tensor<8x16x97xf32>
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "the forward to repeat">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"2",
+           "microbatches, each of the function's batch size">,
+  ];
+  let dependentDialects = ["pmlir::tfm::TfmDialect", "pmlir::pipe::PipeDialect"];
+}
+
 def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
   let summary = "writes each pipeline rank's actions into a pipe.schedule";
   let description = [{
     Adds a `pipe.schedule` for `ranks` pipeline ranks and the module's
     program cut into stages (`pipe.stages`): `schedule` names the generator
-    (gpipe, 1f1b, interleaved-1f1b with `virtual-stages` v, or zb-h1), or
+    (gpipe, 1f1b, interleaved-1f1b with `virtual-stages` v, zb-h1, or zb-v
+    with `virtual-stages=2`: rank r holds stages r and 2 ranks - 1 - r), or
     `csv` reads torch.distributed.pipelining's CSV (one line of actions per
     rank, "0F0,0F1,0B0,..."). The schedule is checked as the op's verifier
     checks it: every stage's work once per microbatch on its rank, and no
-    deadlock (the simulator's message names each blocked rank).
+    deadlock (the simulator's message names each blocked rank). A forward
+    program (inference, repeated over microbatches by `pmlir-microbatch`)
+    gets the generated schedule's forwards alone, in each rank's order. A
+    program repeated over microbatches must have the schedule's number of
+    them.
 
     ```mlir
     pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
@@ -540,12 +582,12 @@ def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv">,
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "pipeline ranks (default: the stages over virtual-stages)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1", "microbatches per step">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
-           "stages per pipeline rank (interleaved-1f1b)">,
+           "stages per pipeline rank (interleaved-1f1b; 2 for zb-v)">,
     Option<"csvFile", "csv", "std::string", /*default=*/"\"\"",
            "with schedule=csv: the file of actions per rank">,
   ];

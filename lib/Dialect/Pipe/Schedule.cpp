@@ -97,13 +97,16 @@ std::string_view pmlir::pipe::scheduleKindName(ScheduleKind kind) {
     return "interleaved-1f1b";
   case ScheduleKind::ZeroBubbleH1:
     return "zb-h1";
+  case ScheduleKind::ZeroBubbleV:
+    return "zb-v";
   }
   return "?";
 }
 
 std::optional<ScheduleKind> pmlir::pipe::parseScheduleKind(std::string_view name) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                            ScheduleKind::Interleaved1F1B, ScheduleKind::ZeroBubbleH1})
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
     if (scheduleKindName(kind) == name)
       return kind;
   return std::nullopt;
@@ -115,6 +118,38 @@ bool Schedule::splitsBackward() const {
       if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::BackwardWeight)
         return true;
   return false;
+}
+
+void Schedule::placeStages() {
+  stageRanks.assign(stages, -1);
+  for (size_t r = 0; r < actions.size(); ++r)
+    for (const Action &a : actions[r])
+      if (a.stage >= 0 && a.stage < stages && stageRanks[a.stage] < 0)
+        stageRanks[a.stage] = static_cast<int64_t>(r);
+  for (int64_t s = 0; s < stages; ++s)
+    if (stageRanks[s] < 0)
+      stageRanks[s] = ranks > 0 ? s % ranks : 0;
+}
+
+bool Schedule::hasBackward() const {
+  for (const auto &list : actions)
+    for (const Action &a : list)
+      if (isCompute(a.kind) && a.kind != ActionKind::Forward)
+        return true;
+  return false;
+}
+
+Schedule Schedule::forwardOnly() const {
+  Schedule out = *this;
+  for (auto &list : out.actions)
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [](const Action &a) {
+                                return a.kind != ActionKind::Forward &&
+                                       a.kind != ActionKind::SendForward &&
+                                       a.kind != ActionKind::RecvForward;
+                              }),
+               list.end());
+  return out;
 }
 
 Schedule Schedule::withTransfers() const {
@@ -153,7 +188,14 @@ std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ra
     return std::nullopt;
   }
   std::string name(scheduleKindName(kind));
-  if (kind != ScheduleKind::Interleaved1F1B && virtualStages != 1) {
+  if (kind == ScheduleKind::ZeroBubbleV && virtualStages != 2) {
+    error = "schedule zb-v runs two stages per rank (rank r holds stages r and 2 ranks - 1 - r), "
+            "not " +
+            std::to_string(virtualStages) + ": give 2 virtual stages";
+    return std::nullopt;
+  }
+  if (kind != ScheduleKind::Interleaved1F1B && kind != ScheduleKind::ZeroBubbleV &&
+      virtualStages != 1) {
     error = "schedule " + name + " runs one stage per rank; " + std::to_string(virtualStages) +
             " virtual stages need interleaved-1f1b";
     return std::nullopt;
@@ -241,8 +283,60 @@ std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ra
         weight();
       break;
     }
+    case ScheduleKind::ZeroBubbleV: {
+      // The zero-bubble paper's V: rank r holds stage r (the first chunk)
+      // and stage 2p-1-r (the second), so a microbatch goes down the ranks
+      // and back up, and the last stage's backward starts on rank 0 right
+      // after its forward. The order is torch.distributed.pipelining's
+      // ScheduleZBVZeroBubble: warm-up forwards of the first chunk (fewer
+      // down the ranks), then of both chunks, then the second chunk's
+      // F-I-W, a steady state of F-I-W on each chunk in turn, and a
+      // cool-down of input gradients with the weight gradients last. Built
+      // for at least 2p-1 microbatches; those past m are dropped.
+      const int64_t first = r, second = 2 * p - 1 - r, n = std::max(2 * p - 1, m);
+      int64_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+      auto run = [&](int64_t stage, ActionKind k, int64_t mb) {
+        if (mb < m)
+          add(stage, k, mb);
+      };
+      for (int64_t i = 0; i < 2 * (p - r) - 1; ++i)
+        run(first, ActionKind::Forward, f0++);
+      for (int64_t i = 0; i < r; ++i) {
+        run(second, ActionKind::Forward, f1++);
+        run(first, ActionKind::Forward, f0++);
+      }
+      for (int64_t i = 0; i < p - r; ++i) {
+        run(second, ActionKind::Forward, f1++);
+        run(second, ActionKind::BackwardInput, b1);
+        run(second, ActionKind::BackwardWeight, b1++);
+      }
+      while (f1 < f0 || f0 < n) {
+        if (f0 < n)
+          run(first, ActionKind::Forward, f0++);
+        run(first, ActionKind::BackwardInput, b0);
+        run(first, ActionKind::BackwardWeight, b0++);
+        run(second, ActionKind::Forward, f1++);
+        run(second, ActionKind::BackwardInput, b1);
+        run(second, ActionKind::BackwardWeight, b1++);
+      }
+      int64_t w0 = b0, w1 = b1;
+      for (int64_t i = 0; i < r; ++i) {
+        run(first, ActionKind::BackwardInput, b0++);
+        run(second, ActionKind::BackwardInput, b1++);
+      }
+      for (int64_t i = 0; i < p - r; ++i) {
+        run(first, ActionKind::BackwardInput, b0++);
+        run(first, ActionKind::BackwardWeight, w0++);
+      }
+      while (w1 < b1)
+        run(second, ActionKind::BackwardWeight, w1++);
+      while (w0 < b0)
+        run(first, ActionKind::BackwardWeight, w0++);
+      break;
+    }
     }
   }
+  s.placeStages();
   return s;
 }
 
@@ -288,6 +382,7 @@ std::optional<Schedule> pmlir::pipe::parseScheduleCsv(std::string_view text, int
             std::to_string(stages) + " stages";
     return std::nullopt;
   }
+  s.placeStages();
   return s;
 }
 
@@ -351,12 +446,8 @@ bool pmlir::pipe::verifySchedule(const Schedule &schedule, std::string &error) {
   } else {
     needed.push_back(ActionKind::Backward);
   }
-  bool anyBackward = false;
-  for (const auto &list : schedule.actions)
-    for (const Action &a : list)
-      anyBackward |= a.kind != ActionKind::Forward && isCompute(a.kind);
   // A forward-only (inference) schedule has no backward at all.
-  if (!anyBackward)
+  if (!schedule.hasBackward())
     needed.resize(1);
   for (int64_t s = 0; s < S; ++s)
     for (int64_t k = 0; k < m; ++k)
@@ -523,13 +614,16 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
     busy += b;
   sim.bubble = sim.makespan > 0 ? 1 - busy / (p * sim.makespan) : 0;
   // Microbatches in flight: from F to the backward that frees its
-  // activations (W when split, else B), in each rank's order.
+  // activations (W when split, else B), in each rank's order. A forward
+  // alone frees its activations as it ends.
   ActionKind frees = split ? ActionKind::BackwardWeight : ActionKind::Backward;
+  bool inference = !schedule.hasBackward();
   std::vector<int64_t> inFlight(S, 0);
   for (const auto &list : schedule.actions)
     for (const Action &a : list) {
       if (a.kind == ActionKind::Forward)
-        sim.peakInFlight[a.stage] = std::max(sim.peakInFlight[a.stage], ++inFlight[a.stage]);
+        sim.peakInFlight[a.stage] =
+            std::max(sim.peakInFlight[a.stage], inference ? 1 : ++inFlight[a.stage]);
       else if (a.kind == frees)
         --inFlight[a.stage];
     }
@@ -539,8 +633,9 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
   return sim;
 }
 
-double pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
-                                  int64_t microbatches, const ActionCosts &costs) {
+std::optional<double> pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t ranks,
+                                                 int64_t virtualStages, int64_t microbatches,
+                                                 const ActionCosts &costs) {
   double p = ranks, m = microbatches, v = virtualStages;
   switch (kind) {
   case ScheduleKind::GPipe:
@@ -553,6 +648,8 @@ double pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t ranks, int64_t virt
     double idle = (p - 1) * std::max(F + I - W, 0.0);
     return idle / (m * (F + I + W) + idle);
   }
+  case ScheduleKind::ZeroBubbleV:
+    return std::nullopt;
   }
   return 0;
 }

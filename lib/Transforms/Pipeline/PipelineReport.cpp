@@ -56,8 +56,9 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
         {"bubble", sim.bubble},
     };
     if (std::optional<pipe::ScheduleKind> kind = pipe::parseScheduleKind(op.getKind().str()))
-      report["formula_bubble"] =
-          pipe::formulaBubble(*kind, schedule.ranks, virtualStages, schedule.microbatches, costs);
+      if (std::optional<double> formula = pipe::formulaBubble(*kind, schedule.ranks, virtualStages,
+                                                              schedule.microbatches, costs))
+        report["formula_bubble"] = *formula;
     llvm::json::Array busy, peak, timeline;
     for (double t : sim.busy)
       busy.push_back(t);

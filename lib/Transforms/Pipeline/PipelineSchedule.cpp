@@ -3,7 +3,8 @@
 // Part of pmlir.
 //
 // Generates (or reads from a CSV) the schedule, checks it, and writes it
-// as a pipe.schedule; the generators and checks are pipe/Schedule.h's.
+// as a pipe.schedule; the generators and checks are pipe/Schedule.h's. A
+// forward-only program (inference) gets the schedule's forwards alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +59,7 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
       std::optional<pipe::ScheduleKind> kind = pipe::parseScheduleKind(schedule);
       if (!kind)
         return fail("unknown schedule '" + schedule +
-                    "' (gpipe, 1f1b, interleaved-1f1b, zb-h1 or csv)");
+                    "' (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv)");
       int64_t p = ranks > 0 ? ranks : stages / virtualStages;
       if (p * virtualStages != stages)
         return fail("the program has " + Twine(stages) + " stages, not " + Twine(p) + " ranks x " +
@@ -67,10 +68,33 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     }
     if (built && ranks > 0 && built->ranks != ranks)
       return fail("the schedule has " + Twine(built->ranks) + " ranks, not " + Twine(ranks));
+    // A forward-only program (inference) runs a schedule's forwards alone.
+    // A program repeated over microbatches (its fragments name theirs)
+    // runs the schedule's; one that is not yet stands for any.
+    bool backward = false;
+    int64_t programMicrobatches = 0;
+    for (func::FuncOp func : pipelined)
+      for (auto fragment : func.front().getOps<pipe::FragmentOp>()) {
+        backward |= fragment.getKind() != pipe::kForward;
+        if (std::optional<uint64_t> micro = fragment.getMicrobatch())
+          programMicrobatches = std::max<int64_t>(programMicrobatches, *micro + 1);
+      }
+    if (built && !backward && schedule != "csv")
+      built = built->forwardOnly();
     if (built && !pipe::verifySchedule(*built, error))
       built.reset();
     if (!built)
       return fail(error);
+    if (backward != built->hasBackward())
+      return fail(backward
+                      ? "the schedule runs no backward, but @" + pipelined.front().getName() +
+                            " has backward fragments"
+                      : "the schedule runs backward actions, but @" + pipelined.front().getName() +
+                            " is a forward (no backward fragments): give it forwards alone");
+    if (programMicrobatches > 0 && programMicrobatches != built->microbatches)
+      return fail("the schedule runs " + Twine(built->microbatches) + " microbatches, but @" +
+                  pipelined.front().getName() + " is repeated over " + Twine(programMicrobatches) +
+                  " (pmlir-microbatch, or the training step's grad-accum)");
     pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts());
     if (sim.deadlocked)
       return fail(sim.deadlock);

@@ -38,7 +38,8 @@ pipe.schedule "csv" ranks 2 stages 2 microbatches 2
 
 // -----
 
-// expected-error @+1 {{rank 0 runs 1F0, but stage 1 lives on rank 1}}
+// A stage lives on the first rank that runs it.
+// expected-error @+1 {{rank 1 runs 1B0, but stage 1 lives on rank 0}}
 pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "1F0", "0B0"], ["1B0"]]
 
 // -----

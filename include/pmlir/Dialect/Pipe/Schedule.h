@@ -5,10 +5,12 @@
 // A pipeline schedule in torch.distributed.pipelining's terms: for each
 // pipeline rank, the list of actions it runs in order, each an action kind
 // on one stage and one microbatch ("1F3" runs stage 1's forward on
-// microbatch 3). Stage s lives on rank s mod ranks, so with v virtual
-// stages per rank, rank r holds stages r, r + ranks, ... (Megatron's
-// interleaving). Plain C++: the generators, the CSV reader and writer, the
-// checks and the simulator are shared by the passes, pmlir-run and tests.
+// microbatch 3). A stage lives on the rank whose list runs it: rank s mod
+// ranks in the generated loop schedules (with v virtual stages per rank,
+// rank r holds stages r, r + ranks, ...: Megatron's interleaving), ranks r
+// and 2 ranks - 1 - r in a V (ZB-V). Plain C++: the generators, the CSV
+// reader and writer, the checks and the simulator are shared by the
+// passes, pmlir-run and tests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,9 +54,9 @@ struct Action {
   }
 };
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1 };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleV };
 
-/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1".
+/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v".
 std::string_view scheduleKindName(ScheduleKind kind);
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
 
@@ -64,10 +66,25 @@ struct Schedule {
   int64_t microbatches = 1;
   /// Each rank's actions, in the order it runs them.
   std::vector<std::vector<Action>> actions;
+  /// The rank of each stage (placeStages()); empty: stage mod ranks.
+  std::vector<int64_t> stageRanks;
 
-  int64_t rankOf(int64_t stage) const { return stage % ranks; }
+  int64_t rankOf(int64_t stage) const {
+    return stage >= 0 && stage < static_cast<int64_t>(stageRanks.size()) ? stageRanks[stage]
+                                                                         : stage % ranks;
+  }
+  /// Places each stage on the first rank whose list runs it (stage mod
+  /// ranks for a stage no list runs).
+  void placeStages();
   /// Whether the backward is split into I and W.
   bool splitsBackward() const;
+  /// Whether any rank runs a backward (B, I or W): a schedule without is a
+  /// forward-only (inference) one.
+  bool hasBackward() const;
+  /// The schedule's forwards alone, in each rank's order: the inference
+  /// schedule of a training schedule. Its transfers are those the forwards
+  /// need.
+  Schedule forwardOnly() const;
   /// The same schedule with its transfers made explicit: a SEND after each
   /// compute action whose output another rank reads and a RECV just before
   /// the compute action that reads it. Schedules that have them keep theirs.
@@ -77,8 +94,8 @@ struct Schedule {
 /// The schedule `kind` for `ranks` pipeline ranks with `virtualStages`
 /// stages each and `microbatches` microbatches, compute actions only. Fails
 /// (nullopt, a message in `error`) where the schedule cannot be built:
-/// interleaving needs microbatches divisible by the ranks, only it takes
-/// more than one virtual stage, and every count is positive.
+/// interleaving needs microbatches divisible by the ranks, ZB-V two stages
+/// per rank, the others one, and every count is positive.
 std::optional<Schedule> buildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
                                       int64_t microbatches, std::string &error);
 
@@ -119,7 +136,9 @@ struct Simulation {
   /// 1 - (busy time of all ranks) / (ranks x makespan).
   double bubble = 0;
   std::vector<double> busy;          ///< per rank
-  std::vector<int64_t> peakInFlight; ///< per stage: microbatches between F and their last backward
+  /// Per stage: microbatches between F and their last backward (one at a
+  /// time in a forward-only schedule, which keeps no activations).
+  std::vector<int64_t> peakInFlight;
   std::vector<SimulatedAction> timeline; ///< compute and transfer actions, by start
 };
 
@@ -131,10 +150,13 @@ struct Simulation {
 Simulation simulate(const Schedule &schedule, const ActionCosts &costs);
 
 /// The bubble the formulas predict with F = costs.forward, B = I + W:
-/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p-1) interleaved, and
-/// ZB-H1's (p-1)(F+I-W) / (m(F+I+W) + (p-1)(F+I-W)).
-double formulaBubble(ScheduleKind kind, int64_t ranks, int64_t virtualStages, int64_t microbatches,
-                     const ActionCosts &costs);
+/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p-1) interleaved,
+/// and ZB-H1's (p-1)(F+I-W) / (m(F+I+W) + (p-1)(F+I-W)). None for ZB-V,
+/// whose bubble the simulator gives (with F = I = W, each rank idles p-1
+/// stage forwards while the first microbatch goes down the V: half of
+/// ZB-H1's idle).
+std::optional<double> formulaBubble(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
+                                    int64_t microbatches, const ActionCosts &costs);
 
 } // namespace pmlir::pipe
 

@@ -100,11 +100,12 @@ Schedule ScheduleOp::getSchedule() {
       if (std::optional<Action> action = Action::parse(cast<StringAttr>(a).getValue().str()))
         schedule.actions.back().push_back(*action);
   }
+  schedule.placeStages();
   return schedule;
 }
 
 LogicalResult ScheduleOp::verify() {
-  if (static_cast<int64_t>(getActions().size()) != getRanks())
+  if (getActions().size() != getRanks())
     return emitOpError() << "lists the actions of " << getActions().size() << " ranks, not "
                          << getRanks();
   if (getStages() % getRanks() != 0)

@@ -11,6 +11,8 @@
 #include "pmlir/Dialect/Tfm/IR/TfmInterfaces.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -37,6 +39,21 @@ std::optional<int64_t> stageOf(mlir::Value v);
 /// The fragment kinds.
 inline constexpr llvm::StringLiteral kForward = "F", kBackward = "B", kBackwardInput = "I",
                                      kBackwardWeight = "W";
+
+/// Argument `i` of `func` in a program that repeats it over `k`
+/// microbatches: an input or label gains a leading dimension of `k`
+/// ("microbatch" first in its tfm.dims) when k > 1; the others stay as they
+/// are. Its type and attributes.
+std::pair<mlir::Type, mlir::DictionaryAttr> microbatchedArgument(mlir::func::FuncOp func,
+                                                                 unsigned i, int64_t k);
+
+/// Clones the body of `func` but its return at `b`'s insertion point for
+/// microbatch `micro` of `k`: `args` (at least func's arguments, typed by
+/// microbatchedArgument) stand for its arguments, an input or label read
+/// through tfm.microbatch when k > 1, and each pipe.fragment is stamped
+/// with `micro`. Returns the clones of the values `func` returns.
+llvm::SmallVector<mlir::Value> cloneForMicrobatch(mlir::OpBuilder &b, mlir::func::FuncOp func,
+                                                  mlir::ValueRange args, int64_t micro, int64_t k);
 
 } // namespace pmlir::pipe
 

@@ -31,7 +31,9 @@ def Pipe_Dialect : Dialect {
       rank;
     - a `pipe.schedule` lists each pipeline rank's actions in order.
 
-    Stage `s` runs on pipeline rank `s mod ranks`. Fragments run on the
+    A stage runs on the pipeline rank whose actions name it: rank `s mod
+    ranks` for stage `s` in the loop schedules (GPipe, 1F1B, interleaved,
+    ZB-H1), ranks `r` and `2 ranks - 1 - r` in ZB-V's V. Fragments run on the
     dp and tp ranks of their pipeline rank as any other tfm op, so the
     program is sharded on its mesh with the fragments in place; one
     pipeline rank's program is then the fragments of its stages in its
@@ -129,9 +131,10 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule"> {
     `actions[r]` is rank `r`'s list in torch.distributed.pipelining's
     format: `<stage><kind><microbatch>` with kind F, B, I, W, SEND_F,
     RECV_F, SEND_B or RECV_B. `kind` names the generator (gpipe, 1f1b,
-    interleaved-1f1b, zb-h1) or `csv` for a schedule read from a file. The
-    verifier checks that every stage's work runs once per microbatch on its
-    rank and, with the simulator, that the schedule cannot deadlock.
+    interleaved-1f1b, zb-h1, zb-v) or `csv` for a schedule read from a file.
+    A stage lives on the first rank whose list names it. The verifier checks
+    that every stage's work runs once per microbatch on its rank and, with
+    the simulator, that the schedule cannot deadlock.
 
     ```mlir
     pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
