@@ -408,6 +408,8 @@ int Job::run() {
     if (!o.recipe.empty())
       options.recipe = ShardingPipelineOptions::Recipe::Megatron;
     options.sequenceParallel = o.sequenceParallel;
+    if (o.cpAttention == "ulysses")
+      options.contextAttention = ShardingPipelineOptions::ContextAttention::Ulysses;
     options.zero = o.zero;
     buildShardingPipeline(pm, options);
     if (pipelined) {
@@ -744,6 +746,15 @@ int exec::runModel(const RunOptions &o) {
     return fail("unknown --recipe '" + o.recipe + "' (known: megatron)");
   if (!o.recipe.empty() && o.mesh.empty())
     return fail("--recipe needs --mesh");
+  if (!o.cpAttention.empty()) {
+    if (o.cpAttention != "allgather" && o.cpAttention != "ulysses")
+      return fail("unknown --cp-attention '" + o.cpAttention + "' (known: allgather, ulysses)");
+    std::string error;
+    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
+    if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))
+      return fail("--cp-attention splits attention over the mesh's context-parallel axis 'cp': "
+                  "it needs --mesh with a cp axis and --recipe");
+  }
   if (o.backend != "mpi" && o.backend != "nccl")
     return fail("unknown --backend '" + o.backend + "' (known: mpi, nccl)");
   if (o.backend != "mpi" && o.mesh.empty())

@@ -113,4 +113,23 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<x = 2>} {/' \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
-// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel) and 'dp' (data parallel), and mesh #tfm.mesh<x = 2> has neither
+// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel) and 'cp' (context parallel), and mesh #tfm.mesh<x = 2> has none of them
+
+// Context parallelism: the token ids' sequence on cp, and propagation
+// carries it through the model; each attention reads its queries' shard
+// and all of the keys and values, gathered over cp, from its block's
+// global position on.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron | FileCheck %s --check-prefix=CP
+// CP: tensor<2x8xi64> {tfm.dims = ["batch", "seq"], tfm.global_type = tensor<2x16xi64>, tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"]]>}
+// CP: tfm.arange start = 0 plus %{{.*}} : tensor<8xi64>
+// CP: %[[K:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 2 : tensor<2x2x8x16xf32> -> tensor<2x2x16x16xf32>
+// CP: %[[V:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 2 : tensor<2x2x8x16xf32> -> tensor<2x2x16x16xf32>
+// CP: tfm.attention %{{.*}}, %[[K]], %[[V]] causal query_offset %{{.*}} scale = {{.*}} : tensor<2x2x8x16xf32>, tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32> -> tensor<2x2x8x16xf32>
+
+// A sequence cp does not divide is refused: sequence shards are not padded.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 15 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=CP-UNEVEN
+// CP-UNEVEN: error: argument #0 ('input_ids') has a sequence of 15, which cp = 2 does not divide (context parallelism splits the sequence into equal shards)

@@ -107,6 +107,11 @@ static llvm::cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     llvm::cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
                    "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"));
+static llvm::cl::opt<std::string> cpAttention(
+    "cp-attention",
+    llvm::cl::desc("with a cp axis in --mesh: attention over the split sequence, allgather "
+                   "(keys and values gathered, the default) or ulysses (heads split over cp, "
+                   "all-to-all in and out)"));
 static llvm::cl::opt<std::string> memoryReportFile(
     "memory-report",
     llvm::cl::desc("write the activation bytes each layer keeps for the backward pass, per "
@@ -265,6 +270,7 @@ static int runMain(int argc, char **argv) {
   options.backend = backend;
   options.recipe = recipe;
   options.sequenceParallel = sequenceParallel;
+  options.cpAttention = cpAttention;
   options.grads = gradsFile;
   options.train = train;
   options.steps = steps;

@@ -43,6 +43,9 @@ struct RunOptions {
   /// Shard a global program with this recipe ("" or "megatron").
   std::string recipe;
   bool sequenceParallel = false;
+  /// Attention over a sequence split on the cp axis: "allgather" or
+  /// "ulysses" ("": allgather).
+  std::string cpAttention;
   std::string commReport, memoryReport;
   /// Write a Chrome trace of every rank's work (pipeline fragments, host
   /// steps) and communication here.

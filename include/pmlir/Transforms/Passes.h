@@ -43,6 +43,15 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron's sequence parallelism on the partitioned program"),
       llvm::cl::init(false)};
+  enum class ContextAttention { AllGather, Ulysses };
+  Option<ContextAttention> contextAttention{
+      *this, "context-attention", llvm::cl::desc("attention over a sequence split on the cp axis"),
+      llvm::cl::init(ContextAttention::AllGather),
+      llvm::cl::values(
+          clEnumValN(ContextAttention::AllGather, "allgather",
+                     "keys and values all-gathered over cp"),
+          clEnumValN(ContextAttention::Ulysses, "ulysses",
+                     "heads split over cp, all-to-all in and out (pmlir-ulysses-attention)"))};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the collectives to this JSON file")};
   Option<std::string> memoryReport{

@@ -248,6 +248,8 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
            "mesh axis of tensor parallelism">,
     Option<"dpAxis", "dp-axis", "std::string", "\"dp\"",
            "mesh axis of data parallelism">,
+    Option<"cpAxis", "cp-axis", "std::string", "\"cp\"",
+           "mesh axis of context parallelism">,
   ];
 }
 
@@ -424,6 +426,43 @@ def SequenceParallel : Pass<"pmlir-sequence-parallel", "mlir::ModuleOp"> {
            "mesh axis of tensor parallelism, whose all-reduces become reduce-scatters">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
+def UlyssesAttention : Pass<"pmlir-ulysses-attention", "mlir::ModuleOp"> {
+  let summary = "context parallelism with attention on heads shards (DeepSpeed-Ulysses)";
+  let description = [{
+    Runs on a global program with shardings (after
+    `pmlir-sharding-propagation`) whose sequence is split over the
+    context-parallel axis. Each `tfm.attention` and `tfm.attention_grad`
+    whose result splits the sequence over that axis splits the heads over
+    it instead: the axis leaves the sequence dimension (and the pending
+    sums of the key and value gradients) and joins the heads dimension,
+    minor to any tensor-parallel split. `pmlir-partition` then moves the
+    queries, keys and values from sequence shards to heads shards with one
+    `shard.all_to_all` each, runs the attention on the whole sequence, and
+    moves its result back with one more: four all-to-alls of b·s·h/cp
+    elements per attention in the forward. Without the pass the keys and
+    values are all-gathered over the axis.
+
+    Diagnostics: a module without `tfm.mesh`, a mesh without the axis, an
+    attention without result shardings, query or key/value heads that the
+    heads axes (tp × cp) do not divide.
+
+    Before (cp = 2):
+    ```mlir
+    %o = tfm.attention %q, %k, %v causal scale = 2.5e-01
+        {tfm.shardings = [#tfm.sharding<[[], [], ["cp"], []]>]} : ...
+    ```
+    After:
+    ```mlir
+    %o = tfm.attention %q, %k, %v causal scale = 2.5e-01
+        {tfm.shardings = [#tfm.sharding<[[], ["cp"], [], []]>]} : ...
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"cp\"",
+           "mesh axis of context parallelism">,
+  ];
 }
 
 def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {

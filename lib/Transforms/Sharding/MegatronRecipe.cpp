@@ -14,7 +14,11 @@
 //   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head; a
 //     vocabulary tp does not divide is padded, as Megatron pads it (each
 //     shard holds ceil(V / tp) rows, the last ones padding);
-//   data-parallel: every argument's "batch" dimension on dp.
+//   data-parallel: every argument's "batch" dimension on dp;
+//   context-parallel: every argument's "seq" dimension on cp (the token ids
+//     and labels; propagation carries the split through the whole model,
+//     and attention's keys and values are gathered over cp unless a
+//     context-parallel attention pass rewrites them).
 // With fewer key/value heads than tp, k_proj and v_proj split over the
 // major part of tp ("tp:(1)K" for K heads): each device keeps the head its
 // query heads read, replicated over the minor part, as Megatron does.
@@ -76,11 +80,12 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     if (!mesh)
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
-    if (!tp && !dp) {
+    bool cp = mesh.axisIndex(cpAxis) >= 0;
+    if (!tp && !dp && !cp) {
       emitError(module.getLoc()) << "the megatron recipe shards over mesh axes '" << tpAxis
-                         << "' (tensor parallel) and '" << dpAxis
-                         << "' (data parallel), and mesh " << mesh
-                         << " has neither; name an axis so, or annotate by hand";
+                                 << "' (tensor parallel), '" << dpAxis << "' (data parallel) and '"
+                                 << cpAxis << "' (context parallel), and mesh " << mesh
+                                 << " has none of them; name an axis so, or annotate by hand";
       return signalPassFailure();
     }
     if (tp && failed(checkHeads(module, mesh.axisSize(tpAxis))))
@@ -102,6 +107,20 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
         };
         if (dp && dimWithRole("batch") >= 0)
           dims[dimWithRole("batch")].push_back(dpAxis);
+        if (int64_t seq = dimWithRole("seq"); cp && seq >= 0) {
+          // Sequence shards are not padded: a padded key would be attended.
+          int64_t cpSize = mesh.axisSize(cpAxis);
+          if (type.getDimSize(seq) % cpSize != 0) {
+            InFlightDiagnostic diag = emitError(arg.getLoc()) << "argument #" << i;
+            if (name)
+              diag << " ('" << name.getValue() << "')";
+            diag << " has a sequence of " << type.getDimSize(seq) << ", which " << cpAxis << " = "
+                 << cpSize << " does not divide (context parallelism splits the sequence "
+                 << "into equal shards)";
+            return signalPassFailure();
+          }
+          dims[seq].push_back(cpAxis);
+        }
         Role role = name && tp ? roleOf(name.getValue()) : Role::None;
         int64_t split = role == Role::Column ? dimWithRole("out")
                         : role == Role::Row  ? dimWithRole("in")

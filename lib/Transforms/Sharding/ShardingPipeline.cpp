@@ -28,6 +28,11 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
   if (options.zero > 0)
     pm.addPass(createZero(ZeroOptions{options.zero}));
   pm.addPass(createShardingPropagation());
+  if (options.contextAttention == ShardingPipelineOptions::ContextAttention::Ulysses) {
+    // Propagation again, through the constraints Ulysses attention pins.
+    pm.addPass(createUlyssesAttention());
+    pm.addPass(createShardingPropagation());
+  }
   pm.addPass(createPartition());
   if (options.sequenceParallel)
     pm.addPass(createSequenceParallel());

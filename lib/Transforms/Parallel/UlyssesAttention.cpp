@@ -1,0 +1,152 @@
+//===- UlyssesAttention.cpp - Attention on heads shards under cp ----------===//
+//
+// Part of pmlir.
+//
+// DeepSpeed-Ulysses' context parallelism: on a global program whose
+// sequence is split over the cp axis (after pmlir-sharding-propagation),
+// each attention (and attention gradient) computes on the whole sequence
+// for a cp-th of the heads instead of on a sequence shard against gathered
+// keys and values. The pass pins that with sharding constraints: the
+// operands on heads shards, the results back on sequence shards (the key
+// and value gradients complete, where propagation had left them pending
+// over cp for a reduce-scatter). Propagation runs again over the
+// constraints, and pmlir-partition reshards across each with one
+// all_to_all: four per attention in the forward, b·s·h/cp elements each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Sharding/Sharding.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-ulysses-attention"
+
+namespace pmlir {
+#define GEN_PASS_DEF_ULYSSESATTENTION
+#include "pmlir/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+using namespace pmlir::sharding;
+
+namespace {
+
+// Attention's tensors are [batch, heads, seq, ...] for every result.
+constexpr size_t kHeadsDim = 1, kSeqDim = 2;
+
+struct UlyssesAttentionPass : public pmlir::impl::UlyssesAttentionBase<UlyssesAttentionPass> {
+  using UlyssesAttentionBase::UlyssesAttentionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshAttr mesh = meshOf(module, "Ulysses attention");
+    if (!mesh)
+      return signalPassFailure();
+    if (mesh.axisIndex(axis) < 0) {
+      emitError(module.getLoc()) << "Ulysses attention splits the heads over mesh axis '" << axis
+                                 << "', which mesh " << mesh << " does not have";
+      return signalPassFailure();
+    }
+    int64_t rewritten = 0;
+    WalkResult walked = module.walk([&](Operation *op) {
+      if (!isa<AttentionOp, AttentionGradOp>(op))
+        return WalkResult::advance();
+      FailureOr<bool> moved = moveToHeads(op, mesh);
+      if (failed(moved))
+        return WalkResult::interrupt();
+      rewritten += *moved;
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return signalPassFailure();
+    LLVM_DEBUG(llvm::dbgs() << rewritten << " attention ops on heads shards\n");
+  }
+
+  /// Pins the operands of `op` to heads shards over the axis and its
+  /// results to sequence shards, where propagation split its sequence over
+  /// the axis. Returns whether it did.
+  FailureOr<bool> moveToHeads(Operation *op, MeshAttr mesh) {
+    auto attrs = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
+    if (!attrs || attrs.size() != op->getNumResults()) {
+      op->emitOpError() << "has no result shardings: Ulysses attention runs after "
+                           "pmlir-sharding-propagation";
+      return failure();
+    }
+    StringRef cp = axis;
+    Sharding result = Sharding::of(cast<ShardingAttr>(attrs[0]));
+    if (!llvm::is_contained(result.dims[kSeqDim], cp))
+      return false;
+
+    // Operands ([batch, heads, seq, ...] each): the axis leaves the
+    // sequence for the heads, minor to their split.
+    OpBuilder b(op);
+    MLIRContext *context = op->getContext();
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (!type || type.getRank() != 4)
+        continue;
+      FailureOr<Sharding> onHeads = shardingOf(operand.get());
+      if (failed(onHeads))
+        return op->emitOpError() << "operand #" << operand.getOperandNumber()
+                                 << " has no sharding: Ulysses attention runs after "
+                                    "pmlir-sharding-propagation";
+      llvm::erase(onHeads->dims[kSeqDim], cp);
+      llvm::erase(onHeads->pending, cp);
+      onHeads->dims[kHeadsDim].push_back(cp);
+      int64_t heads = type.getShape()[kHeadsDim];
+      int64_t devices = devicesOf(mesh, onHeads->dims[kHeadsDim]);
+      if (heads % devices != 0) {
+        static const char *const names[] = {"queries", "keys", "values", "output gradient",
+                                            "probabilities"};
+        InFlightDiagnostic diag = op->emitOpError()
+                                  << "has " << heads << " heads of "
+                                  << names[operand.getOperandNumber()]
+                                  << ", which Ulysses attention cannot split over ";
+        llvm::interleave(
+            onHeads->dims[kHeadsDim], diag, [&](StringRef a) { diag << a; }, " × ");
+        diag << " = " << devices << " devices (it trades the sequence split for a heads split)";
+        return failure();
+      }
+      operand.set(constrain(b, op->getLoc(), operand.get(), onHeads->toAttr(context)));
+    }
+    // Results: back to sequence shards, complete (the key and value
+    // gradients of the whole sequence sum nothing over the axis).
+    b.setInsertionPointAfter(op);
+    for (auto [r, attr] : llvm::zip(op->getResults(), attrs)) {
+      Sharding onSeq = Sharding::of(cast<ShardingAttr>(attr));
+      llvm::erase(onSeq.pending, cp);
+      if (!llvm::is_contained(onSeq.dims[kSeqDim], cp))
+        onSeq.dims[kSeqDim].push_back(cp);
+      Value pinned = constrain(b, op->getLoc(), r, onSeq.toAttr(context));
+      r.replaceAllUsesExcept(pinned, pinned.getDefiningOp());
+    }
+    return true;
+  }
+
+  /// What propagation gave `v`.
+  static FailureOr<Sharding> shardingOf(Value v) {
+    ShardingAttr attr;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+        attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardingAttr);
+    } else if (auto attrs = v.getDefiningOp()->getAttrOfType<ArrayAttr>(kResultShardingsAttr)) {
+      attr = dyn_cast<ShardingAttr>(attrs[cast<OpResult>(v).getResultNumber()]);
+    }
+    if (!attr)
+      return failure();
+    return Sharding::of(attr);
+  }
+
+  static Value constrain(OpBuilder &b, Location loc, Value v, ShardingAttr sharding) {
+    return ShardingConstraintOp::create(b, loc, v.getType(), v, sharding).getResult();
+  }
+};
+
+} // namespace
