@@ -620,14 +620,35 @@ struct GroupedAttention {
                                            ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
   }
 
-  /// softmax(scale * q k^T + mask) in the grouped layout [B, K, G*S, Skv].
-  Value probabilities(Value groupedQuery, Value key) {
+  /// [B, A, S] -> [B, K, G*S]: per-query rows (a log-sum-exp) in the
+  /// grouped layout.
+  Value groupedRows(Value x) {
+    auto split = RankedTensorType::get({batch, kvHeads, group, seq}, t);
+    auto rows = RankedTensorType::get({batch, kvHeads, group * seq}, t);
+    Value e = tensor::ExpandShapeOp::create(b, loc, split, x,
+                                            ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}});
+    return tensor::CollapseShapeOp::create(b, loc, rows, e,
+                                           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+
+  /// [B, K, G*S] -> [B, A, S]
+  Value ungroupedRows(Value x) {
+    auto split = RankedTensorType::get({batch, kvHeads, group, seq}, t);
+    auto out = RankedTensorType::get({batch, heads, seq}, t);
+    Value e = tensor::ExpandShapeOp::create(b, loc, split, x,
+                                            ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    return tensor::CollapseShapeOp::create(b, loc, out, e,
+                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}});
+  }
+
+  /// scale * q k^T + mask in the grouped layout [B, K, G*S, Skv].
+  Value scores(Value groupedQuery, Value key) {
     // scores[b, kv, g*S + s, t] = q[b, kv*G + g, s] . k[b, kv, t]
     Value scores = matmul(b, loc, groupedQuery, key, /*transposeLhs=*/false,
                           /*transposeRhs=*/true);
     RankedTensorType scoresType = tensorType(scores);
     int64_t offset = keys - seq;
-    scores = elementwise(
+    return elementwise(
         b, loc, scoresType, {scores}, {b.getMultiDimIdentityMap(4)},
         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
           Value v = arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, scale));
@@ -643,7 +664,11 @@ struct GroupedAttention {
           Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, last);
           return arith::SelectOp::create(nb, l, masked, floatConst(nb, l, t, -INFINITY), v);
         });
-    return softmaxRows(b, loc, scores);
+  }
+
+  /// softmax(scale * q k^T + mask) in the grouped layout [B, K, G*S, Skv].
+  Value probabilities(Value groupedQuery, Value key) {
+    return softmaxRows(b, loc, scores(groupedQuery, key));
   }
 };
 
@@ -686,6 +711,115 @@ struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
     Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
     Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
     Value dS = softmaxGradRows(b, loc, p, dP, scale);
+    Value dQ = att.ungrouped(matmul(b, loc, dS, op.getKey(), false, false));
+    Value dK = matmul(b, loc, dS, q, /*transposeLhs=*/true, false);
+    b.replaceOp(op, {dQ, dK, dV});
+    return success();
+  }
+};
+
+/// One block of ring attention: the softmax over the block's keys and its
+/// log-sum-exp, max + log(sum of exp(score - max)), per query.
+struct AttentionBlockLowering : OpRewritePattern<tfm::AttentionBlockOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AttentionBlockOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(),
+                         op.getScale().convertToDouble(), op.getQueryOffset());
+    Value scores = att.scores(att.grouped(op.getQuery()), op.getKey());
+    auto [max, sum] = rowMaxAndExpSum(b, loc, scores);
+    unsigned rank = 4;
+    Value probs = elementwise(b, loc, tensorType(scores), {scores, max, sum},
+                              {b.getMultiDimIdentityMap(rank), rowMap(b, rank), rowMap(b, rank)},
+                              [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                Value e = math::ExpOp::create(
+                                    nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+                                return arith::DivFOp::create(nb, l, e, a[2]);
+                              });
+    Value lse =
+        elementwise(b, loc, tensorType(max), {max, sum},
+                    {b.getMultiDimIdentityMap(3), b.getMultiDimIdentityMap(3)},
+                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      return arith::AddFOp::create(nb, l, a[0], math::LogOp::create(nb, l, a[1]));
+                    });
+    b.replaceOp(op, {att.ungrouped(matmul(b, loc, probs, op.getValue(), false, false)),
+                     att.ungroupedRows(lse)});
+    return success();
+  }
+};
+
+/// Online softmax's combine: the new log-sum-exp, then each side weighted
+/// by exp(its lse - the new one).
+struct AttentionMergeLowering : OpRewritePattern<tfm::AttentionMergeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AttentionMergeOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    RankedTensorType rowsType = tensorType(op.getLhsLse());
+    unsigned rows = rowsType.getRank(), rank = rows + 1;
+    Value lse = elementwise(
+        b, loc, rowsType, {op.getLhsLse(), op.getRhsLse()},
+        {b.getMultiDimIdentityMap(rows), b.getMultiDimIdentityMap(rows)},
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value max = arith::MaximumFOp::create(nb, l, a[0], a[1]);
+          Value sum = arith::AddFOp::create(
+              nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], max)),
+              math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[1], max)));
+          return arith::AddFOp::create(nb, l, max, math::LogOp::create(nb, l, sum));
+        });
+    AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
+    Value result = elementwise(
+        b, loc, tensorType(op.getLhs()),
+        {op.getLhs(), op.getLhsLse(), op.getRhs(), op.getRhsLse(), lse}, {id, row, id, row, row},
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          auto weighted = [&](Value x, Value xLse) -> Value {
+            Value w = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, xLse, a[4]));
+            return arith::MulFOp::create(nb, l, x, w);
+          };
+          return arith::AddFOp::create(nb, l, weighted(a[0], a[1]), weighted(a[2], a[3]));
+        });
+    b.replaceOp(op, {result, lse});
+    return success();
+  }
+};
+
+/// One block of ring attention's backward: the block's columns of the
+/// full softmax from the whole sequence's log-sum-exp, and
+/// D = rowsum(dO * O) from the whole sequence's output, in the grouped
+/// layout as attention's gradient.
+struct AttentionBlockGradLowering : OpRewritePattern<tfm::AttentionBlockGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::AttentionBlockGradOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    double scale = op.getScale().convertToDouble();
+    GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(), scale,
+                         op.getQueryOffset());
+    Value q = att.grouped(op.getQuery()), dO = att.grouped(op.getGrad());
+    Value scores = att.scores(q, op.getKey());
+    unsigned rank = 4;
+    AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
+    Value p =
+        elementwise(b, loc, tensorType(scores), {scores, att.groupedRows(op.getLse())}, {id, row},
+                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+                    });
+    Value d = rowSum(b, loc, {dO, att.grouped(op.getOutput())}, {},
+                     [](OpBuilder &nb, Location l, ValueRange a, ValueRange) {
+                       return arith::MulFOp::create(nb, l, a[0], a[1]).getResult();
+                     });
+    Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
+    Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
+    Value dS = elementwise(
+        b, loc, tensorType(p), {p, dP, d}, {id, id, row},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = arith::MulFOp::create(nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
+          return arith::MulFOp::create(nb, l, v, floatConst(nb, l, v.getType(), scale));
+        });
     Value dQ = att.ungrouped(matmul(b, loc, dS, op.getKey(), false, false));
     Value dK = matmul(b, loc, dS, q, /*transposeLhs=*/true, false);
     b.replaceOp(op, {dQ, dK, dV});
@@ -1465,16 +1599,16 @@ struct ConvertTfmToLinalgPass : public pmlir::impl::ConvertTfmToLinalgBase<Conve
 
 void pmlir::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns
-      .add<BinaryLowering<tfm::AddOp, arith::AddFOp>, BinaryLowering<tfm::SubOp, arith::SubFOp>,
-           BinaryLowering<tfm::MulOp, arith::MulFOp>, ScaleLowering, GeluLowering, SiluLowering,
-           SoftmaxLowering, LayerNormLowering, RmsNormLowering, MatmulLowering, EmbeddingLowering,
-           ArangeLowering, SplitHeadsLowering, MergeHeadsLowering, RopeLowering, AttentionLowering,
-           SplitLowering, RowMaxLowering, CrossEntropyPartsLowering, CrossEntropyCombineLowering,
-           CrossEntropyLowering, InlineLayer, FillLowering, WeightGradLowering, SumLeadingLowering,
-           ConcatLowering, GeluGradLowering, SiluGradLowering, SoftmaxGradLowering,
-           LayerNormGradLowering, RmsNormGradLowering, LayerNormWeightGradLowering,
-           RmsNormWeightGradLowering, EmbeddingGradLowering, AttentionGradLowering,
-           CountTokensLowering, CrossEntropyGradLowering, SqrtLowering, SumSquaresLowering,
-           MicrobatchLowering, AdamWLowering>(ctx);
+  patterns.add<BinaryLowering<tfm::AddOp, arith::AddFOp>, BinaryLowering<tfm::SubOp, arith::SubFOp>,
+               BinaryLowering<tfm::MulOp, arith::MulFOp>, ScaleLowering, GeluLowering, SiluLowering,
+               SoftmaxLowering, LayerNormLowering, RmsNormLowering, MatmulLowering,
+               EmbeddingLowering, ArangeLowering, SplitHeadsLowering, MergeHeadsLowering,
+               RopeLowering, AttentionLowering, AttentionBlockLowering, AttentionMergeLowering,
+               AttentionBlockGradLowering, SplitLowering, RowMaxLowering, CrossEntropyPartsLowering,
+               CrossEntropyCombineLowering, CrossEntropyLowering, InlineLayer, FillLowering,
+               WeightGradLowering, SumLeadingLowering, ConcatLowering, GeluGradLowering,
+               SiluGradLowering, SoftmaxGradLowering, LayerNormGradLowering, RmsNormGradLowering,
+               LayerNormWeightGradLowering, RmsNormWeightGradLowering, EmbeddingGradLowering,
+               AttentionGradLowering, CountTokensLowering, CrossEntropyGradLowering, SqrtLowering,
+               SumSquaresLowering, MicrobatchLowering, AdamWLowering>(ctx);
 }

@@ -410,6 +410,8 @@ int Job::run() {
     options.sequenceParallel = o.sequenceParallel;
     if (o.cpAttention == "ulysses")
       options.contextAttention = ShardingPipelineOptions::ContextAttention::Ulysses;
+    else if (o.cpAttention == "ring")
+      options.contextAttention = ShardingPipelineOptions::ContextAttention::Ring;
     options.zero = o.zero;
     buildShardingPipeline(pm, options);
     if (pipelined) {
@@ -747,8 +749,12 @@ int exec::runModel(const RunOptions &o) {
   if (!o.recipe.empty() && o.mesh.empty())
     return fail("--recipe needs --mesh");
   if (!o.cpAttention.empty()) {
-    if (o.cpAttention != "allgather" && o.cpAttention != "ulysses")
-      return fail("unknown --cp-attention '" + o.cpAttention + "' (known: allgather, ulysses)");
+    if (o.cpAttention != "allgather" && o.cpAttention != "ring" && o.cpAttention != "ulysses")
+      return fail("unknown --cp-attention '" + o.cpAttention +
+                  "' (known: ring, allgather, ulysses)");
+    if (o.cpAttention == "ring" && o.recompute == "none")
+      return fail("--cp-attention ring computes attention a key block at a time and keeps no "
+                  "probabilities: --recompute none does not go with it");
     std::string error;
     std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
     if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))

@@ -110,8 +110,9 @@ static llvm::cl::opt<bool> sequenceParallel(
 static llvm::cl::opt<std::string> cpAttention(
     "cp-attention",
     llvm::cl::desc("with a cp axis in --mesh: attention over the split sequence, allgather "
-                   "(keys and values gathered, the default) or ulysses (heads split over cp, "
-                   "all-to-all in and out)"));
+                   "(keys and values gathered, the default), ring (key/value blocks passed "
+                   "around cp, online softmax) or ulysses (heads split over cp, all-to-all in "
+                   "and out)"));
 static llvm::cl::opt<std::string> memoryReportFile(
     "memory-report",
     llvm::cl::desc("write the activation bytes each layer keeps for the backward pass, per "

@@ -43,8 +43,8 @@ struct RunOptions {
   /// Shard a global program with this recipe ("" or "megatron").
   std::string recipe;
   bool sequenceParallel = false;
-  /// Attention over a sequence split on the cp axis: "allgather" or
-  /// "ulysses" ("": allgather).
+  /// Attention over a sequence split on the cp axis: "allgather", "ring"
+  /// or "ulysses" ("": allgather).
   std::string cpAttention;
   std::string commReport, memoryReport;
   /// Write a Chrome trace of every rank's work (pipeline fragments, host

@@ -10,15 +10,16 @@
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Training/Autodiff.h"
 
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
@@ -43,15 +44,16 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron's sequence parallelism on the partitioned program"),
       llvm::cl::init(false)};
-  enum class ContextAttention { AllGather, Ulysses };
+  enum class ContextAttention { AllGather, Ring, Ulysses };
   Option<ContextAttention> contextAttention{
       *this, "context-attention", llvm::cl::desc("attention over a sequence split on the cp axis"),
       llvm::cl::init(ContextAttention::AllGather),
-      llvm::cl::values(
-          clEnumValN(ContextAttention::AllGather, "allgather",
-                     "keys and values all-gathered over cp"),
-          clEnumValN(ContextAttention::Ulysses, "ulysses",
-                     "heads split over cp, all-to-all in and out (pmlir-ulysses-attention)"))};
+      llvm::cl::values(clEnumValN(ContextAttention::AllGather, "allgather",
+                                  "keys and values all-gathered over cp"),
+                       clEnumValN(ContextAttention::Ring, "ring",
+                                  "keys and values passed around cp (pmlir-ring-attention)"),
+                       clEnumValN(ContextAttention::Ulysses, "ulysses",
+                                  "heads split over cp, all-to-all in and out"))};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the collectives to this JSON file")};
   Option<std::string> memoryReport{

@@ -428,41 +428,91 @@ def SequenceParallel : Pass<"pmlir-sequence-parallel", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
 
-def UlyssesAttention : Pass<"pmlir-ulysses-attention", "mlir::ModuleOp"> {
-  let summary = "context parallelism with attention on heads shards (DeepSpeed-Ulysses)";
+def ContextParallelAttention : Pass<"pmlir-context-parallel-attention", "mlir::ModuleOp"> {
+  let summary = "pins attention's shardings for a context-parallel variant (ring, Ulysses)";
   let description = [{
     Runs on a global program with shardings (after
     `pmlir-sharding-propagation`) whose sequence is split over the
-    context-parallel axis. Each `tfm.attention` and `tfm.attention_grad`
-    whose result splits the sequence over that axis splits the heads over
-    it instead: the axis leaves the sequence dimension (and the pending
-    sums of the key and value gradients) and joins the heads dimension,
-    minor to any tensor-parallel split. `pmlir-partition` then moves the
-    queries, keys and values from sequence shards to heads shards with one
-    `shard.all_to_all` each, runs the attention on the whole sequence, and
-    moves its result back with one more: four all-to-alls of b·s·h/cp
-    elements per attention in the forward. Without the pass the keys and
-    values are all-gathered over the axis.
+    context-parallel axis, and pins with `tfm.sharding_constraint`s what the
+    chosen variant needs of each `tfm.attention` and `tfm.attention_grad`
+    whose result splits the sequence over it; `pmlir-sharding-propagation`
+    then runs again over the constraints.
+
+    - `ulysses` (DeepSpeed-Ulysses): the operands on heads shards (the axis
+      leaves the sequence and joins the heads, minor to a tensor-parallel
+      split), the results back on sequence shards, the key and value
+      gradients complete. `pmlir-partition` moves the queries, keys and
+      values with one `shard.all_to_all` each, runs the attention on the
+      whole sequence and moves its result back with one more: four
+      all-to-alls of b·s·h/cp elements per attention in the forward.
+    - `ring`: the key and value gradients of each attention gradient on
+      sequence shards, complete, so that `pmlir-partition`
+      reduce-scatters them right at the op, the pattern
+      `pmlir-ring-attention` replaces.
+    - `allgather`: nothing (propagation gathers the keys and values).
 
     Diagnostics: a module without `tfm.mesh`, a mesh without the axis, an
-    attention without result shardings, query or key/value heads that the
-    heads axes (tp × cp) do not divide.
+    unknown variant, an attention without shardings, Ulysses with heads
+    that the heads axes (tp × cp) do not divide.
 
-    Before (cp = 2):
+    Before (cp = 2, ulysses):
     ```mlir
     %o = tfm.attention %q, %k, %v causal scale = 2.5e-01
         {tfm.shardings = [#tfm.sharding<[[], [], ["cp"], []]>]} : ...
     ```
     After:
     ```mlir
-    %o = tfm.attention %q, %k, %v causal scale = 2.5e-01
-        {tfm.shardings = [#tfm.sharding<[[], ["cp"], [], []]>]} : ...
+    %q2 = tfm.sharding_constraint %q to <[[], ["cp"], [], []]> : tensor<2x4x16x16xf32>
+    %k2 = tfm.sharding_constraint %k to <[[], ["cp"], [], []]> : tensor<2x4x16x16xf32>
+    %v2 = tfm.sharding_constraint %v to <[[], ["cp"], [], []]> : tensor<2x4x16x16xf32>
+    %o = tfm.attention %q2, %k2, %v2 causal scale = 2.5e-01 {...} : ...
+    %o2 = tfm.sharding_constraint %o to <[[], [], ["cp"], []]> : tensor<2x4x16x16xf32>
     ```
   }];
   let options = [
     Option<"axis", "axis", "std::string", "\"cp\"",
            "mesh axis of context parallelism">,
+    Option<"attention", "attention", "std::string", "\"ring\"",
+           "the variant: ring, ulysses or allgather">,
   ];
+}
+
+def RingAttention : Pass<"pmlir-ring-attention", "mlir::ModuleOp"> {
+  let summary = "ring attention: keys and values passed around the cp axis, online softmax";
+  let description = [{
+    Runs on a partitioned program (after `pmlir-partition`). Each
+    `tfm.attention` whose keys and values are `shard.all_gather`s of the
+    sequence over the context-parallel axis becomes a ring: the rank keeps
+    its own key/value block, sends it to the next rank of the axis and
+    receives the previous rank's (`shard.send`/`shard.recv`, cp − 1 times,
+    each send issued before the block's computation so the two overlap),
+    computes each block's attention (`tfm.attention_block`, with its
+    log-sum-exp) and combines the blocks exactly (`tfm.attention_merge`,
+    online softmax). Under the causal mask a later rank's block is wholly
+    masked and is skipped (`scf.if` on the rank's index).
+
+    Each `tfm.attention_grad` on such gathered keys and values whose key
+    and value gradients are reduce-scattered over the axis (as
+    `pmlir-context-parallel-attention{attention=ring}` pins them)
+    recomputes the forward ring for the result and the log-sum-exp, then
+    passes the key/value blocks around again with their gradient
+    accumulators (`tfm.attention_block_grad` per block); one more step
+    brings each rank's accumulators home.
+
+    Communication: each rank sends its key and value block cp − 1 times
+    per forward ring; a backward sends them cp − 1 times more (after its
+    recomputed forward) and its key and value gradients cp times. Nothing
+    is gathered: a rank holds two key/value blocks instead of cp.
+
+    Diagnostics: a module without `tfm.mesh` or `shard.grid @mesh`, a mesh
+    without the axis, a grid that cuts the axis into parts.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"cp\"",
+           "mesh axis of context parallelism">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::shard::ShardDialect"];
 }
 
 def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {

@@ -28,12 +28,17 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
   if (options.zero > 0)
     pm.addPass(createZero(ZeroOptions{options.zero}));
   pm.addPass(createShardingPropagation());
-  if (options.contextAttention == ShardingPipelineOptions::ContextAttention::Ulysses) {
-    // Propagation again, through the constraints Ulysses attention pins.
-    pm.addPass(createUlyssesAttention());
+  using ContextAttention = ShardingPipelineOptions::ContextAttention;
+  if (options.contextAttention != ContextAttention::AllGather) {
+    // Propagation again, through the constraints the variant pins.
+    ContextParallelAttentionOptions pins;
+    pins.attention = options.contextAttention == ContextAttention::Ring ? "ring" : "ulysses";
+    pm.addPass(createContextParallelAttention(pins));
     pm.addPass(createShardingPropagation());
   }
   pm.addPass(createPartition());
+  if (options.contextAttention == ContextAttention::Ring)
+    pm.addPass(createRingAttention());
   if (options.sequenceParallel)
     pm.addPass(createSequenceParallel());
   if (!options.commReport.empty())

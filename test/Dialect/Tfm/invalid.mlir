@@ -566,3 +566,33 @@ func.func @unknown_role(%x: tensor<4xf32> {tfm.role = "input"}, %w: tensor<4xf32
 func.func @role_not_a_string(%x: tensor<4xf32> {tfm.role = 1}) {
   return
 }
+
+// -----
+
+func.func @attention_block_lse_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{result 'lse' shape: expected [1, 4, 8] ([B, Hq, S]), got [1, 4, 16]}}
+  %o, %lse = tfm.attention_block %q, %k, %k scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x4x8x16xf32>, tensor<1x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_merge_lse_shape(%o: tensor<1x4x8x16xf32>, %l: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{operand 'lhs_lse' shape: expected [1, 4, 8] ('lhs' without its last dimension), got [1, 4, 16]}}
+  %m, %ml = tfm.attention_merge %o, %l, %o, %l : tensor<1x4x8x16xf32>, tensor<1x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_block_grad_output(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>,
+                                       %o: tensor<1x4x8x8xf32>, %l: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{operand 'output' shape: expected [1, 4, 8, 16] (attention's result, [B, Hq, S, Dv]), got [1, 4, 8, 8]}}
+  %dq, %dk, %dv = tfm.attention_block_grad %q, %k, %k, %q, %o, %l scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>,
+        tensor<1x4x8x8xf32>, tensor<1x4x8xf32>
+      -> tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}

@@ -159,3 +159,23 @@ func.func @vocab_parallel_cross_entropy(%logits: tensor<2x7x49xf32>, %labels: te
   %0 = tfm.cross_entropy_combine %p, %labels ignore_index = -100 : tensor<2x7x2xf32>, tensor<2x7xi64> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// Ring attention's steps: a block with its log-sum-exp, the online-softmax
+// merge, and a block's gradients.
+// CHECK-LABEL: func.func @ring_attention_steps
+// CHECK: %[[O:.*]], %[[L:.*]] = tfm.attention_block %{{.*}}, %{{.*}}, %{{.*}} causal scale = 2.500000e-01 : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+// CHECK: tfm.attention_merge %[[O]], %[[L]], %[[O]], %[[L]] : tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+// CHECK: tfm.attention_block_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale = 2.500000e-01 : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32> -> tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+func.func @ring_attention_steps(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>,
+                                %v: tensor<1x2x8x16xf32>, %do: tensor<1x4x8x16xf32>)
+    -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8x16xf32>) {
+  %o, %lse = tfm.attention_block %q, %k, %v causal scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+  %m, %mlse = tfm.attention_merge %o, %lse, %o, %lse : tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+  %dq, %dk, %dv = tfm.attention_block_grad %q, %k, %v, %do, %m, %mlse causal scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>,
+        tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
+      -> tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return %m, %mlse, %dq : tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8x16xf32>
+}

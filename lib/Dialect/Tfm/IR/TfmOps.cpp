@@ -347,6 +347,37 @@ LogicalResult AttentionOp::verify() {
                              getKey());
 }
 
+/// A block attention's log-sum-exp: [B, Hq, S] of the queries' element
+/// type.
+static LogicalResult verifyLse(Operation *op, StringRef what, Value lse, Value query) {
+  ArrayRef<int64_t> q = tensorType(query).getShape();
+  if (failed(expectElementType(op, what, lse, "operand 'query'", query)))
+    return failure();
+  return expectShape(op, what, Shape{q[0], q[1], q[2]}, tensorType(lse).getShape(), "[B, Hq, S]");
+}
+
+LogicalResult AttentionBlockOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
+                              getScale().convertToDouble(), getQueryOffset());
+  if (failed(out) ||
+      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())) ||
+      failed(
+          expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]")))
+    return failure();
+  return verifyLse(*this, "result 'lse'", getLse(), getQuery());
+}
+
+LogicalResult AttentionMergeOp::verify() {
+  ArrayRef<int64_t> o = tensorType(getLhs()).getShape();
+  if (o.empty())
+    return emitOpError() << "operand 'lhs': expected rank >= 1 ([..., Dv]), got []";
+  if (failed(expectElementType(*this, "operand 'lhs_lse'", getLhsLse(), "operand 'lhs'", getLhs())))
+    return failure();
+  return expectShape(*this, "operand 'lhs_lse'", o.drop_back(), tensorType(getLhsLse()).getShape(),
+                     "'lhs' without its last dimension");
+}
+
 //===----------------------------------------------------------------------===//
 // SplitOp
 //===----------------------------------------------------------------------===//
@@ -573,6 +604,30 @@ LogicalResult AttentionGradOp::verify() {
                          "attention's result, [B, Hq, S, Dv]")) ||
       failed(verifyProbabilities(*this, "operand 'probabilities'", getProbabilities(), getQuery(),
                                  getKey())))
+    return failure();
+  for (auto [name, grad, operand] :
+       {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},
+        {"result 'key_grad'", getKeyGrad(), getKey()},
+        {"result 'value_grad'", getValueGrad(), getValue()}})
+    if (grad.getType() != operand.getType())
+      return emitOpError() << name << ": expected " << operand.getType()
+                           << " (the type of its operand), got " << grad.getType();
+  return success();
+}
+
+LogicalResult AttentionBlockGradOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
+                              getScale().convertToDouble(), getQueryOffset());
+  if (failed(out))
+    return failure();
+  for (auto [name, v] : {std::pair<StringRef, Value>{"operand 'grad'", getGrad()},
+                         {"operand 'output'", getOutput()}})
+    if (failed(expectElementType(*this, name, v, "operand 'query'", getQuery())) ||
+        failed(expectShape(*this, name, *out, tensorType(v).getShape(),
+                           "attention's result, [B, Hq, S, Dv]")))
+      return failure();
+  if (failed(verifyLse(*this, "operand 'lse'", getLse(), getQuery())))
     return failure();
   for (auto [name, grad, operand] :
        {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},

@@ -302,6 +302,41 @@ def Tfm_AttentionGradOp : Tfm_Op<"attention_grad", [Pure, Tfm_OwnRuleAndLocal,
   let hasVerifier = 1;
 }
 
+def Tfm_AttentionBlockGradOp : Tfm_Op<"attention_block_grad", [Pure]> {
+  let summary = "the gradients of attention through one block of keys";
+  let description = [{
+    Ring attention's backward step. `output` and `lse` are the attention's
+    result and log-sum-exp over the whole key sequence (all blocks merged),
+    `grad` the gradient of that result; the key and value blocks and the
+    mask are those of one `tfm.attention_block`. With
+    `P = exp(scale * Q K^T + mask - lse)` (the block's columns of the full
+    softmax) and `D = rowsum(grad * output)`: `dV = P^T dO`,
+    `dS = P * (dO V^T - D)`, `dQ = scale * dS K` (this block's share of the
+    query gradient), `dK = scale * dS^T Q`. Summed over the blocks, these
+    are `tfm.attention_grad`'s gradients.
+
+    ```mlir
+    %dq, %dk, %dv = tfm.attention_block_grad %q, %k, %v, %do, %o, %lse causal
+        scale = 1.250000e-01
+        : tensor<1x32x64x64xf32>, tensor<1x8x64x64xf32>, tensor<1x8x64x64xf32>,
+          tensor<1x32x64x64xf32>, tensor<1x32x64x64xf32>, tensor<1x32x64xf32>
+        -> tensor<1x32x64x64xf32>, tensor<1x8x64x64xf32>, tensor<1x8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key, Tfm_FloatTensor:$value,
+                       Tfm_FloatTensor:$grad, Tfm_FloatTensor:$output, Tfm_FloatTensor:$lse,
+                       UnitAttr:$causal, F64Attr:$scale, Optional<Index>:$query_offset);
+  let results = (outs Tfm_FloatTensor:$query_grad, Tfm_FloatTensor:$key_grad,
+                      Tfm_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $grad `,` $output `,` $lse
+    (`causal` $causal^)? (`query_offset` $query_offset^)? `scale` `=` $scale attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($grad) `,` type($output) `,`
+    type($lse) `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_CountTokensOp : Tfm_Op<"count_tokens", [Pure, Tfm_OwnRule]> {
   let summary = "the number of labels that are not the ignore index";
   let description = [{

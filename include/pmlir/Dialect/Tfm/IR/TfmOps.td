@@ -375,6 +375,62 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRule
   let hasVerifier = 1;
 }
 
+def Tfm_AttentionBlockOp : Tfm_Op<"attention_block", [Pure]> {
+  let summary = "attention of queries against one block of keys, with its log-sum-exp";
+  let description = [{
+    Ring attention's step: `tfm.attention`'s operands and mask (`causal`,
+    `query_offset`: query `i` sees keys `j <= i + offset`), where the keys
+    and values are one block of a longer sequence. Besides the result,
+    normalized over the block's keys, it returns `lse` `[B, Hq, S]`, the
+    log of each query's softmax denominator over the block (the max
+    included), so that `tfm.attention_merge` combines blocks exactly
+    (online softmax). Every query must see at least one key of the block
+    (a non-negative offset under `causal`): ring attention skips blocks
+    wholly masked.
+
+    ```mlir
+    %o, %lse = tfm.attention_block %q, %k, %v causal scale = 1.250000e-01
+        : tensor<1x32x64x64xf32>, tensor<1x8x64x64xf32>, tensor<1x8x64x64xf32>
+        -> tensor<1x32x64x64xf32>, tensor<1x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
+                       Optional<Index>:$query_offset);
+  let results = (outs Tfm_FloatTensor:$result, Tfm_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? (`query_offset` $query_offset^)?
+    `scale` `=` $scale attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AttentionMergeOp : Tfm_Op<"attention_merge", [Pure,
+    AllTypesMatch<["result", "lhs", "rhs"]>,
+    AllTypesMatch<["lse", "lhs_lse", "rhs_lse"]>]> {
+  let summary = "combines the attention of two key blocks (online softmax)";
+  let description = [{
+    With `lse = log(exp(lhs_lse) + exp(rhs_lse))`,
+    `result = lhs * exp(lhs_lse - lse) + rhs * exp(rhs_lse - lse)`: the
+    attention of the queries against both blocks' keys, from each block's
+    normalized result and log-sum-exp (`tfm.attention_block`). Results
+    `[..., Dv]`, log-sum-exps `[...]`.
+
+    ```mlir
+    %o, %lse = tfm.attention_merge %o1, %lse1, %o2, %lse2
+        : tensor<1x32x64x64xf32>, tensor<1x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$lhs_lse,
+                       Tfm_FloatTensor:$rhs, Tfm_FloatTensor:$rhs_lse);
+  let results = (outs Tfm_FloatTensor:$result, Tfm_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $lhs `,` $lhs_lse `,` $rhs `,` $rhs_lse attr-dict `:` type($lhs) `,` type($lhs_lse)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Structure
 //===----------------------------------------------------------------------===//

@@ -1,17 +1,23 @@
-//===- UlyssesAttention.cpp - Attention on heads shards under cp ----------===//
+//===- ContextParallelAttention.cpp - Attention's shardings under cp -----===//
 //
 // Part of pmlir.
 //
-// DeepSpeed-Ulysses' context parallelism: on a global program whose
-// sequence is split over the cp axis (after pmlir-sharding-propagation),
-// each attention (and attention gradient) computes on the whole sequence
-// for a cp-th of the heads instead of on a sequence shard against gathered
-// keys and values. The pass pins that with sharding constraints: the
-// operands on heads shards, the results back on sequence shards (the key
-// and value gradients complete, where propagation had left them pending
-// over cp for a reduce-scatter). Propagation runs again over the
-// constraints, and pmlir-partition reshards across each with one
+// On a global program whose sequence propagation split over the cp axis,
+// the shardings each context-parallel attention variant needs, pinned with
+// sharding constraints; propagation runs again over them.
+//
+// ulysses (DeepSpeed-Ulysses): each attention and attention gradient runs
+// on the whole sequence for a cp-th of the heads. Its operands are pinned
+// to heads shards, its results back to sequence shards (the key and value
+// gradients complete), so pmlir-partition reshards across each with one
 // all_to_all: four per attention in the forward, b·s·h/cp elements each.
+//
+// ring: the attention gradient's key and value gradients are pinned to
+// sequence shards, complete, so that pmlir-partition reduce-scatters them
+// right at the op, where pmlir-ring-attention finds the pattern it replaces
+// (otherwise the sums stay pending through the projections' gradients).
+//
+// allgather needs nothing: propagation gathers the keys and values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,10 +31,10 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 
-#define DEBUG_TYPE "pmlir-ulysses-attention"
+#define DEBUG_TYPE "pmlir-context-parallel-attention"
 
 namespace pmlir {
-#define GEN_PASS_DEF_ULYSSESATTENTION
+#define GEN_PASS_DEF_CONTEXTPARALLELATTENTION
 #include "pmlir/Transforms/Passes.h.inc"
 } // namespace pmlir
 
@@ -41,24 +47,34 @@ namespace {
 // Attention's tensors are [batch, heads, seq, ...] for every result.
 constexpr size_t kHeadsDim = 1, kSeqDim = 2;
 
-struct UlyssesAttentionPass : public pmlir::impl::UlyssesAttentionBase<UlyssesAttentionPass> {
-  using UlyssesAttentionBase::UlyssesAttentionBase;
+struct ContextParallelAttentionPass
+    : public pmlir::impl::ContextParallelAttentionBase<ContextParallelAttentionPass> {
+  using ContextParallelAttentionBase::ContextParallelAttentionBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MeshAttr mesh = meshOf(module, "Ulysses attention");
+    MeshAttr mesh = meshOf(module, "context-parallel attention");
     if (!mesh)
       return signalPassFailure();
-    if (mesh.axisIndex(axis) < 0) {
-      emitError(module.getLoc()) << "Ulysses attention splits the heads over mesh axis '" << axis
-                                 << "', which mesh " << mesh << " does not have";
+    if (attention != "ulysses" && attention != "ring" && attention != "allgather") {
+      emitError(module.getLoc()) << "unknown context-parallel attention '" << attention
+                                 << "' (known: allgather, ring, ulysses)";
       return signalPassFailure();
     }
+    if (mesh.axisIndex(axis) < 0) {
+      emitError(module.getLoc())
+          << "context-parallel attention splits the sequence over mesh axis '" << axis
+          << "', which mesh " << mesh << " does not have";
+      return signalPassFailure();
+    }
+    if (attention == "allgather")
+      return;
     int64_t rewritten = 0;
     WalkResult walked = module.walk([&](Operation *op) {
-      if (!isa<AttentionOp, AttentionGradOp>(op))
+      if (!isa<AttentionOp, AttentionGradOp>(op) ||
+          (attention == "ring" && !isa<AttentionGradOp>(op)))
         return WalkResult::advance();
-      FailureOr<bool> moved = moveToHeads(op, mesh);
+      FailureOr<bool> moved = pin(op, mesh, /*onHeads=*/attention == "ulysses");
       if (failed(moved))
         return WalkResult::interrupt();
       rewritten += *moved;
@@ -66,16 +82,16 @@ struct UlyssesAttentionPass : public pmlir::impl::UlyssesAttentionBase<UlyssesAt
     });
     if (walked.wasInterrupted())
       return signalPassFailure();
-    LLVM_DEBUG(llvm::dbgs() << rewritten << " attention ops on heads shards\n");
+    LLVM_DEBUG(llvm::dbgs() << rewritten << " attention ops pinned for " << attention << "\n");
   }
 
-  /// Pins the operands of `op` to heads shards over the axis and its
-  /// results to sequence shards, where propagation split its sequence over
-  /// the axis. Returns whether it did.
-  FailureOr<bool> moveToHeads(Operation *op, MeshAttr mesh) {
+  /// Pins the results of `op` to sequence shards over the axis, complete,
+  /// and with `onHeads` its operands to heads shards, where propagation
+  /// split its sequence over the axis. Returns whether it did.
+  FailureOr<bool> pin(Operation *op, MeshAttr mesh, bool onHeads) {
     auto attrs = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
     if (!attrs || attrs.size() != op->getNumResults()) {
-      op->emitOpError() << "has no result shardings: Ulysses attention runs after "
+      op->emitOpError() << "has no result shardings: context-parallel attention runs after "
                            "pmlir-sharding-propagation";
       return failure();
     }
@@ -89,13 +105,15 @@ struct UlyssesAttentionPass : public pmlir::impl::UlyssesAttentionBase<UlyssesAt
     OpBuilder b(op);
     MLIRContext *context = op->getContext();
     for (OpOperand &operand : op->getOpOperands()) {
+      if (!onHeads)
+        break;
       auto type = dyn_cast<RankedTensorType>(operand.get().getType());
       if (!type || type.getRank() != 4)
         continue;
       FailureOr<Sharding> onHeads = shardingOf(operand.get());
       if (failed(onHeads))
         return op->emitOpError() << "operand #" << operand.getOperandNumber()
-                                 << " has no sharding: Ulysses attention runs after "
+                                 << " has no sharding: context-parallel attention runs after "
                                     "pmlir-sharding-propagation";
       llvm::erase(onHeads->dims[kSeqDim], cp);
       llvm::erase(onHeads->pending, cp);

@@ -1,11 +1,12 @@
-// Ulysses attention on cp = 2 × tp = 2: the queries, keys and values move
+// pmlir-context-parallel-attention pins what each context-parallel
+// attention variant needs. Ulysses on cp = 2 × tp = 2: the queries, keys and values move
 // from sequence shards to heads shards (tp major, cp minor) and the result
 // back, one all_to_all each; the attention runs on the whole sequence
 // with no offset, and nothing is gathered.
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
-// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-ulysses-attention \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ulysses \
 // RUN:   | FileCheck %s --check-prefix=PINNED
 // PINNED-LABEL: func.func @forward
 // PINNED: %[[Q:.*]] = tfm.sharding_constraint %{{.*}} to <{{\[\[}}], ["tp", "cp"], [], []]> : tensor<2x4x16x16xf32>
@@ -43,16 +44,35 @@
 // tp = 2 × cp = 2), no cp axis, no shardings yet.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 64 --vocab 96 --seq 8 --batch 2 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
-// RUN:   | not pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-ulysses-attention 2>&1 \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ulysses 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=KV-HEADS
 // KV-HEADS: error: 'tfm.attention' op has 2 heads of keys, which Ulysses attention cannot split over tp × cp = 4 devices (it trades the sequence split for a heads split)
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
-// RUN:   | not pmlir-opt --pmlir-ulysses-attention 2>&1 | FileCheck %s --check-prefix=NO-CP
-// NO-CP: error: Ulysses attention splits the heads over mesh axis 'cp', which mesh #tfm.mesh<tp = 2> does not have
+// RUN:   | not pmlir-opt --pmlir-context-parallel-attention=attention=ulysses 2>&1 | FileCheck %s --check-prefix=NO-CP
+// NO-CP: error: context-parallel attention splits the sequence over mesh axis 'cp', which mesh #tfm.mesh<tp = 2> does not have
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
-// RUN:   | not pmlir-opt --pmlir-ulysses-attention 2>&1 | FileCheck %s --check-prefix=UNPROPAGATED
-// UNPROPAGATED: error: 'tfm.attention' op has no result shardings: Ulysses attention runs after pmlir-sharding-propagation
+// RUN:   | not pmlir-opt --pmlir-context-parallel-attention=attention=ulysses 2>&1 | FileCheck %s --check-prefix=UNPROPAGATED
+// UNPROPAGATED: error: 'tfm.attention' op has no result shardings: context-parallel attention runs after pmlir-sharding-propagation
+
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | not pmlir-opt --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=rings 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: unknown context-parallel attention 'rings' (known: allgather, ring, ulysses)
+
+// Ring: only the attention gradient's key and value gradients are pinned,
+// to sequence shards, complete: the partition reduce-scatters them at the
+// op. The forward attention keeps what propagation gave it.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 --loss \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ring \
+// RUN:   | FileCheck %s --check-prefix=RING
+// RING-LABEL: func.func @grad
+// RING-NOT: tfm.sharding_constraint
+// RING: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tfm.attention_grad
+// RING-NEXT: tfm.sharding_constraint %[[DQ]] to <{{\[\[}}], [], ["cp"], []]>
+// RING-NEXT: tfm.sharding_constraint %[[DK]] to <{{\[\[}}], [], ["cp"], []]>
+// RING-NEXT: tfm.sharding_constraint %[[DV]] to <{{\[\[}}], [], ["cp"], []]>
