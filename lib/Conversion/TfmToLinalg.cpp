@@ -670,6 +670,20 @@ struct GroupedAttention {
   Value probabilities(Value groupedQuery, Value key) {
     return softmaxRows(b, loc, scores(groupedQuery, key));
   }
+
+  /// dQ [B, A, S, D], dK and dV from the probabilities `p`, the grouped
+  /// query and output gradient, and `scoreGrad` (dS from P and dP): dV =
+  /// P^T dO and dK = dS^T Q contract the G*S rows, so a kv head's gradient
+  /// sums over its query heads in the GEMM.
+  SmallVector<Value> gradients(Value groupedQuery, Value groupedGrad, Value p, Value key,
+                               Value value, function_ref<Value(Value p, Value dP)> scoreGrad) {
+    Value dV = matmul(b, loc, p, groupedGrad, /*transposeLhs=*/true, false);
+    Value dP = matmul(b, loc, groupedGrad, value, false, /*transposeRhs=*/true);
+    Value dS = scoreGrad(p, dP);
+    Value dQ = ungrouped(matmul(b, loc, dS, key, false, false));
+    Value dK = matmul(b, loc, dS, groupedQuery, /*transposeLhs=*/true, false);
+    return {dQ, dK, dV};
+  }
 };
 
 /// Attention as two batched GEMMs around a masked softmax, grouped-query
@@ -693,9 +707,7 @@ struct AttentionLowering : OpRewritePattern<tfm::AttentionOp> {
 };
 
 /// The gradients of attention with the probabilities recomputed (or read,
-/// where the forward kept them), in the grouped layout: dV = P^T dO and
-/// dK = scale dS^T Q contract the G*S rows, so a kv head's gradient sums
-/// over its query heads in the GEMM.
+/// where the forward kept them), in the grouped layout.
 struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::AttentionGradOp op, PatternRewriter &b) const override {
@@ -708,12 +720,9 @@ struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
     Value q = att.grouped(op.getQuery()), dO = att.grouped(op.getGrad());
     Value p = op.getProbabilities() ? att.grouped(op.getProbabilities())
                                     : att.probabilities(q, op.getKey());
-    Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
-    Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
-    Value dS = softmaxGradRows(b, loc, p, dP, scale);
-    Value dQ = att.ungrouped(matmul(b, loc, dS, op.getKey(), false, false));
-    Value dK = matmul(b, loc, dS, q, /*transposeLhs=*/true, false);
-    b.replaceOp(op, {dQ, dK, dV});
+    b.replaceOp(op, att.gradients(q, dO, p, op.getKey(), op.getValue(), [&](Value p, Value dP) {
+      return softmaxGradRows(b, loc, p, dP, scale);
+    }));
     return success();
   }
 };
@@ -812,17 +821,14 @@ struct AttentionBlockGradLowering : OpRewritePattern<tfm::AttentionBlockGradOp> 
                      [](OpBuilder &nb, Location l, ValueRange a, ValueRange) {
                        return arith::MulFOp::create(nb, l, a[0], a[1]).getResult();
                      });
-    Value dV = matmul(b, loc, p, dO, /*transposeLhs=*/true, false);
-    Value dP = matmul(b, loc, dO, op.getValue(), false, /*transposeRhs=*/true);
-    Value dS = elementwise(
-        b, loc, tensorType(p), {p, dP, d}, {id, id, row},
-        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value v = arith::MulFOp::create(nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
-          return arith::MulFOp::create(nb, l, v, floatConst(nb, l, v.getType(), scale));
-        });
-    Value dQ = att.ungrouped(matmul(b, loc, dS, op.getKey(), false, false));
-    Value dK = matmul(b, loc, dS, q, /*transposeLhs=*/true, false);
-    b.replaceOp(op, {dQ, dK, dV});
+    b.replaceOp(op, att.gradients(q, dO, p, op.getKey(), op.getValue(), [&](Value p, Value dP) {
+      return elementwise(
+          b, loc, tensorType(p), {p, dP, d}, {id, id, row},
+          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+            Value v = arith::MulFOp::create(nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
+            return arith::MulFOp::create(nb, l, v, floatConst(nb, l, v.getType(), scale));
+          });
+    }));
     return success();
   }
 };

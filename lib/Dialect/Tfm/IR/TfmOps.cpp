@@ -334,14 +334,19 @@ void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
     setNameFn(probabilities, "probabilities");
 }
 
-LogicalResult AttentionOp::verify() {
+/// The operands and result of an attention or attention block.
+template <typename Op> static LogicalResult verifyAttentionResult(Op op) {
   FailureOr<Shape> out =
-      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
-                              getScale().convertToDouble(), getQueryOffset());
+      verifyAttentionOperands(op, op.getQuery(), op.getKey(), op.getValue(), op.getCausal(),
+                              op.getScale().convertToDouble(), op.getQueryOffset());
   if (failed(out) ||
-      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())) ||
-      failed(
-          expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]")))
+      failed(expectElementType(op, "result", op.getResult(), "operand 'query'", op.getQuery())))
+    return failure();
+  return expectShape(op, "result", *out, tensorType(op.getResult()).getShape(), "[B, Hq, S, Dv]");
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionResult(*this)))
     return failure();
   return verifyProbabilities(*this, "result 'probabilities'", getProbabilities(), getQuery(),
                              getKey());
@@ -357,13 +362,7 @@ static LogicalResult verifyLse(Operation *op, StringRef what, Value lse, Value q
 }
 
 LogicalResult AttentionBlockOp::verify() {
-  FailureOr<Shape> out =
-      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
-                              getScale().convertToDouble(), getQueryOffset());
-  if (failed(out) ||
-      failed(expectElementType(*this, "result", getResult(), "operand 'query'", getQuery())) ||
-      failed(
-          expectShape(*this, "result", *out, tensorType(getResult()).getShape(), "[B, Hq, S, Dv]")))
+  if (failed(verifyAttentionResult(*this)))
     return failure();
   return verifyLse(*this, "result 'lse'", getLse(), getQuery());
 }
