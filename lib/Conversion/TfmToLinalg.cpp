@@ -480,17 +480,38 @@ struct EmbeddingLowering : TfmPattern<tfm::EmbeddingOp> {
   }
 };
 
+/// The sequence position of `index` in head-tail order (HeadTailOrder's
+/// arithmetic on an index value).
+static Value headTailPosition(OpBuilder &b, Location l, Value index, HeadTailOrder order) {
+  auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, l, v); };
+  Value rank = arith::DivUIOp::create(b, l, index, constant(order.block()));
+  Value within = arith::RemUIOp::create(b, l, index, constant(order.block()));
+  Value inHead = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, within,
+                                       constant(order.head()));
+  Value head = arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, rank, constant(order.head())), within);
+  // ranks * head + (ranks - 1 - rank) * tail + within - head
+  Value reversed = arith::SubIOp::create(b, l, constant(order.ranks - 1), rank);
+  Value tail = arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, reversed, constant(order.tail())),
+      arith::AddIOp::create(b, l, within, constant(order.ranks * order.head() - order.head())));
+  return arith::SelectOp::create(b, l, inHead, head, tail);
+}
+
 struct ArangeLowering : TfmPattern<tfm::ArangeOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::ArangeOp op, PatternRewriter &b) const override {
     RankedTensorType type = tensorType(op.getResult());
     Location loc = op.getLoc();
     Value offset = op.getOffset();
+    tfm::HeadTailAttr order = op.getHeadTailAttr();
     return generic(b, loc, type, {}, {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
                    [&](OpBuilder &nb, Location l, ValueRange) -> Value {
                      Value i = linalg::IndexOp::create(nb, l, 0);
                      if (offset)
                        i = arith::AddIOp::create(nb, l, i, offset);
+                     if (order)
+                       i = headTailPosition(nb, l, i, order.order());
                      i = arith::IndexCastOp::create(nb, l, type.getElementType(), i);
                      Value start = arith::ConstantOp::create(
                          nb, l, nb.getIntegerAttr(type.getElementType(), op.getStart()));
@@ -588,10 +609,11 @@ struct GroupedAttention {
   double scale;
   bool causal;
   Value queryOffset;
+  tfm::HeadTailAttr order;
 
   GroupedAttention(OpBuilder &b, Location loc, Value query, Value key, bool causal, double scale,
-                   Value queryOffset)
-      : b(b), loc(loc), scale(scale), causal(causal), queryOffset(queryOffset) {
+                   Value queryOffset, tfm::HeadTailAttr order = {})
+      : b(b), loc(loc), scale(scale), causal(causal), queryOffset(queryOffset), order(order) {
     ArrayRef<int64_t> q = tensorType(query).getShape();
     ArrayRef<int64_t> k = tensorType(key).getShape();
     t = tensorType(query).getElementType();
@@ -661,6 +683,11 @@ struct GroupedAttention {
           Value last = arith::AddIOp::create(
               nb, l, s,
               queryOffset ? queryOffset : Value(arith::ConstantIndexOp::create(nb, l, offset)));
+          if (order) {
+            // Indices of the head-tail ordered sequence: compare positions.
+            key = headTailPosition(nb, l, key, order.order());
+            last = headTailPosition(nb, l, last, order.order());
+          }
           Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, last);
           return arith::SelectOp::create(nb, l, masked, floatConst(nb, l, t, -INFINITY), v);
         });
@@ -695,7 +722,8 @@ struct AttentionLowering : OpRewritePattern<tfm::AttentionOp> {
     if (failed(staticOperands(op, b)))
       return failure();
     GroupedAttention att(b, op.getLoc(), op.getQuery(), op.getKey(), op.getCausal(),
-                         op.getScale().convertToDouble(), op.getQueryOffset());
+                         op.getScale().convertToDouble(), op.getQueryOffset(),
+                         op.getHeadTailAttr());
     Value probs = att.probabilities(att.grouped(op.getQuery()), op.getKey());
     SmallVector<Value> results = {
         att.ungrouped(matmul(b, op.getLoc(), probs, op.getValue(), false, false))};
@@ -716,7 +744,7 @@ struct AttentionGradLowering : OpRewritePattern<tfm::AttentionGradOp> {
     Location loc = op.getLoc();
     double scale = op.getScale().convertToDouble();
     GroupedAttention att(b, loc, op.getQuery(), op.getKey(), op.getCausal(), scale,
-                         op.getQueryOffset());
+                         op.getQueryOffset(), op.getHeadTailAttr());
     Value q = att.grouped(op.getQuery()), dO = att.grouped(op.getGrad());
     Value p = op.getProbabilities() ? att.grouped(op.getProbabilities())
                                     : att.probabilities(q, op.getKey());

@@ -412,6 +412,10 @@ int Job::run() {
       options.contextAttention = ShardingPipelineOptions::ContextAttention::Ulysses;
     else if (o.cpAttention == "ring")
       options.contextAttention = ShardingPipelineOptions::ContextAttention::Ring;
+    // Causal context parallelism is balanced unless asked otherwise.
+    if (!o.recipe.empty() && mesh->axisIndex("cp") >= 0 &&
+        mesh->axisSizes()[mesh->axisIndex("cp")] > 1 && o.cpLayout != "contiguous")
+      options.contextLayout = ShardingPipelineOptions::ContextLayout::Balanced;
     options.zero = o.zero;
     buildShardingPipeline(pm, options);
     if (pipelined) {
@@ -435,6 +439,9 @@ int Job::run() {
       pmlir_rt_finalize();
       return 1;
     }
+    // Each rank binds its chunks of a sequence in head-tail order.
+    if (auto axis = (*module)->getAttrOfType<StringAttr>(tfm::kHeadTailAxisAttr))
+      mesh->setHeadTailAxis(axis.getValue().str());
     // The reports, written by rank 0 alone: a failure there is its own, and
     // ends the job (MPI_Abort) while the others compile.
     if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty())) {
@@ -759,6 +766,15 @@ int exec::runModel(const RunOptions &o) {
     std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
     if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))
       return fail("--cp-attention splits attention over the mesh's context-parallel axis 'cp': "
+                  "it needs --mesh with a cp axis and --recipe");
+  }
+  if (!o.cpLayout.empty()) {
+    if (o.cpLayout != "balanced" && o.cpLayout != "contiguous")
+      return fail("unknown --cp-layout '" + o.cpLayout + "' (known: balanced, contiguous)");
+    std::string error;
+    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
+    if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))
+      return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
                   "it needs --mesh with a cp axis and --recipe");
   }
   if (o.backend != "mpi" && o.backend != "nccl")

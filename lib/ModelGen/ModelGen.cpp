@@ -245,7 +245,8 @@ public:
   }
   Value arange(int64_t n) {
     return tfm::ArangeOp::create(b, here, tensor({n}, b.getI64Type()),
-                                 b.getI64IntegerAttr(0), /*offset=*/Value());
+                                 b.getI64IntegerAttr(0), /*offset=*/Value(),
+                                 /*head_tail=*/tfm::HeadTailAttr());
   }
   Value matmul(Value x, Value w, bool transposeRhs = false) {
     std::string error;
@@ -278,7 +279,7 @@ public:
     double scale = 1.0 / std::sqrt(static_cast<double>(shape(q)[3]));
     return tfm::AttentionOp::create(b, here, q.getType(), /*probabilities=*/Type(), q, k, v,
                                     /*causal=*/b.getUnitAttr(), b.getF64FloatAttr(scale),
-                                    /*query_offset=*/Value())
+                                    /*query_offset=*/Value(), /*head_tail=*/tfm::HeadTailAttr())
         .getResult();
   }
   Value rope(Value x, Value positions, double theta) {

@@ -60,6 +60,21 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
               std::to_string(devices) + (n == 1 ? "" : " in each part");
       return std::nullopt;
     }
+    const std::string &ordered = mesh.headTailAxis();
+    if (!ordered.empty() && std::find(dims[d].begin(), dims[d].end(), ordered) != dims[d].end()) {
+      int64_t length = size * n;
+      if (dims[d].size() != 1 || n != 1 || length % devices != 0) {
+        std::string axes;
+        for (const std::string &name : dims[d])
+          axes += (axes.empty() ? "'" : ", '") + name + "'";
+        error = "has dimension " + std::to_string(d) + " of " + std::to_string(length) +
+                ofParts + " split over " + axes + ": a sequence in head-tail order over '" +
+                ordered + "' is split over that axis alone, in equal blocks";
+        return std::nullopt;
+      }
+      layout.orderedDim = layout.local.size();
+      layout.order = HeadTailOrder{devices, length};
+    }
     if (n != 1) {
       layout.global.push_back(n);
       layout.local.push_back(n);

@@ -301,7 +301,8 @@ FailureOr<func::FuncOp> pmlir::training::buildGradientFunction(func::FuncOp forw
       auto keeping = AttentionOp::create(here, attention.getLoc(), attention.getResult().getType(),
                                          probabilities, attention.getQuery(), attention.getKey(),
                                          attention.getValue(), attention.getCausalAttr(),
-                                         attention.getScaleAttr(), attention.getQueryOffset());
+                                         attention.getScaleAttr(), attention.getQueryOffset(),
+                                         attention.getHeadTailAttr());
       keeping->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
       attention.getResult().replaceAllUsesWith(keeping.getResult());
       attention.erase();

@@ -113,6 +113,11 @@ static llvm::cl::opt<std::string> cpAttention(
                    "(keys and values gathered, the default), ring (key/value blocks passed "
                    "around cp, online softmax) or ulysses (heads split over cp, all-to-all in "
                    "and out)"));
+static llvm::cl::opt<std::string> cpLayout(
+    "cp-layout",
+    llvm::cl::desc("with a cp axis in --mesh: the order of the split sequence, balanced (each "
+                   "rank a chunk from the front and one from the back, equal causal attention "
+                   "work; the default) or contiguous (each rank one block)"));
 static llvm::cl::opt<std::string> memoryReportFile(
     "memory-report",
     llvm::cl::desc("write the activation bytes each layer keeps for the backward pass, per "
@@ -272,6 +277,7 @@ static int runMain(int argc, char **argv) {
   options.recipe = recipe;
   options.sequenceParallel = sequenceParallel;
   options.cpAttention = cpAttention;
+  options.cpLayout = cpLayout;
   options.grads = gradsFile;
   options.train = train;
   options.steps = steps;

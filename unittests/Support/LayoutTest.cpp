@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 using namespace pmlir;
@@ -145,6 +146,63 @@ TEST(BlockLayout, FusedPartsHoldEachRanksBlockOfEveryPart) {
   // Parts that do not divide the dimension are named.
   EXPECT_FALSE(BlockLayout::decode(mesh, {{"tp"}}, {4}, std::nullopt, {0}, error, {3}));
   EXPECT_EQ(error, "has dimension 0 of 4 elements here, which is not made of 3 equal parts");
+}
+
+TEST(HeadTailOrder, EachRankHoldsAHeadAndATailChunk) {
+  // 8 positions on 2 ranks: rank 0 holds chunks 0 and 3, rank 1 chunks 1
+  // and 2 (Megatron-LM's order).
+  HeadTailOrder even{2, 8};
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < 8; ++i)
+    positions.push_back(even.position(i));
+  EXPECT_EQ(positions, (std::vector<int64_t>{0, 1, 6, 7, 2, 3, 4, 5}));
+  EXPECT_EQ(even.run(0), 2);
+  EXPECT_EQ(even.run(3), 1);
+  // Blocks of 3 (a sequence of 6 that 2 * cp does not divide): heads of 2,
+  // tails of 1, no padding; every position once.
+  HeadTailOrder odd{2, 6};
+  positions.clear();
+  for (int64_t i = 0; i < 6; ++i)
+    positions.push_back(odd.position(i));
+  EXPECT_EQ(positions, (std::vector<int64_t>{0, 1, 5, 2, 3, 4}));
+  HeadTailOrder four{4, 20};
+  std::vector<bool> seen(20, false);
+  for (int64_t i = 0; i < 20; ++i)
+    seen[four.position(i)] = true;
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
+}
+
+TEST(BlockLayout, HeadTailAxisBlocksHoldAHeadAndATail) {
+  // Token ids [2, 6] with the sequence on cp = 2 in head-tail order: rank 1
+  // holds positions 2, 3, 4 of each row; the blocks rebuild the tensor.
+  Mesh mesh = parse("cp=2,dp=2");
+  mesh.setHeadTailAxis("cp");
+  std::vector<int64_t> ids(12), rebuilt(12, -1);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    BlockLayout layout = decode(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank);
+    std::vector<int64_t> block(6, -1);
+    layout.copyOut(ids.data(), sizeof(int64_t), block.data());
+    if (rank == 1)
+      EXPECT_EQ(block, (std::vector<int64_t>{2, 3, 4, 8, 9, 10}));
+    if (rank == 0)
+      EXPECT_EQ(block, (std::vector<int64_t>{0, 1, 5, 6, 7, 11}));
+    layout.pasteIn(block.data(), sizeof(int64_t), rebuilt.data());
+  }
+  EXPECT_EQ(rebuilt, ids);
+  // Logits [1, 4, 2]: the ordered dimension outside the rows.
+  std::vector<float> logits(8);
+  std::iota(logits.begin(), logits.end(), 0.0f);
+  BlockLayout rank0 = decode(mesh, {{}, {"cp"}, {}}, {1, 2, 2}, std::vector<int64_t>{1, 4, 2}, 0);
+  std::vector<float> block(4);
+  rank0.copyOut(logits.data(), sizeof(float), block.data());
+  EXPECT_EQ(block, (std::vector<float>{0, 1, 6, 7}));
+  // Split over more than the axis: refused.
+  std::string error;
+  EXPECT_FALSE(BlockLayout::decode(mesh, {{"cp", "dp"}}, {2}, std::vector<int64_t>{8},
+                                   mesh.coordinates(0), error));
+  EXPECT_EQ(error, "has dimension 0 of 8 split over 'cp', 'dp': a sequence in head-tail order "
+                   "over 'cp' is split over that axis alone, in equal blocks");
 }
 
 TEST(BlockLayout, MismatchesAreNamed) {

@@ -46,6 +46,9 @@ struct RunOptions {
   /// Attention over a sequence split on the cp axis: "allgather", "ring"
   /// or "ulysses" ("": allgather).
   std::string cpAttention;
+  /// The order of a sequence split on the cp axis: "balanced" (head-tail,
+  /// pmlir-head-tail-sequence) or "contiguous" ("": balanced where cp > 1).
+  std::string cpLayout;
   std::string commReport, memoryReport;
   /// Write a Chrome trace of every rank's work (pipeline fragments, host
   /// steps) and communication here.

@@ -33,6 +33,37 @@ inline int64_t shardSize(int64_t global, int64_t devices) {
   return (global + devices - 1) / devices;
 }
 
+/// The head-tail order of a sequence of `length` split in equal blocks over
+/// `ranks` devices: context parallelism's balance of causal attention work
+/// (Megatron-LM's and torchtitan's load balancing). Block r is a head chunk
+/// from the front of the sequence, positions [r * head, (r + 1) * head),
+/// then a tail chunk from its back, the last tail on rank 0: under a causal
+/// mask a rank's early queries see few keys and its late ones many. A
+/// program in this order computes on the sequence permuted so that rank
+/// r's contiguous block is its two chunks; positions and masks map an index
+/// back with position(). Blocks of an odd length have a head one longer
+/// than the tail, so the order needs no padding.
+struct HeadTailOrder {
+  int64_t ranks = 1, length = 0;
+
+  int64_t block() const { return length / ranks; }
+  int64_t head() const { return (block() + 1) / 2; }
+  int64_t tail() const { return block() - head(); }
+  /// The sequence position of the element at `index` in head-tail order.
+  int64_t position(int64_t index) const {
+    int64_t rank = index / block(), within = index % block();
+    if (within < head())
+      return rank * head() + within;
+    return ranks * head() + (ranks - 1 - rank) * tail() + within - head();
+  }
+  /// How many elements from `index` on have consecutive positions (to the
+  /// end of its chunk).
+  int64_t run(int64_t index) const {
+    int64_t within = index % block();
+    return within < head() ? head() - within : block() - within;
+  }
+};
+
 /// Per tensor dimension, the mesh axes that split it, major first.
 using DimAxes = std::vector<std::vector<std::string>>;
 
@@ -44,6 +75,11 @@ struct BlockLayout {
   std::vector<int64_t> global; ///< the view's global shape
   std::vector<int64_t> local;  ///< the block's shape (padding included)
   std::vector<int64_t> offset; ///< the block's first global element
+  /// A dimension of the view in head-tail order (split over the mesh's
+  /// head-tail axis): the block's elements along it are at the positions
+  /// the order gives (the global tensor is in sequence order).
+  std::optional<size_t> orderedDim;
+  HeadTailOrder order;
 
   /// Decodes the block of the device at `coordinates` on `mesh` of a tensor
   /// split as `dims` whose blocks are `local`. `global` is the global shape
@@ -81,15 +117,24 @@ template <typename CopyRow> void BlockLayout::forEachRow(CopyRow copyRow) const 
   std::vector<int64_t> index(rank, 0);
   int64_t row = local.back();
   int64_t inside = std::min(row, global.back() - offset.back());
+  auto placeOf = [&](size_t d, int64_t i) { return orderedDim == d ? order.position(i) : i; };
   for (int64_t done = 0; done < elements; done += row) {
     int64_t at = 0;
     bool padding = inside <= 0;
     for (size_t d = 0; d < rank; ++d) {
       padding |= offset[d] + index[d] >= global[d];
-      at = at * global[d] + offset[d] + index[d];
+      at = at * global[d] + (d + 1 < rank ? placeOf(d, offset[d] + index[d]) : 0);
     }
-    if (!padding)
-      copyRow(at, done, inside);
+    if (!padding && orderedDim == rank - 1) {
+      // A row of the ordered dimension: one copy per chunk.
+      for (int64_t i = 0; i < inside;) {
+        int64_t n = std::min(order.run(offset.back() + i), inside - i);
+        copyRow(at + order.position(offset.back() + i), done + i, n);
+        i += n;
+      }
+    } else if (!padding) {
+      copyRow(at + offset.back(), done, inside);
+    }
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < local[d])
         break;

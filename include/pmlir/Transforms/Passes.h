@@ -54,6 +54,15 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
                                   "keys and values passed around cp (pmlir-ring-attention)"),
                        clEnumValN(ContextAttention::Ulysses, "ulysses",
                                   "heads split over cp, all-to-all in and out"))};
+  enum class ContextLayout { Contiguous, Balanced };
+  Option<ContextLayout> contextLayout{
+      *this, "context-layout", llvm::cl::desc("the order of a sequence split on the cp axis"),
+      llvm::cl::init(ContextLayout::Contiguous),
+      llvm::cl::values(clEnumValN(ContextLayout::Contiguous, "contiguous",
+                                  "each rank a contiguous block"),
+                       clEnumValN(ContextLayout::Balanced, "balanced",
+                                  "head-tail order, causal work balanced "
+                                  "(pmlir-head-tail-sequence)"))};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the collectives to this JSON file")};
   Option<std::string> memoryReport{

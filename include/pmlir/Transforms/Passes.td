@@ -477,6 +477,52 @@ def ContextParallelAttention : Pass<"pmlir-context-parallel-attention", "mlir::M
   ];
 }
 
+def HeadTailSequence : Pass<"pmlir-head-tail-sequence", "mlir::ModuleOp"> {
+  let summary = "orders the sequence head-tail over the cp axis to balance causal attention";
+  let description = [{
+    Runs on a global program whose token ids and labels split their `seq`
+    dimension (`tfm.dims`) over the context-parallel axis alone, as the
+    Megatron recipe leaves them. Split in contiguous blocks, the causal mask
+    gives rank r of cp (2r + 1) / cp² of the attention work. In head-tail
+    order (Megatron-LM's and torchtitan's load balancing) each rank's
+    block is a chunk from the front of the sequence followed by one from its
+    back, rank 0 holding the first and the last, and every rank gets the same
+    share; blocks of an odd length have a head one position longer than
+    the tail, so no padding is needed.
+
+    The program computes on the permuted sequence with its shapes and
+    shardings unchanged: only positions and the causal mask depend on the
+    order of tokens. The pass sets `#tfm.head_tail` on each `tfm.arange` of
+    the sequence's length and on each causal `tfm.attention` and
+    `tfm.attention_grad` over the whole sequence, and the module attribute
+    `tfm.head_tail_axis`; `pmlir-run` then binds each rank its two chunks of
+    every argument dimension split over the axis and assembles such results
+    in sequence order. `pmlir-ring-attention` computes the ring's blocks
+    from the order, two full blocks a step on every rank.
+
+    Diagnostics: a module without `tfm.mesh`, a mesh without the axis, no
+    argument with a `seq` dimension, one not split over the axis alone,
+    sequences of two lengths, blocks shorter than 2.
+
+    Before (cp = 2):
+    ```mlir
+    %pos = tfm.arange start = 0 : tensor<16xi64>
+    %o = tfm.attention %q, %k, %v causal scale = 2.5e-01 : ...
+    ```
+    After:
+    ```mlir
+    %pos = tfm.arange start = 0 head_tail #tfm.head_tail<ranks = 2, length = 16>
+        : tensor<16xi64>
+    %o = tfm.attention %q, %k, %v causal head_tail #tfm.head_tail<ranks = 2, length = 16>
+        scale = 2.5e-01 : ...
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"cp\"",
+           "mesh axis of context parallelism">,
+  ];
+}
+
 def RingAttention : Pass<"pmlir-ring-attention", "mlir::ModuleOp"> {
   let summary = "ring attention: keys and values passed around the cp axis, online softmax";
   let description = [{
@@ -512,7 +558,7 @@ def RingAttention : Pass<"pmlir-ring-attention", "mlir::ModuleOp"> {
            "mesh axis of context parallelism">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
-                           "mlir::shard::ShardDialect"];
+                           "mlir::shard::ShardDialect", "mlir::tensor::TensorDialect"];
 }
 
 def ExportShardings : Pass<"pmlir-export-shardings", "mlir::ModuleOp"> {

@@ -27,6 +27,8 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
     pm.addPass(createMegatronRecipe());
   if (options.zero > 0)
     pm.addPass(createZero(ZeroOptions{options.zero}));
+  if (options.contextLayout == ShardingPipelineOptions::ContextLayout::Balanced)
+    pm.addPass(createHeadTailSequence());
   pm.addPass(createShardingPropagation());
   using ContextAttention = ShardingPipelineOptions::ContextAttention;
   if (options.contextAttention != ContextAttention::AllGather) {

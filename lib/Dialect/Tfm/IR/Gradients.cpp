@@ -198,7 +198,7 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGr
   auto grad = AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
                                       getValue().getType(), getQuery(), getKey(), getValue(),
                                       resultGrads[0], getProbabilities(), getCausalAttr(),
-                                      getScaleAttr(), getQueryOffset());
+                                      getScaleAttr(), getQueryOffset(), getHeadTailAttr());
   grads[0] = grad.getQueryGrad();
   grads[1] = grad.getKeyGrad();
   grads[2] = grad.getValueGrad();

@@ -56,6 +56,17 @@ void MeshAttr::print(AsmPrinter &printer) const {
   printer << ">";
 }
 
+LogicalResult HeadTailAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t ranks,
+                                   int64_t length) {
+  if (ranks < 1 || ranks > pmlir::kMaxMeshDevices)
+    return emitError() << "head-tail order over " << ranks << " ranks; at least 1 is needed";
+  if (length < 2 * ranks || length % ranks != 0)
+    return emitError() << "head-tail order of a sequence of " << length << " over " << ranks
+                       << " ranks: it needs equal blocks of at least 2 positions (a head and a "
+                          "tail chunk)";
+  return success();
+}
+
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<StringAttr> axes, ArrayRef<int64_t> sizes) {
   if (axes.empty())

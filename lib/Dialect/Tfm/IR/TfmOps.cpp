@@ -260,6 +260,15 @@ LogicalResult MergeHeadsOp::verify() {
                      tensorType(getResult()).getShape(), "[B, S, A*D]");
 }
 
+LogicalResult ArangeOp::verify() {
+  HeadTailAttr order = getHeadTailAttr();
+  int64_t n = tensorType(getResult()).getShape()[0];
+  if (order && n > order.getLength())
+    return emitOpError() << "attribute 'head_tail': its sequence of " << order.getLength()
+                         << " is shorter than the " << n << " positions";
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   ArrayRef<int64_t> in = tensorType(getInput()).getShape();
   if (failed(expectRank(*this, "operand 'input'", 4, "[B, A, S, D]", in)))
@@ -345,8 +354,29 @@ template <typename Op> static LogicalResult verifyAttentionResult(Op op) {
   return expectShape(op, "result", *out, tensorType(op.getResult()).getShape(), "[B, Hq, S, Dv]");
 }
 
+/// Attention in head-tail order: causal (the order only moves the mask),
+/// over keys of the whole ordered sequence, and queries of the whole
+/// sequence or a block of it (`query_offset`).
+template <typename Op> static LogicalResult verifyHeadTail(Op op) {
+  HeadTailAttr order = op.getHeadTailAttr();
+  if (!order)
+    return success();
+  if (!op.getCausal())
+    return op.emitOpError() << "attribute 'head_tail': the order moves a causal mask; the "
+                               "attention is not causal";
+  int64_t keys = tensorType(op.getKey()).getShape()[2];
+  int64_t queries = tensorType(op.getQuery()).getShape()[2];
+  if (keys != order.getLength())
+    return op.emitOpError() << "attribute 'head_tail': its sequence of " << order.getLength()
+                            << " is not the " << keys << " keys";
+  if (!op.getQueryOffset() && queries != keys)
+    return op.emitOpError() << "attribute 'head_tail': " << queries
+                            << " queries without a query_offset are not the sequence of " << keys;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyAttentionResult(*this)))
+  if (failed(verifyAttentionResult(*this)) || failed(verifyHeadTail(*this)))
     return failure();
   return verifyProbabilities(*this, "result 'probabilities'", getProbabilities(), getQuery(),
                              getKey());
@@ -611,7 +641,7 @@ LogicalResult AttentionGradOp::verify() {
     if (grad.getType() != operand.getType())
       return emitOpError() << name << ": expected " << operand.getType()
                            << " (the type of its operand), got " << grad.getType();
-  return success();
+  return verifyHeadTail(*this);
 }
 
 LogicalResult AttentionBlockGradOp::verify() {

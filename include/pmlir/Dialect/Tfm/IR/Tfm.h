@@ -7,6 +7,7 @@
 #ifndef PMLIR_DIALECT_TFM_IR_TFM_H
 #define PMLIR_DIALECT_TFM_IR_TFM_H
 
+#include "pmlir/Support/Layout.h"
 #include "pmlir/Support/Mesh.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -78,6 +79,12 @@ inline constexpr llvm::StringLiteral kUpdatesAttr = "tfm.updates";
 /// Module attribute: the ZeRO stage pmlir-zero sharded the training
 /// step's model state by (the reports read it).
 inline constexpr llvm::StringLiteral kZeroStageAttr = "tfm.zero_stage";
+
+/// Module attribute: the mesh axis over which the program's sequence is in
+/// head-tail order (pmlir-head-tail-sequence). pmlir-run binds each rank
+/// the head and tail chunks of every dimension split over it, and assembles
+/// such results back in sequence order (pmlir::Mesh::headTailAxis).
+inline constexpr llvm::StringLiteral kHeadTailAxisAttr = "tfm.head_tail_axis";
 
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";

@@ -133,4 +133,28 @@ def Tfm_ShardingAttr : Tfm_Attr<"Sharding", "sharding"> {
   }];
 }
 
+def Tfm_HeadTailAttr : Tfm_Attr<"HeadTail", "head_tail"> {
+  let summary = "a sequence in head-tail order over the ranks of a context-parallel axis";
+  let description = [{
+    The sequence of `length` positions is permuted so that each of `ranks`
+    equal blocks is a head chunk from its front followed by a tail chunk from
+    its back, block 0 holding the first head and the last tail: split over
+    a cp axis of `ranks`, every rank gets as much causal attention work
+    (HeadTailOrder in pmlir/Support/Layout.h). On `tfm.arange` it gives the
+    positions of the permuted sequence; on causal attention it masks by
+    those positions. `pmlir-head-tail-sequence` sets it.
+
+    ```mlir
+    %pos = tfm.arange start = 0 head_tail #tfm.head_tail<ranks = 2, length = 16>
+        : tensor<16xi64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$ranks, "int64_t":$length);
+  let assemblyFormat = "`<` `ranks` `=` $ranks `,` `length` `=` $length `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    ::pmlir::HeadTailOrder order() const { return {getRanks(), getLength()}; }
+  }];
+}
+
 #endif // PMLIR_DIALECT_TFM_IR_TFMATTRS_TD

@@ -260,8 +260,8 @@ def Tfm_AttentionGradOp : Tfm_Op<"attention_grad", [Pure, Tfm_OwnRuleAndLocal,
     AttrSizedOperandSegments, DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops"]>]> {
   let summary = "the gradients of tfm.attention's query, key and value";
   let description = [{
-    The operands are those of a `tfm.attention` (same `causal`, `scale` and
-    `query_offset`) and `grad`, the gradient of its result. The
+    The operands are those of a `tfm.attention` (same `causal`, `scale`,
+    `query_offset` and `head_tail`) and `grad`, the gradient of its result. The
     probabilities are recomputed (Korthikanti et al.'s selective
     recomputation of the attention core, as FlashAttention does): with
     `P = softmax(scale * Q K^T + mask)`, `dV = P^T dO`, `dP = dO V^T`,
@@ -288,12 +288,13 @@ def Tfm_AttentionGradOp : Tfm_Op<"attention_grad", [Pure, Tfm_OwnRuleAndLocal,
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key, Tfm_FloatTensor:$value,
                        Tfm_FloatTensor:$grad, Optional<Tfm_FloatTensor>:$probabilities,
-                       UnitAttr:$causal, F64Attr:$scale, Optional<Index>:$query_offset);
+                       UnitAttr:$causal, F64Attr:$scale, Optional<Index>:$query_offset,
+                       OptionalAttr<Tfm_HeadTailAttr>:$head_tail);
   let results = (outs Tfm_FloatTensor:$query_grad, Tfm_FloatTensor:$key_grad,
                       Tfm_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $grad (`probabilities` $probabilities^)?
-    (`causal` $causal^)? (`query_offset` $query_offset^)?
+    (`causal` $causal^)? (`query_offset` $query_offset^)? (`head_tail` $head_tail^)?
     `scale` `=` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` type($grad)
     (`,` type($probabilities)^)?

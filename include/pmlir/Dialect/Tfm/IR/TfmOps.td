@@ -95,16 +95,24 @@ def Tfm_ArangeOp : Tfm_Op<"arange", [Pure, Tfm_OwnRuleAndLocal]> {
     position embedding and Llama to `tfm.rope`; under sequence sharding each
     rank's slice carries the global positions of its tokens: the optional
     `plus %offset` (an index, the first position of the rank's block) is added
-    to `start`.
+    to `start`. With `head_tail` (a sequence balanced for causal context
+    parallelism, `#tfm.head_tail`), element `i` is `start` plus the position
+    of index `i + offset` in that order.
 
     ```mlir
     %pos = tfm.arange start = 0 : tensor<128xi64>
     %local = tfm.arange start = 0 plus %offset : tensor<64xi64>
+    %balanced = tfm.arange start = 0 plus %offset
+        head_tail #tfm.head_tail<ranks = 2, length = 128> : tensor<64xi64>
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, Optional<Index>:$offset);
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, Optional<Index>:$offset,
+                       OptionalAttr<Tfm_HeadTailAttr>:$head_tail);
   let results = (outs 1DTensorOf<[I32, I64]>:$result);
-  let assemblyFormat = "`start` `=` $start (`plus` $offset^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    `start` `=` $start (`plus` $offset^)? (`head_tail` $head_tail^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -344,7 +352,9 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRule
     keys `j <= i + (Skv - S)`, the last query seeing every key; with
     `query_offset %o` (an index: the queries are a block of a longer query
     sequence, as on a rank of a sequence-sharded program) to keys
-    `j <= i + o`.
+    `j <= i + o`. With `head_tail` (`#tfm.head_tail`: the sequence balanced
+    for causal context parallelism) the mask compares the positions of
+    those indices in that order; the keys are the whole sequence.
 
     `result = softmax(scale * query @ key^T + mask) @ value`.
 
@@ -364,10 +374,11 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Tfm_Differentiable, Pure, Tfm_OwnRule
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
-                       Optional<Index>:$query_offset);
+                       Optional<Index>:$query_offset, OptionalAttr<Tfm_HeadTailAttr>:$head_tail);
   let results = (outs Tfm_FloatTensor:$result, Optional<Tfm_FloatTensor>:$probabilities);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`query_offset` $query_offset^)?
+    (`head_tail` $head_tail^)?
     `scale` `=` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result)
     (`,` type($probabilities)^)?
