@@ -43,6 +43,53 @@
 // BACKWARD-NOT: shard.reduce_scatter {{.*}} tensor<2x4x16x16xf32>
 // BACKWARD: return
 
+// In head-tail order (a sequence of 10 on cp = 2: each rank's block of 5
+// is a head chunk of 3 and a tail chunk of 2): the first step computes the
+// head queries against the head keys and the tail queries against both
+// chunks, each under the mask of the last queries; every later step two
+// full blocks, chosen by where the keys come from: an earlier rank's head
+// chunk for every query, or a later rank's chunks for the tail queries.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-attention=ring context-layout=balanced" \
+// RUN:   | FileCheck %s --check-prefix=BALANCED
+// BALANCED-LABEL: func.func @forward
+// BALANCED: tfm.arange start = 0 head_tail <ranks = 2, length = 10> : tensor<10xi64>
+// BALANCED: %[[SK:.*]] = shard.send %[[K:[^ ]*]] on @mesh
+// BALANCED: %[[SV:.*]] = shard.send %[[V:[^ ]*]] on @mesh
+// BALANCED: %[[V0:.*]] = tensor.extract_slice %[[V]][0, 0, 0, 0] [2, 4, 3, 16]
+// BALANCED: %[[K0:.*]] = tensor.extract_slice %[[K]][0, 0, 0, 0] [2, 4, 3, 16]
+// BALANCED: %[[Q0:.*]] = tensor.extract_slice %[[Q:[^ ]*]][0, 0, 0, 0] [2, 4, 3, 16]
+// BALANCED: tfm.attention_block %[[Q0]], %[[K0]], %[[V0]] causal scale {{.*}} -> tensor<2x4x3x16xf32>, tensor<2x4x3xf32>
+// BALANCED: %[[Q1:.*]] = tensor.extract_slice %[[Q]][0, 0, 3, 0] [2, 4, 2, 16]
+// BALANCED: tfm.attention_block %[[Q1]], %[[K]], %[[V]] causal scale {{.*}} -> tensor<2x4x2x16xf32>, tensor<2x4x2xf32>
+// BALANCED: %[[RK:.*]] = shard.recv %[[SK]]
+// BALANCED: %[[RV:.*]] = shard.recv %[[SV]]
+// BALANCED: %[[EARLIER:.*]] = arith.cmpi ule, %{{.*}}, %proc_linear_idx{{.*}} : index
+// BALANCED: scf.if %[[EARLIER]] -> (tensor<2x4x5x16xf32>, tensor<2x4x5xf32>)
+// BALANCED: tfm.attention_block %[[Q]], %{{.*}}, %{{.*}} scale {{.*}} : tensor<2x4x5x16xf32>, tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>
+// BALANCED: tfm.attention_merge {{.*}} : tensor<2x4x5x16xf32>, tensor<2x4x5xf32>
+// BALANCED: } else {
+// BALANCED: tfm.attention_block %{{.*}}, %[[RK]], %[[RV]] scale {{.*}} : tensor<2x4x2x16xf32>, tensor<2x4x5x16xf32>, tensor<2x4x5x16xf32>
+// BALANCED: tfm.attention_merge {{.*}} : tensor<2x4x2x16xf32>, tensor<2x4x2xf32>
+// BALANCED: tensor.insert_slice {{.*}}[0, 0, 3, 0] [2, 4, 2, 16]
+
+// The backward in head-tail order: the same blocks' gradients, the head
+// key gradient added into the rows of the head chunk.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 --loss \
+// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-sharding-pipeline="recipe=megatron context-attention=ring context-layout=balanced" \
+// RUN:   | FileCheck %s --check-prefix=BALANCED-BACKWARD
+// BALANCED-BACKWARD-LABEL: func.func @grad
+// BALANCED-BACKWARD-NOT: tfm.attention_grad
+// BALANCED-BACKWARD: tfm.attention_block_grad {{.*}} causal scale {{.*}} : tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>
+// BALANCED-BACKWARD: tfm.attention_block_grad {{.*}} causal scale {{.*}} : tensor<2x4x2x16xf32>, tensor<2x4x5x16xf32>
+// BALANCED-BACKWARD: scf.if
+// BALANCED-BACKWARD: tfm.attention_block_grad {{.*}} scale {{.*}} : tensor<2x4x5x16xf32>, tensor<2x4x3x16xf32>
+// BALANCED-BACKWARD: } else {
+// BALANCED-BACKWARD: tfm.attention_block_grad {{.*}} scale {{.*}} : tensor<2x4x2x16xf32>, tensor<2x4x5x16xf32>
+// BALANCED-BACKWARD: return
+
 // Bad input: no cp axis, not partitioned.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \

@@ -511,9 +511,9 @@ def HeadTailSequence : Pass<"pmlir-head-tail-sequence", "mlir::ModuleOp"> {
     ```
     After:
     ```mlir
-    %pos = tfm.arange start = 0 head_tail #tfm.head_tail<ranks = 2, length = 16>
+    %pos = tfm.arange start = 0 head_tail <ranks = 2, length = 16>
         : tensor<16xi64>
-    %o = tfm.attention %q, %k, %v causal head_tail #tfm.head_tail<ranks = 2, length = 16>
+    %o = tfm.attention %q, %k, %v causal head_tail <ranks = 2, length = 16>
         scale = 2.5e-01 : ...
     ```
   }];

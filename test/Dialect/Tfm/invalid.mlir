@@ -596,3 +596,48 @@ func.func @attention_block_grad_output(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x
       -> tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @head_tail_not_causal(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{attribute 'head_tail': the order moves a causal mask; the attention is not causal}}
+  %o = tfm.attention %q, %k, %k head_tail <ranks = 2, length = 8> scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @head_tail_keys(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{attribute 'head_tail': its sequence of 16 is not the 8 keys}}
+  %o = tfm.attention %q, %k, %k causal head_tail <ranks = 2, length = 16> scale = 2.5e-01
+      : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @head_tail_queries(%q: tensor<1x4x4x16xf32>, %k: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{attribute 'head_tail': 4 queries without a query_offset are not the sequence of 8}}
+  %dq, %dk, %dv = tfm.attention_grad %q, %k, %k, %q causal head_tail <ranks = 2, length = 8>
+      scale = 2.5e-01
+      : tensor<1x4x4x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x4x16xf32>
+      -> tensor<1x4x4x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @head_tail_arange() {
+  // expected-error @+1 {{attribute 'head_tail': its sequence of 8 is shorter than the 12 positions}}
+  %pos = tfm.arange start = 0 head_tail <ranks = 2, length = 8> : tensor<12xi64>
+  return
+}
+
+// -----
+
+func.func @head_tail_blocks() {
+  // expected-error @+1 {{head-tail order of a sequence of 3 over 2 ranks: it needs equal blocks of at least 2 positions (a head and a tail chunk)}}
+  %pos = tfm.arange start = 0 head_tail <ranks = 2, length = 3> : tensor<3xi64>
+  return
+}

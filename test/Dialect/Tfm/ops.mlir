@@ -17,6 +17,23 @@ func.func @embedding_i32_ids_bf16_dynamic(%table: tensor<?x16xbf16>, %ids: tenso
   return %0 : tensor<?x16xbf16>
 }
 
+// CHECK-LABEL: func @head_tail_order
+func.func @head_tail_order(%q: tensor<1x4x4x16xf32>, %k: tensor<1x2x8x16xf32>, %o: index)
+    -> (tensor<4xi64>, tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>) {
+  // CHECK: tfm.arange start = 0 plus %{{.*}} head_tail <ranks = 2, length = 8> : tensor<4xi64>
+  %pos = tfm.arange start = 0 plus %o head_tail <ranks = 2, length = 8> : tensor<4xi64>
+  // CHECK: tfm.attention %{{.*}} causal query_offset %{{.*}} head_tail <ranks = 2, length = 8> scale
+  %a = tfm.attention %q, %k, %k causal query_offset %o head_tail <ranks = 2, length = 8>
+      scale = 2.5e-01 : tensor<1x4x4x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x4x4x16xf32>
+  // CHECK: tfm.attention_grad %{{.*}} causal query_offset %{{.*}} head_tail <ranks = 2, length = 8> scale
+  %dq, %dk, %dv = tfm.attention_grad %q, %k, %k, %a causal query_offset %o
+      head_tail <ranks = 2, length = 8> scale = 2.5e-01
+      : tensor<1x4x4x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x4x16xf32>
+      -> tensor<1x4x4x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return %pos, %a, %dq : tensor<4xi64>, tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>
+}
+
 // CHECK-LABEL: func @arange_positions
 func.func @arange_positions() -> (tensor<13xi64>, tensor<4xi32>) {
   // CHECK: tfm.arange start = 0 : tensor<13xi64>

@@ -145,7 +145,7 @@ def Tfm_HeadTailAttr : Tfm_Attr<"HeadTail", "head_tail"> {
     those positions. `pmlir-head-tail-sequence` sets it.
 
     ```mlir
-    %pos = tfm.arange start = 0 head_tail #tfm.head_tail<ranks = 2, length = 16>
+    %pos = tfm.arange start = 0 head_tail <ranks = 2, length = 16>
         : tensor<16xi64>
     ```
   }];

@@ -103,7 +103,7 @@ def Tfm_ArangeOp : Tfm_Op<"arange", [Pure, Tfm_OwnRuleAndLocal]> {
     %pos = tfm.arange start = 0 : tensor<128xi64>
     %local = tfm.arange start = 0 plus %offset : tensor<64xi64>
     %balanced = tfm.arange start = 0 plus %offset
-        head_tail #tfm.head_tail<ranks = 2, length = 128> : tensor<64xi64>
+        head_tail <ranks = 2, length = 128> : tensor<64xi64>
     ```
   }];
   let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, Optional<Index>:$offset,
