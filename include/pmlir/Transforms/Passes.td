@@ -535,7 +535,13 @@ def RingAttention : Pass<"pmlir-ring-attention", "mlir::ModuleOp"> {
     computes each block's attention (`tfm.attention_block`, with its
     log-sum-exp) and combines the blocks exactly (`tfm.attention_merge`,
     online softmax). Under the causal mask a later rank's block is wholly
-    masked and is skipped (`scf.if` on the rank's index).
+    masked and is skipped (`scf.if` on the rank's index). In head-tail
+    order (`#tfm.head_tail`, `pmlir-head-tail-sequence`) a rank's block is
+    a head chunk and a tail chunk: the first step computes the head queries
+    against the head keys and the tail queries against both chunks; each
+    later step two full chunk blocks on every rank, an earlier rank's head
+    chunk against every query or a later rank's chunks against the tail
+    queries (`scf.if`, slices of the sequence dimension).
 
     Each `tfm.attention_grad` on such gathered keys and values whose key
     and value gradients are reduce-scattered over the axis (as
@@ -551,7 +557,8 @@ def RingAttention : Pass<"pmlir-ring-attention", "mlir::ModuleOp"> {
     is gathered: a rank holds two key/value blocks instead of cp.
 
     Diagnostics: a module without `tfm.mesh` or `shard.grid @mesh`, a mesh
-    without the axis, a grid that cuts the axis into parts.
+    without the axis, a grid that cuts the axis into parts, a head-tail
+    order whose blocks are not the rank's queries.
   }];
   let options = [
     Option<"axis", "axis", "std::string", "\"cp\"",
