@@ -755,6 +755,12 @@ int exec::runModel(const RunOptions &o) {
     return fail("unknown --recipe '" + o.recipe + "' (known: megatron)");
   if (!o.recipe.empty() && o.mesh.empty())
     return fail("--recipe needs --mesh");
+  // Whether a recipe shards the model over a mesh with a cp axis.
+  auto shardsOverCp = [&]() {
+    std::string error;
+    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
+    return !o.recipe.empty() && parsed && llvm::is_contained(parsed->axisNames(), "cp");
+  };
   if (!o.cpAttention.empty()) {
     if (o.cpAttention != "allgather" && o.cpAttention != "ring" && o.cpAttention != "ulysses")
       return fail("unknown --cp-attention '" + o.cpAttention +
@@ -762,18 +768,14 @@ int exec::runModel(const RunOptions &o) {
     if (o.cpAttention == "ring" && o.recompute == "none")
       return fail("--cp-attention ring computes attention a key block at a time and keeps no "
                   "probabilities: --recompute none does not go with it");
-    std::string error;
-    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
-    if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))
+    if (!shardsOverCp())
       return fail("--cp-attention splits attention over the mesh's context-parallel axis 'cp': "
                   "it needs --mesh with a cp axis and --recipe");
   }
   if (!o.cpLayout.empty()) {
     if (o.cpLayout != "balanced" && o.cpLayout != "contiguous")
       return fail("unknown --cp-layout '" + o.cpLayout + "' (known: balanced, contiguous)");
-    std::string error;
-    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
-    if (o.recipe.empty() || !parsed || !llvm::is_contained(parsed->axisNames(), "cp"))
+    if (!shardsOverCp())
       return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
                   "it needs --mesh with a cp axis and --recipe");
   }

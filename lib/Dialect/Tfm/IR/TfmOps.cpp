@@ -622,6 +622,19 @@ LogicalResult EmbeddingGradOp::verify() {
                      "ids shape followed by hidden");
 }
 
+/// An attention gradient's query, key and value gradients have their
+/// operands' types.
+template <typename Op> static LogicalResult verifyGradientTypes(Op op) {
+  for (auto [name, grad, operand] : {std::tuple<StringRef, Value, Value>{
+                                         "result 'query_grad'", op.getQueryGrad(), op.getQuery()},
+                                     {"result 'key_grad'", op.getKeyGrad(), op.getKey()},
+                                     {"result 'value_grad'", op.getValueGrad(), op.getValue()}})
+    if (grad.getType() != operand.getType())
+      return op.emitOpError() << name << ": expected " << operand.getType()
+                              << " (the type of its operand), got " << grad.getType();
+  return success();
+}
+
 LogicalResult AttentionGradOp::verify() {
   FailureOr<Shape> out =
       verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getCausal(),
@@ -634,13 +647,8 @@ LogicalResult AttentionGradOp::verify() {
       failed(verifyProbabilities(*this, "operand 'probabilities'", getProbabilities(), getQuery(),
                                  getKey())))
     return failure();
-  for (auto [name, grad, operand] :
-       {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},
-        {"result 'key_grad'", getKeyGrad(), getKey()},
-        {"result 'value_grad'", getValueGrad(), getValue()}})
-    if (grad.getType() != operand.getType())
-      return emitOpError() << name << ": expected " << operand.getType()
-                           << " (the type of its operand), got " << grad.getType();
+  if (failed(verifyGradientTypes(*this)))
+    return failure();
   return verifyHeadTail(*this);
 }
 
@@ -658,14 +666,7 @@ LogicalResult AttentionBlockGradOp::verify() {
       return failure();
   if (failed(verifyLse(*this, "operand 'lse'", getLse(), getQuery())))
     return failure();
-  for (auto [name, grad, operand] :
-       {std::tuple<StringRef, Value, Value>{"result 'query_grad'", getQueryGrad(), getQuery()},
-        {"result 'key_grad'", getKeyGrad(), getKey()},
-        {"result 'value_grad'", getValueGrad(), getValue()}})
-    if (grad.getType() != operand.getType())
-      return emitOpError() << name << ": expected " << operand.getType()
-                           << " (the type of its operand), got " << grad.getType();
-  return success();
+  return verifyGradientTypes(*this);
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
