@@ -405,15 +405,21 @@ int Job::run() {
       reference = unpipelined ? std::move(unpipelined) : module->clone();
     PassManager pm(&context);
     ShardingPipelineOptions options;
-    if (!o.recipe.empty())
+    if (o.recipe == "megatron")
       options.recipe = ShardingPipelineOptions::Recipe::Megatron;
+    if (o.recipe == "auto") {
+      options.recipe = ShardingPipelineOptions::Recipe::Auto;
+      options.topology = o.topology.empty() ? std::string("cpu") : o.topology;
+      options.memoryBudget = o.memoryBudget;
+      options.rankOrder = o.rankOrder;
+    }
     options.sequenceParallel = o.sequenceParallel;
     if (o.cpAttention == "ulysses")
       options.contextAttention = ShardingPipelineOptions::ContextAttention::Ulysses;
     else if (o.cpAttention == "ring")
       options.contextAttention = ShardingPipelineOptions::ContextAttention::Ring;
     // Causal context parallelism is balanced unless asked otherwise.
-    if (!o.recipe.empty() && mesh->axisIndex("cp") >= 0 &&
+    if (o.recipe == "megatron" && mesh->axisIndex("cp") >= 0 &&
         mesh->axisSizes()[mesh->axisIndex("cp")] > 1 && o.cpLayout != "contiguous")
       options.contextLayout = ShardingPipelineOptions::ContextLayout::Balanced;
     options.zero = o.zero;
@@ -751,10 +757,13 @@ int exec::printGroups(const std::string &meshSpec, const std::string &rankOrder)
 int exec::runModel(const RunOptions &o) {
   if (!o.rankOrder.empty() && o.mesh.empty())
     return fail("--rank-order needs --mesh");
-  if (!o.recipe.empty() && o.recipe != "megatron")
-    return fail("unknown --recipe '" + o.recipe + "' (known: megatron)");
+  if (!o.recipe.empty() && o.recipe != "megatron" && o.recipe != "auto")
+    return fail("unknown --recipe '" + o.recipe + "' (known: megatron, auto)");
   if (!o.recipe.empty() && o.mesh.empty())
     return fail("--recipe needs --mesh");
+  if (o.recipe != "auto" && (!o.topology.empty() || !o.memoryBudget.empty()))
+    return fail(std::string(o.topology.empty() ? "--memory-budget" : "--topology") +
+                " is for auto-sharding: it needs --recipe auto");
   // Whether a recipe shards the model over a mesh with a cp axis.
   auto shardsOverCp = [&]() {
     std::string error;

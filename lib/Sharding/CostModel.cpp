@@ -71,6 +71,17 @@ const Link &CostModel::linkOf(llvm::StringRef axis) const {
   return it == links.end() ? fallback : it->second;
 }
 
+void CostModel::setLink(llvm::StringRef axis, Link link) {
+  if (axis == "*")
+    fallback = link;
+  else
+    links[axis] = link;
+}
+
+double CostModel::computeSeconds(double flops, double bytes) const {
+  return std::max(flops / dev.flopsPerSecond, bytes / dev.memoryBytesPerSecond);
+}
+
 double CostModel::wireFactor(CollectiveKind kind, int64_t groupSize) {
   double n = static_cast<double>(groupSize);
   switch (kind) {

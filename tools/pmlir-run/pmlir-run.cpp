@@ -93,10 +93,18 @@ static llvm::cl::opt<unsigned>
            llvm::cl::desc("after a warm-up, run N times and print the median time"),
            llvm::cl::init(0));
 
-static llvm::cl::opt<std::string> recipe(
-    "recipe",
-    llvm::cl::desc("shard the global model with a recipe on --mesh (megatron: Megatron-LM's "
-                   "tensor parallelism on axis tp, batch on dp), then propagate and partition"));
+static llvm::cl::opt<std::string>
+    recipe("recipe",
+           llvm::cl::desc("shard the global model with a recipe on --mesh (megatron: Megatron-LM's "
+                          "tensor parallelism on axis tp, batch on dp; auto: pmlir-auto-sharding's "
+                          "integer program on --topology), then propagate and partition"));
+static llvm::cl::opt<std::string>
+    topology("topology",
+             llvm::cl::desc("--recipe auto: the hardware, a preset (cpu, h100) or a JSON file "
+                            "(default: cpu)"));
+static llvm::cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    llvm::cl::desc("--recipe auto: bytes a device may hold, as 12GiB (default: the topology's)"));
 static llvm::cl::opt<bool> check(
     "check", llvm::cl::desc("also run the unsharded program and print the relative error of "
                             "the sharded output; exit 1 past --tolerance"));
@@ -275,6 +283,8 @@ static int runMain(int argc, char **argv) {
   options.timeout = collectiveTimeout;
   options.backend = backend;
   options.recipe = recipe;
+  options.topology = topology;
+  options.memoryBudget = memoryBudget;
   options.sequenceParallel = sequenceParallel;
   options.cpAttention = cpAttention;
   options.cpLayout = cpLayout;

@@ -40,8 +40,11 @@ struct RunOptions {
   /// Where the collectives run on a mesh: "mpi" (host memory), or "nccl"
   /// (one GPU per rank; host buffers are staged through it).
   std::string backend = "mpi";
-  /// Shard a global program with this recipe ("" or "megatron").
+  /// Shard a global program with this recipe ("", "megatron" or "auto":
+  /// pmlir-auto-sharding on `topology` within `memoryBudget`).
   std::string recipe;
+  /// ("": the "cpu" preset, the device's memory).
+  std::string topology, memoryBudget;
   bool sequenceParallel = false;
   /// Attention over a sequence split on the cp axis: "allgather", "ring"
   /// or "ulysses" ("": allgather).

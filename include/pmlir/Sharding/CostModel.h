@@ -11,6 +11,10 @@
 // link latency plus the bytes sent over the link bandwidth; a group over
 // several mesh axes runs at the pace of its slowest axis.
 //
+// A device computes at its FLOP rate or moves its bytes through memory at
+// its memory bandwidth, whichever takes longer (a roofline); auto-sharding
+// prices an op's block so.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PMLIR_SHARDING_COSTMODEL_H
@@ -46,6 +50,13 @@ struct Link {
   double latencySeconds;
 };
 
+/// What one device computes with, and holds.
+struct Device {
+  double flopsPerSecond;
+  double memoryBytesPerSecond;
+  double memoryBytes;
+};
+
 /// What one collective costs one rank.
 struct CollectiveCost {
   int64_t wireBytes = 0; ///< bytes one rank sends
@@ -70,6 +81,13 @@ public:
 
   /// The link of `axis` (a sub-axis runs over its axis' link).
   const Link &linkOf(llvm::StringRef axis) const;
+  /// Sets the link of `axis`; `*` sets the default.
+  void setLink(llvm::StringRef axis, Link link);
+
+  const Device &device() const { return dev; }
+  void setDevice(Device device) { dev = device; }
+  /// The roofline time of work of `flops` that reads and writes `bytes`.
+  double computeSeconds(double flops, double bytes) const;
 
   /// The share of a collective's buffer that one rank of a group of
   /// `groupSize` sends.
@@ -85,9 +103,12 @@ public:
 
   /// The default link: 100 GB/s, 5 us.
   static constexpr Link kDefaultLink = {100e9, 5e-6};
+  /// The default device: 100 TFLOP/s, 2 TB/s, 80 GB.
+  static constexpr Device kDefaultDevice = {100e12, 2e12, 80e9};
 
 private:
   Link fallback = kDefaultLink;
+  Device dev = kDefaultDevice;
   llvm::StringMap<Link> links;
 };
 

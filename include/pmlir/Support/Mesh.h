@@ -117,6 +117,10 @@ public:
   const std::vector<std::string> &axisNames() const { return names; }
   const std::vector<int64_t> &axisSizes() const { return sizes; }
   int64_t numRanks() const;
+  /// The axis indices in rank order, fastest first.
+  const std::vector<int> &rankOrder() const { return order; }
+  /// The rank distance between neighbours along axis `index`.
+  int64_t rankStride(int index) const { return strides[index]; }
   /// Index of `name` in axisNames(), or -1.
   int axisIndex(std::string_view name) const;
   /// `name` (an axis or a sub-axis) on this mesh, or nullopt when it names

@@ -30,13 +30,26 @@ namespace pmlir {
 
 /// How a global program is sharded, as pmlir-sharding-pipeline's options.
 struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipelineOptions> {
-  enum class Recipe { None, Megatron };
+  enum class Recipe { None, Megatron, Auto };
   Option<Recipe> recipe{
       *this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
       llvm::cl::init(Recipe::None),
       llvm::cl::values(clEnumValN(Recipe::None, "none", "the program's own annotations"),
                        clEnumValN(Recipe::Megatron, "megatron",
-                                  "Megatron-LM's tensor parallelism on tp, batch on dp"))};
+                                  "Megatron-LM's tensor parallelism on tp, batch on dp"),
+                       clEnumValN(Recipe::Auto, "auto",
+                                  "pmlir-auto-sharding: an integer program over every "
+                                  "op's strategies on the topology"))};
+  Option<std::string> topology{
+      *this, "topology",
+      llvm::cl::desc("recipe=auto: a topology preset (cpu, h100) or a JSON file"),
+      llvm::cl::init("cpu")};
+  Option<std::string> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("recipe=auto: bytes a device may hold (default: the device's memory)")};
+  Option<std::string> rankOrder{
+      *this, "rank-order",
+      llvm::cl::desc("recipe=auto: the mesh's rank order, fastest axis first")};
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("ZeRO stage of a training step (0: none, 1 to 3)"),
                        llvm::cl::init(0)};

@@ -253,6 +253,65 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
   ];
 }
 
+def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
+  let summary = "chooses every value's sharding with an integer program (Alpa's intra-op pass)";
+  let description = [{
+    Alpa's intra-op auto-sharding on the module's `tfm.mesh`, for each
+    function (forward programs and training steps alike). Each op's
+    strategies are the assignments of mesh axes to the factors of its
+    sharding rule; each argument's, the even splits of its dimensions and
+    what its users read it in. A strategy costs the roofline time of the
+    op's block on the topology's device; each edge costs the reshard from
+    the producer's sharding to what the consumer reads, priced by the
+    reshard planner on the topology's links (an axis within a node on the
+    node's link, others across); a training step's updated parameters
+    reshard to their parameters' shardings. The live bytes at the
+    program's heaviest points stay under the memory budget. CBC solves the
+    one-hot integer program (within `time-limit` seconds); identical layers
+    share their variables and cheap unary ops follow their operand.
+
+    The pass writes seeds only: a `tfm.sharding` on every tensor argument
+    and a `tfm.sharding_constraint` wherever propagation from the seeds
+    would reach another sharding than the plan's. `pmlir-sharding-propagation`
+    and `pmlir-partition` then run as for any annotated program. With
+    `report`, it writes the plan's predicted compute and communication
+    time, its collectives' bytes per mesh axis group and its peak memory.
+
+    Where no plan fits the budget it fails with the least memory any plan
+    needs.
+
+    Before (mesh `dp = 2, tp = 2`):
+    ```mlir
+    func.func @mlp(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<256x64xf32>)
+    ```
+    After (fast links: Megatron's column- and row-parallel split on tp, the
+    batch on dp):
+    ```mlir
+    func.func @mlp(%x: tensor<8x64xf32> {tfm.sharding = #tfm.sharding<[["dp"], []]>},
+                   %w1: tensor<64x256xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>},
+                   %w2: tensor<256x64xf32> {tfm.sharding = #tfm.sharding<[["tp"], []]>})
+    ```
+  }];
+  let options = [
+    Option<"topology", "topology", "std::string", "\"cpu\"",
+           "a topology preset (cpu, h100) or a JSON file">,
+    Option<"rankOrder", "rank-order", "std::string", "\"\"",
+           "the mesh's rank order, fastest axis first (default: tp, cp, ep, dp, pp)">,
+    Option<"memoryBudget", "memory-budget", "std::string", "\"\"",
+           "bytes a device may hold, as 12GiB, 800MB or 1e9 (default: the device's memory)">,
+    Option<"solver", "solver", "std::string", "\"cbc\"",
+           "cbc, or exhaustive (small programs, for tests)">,
+    Option<"timeLimit", "time-limit", "double", "10.0",
+           "seconds CBC may search">,
+    Option<"follow", "follow", "bool", "true",
+           "cheap unary ops follow their operand's strategy">,
+    Option<"mergeLayers", "merge-layers", "bool", "true",
+           "identical layers share one set of variables">,
+    Option<"report", "report", "std::string", "\"\"",
+           "write the plan's prediction to this JSON file">,
+  ];
+}
+
 def Zero : Pass<"pmlir-zero", "mlir::ModuleOp"> {
   let summary = "ZeRO: shards a training step's model state over the data-parallel axis";
   let description = [{

@@ -20,11 +20,19 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
   LLVM_DEBUG(llvm::dbgs() << "sharding pipeline: recipe "
                           << (options.recipe == ShardingPipelineOptions::Recipe::Megatron
                                   ? "megatron"
-                                  : "none")
+                              : options.recipe == ShardingPipelineOptions::Recipe::Auto ? "auto"
+                                                                                        : "none")
                           << ", ZeRO " << options.zero << ", sequence parallel "
                           << options.sequenceParallel << "\n");
   if (options.recipe == ShardingPipelineOptions::Recipe::Megatron)
     pm.addPass(createMegatronRecipe());
+  if (options.recipe == ShardingPipelineOptions::Recipe::Auto) {
+    AutoShardingOptions autoOptions;
+    autoOptions.topology = options.topology;
+    autoOptions.memoryBudget = options.memoryBudget;
+    autoOptions.rankOrder = options.rankOrder;
+    pm.addPass(createAutoSharding(autoOptions));
+  }
   if (options.zero > 0)
     pm.addPass(createZero(ZeroOptions{options.zero}));
   if (options.contextLayout == ShardingPipelineOptions::ContextLayout::Balanced)

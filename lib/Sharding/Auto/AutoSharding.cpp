@@ -1,0 +1,1011 @@
+//===- AutoSharding.cpp - Alpa-style intra-op auto-sharding ---------------===//
+//
+// Part of pmlir.
+//
+// See pmlir/Sharding/Auto/AutoSharding.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Auto/AutoSharding.h"
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Sharding/Reshard.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Debug.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "llvm/Support/Format.h"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#define DEBUG_TYPE "pmlir-auto-sharding"
+
+using namespace mlir;
+using namespace pmlir::tfm;
+using namespace pmlir::sharding;
+using namespace pmlir::sharding::autoshard;
+
+namespace {
+
+/// One way to compute a node: what it reads and what it makes.
+struct Strategy {
+  /// Per operand, the sharding it is read in (nullopt: the rule does not
+  /// shard it).
+  SmallVector<std::optional<Sharding>> operands;
+  SmallVector<Sharding> results;
+  double seconds = 0;
+};
+
+/// An op with a rule, a tensor argument, or a function result (what the
+/// returned value is resharded to: any full value).
+struct Node {
+  Operation *op = nullptr;
+  BlockArgument arg;
+  int result = -1;
+  std::vector<Strategy> strategies;
+  int cls = -1;
+  bool isArgument() const { return !op && result < 0; }
+};
+
+/// Nodes that share a variable: the same op of identical layers, or
+/// arguments and ops outside the layers of the same structure.
+struct NodeClass {
+  std::vector<int> members;
+  int var = -1;
+  /// Per strategy of `var`, the members' strategy.
+  std::vector<int> strategyOf;
+  bool follower = false;
+};
+
+/// A use of a value: the consumer node and its operand (-1: the value is
+/// returned as the new value of argument node `to`, a parameter update).
+struct Use {
+  int from;
+  unsigned result;
+  int to;
+  int operand;
+};
+
+/// A reshard priced by the planner.
+struct Price {
+  double seconds = kForbidden;
+  std::vector<std::pair<std::string, Prediction::Comm>> steps;
+};
+
+/// The value `v` stands for: a layer's result is the value it yields.
+Value canonical(Value v) {
+  while (auto result = dyn_cast<OpResult>(v)) {
+    Operation *op = result.getOwner();
+    if (!op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
+      break;
+    v = op->getRegion(0).front().getTerminator()->getOperand(result.getResultNumber());
+  }
+  return v;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int64_t elementBytes(RankedTensorType type) {
+  return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+} // namespace
+
+struct AutoSharder::Impl {
+  mutable FunctionOpInterface func;
+  MeshAttr mesh;
+  Options options;
+  MLIRContext *context;
+
+  std::vector<Node> nodes;
+  std::vector<NodeClass> classes;
+  /// Per value (canonical: a layer's result is the value its body yields),
+  /// its producer node and result.
+  DenseMap<Value, std::pair<int, unsigned>> producer;
+  std::vector<Use> uses;
+  /// Ops in program order (layer bodies inline) and each one's position.
+  std::vector<Operation *> order;
+  DenseMap<Operation *, int64_t> position;
+  /// Per variable, its root class.
+  std::vector<int> rootOf;
+  Problem problem;
+  ProblemStats stats;
+  /// The edges of `problem` by the uses they stand for.
+  std::map<std::tuple<int, unsigned, int, int>, int64_t> useCounts;
+  mutable std::map<std::tuple<const void *, const void *, const void *>, Price> prices;
+
+  Impl(FunctionOpInterface func, MeshAttr mesh, const Options &options)
+      : func(func), mesh(mesh), options(options), context(func->getContext()) {}
+
+  //===--------------------------------------------------------------------===//
+  // The graph
+  //===--------------------------------------------------------------------===//
+
+  Axes meshAxes() const {
+    Axes axes;
+    for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
+      if (size > 1)
+        axes.push_back(name.getValue());
+    return axes;
+  }
+
+  int axisIndex(StringRef axis) const { return static_cast<int>(mesh.axisIndex(axis)); }
+
+  void sortAxes(Axes &axes) const {
+    llvm::sort(axes, [&](StringRef a, StringRef b) { return axisIndex(a) < axisIndex(b); });
+  }
+
+  int64_t localBytes(RankedTensorType type, const Sharding &s) const {
+    return localType(mesh, type, s).getNumElements() * elementBytes(type);
+  }
+
+  /// The shardings of a tensor of `type` with its dimensions split evenly
+  /// by any of the mesh's axes (each axis on one dimension, in mesh order).
+  std::vector<Sharding> evenShardings(RankedTensorType type) const {
+    Axes axes = meshAxes();
+    std::vector<Sharding> out;
+    std::vector<int> dimOf(axes.size(), -1);
+    std::function<void(size_t)> assign = [&](size_t a) {
+      if (a == axes.size()) {
+        Sharding s;
+        s.dims.resize(type.getRank());
+        for (size_t i = 0; i < axes.size(); ++i)
+          if (dimOf[i] >= 0)
+            s.dims[dimOf[i]].push_back(axes[i]);
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (type.getDimSize(d) % devicesOf(mesh, s.dims[d]) != 0)
+            return;
+        out.push_back(std::move(s));
+        return;
+      }
+      for (int d = -1; d < type.getRank(); ++d) {
+        dimOf[a] = d;
+        assign(a + 1);
+      }
+    };
+    assign(0);
+    return out;
+  }
+
+  /// The sharding of a tensor of the rule whose dimensions hold `dims`'
+  /// factors under `perFactor`; nullopt where a dimension cannot hold its
+  /// factors' axes as contiguous blocks.
+  std::optional<Sharding> tensorSharding(const ShardingRule &rule,
+                                         ArrayRef<SmallVector<int64_t>> dims,
+                                         ArrayRef<Axes> perFactor) const {
+    Sharding s;
+    for (auto [d, factors] : llvm::enumerate(dims)) {
+      auto [axes, parts] = dimAxes(factors, perFactor, rule, mesh);
+      int64_t wanted = 1;
+      for (int64_t f : factors)
+        wanted *= devicesOf(mesh, perFactor[f]);
+      if (devicesOf(mesh, axes) != wanted)
+        return std::nullopt;
+      s.dims.push_back(axes);
+      s.setParts(d, parts);
+    }
+    return s;
+  }
+
+  /// The strategies of `op` from its rule: every assignment of mesh axes to
+  /// factors that divide evenly, and the pending variants the op's
+  /// linearity allows.
+  void enumerate(Operation *op, const ShardingRule &rule, std::vector<Strategy> &out) {
+    Axes axes = meshAxes();
+    std::vector<int> factorOf(axes.size(), -1);
+    double flops = 0;
+    if (auto cost = dyn_cast<CostOpInterface>(op))
+      flops = cost.getFlops();
+    auto build = [&](ArrayRef<Axes> perFactor, const Axes &used) {
+      Strategy s;
+      for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
+        if (!dims) {
+          s.operands.push_back(std::nullopt);
+          continue;
+        }
+        std::optional<Sharding> sharding = tensorSharding(rule, *dims, perFactor);
+        if (!sharding)
+          return;
+        s.operands.push_back(std::move(sharding));
+      }
+      for (unsigned r = 0; r < rule.results.size(); ++r) {
+        std::optional<Sharding> sharding = tensorSharding(rule, rule.results[r], perFactor);
+        if (!sharding)
+          return;
+        for (auto [f, factorAxes] : llvm::enumerate(perFactor))
+          if (rule.sumsOver(r, f))
+            llvm::append_range(sharding->pending, factorAxes);
+        sortAxes(sharding->pending);
+        s.results.push_back(std::move(*sharding));
+      }
+      int64_t split = devicesOf(mesh, used);
+      double bytes = 0;
+      for (auto [operand, sharding] : llvm::zip(op->getOperands(), s.operands))
+        if (sharding)
+          bytes += localBytes(cast<RankedTensorType>(operand.getType()), *sharding);
+      for (auto [result, sharding] : llvm::zip(op->getResults(), s.results))
+        bytes += localBytes(cast<RankedTensorType>(result.getType()), sharding);
+      s.seconds = options.model.computeSeconds(flops / split, bytes);
+      out.push_back(s);
+      addPendingVariants(op, rule, s, used, out);
+    };
+    std::function<void(size_t)> assign = [&](size_t a) {
+      if (a == axes.size()) {
+        SmallVector<Axes> perFactor(rule.factors.size());
+        Axes used;
+        for (size_t i = 0; i < axes.size(); ++i)
+          if (factorOf[i] >= 0) {
+            perFactor[factorOf[i]].push_back(axes[i]);
+            used.push_back(axes[i]);
+          }
+        for (auto [f, factorAxes] : llvm::enumerate(perFactor))
+          if (rule.factors[f].size % devicesOf(mesh, factorAxes) != 0)
+            return;
+        build(perFactor, used);
+        return;
+      }
+      for (int f = -1; f < static_cast<int>(rule.factors.size()); ++f) {
+        if (f >= 0 && rule.factors[f].kind == FactorKind::Replicated)
+          continue;
+        factorOf[a] = f;
+        assign(a + 1);
+      }
+    };
+    assign(0);
+  }
+
+  /// Strategies of an op linear in its operands that take a pending sum
+  /// over axes the strategy leaves free and keep it.
+  void addPendingVariants(Operation *op, const ShardingRule &rule, const Strategy &base,
+                          const Axes &used, std::vector<Strategy> &out) {
+    if (rule.pending == PendingRule::None)
+      return;
+    Axes free;
+    for (StringRef axis : meshAxes())
+      if (!llvm::is_contained(used, axis) && llvm::none_of(base.results, [&](const Sharding &s) {
+            return llvm::is_contained(s.pending, axis);
+          }))
+        free.push_back(axis);
+    SmallVector<unsigned> floats;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      if (base.operands[i] &&
+          isa<FloatType>(cast<RankedTensorType>(operand.getType()).getElementType()))
+        floats.push_back(i);
+    if (floats.empty())
+      return;
+    for (unsigned mask = 1; mask < (1u << free.size()); ++mask) {
+      Axes pending;
+      for (size_t i = 0; i < free.size(); ++i)
+        if (mask & (1u << i))
+          pending.push_back(free[i]);
+      auto withPending = [&](ArrayRef<unsigned> operands) {
+        Strategy s = base;
+        for (unsigned i : operands) {
+          llvm::append_range(s.operands[i]->pending, pending);
+          sortAxes(s.operands[i]->pending);
+        }
+        for (Sharding &result : s.results) {
+          llvm::append_range(result.pending, pending);
+          sortAxes(result.pending);
+        }
+        out.push_back(std::move(s));
+      };
+      if (rule.pending == PendingRule::Additive)
+        withPending(floats);
+      else
+        for (unsigned i : floats)
+          withPending({i});
+    }
+  }
+
+  void buildNodes() {
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type)
+        continue;
+      Node node;
+      node.arg = arg;
+      for (Sharding &s : evenShardings(type))
+        node.strategies.push_back({{}, {std::move(s)}, 0});
+      producer[arg] = {static_cast<int>(nodes.size()), 0};
+      nodes.push_back(std::move(node));
+      ++stats.arguments;
+    }
+    func->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op == func.getOperation())
+        return;
+      position[op] = static_cast<int64_t>(order.size());
+      order.push_back(op);
+      if (op->hasTrait<mlir::OpTrait::IsTerminator>() ||
+          op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
+        return;
+      if (!llvm::all_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }) ||
+          op->getNumResults() == 0)
+        return;
+      Node node;
+      node.op = op;
+      if (std::optional<ShardingRule> rule = getShardingRule(op)) {
+        enumerate(op, *rule, node.strategies);
+      } else {
+        // An op sharding knows nothing of computes whole values.
+        Strategy s;
+        for (Value operand : op->getOperands())
+          if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
+            s.operands.push_back(Sharding{SmallVector<Axes>(type.getRank()), {}});
+          else
+            s.operands.push_back(std::nullopt);
+        for (Type t : op->getResultTypes())
+          s.results.push_back(Sharding{SmallVector<Axes>(cast<RankedTensorType>(t).getRank()), {}});
+        node.strategies.push_back(std::move(s));
+      }
+      for (unsigned r = 0; r < op->getNumResults(); ++r)
+        producer[op->getResult(r)] = {static_cast<int>(nodes.size()), r};
+      nodes.push_back(std::move(node));
+      ++stats.ops;
+    });
+    // The uses: operands the strategies shard, and updated parameters.
+    for (auto [n, node] : llvm::enumerate(nodes)) {
+      if (!node.op)
+        continue;
+      for (auto [i, operand] : llvm::enumerate(node.op->getOperands())) {
+        if (!node.strategies.front().operands[i])
+          continue;
+        auto it = producer.find(canonical(operand));
+        if (it != producer.end())
+          uses.push_back(
+              {it->second.first, it->second.second, static_cast<int>(n), static_cast<int>(i)});
+      }
+    }
+    Operation *ret = func.getFunctionBody().back().getTerminator();
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto like = func.getResultAttrOfType<IntegerAttr>(i, kShardedLikeAttr);
+      auto type = dyn_cast<RankedTensorType>(ret->getOperand(i).getType());
+      auto from = producer.find(canonical(ret->getOperand(i)));
+      if (!type || from == producer.end())
+        continue;
+      if (!like) {
+        Node node;
+        node.result = static_cast<int>(i);
+        for (Sharding &s : evenShardings(type))
+          node.strategies.push_back({{}, {std::move(s)}, 0});
+        uses.push_back(
+            {from->second.first, from->second.second, static_cast<int>(nodes.size()), -1});
+        nodes.push_back(std::move(node));
+        continue;
+      }
+      if (like.getInt() < 0 || like.getInt() >= func.getNumArguments())
+        continue;
+      auto to = producer.find(func.getArgument(like.getInt()));
+      if (from != producer.end() && to != producer.end() &&
+          ret->getOperand(i).getType() == func.getArgument(like.getInt()).getType())
+        uses.push_back({from->second.first, from->second.second, to->second.first, -1});
+    }
+    // An argument may also take any full sharding its users read it in (a
+    // fused weight in parts).
+    for (const Use &use : uses) {
+      Node &from = nodes[use.from];
+      if (!from.isArgument() || use.operand < 0)
+        continue;
+      for (const Strategy &s : nodes[use.to].strategies) {
+        const Sharding &wanted = *s.operands[use.operand];
+        if (!wanted.pending.empty() || llvm::any_of(from.strategies, [&](const Strategy &have) {
+              return have.results[0] == wanted;
+            }))
+          continue;
+        from.strategies.push_back({{}, {wanted}, 0});
+      }
+    }
+    stats.nodes = static_cast<int64_t>(nodes.size());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Classes: identical layers and what only they use
+  //===--------------------------------------------------------------------===//
+
+  static std::string printed(Attribute attr) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    attr.print(os);
+    return text;
+  }
+
+  /// The structure of a layer's body: its ops, attributes and types, each
+  /// operand as a value of the body or the k-th value from outside.
+  std::string layerSignature(Operation *layer) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    DenseMap<Value, std::string> inside;
+    DenseMap<Value, int64_t> outside;
+    NamedAttrList attrs(layer->getAttrDictionary());
+    attrs.erase("index");
+    os << layer->getName() << " " << printed(attrs.getDictionary(context)) << "|";
+    int64_t count = 0;
+    layer->getRegion(0).walk<WalkOrder::PreOrder>([&](Operation *op) {
+      os << op->getName() << printed(op->getAttrDictionary()) << "(";
+      for (Value v : op->getOperands()) {
+        auto it = inside.find(v);
+        if (it != inside.end()) {
+          os << it->second;
+        } else {
+          auto [slot, fresh] = outside.try_emplace(v, static_cast<int64_t>(outside.size()));
+          os << "^" << slot->second << ":";
+          v.getType().print(os);
+        }
+        os << ",";
+      }
+      os << ")->";
+      for (auto [r, result] : llvm::enumerate(op->getResults())) {
+        inside[result] = "%" + std::to_string(count) + "." + std::to_string(r);
+        result.getType().print(os);
+        os << ",";
+      }
+      ++count;
+      os << ";";
+    });
+    return text;
+  }
+
+  void buildClasses() {
+    // Colours: in-layer ops by their layer's class and place, fixed; the
+    // others refined by their neighbours' colours until stable.
+    std::vector<int64_t> colour(nodes.size());
+    std::vector<bool> fixed(nodes.size(), false);
+    std::map<std::string, int64_t> names;
+    auto idOf = [&](const std::string &key) {
+      return names.try_emplace(key, static_cast<int64_t>(names.size())).first->second;
+    };
+    std::map<std::string, int64_t> layerClasses;
+    DenseMap<Operation *, std::pair<int64_t, int64_t>> placeInLayer;
+    if (options.mergeLayers) {
+      func->walk([&](Operation *layer) {
+        if (!isa<LayerOp>(layer))
+          return;
+        ++stats.layers;
+        int64_t cls = layerClasses.try_emplace(layerSignature(layer), int64_t(layerClasses.size()))
+                          .first->second;
+        int64_t place = 0;
+        layer->getRegion(0).walk<WalkOrder::PreOrder>([&](Operation *op) {
+          placeInLayer[op] = {cls, place++};
+        });
+      });
+    }
+    stats.layerClasses = static_cast<int64_t>(layerClasses.size());
+    for (auto [n, node] : llvm::enumerate(nodes)) {
+      std::string key;
+      llvm::raw_string_ostream os(key);
+      if (node.op) {
+        auto place = placeInLayer.find(node.op);
+        if (place != placeInLayer.end()) {
+          os << "layer " << place->second.first << " op " << place->second.second;
+          fixed[n] = true;
+        } else if (options.mergeLayers) {
+          os << node.op->getName() << printed(node.op->getAttrDictionary());
+          for (Type t : node.op->getOperandTypes())
+            os << t;
+          for (Type t : node.op->getResultTypes())
+            os << t;
+        } else {
+          os << "op " << n;
+        }
+      } else if (node.result >= 0) {
+        os << "result " << node.result;
+      } else if (options.mergeLayers) {
+        unsigned i = node.arg.getArgNumber();
+        os << "arg " << node.arg.getType();
+        NamedAttrList attrs(func.getArgAttrDict(i));
+        attrs.erase(kNameAttr);
+        attrs.erase(kShardedLikeAttr);
+        os << printed(attrs.getDictionary(context));
+      } else {
+        os << "arg " << n;
+      }
+      colour[n] = idOf(key);
+    }
+    // Refine: an op by its operands' colours, an argument by its users'.
+    std::vector<std::vector<std::pair<int, int>>> usersOf(nodes.size()), operandsOf(nodes.size());
+    for (const Use &use : uses) {
+      usersOf[use.from].push_back({use.to, use.operand});
+      operandsOf[use.to].push_back({use.from, static_cast<int>(use.result)});
+    }
+    size_t count = names.size();
+    for (int round = 0; round < 16 && options.mergeLayers; ++round) {
+      std::map<std::vector<int64_t>, int64_t> next;
+      std::vector<int64_t> refined(nodes.size());
+      for (size_t n = 0; n < nodes.size(); ++n) {
+        std::vector<int64_t> key{colour[n]};
+        if (!fixed[n]) {
+          if (nodes[n].op) {
+            for (auto [from, result] : operandsOf[n]) {
+              key.push_back(colour[from]);
+              key.push_back(result);
+            }
+          } else {
+            std::vector<std::pair<int64_t, int64_t>> seen;
+            for (auto [to, operand] : usersOf[n])
+              seen.push_back({colour[to], operand});
+            llvm::sort(seen);
+            for (auto [c, o] : seen) {
+              key.push_back(c);
+              key.push_back(o);
+            }
+          }
+        }
+        refined[n] = next.try_emplace(key, static_cast<int64_t>(next.size())).first->second;
+      }
+      colour = refined;
+      if (next.size() == count)
+        break;
+      count = next.size();
+    }
+    std::map<int64_t, int> classOfColour;
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      auto [it, fresh] = classOfColour.try_emplace(colour[n], static_cast<int>(classes.size()));
+      if (fresh)
+        classes.emplace_back();
+      classes[it->second].members.push_back(static_cast<int>(n));
+      nodes[n].cls = it->second;
+    }
+    stats.classes = static_cast<int64_t>(classes.size());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Variables and costs
+  //===--------------------------------------------------------------------===//
+
+  const Price &price(RankedTensorType type, const Sharding &from, const Sharding &to) const {
+    ShardingAttr fromAttr = from.toAttr(context), toAttr = to.toAttr(context);
+    auto key = std::make_tuple(type.getAsOpaquePointer(), fromAttr.getAsOpaquePointer(),
+                               toAttr.getAsOpaquePointer());
+    auto it = prices.find(key);
+    if (it != prices.end())
+      return it->second;
+    Price p;
+    std::string error;
+    if (from == to) {
+      p.seconds = 0;
+    } else if (std::optional<ReshardPlan> plan = planReshard(mesh, type, from, to, error)) {
+      p.seconds = 0;
+      for (const ReshardStep &step : plan->steps) {
+        if (step.kind == CollectiveKind::AllSlice)
+          continue;
+        CollectiveCost cost = options.model.cost(step.kind, step.bytes, step.axes, step.groupSize);
+        p.seconds += cost.seconds;
+        Prediction::Comm comm;
+        comm.seconds = cost.seconds;
+        comm.bytes = step.bytes;
+        comm.wireBytes = cost.wireBytes;
+        comm.collectives = 1;
+        p.steps.push_back({llvm::join(step.axes, ","), comm});
+      }
+    }
+    return prices.emplace(key, std::move(p)).first->second;
+  }
+
+  /// The member strategy of class `cls` for strategy `s` of its variable.
+  int strategyIn(int cls, int s) const { return classes[cls].strategyOf[s]; }
+
+  const Sharding &resultSharding(int node, unsigned result, int varStrategy) const {
+    return nodes[node].strategies[strategyIn(nodes[node].cls, varStrategy)].results[result];
+  }
+  const Sharding &targetSharding(const Use &use, int varStrategy) const {
+    const Strategy &s = nodes[use.to].strategies[strategyIn(nodes[use.to].cls, varStrategy)];
+    return use.operand < 0 ? s.results[0] : *s.operands[use.operand];
+  }
+  RankedTensorType typeOf(const Use &use) const {
+    const Node &from = nodes[use.from];
+    return cast<RankedTensorType>(from.op ? from.op->getResult(use.result).getType()
+                                          : from.arg.getType());
+  }
+  int varOf(int node) const { return classes[nodes[node].cls].var; }
+
+  /// Makes each class a variable, or a follower of its operand's.
+  void buildVariables() {
+    // A class follows when its ops are cheap, read one sharded tensor, and
+    // every member reads it from one class, already placed.
+    std::vector<const Use *> soleUse(nodes.size(), nullptr);
+    std::vector<int> ruledOperands(nodes.size(), 0);
+    for (const Use &use : uses)
+      if (use.operand >= 0) {
+        ++ruledOperands[use.to];
+        soleUse[use.to] = &use;
+      }
+    for (auto [c, cls] : llvm::enumerate(classes)) {
+      int rep = cls.members.front();
+      const Node &node = nodes[rep];
+      bool follows = options.follow && node.op && ruledOperands[rep] == 1;
+      if (follows)
+        if (auto cost = dyn_cast<CostOpInterface>(node.op))
+          follows = cost.getFlops() == 0;
+      int leaderClass = -1;
+      unsigned leaderResult = 0;
+      if (follows) {
+        for (int m : cls.members) {
+          if (ruledOperands[m] != 1) {
+            follows = false;
+            break;
+          }
+          const Use &use = *soleUse[m];
+          int from = nodes[use.from].cls;
+          if (leaderClass == -1) {
+            leaderClass = from;
+            leaderResult = use.result;
+          } else if (leaderClass != from || leaderResult != use.result) {
+            follows = false;
+            break;
+          }
+        }
+        follows = follows && leaderClass >= 0 && leaderClass != static_cast<int>(c) &&
+                  classes[leaderClass].var >= 0;
+      }
+      if (follows) {
+        // Per strategy of the leader's variable, the cheapest block and
+        // reshard of this op.
+        const NodeClass &leader = classes[leaderClass];
+        const Use &use = *soleUse[rep];
+        int leaderNode = leader.members.front();
+        size_t count = problem.cost[leader.var].size();
+        std::vector<int> chosen(count, -1);
+        for (size_t s = 0; s < count; ++s) {
+          const Sharding &from = resultSharding(leaderNode, leaderResult, static_cast<int>(s));
+          double best = kForbidden;
+          for (auto [t, strategy] : llvm::enumerate(node.strategies)) {
+            double c = price(typeOf(use), from, *strategy.operands[use.operand]).seconds +
+                       strategy.seconds;
+            if (c < best) {
+              best = c;
+              chosen[s] = static_cast<int>(t);
+            }
+          }
+          if (chosen[s] < 0) {
+            follows = false;
+            break;
+          }
+        }
+        if (follows) {
+          cls.var = leader.var;
+          cls.strategyOf = std::move(chosen);
+          cls.follower = true;
+          ++stats.followers;
+        }
+      }
+      if (!cls.follower) {
+        cls.var = static_cast<int>(problem.cost.size());
+        cls.strategyOf.resize(node.strategies.size());
+        std::iota(cls.strategyOf.begin(), cls.strategyOf.end(), 0);
+        problem.cost.emplace_back(node.strategies.size(), 0.0);
+        rootOf.push_back(static_cast<int>(c));
+        problem.names.push_back(
+            describeNode(rep) +
+            (cls.members.size() > 1 ? " (x" + std::to_string(cls.members.size()) + ")" : ""));
+      }
+      // The class's blocks, once per member.
+      for (size_t s = 0; s < problem.cost[cls.var].size(); ++s)
+        problem.cost[cls.var][s] += cls.members.size() * node.strategies[cls.strategyOf[s]].seconds;
+    }
+    stats.variables = static_cast<int64_t>(problem.cost.size());
+    for (const std::vector<double> &c : problem.cost)
+      stats.strategies += static_cast<int64_t>(c.size());
+  }
+
+  std::string describeNode(int n) const {
+    const Node &node = nodes[n];
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (node.result >= 0) {
+      os << "result #" << node.result;
+    } else if (!node.op) {
+      os << "argument #" << node.arg.getArgNumber();
+      if (auto name = func.getArgAttrOfType<StringAttr>(node.arg.getArgNumber(), kNameAttr))
+        os << " '" << name.getValue() << "'";
+    } else {
+      os << "'" << node.op->getName() << "'";
+      if (auto layer = node.op->getParentOfType<LayerOp>())
+        os << " in layer " << layer.getIndex() << (layer.getBackward() ? " backward" : "");
+      os << " at position " << position.lookup(node.op);
+    }
+    return text;
+  }
+
+  /// The reshard edges, one per pair of classes and operand, weighted by
+  /// how many uses they stand for.
+  void buildEdges() {
+    for (const Use &use : uses)
+      ++useCounts[{nodes[use.from].cls, use.result, nodes[use.to].cls, use.operand}];
+    std::map<std::tuple<int, unsigned, int, int>, const Use *> representative;
+    for (const Use &use : uses)
+      representative.try_emplace({nodes[use.from].cls, use.result, nodes[use.to].cls, use.operand},
+                                 &use);
+    for (auto &[key, count] : useCounts) {
+      const Use &use = *representative.at(key);
+      int from = varOf(use.from), to = varOf(use.to);
+      RankedTensorType type = typeOf(use);
+      size_t fromCount = problem.cost[from].size(), toCount = problem.cost[to].size();
+      if (from == to) {
+        // Both ends choose together: the reshard of each choice.
+        for (size_t s = 0; s < fromCount; ++s)
+          problem.cost[from][s] +=
+              count * price(type, resultSharding(use.from, use.result, static_cast<int>(s)),
+                            targetSharding(use, static_cast<int>(s)))
+                          .seconds;
+        continue;
+      }
+      Problem::Edge edge;
+      edge.from = from;
+      edge.to = to;
+      std::vector<Sharding> rows, cols;
+      auto classify = [](const Sharding &s, std::vector<Sharding> &seen) {
+        for (auto [i, have] : llvm::enumerate(seen))
+          if (have == s)
+            return static_cast<int>(i);
+        seen.push_back(s);
+        return static_cast<int>(seen.size()) - 1;
+      };
+      for (size_t s = 0; s < fromCount; ++s)
+        edge.fromClass.push_back(
+            classify(resultSharding(use.from, use.result, static_cast<int>(s)), rows));
+      for (size_t t = 0; t < toCount; ++t)
+        edge.toClass.push_back(classify(targetSharding(use, static_cast<int>(t)), cols));
+      bool anyCost = false;
+      edge.cost.assign(rows.size(), std::vector<double>(cols.size(), 0.0));
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (size_t c = 0; c < cols.size(); ++c) {
+          edge.cost[r][c] = count * price(type, rows[r], cols[c]).seconds;
+          anyCost |= edge.cost[r][c] != 0;
+        }
+      if (anyCost)
+        problem.edges.push_back(std::move(edge));
+    }
+    stats.edges = static_cast<int64_t>(problem.edges.size());
+  }
+
+  /// Memory: the arguments, and the values live at the program's heaviest
+  /// points (by their whole bytes).
+  void buildMemory() {
+    if (options.memoryPoints <= 0)
+      return;
+    int64_t end = static_cast<int64_t>(order.size());
+    // Per value produced by an op, its last use.
+    llvm::MapVector<Value, int64_t> lastUse;
+    for (Operation *op : order) {
+      if (op->hasTrait<mlir::OpTrait::IsTerminator>() &&
+          isa_and_nonnull<LayerOp>(op->getParentOp()))
+        continue;
+      int64_t at =
+          op->hasTrait<mlir::OpTrait::ReturnLike>() && op->getParentOp() == func.getOperation()
+              ? end
+              : position.lookup(op);
+      for (Value v : op->getOperands()) {
+        Value c = canonical(v);
+        if (isa<OpResult>(c) && producer.count(c))
+          lastUse[c] = std::max(lastUse.lookup(c), at);
+      }
+    }
+    std::vector<double> live(end + 1, 0.0);
+    for (auto [v, last] : lastUse) {
+      int64_t def = position.lookup(v.getDefiningOp());
+      auto type = cast<RankedTensorType>(v.getType());
+      double bytes = static_cast<double>(type.getNumElements() * elementBytes(type));
+      for (int64_t p = def; p <= last && p <= end; ++p)
+        live[p] += bytes;
+    }
+    std::vector<int64_t> points(live.size());
+    std::iota(points.begin(), points.end(), 0);
+    llvm::stable_sort(points, [&](int64_t a, int64_t b) { return live[a] > live[b]; });
+    points.resize(std::min<size_t>(points.size(), options.memoryPoints));
+    for (int64_t p : points) {
+      Problem::MemoryPoint point;
+      point.where = p < end ? "at '" + order[p]->getName().getStringRef().str() + "' (position " +
+                                  std::to_string(p) + ")"
+                            : "at the return";
+      std::map<int, std::vector<double>> terms;
+      auto add = [&](int node, unsigned result, RankedTensorType type) {
+        int var = varOf(node);
+        std::vector<double> &bytes = terms[var];
+        bytes.resize(problem.cost[var].size(), 0.0);
+        for (size_t s = 0; s < bytes.size(); ++s)
+          bytes[s] += localBytes(type, resultSharding(node, result, static_cast<int>(s)));
+      };
+      for (auto [n, node] : llvm::enumerate(nodes))
+        if (node.isArgument())
+          add(static_cast<int>(n), 0, cast<RankedTensorType>(node.arg.getType()));
+      for (auto [v, last] : lastUse) {
+        int64_t def = position.lookup(v.getDefiningOp());
+        if (def <= p && p <= last) {
+          auto [n, r] = producer.lookup(v);
+          add(n, r, cast<RankedTensorType>(v.getType()));
+        }
+      }
+      for (auto &[var, bytes] : terms)
+        point.terms.push_back({var, std::move(bytes)});
+      problem.memory.push_back(std::move(point));
+    }
+    problem.memoryBudget = options.memoryBudget;
+  }
+
+  void build() {
+    auto start = std::chrono::steady_clock::now();
+    buildNodes();
+    buildClasses();
+    buildVariables();
+    buildEdges();
+    buildMemory();
+    stats.buildSeconds = secondsSince(start);
+    LLVM_DEBUG(llvm::dbgs() << "auto-sharding: " << stats.ops << " ops, " << stats.arguments
+                            << " arguments, " << stats.classes << " classes, " << stats.followers
+                            << " followers, " << stats.variables << " variables, "
+                            << stats.strategies << " strategies, " << stats.edges << " edges\n");
+  }
+
+  Plan planOf(const Solution &solution) const {
+    Plan plan;
+    plan.stats = stats;
+    for (auto [n, node] : llvm::enumerate(nodes)) {
+      int s = solution.choice[varOf(static_cast<int>(n))];
+      const Strategy &strategy = node.strategies[strategyIn(node.cls, s)];
+      if (node.result >= 0) {
+        plan.results[node.result] = strategy.results[0];
+        continue;
+      }
+      if (!node.op) {
+        plan.shardings[node.arg] = strategy.results[0];
+        continue;
+      }
+      for (auto [r, result] : llvm::enumerate(node.op->getResults())) {
+        plan.shardings[result] = strategy.results[r];
+        plan.classOf[result] = node.cls * 64 + static_cast<int64_t>(r);
+      }
+      plan.prediction.computeSeconds += strategy.seconds;
+    }
+    for (const Use &use : uses) {
+      int sFrom = solution.choice[varOf(use.from)], sTo = solution.choice[varOf(use.to)];
+      const Price &p =
+          price(typeOf(use), resultSharding(use.from, use.result, sFrom), targetSharding(use, sTo));
+      for (const auto &[axes, comm] : p.steps) {
+        Prediction::Comm &total = plan.prediction.commPerAxes[axes];
+        total.seconds += comm.seconds;
+        total.bytes += comm.bytes;
+        total.wireBytes += comm.wireBytes;
+        total.collectives += comm.collectives;
+        plan.prediction.commSeconds += comm.seconds;
+      }
+    }
+    plan.prediction.peakMemoryBytes = peakMemory(problem, solution.choice);
+    plan.prediction.objective = evaluate(problem, solution.choice);
+    return plan;
+  }
+};
+
+AutoSharder::AutoSharder(FunctionOpInterface func, MeshAttr mesh, const Options &options)
+    : impl(std::make_unique<Impl>(func, mesh, options)) {
+  impl->build();
+}
+
+AutoSharder::~AutoSharder() = default;
+
+const Problem &AutoSharder::problem() const { return impl->problem; }
+const ProblemStats &AutoSharder::stats() const { return impl->stats; }
+Plan AutoSharder::planOf(const Solution &solution) const { return impl->planOf(solution); }
+
+std::string pmlir::sharding::autoshard::formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.*f", u == 0 ? 0 : 2, bytes) << " " << units[u];
+  return text;
+}
+
+std::optional<Plan> AutoSharder::solve(std::string &error) {
+  const Problem &p = impl->problem;
+  SolveResult result = autoshard::solve(p, impl->options.solver, impl->options.timeLimitSeconds);
+  if (result.status == SolveStatus::Infeasible && std::isfinite(p.memoryBudget)) {
+    SolveResult least = minimizePeakMemory(p, impl->options.solver, impl->options.timeLimitSeconds);
+    error =
+        "cannot fit under " + formatBytes(p.memoryBudget) + ": the least memory any plan needs is ";
+    error += least.status == SolveStatus::Solved ? formatBytes(least.solution.objective)
+                                                 : "unknown (" + least.error + ")";
+    return std::nullopt;
+  }
+  if (result.status != SolveStatus::Solved) {
+    error = result.error;
+    return std::nullopt;
+  }
+  impl->stats.solveSeconds = result.seconds;
+  impl->stats.optimal = result.solution.optimal;
+  return impl->planOf(result.solution);
+}
+
+std::string AutoSharder::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const Problem &p = impl->problem;
+  for (size_t v = 0; v < p.numVariables(); ++v) {
+    os << "variable " << v << ": " << p.names[v] << ", " << p.cost[v].size() << " strategies\n";
+  }
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Seeds
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface func, MeshAttr mesh,
+                                                          const Plan &plan) {
+  MLIRContext *context = func->getContext();
+  // Constraints enter propagation first (priority 0) and decide the values
+  // between them and the arguments (priority 1): a constraint on an op's
+  // result then also gives the op its sharding.
+  auto withPriority = [&](const Sharding &s, int64_t priority) {
+    return ShardingAttr::get(context, s.dims, s.pending, /*open=*/{}, priority, s.parts);
+  };
+  std::vector<ShardingSeed> seeds;
+  for (BlockArgument arg : func.getArguments()) {
+    auto it = plan.shardings.find(arg);
+    if (it == plan.shardings.end())
+      continue;
+    func.setArgAttr(arg.getArgNumber(), kShardingAttr, withPriority(it->second, 1));
+    seeds.push_back({arg, it->second, {}, 1});
+  }
+  for (const auto &[i, s] : plan.results)
+    func.setResultAttr(i, kShardingAttr, s.toAttr(context));
+  // Constraints where propagation reaches another sharding: at the first
+  // ops whose operands all agree, in every layer of the op's class at once.
+  DenseMap<int64_t, SmallVector<Value>> members;
+  for (auto [v, cls] : plan.classOf)
+    members[cls].push_back(v);
+  DenseSet<Value> constrained;
+  int64_t written = 0;
+  for (int round = 0; round < 1000; ++round) {
+    ShardingMap known = propagateShardings(func, mesh, seeds);
+    auto agrees = [&](Value v) {
+      v = canonical(v);
+      auto want = plan.shardings.find(v);
+      if (want == plan.shardings.end())
+        return true;
+      auto it = known.find(v);
+      if (it == known.end())
+        return llvm::all_of(want->second.dims, [](const Axes &a) { return a.empty(); }) &&
+               want->second.pending.empty();
+      return it->second == want->second;
+    };
+    std::set<int64_t> fix;
+    func->walk([&](Operation *op) {
+      if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
+        return;
+      for (Value r : op->getResults())
+        if (plan.classOf.count(r) && !constrained.contains(r) && !agrees(r) &&
+            llvm::all_of(op->getOperands(), [&](Value v) { return agrees(v); }))
+          fix.insert(plan.classOf.lookup(r));
+    });
+    if (fix.empty())
+      return written;
+    for (int64_t cls : fix)
+      for (Value v : members[cls]) {
+        if (!constrained.insert(v).second)
+          continue;
+        const Sharding &s = plan.shardings.lookup(v);
+        OpBuilder b(context);
+        b.setInsertionPointAfterValue(v);
+        auto constraint =
+            ShardingConstraintOp::create(b, v.getLoc(), v.getType(), v, withPriority(s, 0));
+        v.replaceAllUsesExcept(constraint.getResult(), constraint);
+        seeds.push_back({constraint.getResult(), s, {}, 0});
+        ++written;
+      }
+  }
+  return func->emitError("auto-sharding: propagation does not reach the plan after 1000 rounds "
+                         "of constraints");
+}

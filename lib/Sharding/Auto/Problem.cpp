@@ -1,0 +1,291 @@
+//===- Problem.cpp - The intra-op sharding problem and its solvers --------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Auto/Problem.h"
+
+#include "coin/Cbc_C_Interface.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+
+using namespace pmlir::sharding::autoshard;
+
+double pmlir::sharding::autoshard::evaluate(const Problem &problem, llvm::ArrayRef<int> choice) {
+  double total = 0;
+  for (size_t v = 0; v < problem.numVariables(); ++v)
+    total += problem.cost[v][choice[v]];
+  for (const Problem::Edge &e : problem.edges)
+    total += e.cost[e.fromClass[choice[e.from]]][e.toClass[choice[e.to]]];
+  return total;
+}
+
+double pmlir::sharding::autoshard::peakMemory(const Problem &problem, llvm::ArrayRef<int> choice) {
+  double peak = 0;
+  for (const Problem::MemoryPoint &point : problem.memory) {
+    double bytes = point.constant;
+    for (const auto &[v, perStrategy] : point.terms)
+      bytes += perStrategy[choice[v]];
+    peak = std::max(peak, bytes);
+  }
+  return peak;
+}
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The integer program of `problem`. With `minimizeMemory`, the objective
+/// is the peak memory (a column z above every point) and the costs only
+/// rule out what is forbidden.
+struct CbcProgram {
+  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model{Cbc_newModel(), Cbc_deleteModel};
+  /// Per variable, its first x column.
+  std::vector<int> firstColumn;
+  int columns = 0;
+  // CBC's default tolerances suit costs near 1: seconds become microseconds.
+  static constexpr double kScale = 1e6;
+
+  int addColumn(double lb, double ub, double objective, bool integer) {
+    Cbc_addCol(model.get(), "", lb, ub, objective, integer, 0, nullptr, nullptr);
+    return columns++;
+  }
+  void addRow(const std::vector<int> &cols, const std::vector<double> &coefs, char sense,
+              double rhs) {
+    Cbc_addRow(model.get(), "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense,
+               rhs);
+  }
+
+  CbcProgram(const Problem &problem, bool minimizeMemory) {
+    for (size_t v = 0; v < problem.numVariables(); ++v) {
+      firstColumn.push_back(columns);
+      std::vector<int> cols;
+      for (double c : problem.cost[v]) {
+        bool forbidden = std::isinf(c);
+        cols.push_back(
+            addColumn(0, forbidden ? 0 : 1, forbidden || minimizeMemory ? 0 : c * kScale, true));
+      }
+      addRow(cols, std::vector<double>(cols.size(), 1.0), 'E', 1.0);
+    }
+    for (const Problem::Edge &e : problem.edges) {
+      size_t rows = e.cost.size(), cols = rows ? e.cost.front().size() : 0;
+      std::vector<std::vector<int>> rowTerms(rows), colTerms(cols);
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) {
+          if (std::isinf(e.cost[r][c]))
+            continue;
+          int col = addColumn(0, 1, minimizeMemory ? 0 : e.cost[r][c] * kScale, false);
+          rowTerms[r].push_back(col);
+          colTerms[c].push_back(col);
+        }
+      auto tie = [&](std::vector<int> terms, const std::vector<int> &classOf, int var, size_t k) {
+        std::vector<double> coefs(terms.size(), 1.0);
+        for (size_t s = 0; s < classOf.size(); ++s)
+          if (classOf[s] == static_cast<int>(k)) {
+            terms.push_back(firstColumn[var] + static_cast<int>(s));
+            coefs.push_back(-1.0);
+          }
+        addRow(terms, coefs, 'E', 0.0);
+      };
+      for (size_t r = 0; r < rows; ++r)
+        tie(rowTerms[r], e.fromClass, e.from, r);
+      for (size_t c = 0; c < cols; ++c)
+        tie(colTerms[c], e.toClass, e.to, c);
+    }
+    int peak = minimizeMemory ? addColumn(0, std::numeric_limits<double>::max(), 1.0, false) : -1;
+    for (const Problem::MemoryPoint &point : problem.memory) {
+      std::vector<int> cols;
+      std::vector<double> coefs;
+      for (const auto &[v, perStrategy] : point.terms)
+        for (size_t s = 0; s < perStrategy.size(); ++s)
+          if (perStrategy[s] != 0) {
+            cols.push_back(firstColumn[v] + static_cast<int>(s));
+            coefs.push_back(perStrategy[s]);
+          }
+      if (minimizeMemory) {
+        cols.push_back(peak);
+        coefs.push_back(-1.0);
+        addRow(cols, coefs, 'L', -point.constant);
+      } else if (std::isfinite(problem.memoryBudget)) {
+        addRow(cols, coefs, 'L', problem.memoryBudget - point.constant);
+      }
+    }
+  }
+
+  SolveResult run(const Problem &problem, double timeLimitSeconds, bool minimizeMemory) {
+    auto start = std::chrono::steady_clock::now();
+    Cbc_setLogLevel(model.get(), 0);
+    Cbc_setMaximumSeconds(model.get(), timeLimitSeconds);
+    // One thread and no randomness: the same plan on every run.
+    Cbc_setParameter(model.get(), "threads", "1");
+    Cbc_setParameter(model.get(), "randomSeed", "1");
+    Cbc_setParameter(model.get(), "randomCbcSeed", "1");
+    Cbc_solve(model.get());
+    SolveResult result;
+    result.seconds = secondsSince(start);
+    if (Cbc_isProvenInfeasible(model.get())) {
+      result.status = SolveStatus::Infeasible;
+      result.error = "the problem has no solution";
+      return result;
+    }
+    const double *x = Cbc_bestSolution(model.get());
+    if (!x) {
+      result.error = Cbc_isSecondsLimitReached(model.get())
+                         ? "CBC found no solution within its time limit of " +
+                               std::to_string(timeLimitSeconds) + " s"
+                         : "CBC stopped without a solution (status " +
+                               std::to_string(Cbc_status(model.get())) + ")";
+      return result;
+    }
+    result.solution.choice.resize(problem.numVariables());
+    for (size_t v = 0; v < problem.numVariables(); ++v) {
+      int best = 0;
+      for (size_t s = 1; s < problem.cost[v].size(); ++s)
+        if (x[firstColumn[v] + s] > x[firstColumn[v] + best])
+          best = static_cast<int>(s);
+      result.solution.choice[v] = best;
+    }
+    result.solution.objective = minimizeMemory ? peakMemory(problem, result.solution.choice)
+                                               : evaluate(problem, result.solution.choice);
+    result.solution.optimal = Cbc_isProvenOptimal(model.get());
+    result.status = SolveStatus::Solved;
+    return result;
+  }
+};
+
+/// Branch and bound over the variables in order: `stepCost(v, s, choice)`
+/// is what choosing `s` for `v` adds given the choices of the variables
+/// before it (kForbidden: not allowed); a branch whose partial cost reaches
+/// the best found is cut. `combine` folds a step into the partial cost.
+SolveResult branchAndBound(const Problem &problem, int64_t maxNodes,
+                           const std::function<double(size_t, int, std::vector<int> &)> &stepCost,
+                           const std::function<double(double, double)> &combine,
+                           const std::function<bool(const std::vector<int> &)> &accept) {
+  auto start = std::chrono::steady_clock::now();
+  size_t n = problem.numVariables();
+  std::vector<int> choice(n, -1), best;
+  double bestCost = kForbidden;
+  int64_t visited = 0;
+  bool exhausted = false;
+  std::function<void(size_t, double)> visit = [&](size_t v, double partial) {
+    if (exhausted)
+      return;
+    if (v == n) {
+      if (partial < bestCost && accept(choice)) {
+        bestCost = partial;
+        best = choice;
+      }
+      return;
+    }
+    for (size_t s = 0; s < problem.cost[v].size(); ++s) {
+      if (++visited > maxNodes) {
+        exhausted = true;
+        return;
+      }
+      choice[v] = static_cast<int>(s);
+      double step = stepCost(v, static_cast<int>(s), choice);
+      if (std::isinf(step))
+        continue;
+      double next = combine(partial, step);
+      if (next < bestCost)
+        visit(v + 1, next);
+    }
+    choice[v] = -1;
+  };
+  visit(0, 0.0);
+  SolveResult result;
+  result.seconds = secondsSince(start);
+  if (exhausted) {
+    result.error = "the exhaustive search visits more than " + std::to_string(maxNodes) +
+                   " partial choices; use CBC";
+    return result;
+  }
+  if (best.empty()) {
+    result.status = SolveStatus::Infeasible;
+    result.error = "the problem has no solution";
+    return result;
+  }
+  result.status = SolveStatus::Solved;
+  result.solution.choice = best;
+  result.solution.objective = bestCost;
+  return result;
+}
+
+/// Per variable, the edges whose later end it is.
+std::vector<std::vector<const Problem::Edge *>> edgesClosedBy(const Problem &problem) {
+  std::vector<std::vector<const Problem::Edge *>> closed(problem.numVariables());
+  for (const Problem::Edge &e : problem.edges)
+    closed[std::max(e.from, e.to)].push_back(&e);
+  return closed;
+}
+
+double edgeCost(const Problem::Edge &e, const std::vector<int> &choice) {
+  return e.cost[e.fromClass[choice[e.from]]][e.toClass[choice[e.to]]];
+}
+
+} // namespace
+
+SolveResult pmlir::sharding::autoshard::solveWithCbc(const Problem &problem,
+                                                     double timeLimitSeconds) {
+  CbcProgram program(problem, /*minimizeMemory=*/false);
+  return program.run(problem, timeLimitSeconds, /*minimizeMemory=*/false);
+}
+
+SolveResult pmlir::sharding::autoshard::solveExhaustively(const Problem &problem,
+                                                          int64_t maxNodes) {
+  auto closed = edgesClosedBy(problem);
+  // The memory points' partial sums only grow: a branch over the budget is cut.
+  auto step = [&](size_t v, int s, std::vector<int> &choice) {
+    double c = problem.cost[v][s];
+    for (const Problem::Edge *e : closed[v])
+      c += edgeCost(*e, choice);
+    return c;
+  };
+  auto fits = [&](const std::vector<int> &choice) {
+    return peakMemory(problem, choice) <= problem.memoryBudget;
+  };
+  return branchAndBound(
+      problem, maxNodes, step, [](double a, double b) { return a + b; }, fits);
+}
+
+SolveResult pmlir::sharding::autoshard::solve(const Problem &problem, Solver solver,
+                                              double timeLimitSeconds) {
+  return solver == Solver::Cbc ? solveWithCbc(problem, timeLimitSeconds)
+                               : solveExhaustively(problem);
+}
+
+SolveResult pmlir::sharding::autoshard::minimizePeakMemory(const Problem &problem, Solver solver,
+                                                           double timeLimitSeconds) {
+  if (solver == Solver::Cbc) {
+    CbcProgram program(problem, /*minimizeMemory=*/true);
+    return program.run(problem, timeLimitSeconds, /*minimizeMemory=*/true);
+  }
+  auto closed = edgesClosedBy(problem);
+  // The cost is the peak of the points' partial sums, which only grows.
+  auto step = [&](size_t v, int s, std::vector<int> &choice) {
+    if (std::isinf(problem.cost[v][s]))
+      return kForbidden;
+    for (const Problem::Edge *e : closed[v])
+      if (std::isinf(edgeCost(*e, choice)))
+        return kForbidden;
+    double peak = 0;
+    for (const Problem::MemoryPoint &point : problem.memory) {
+      double bytes = point.constant;
+      for (const auto &[u, perStrategy] : point.terms)
+        if (static_cast<size_t>(u) <= v)
+          bytes += perStrategy[choice[u]];
+      peak = std::max(peak, bytes);
+    }
+    return peak;
+  };
+  return branchAndBound(
+      problem, 20'000'000, step, [](double, double b) { return b; },
+      [](const std::vector<int> &) { return true; });
+}

@@ -1,0 +1,202 @@
+//===- Topology.cpp - The hardware a mesh is placed on --------------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Topology.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+using namespace pmlir::sharding;
+
+std::vector<std::string> Topology::presetNames() { return {"cpu", "h100"}; }
+
+std::optional<Topology> Topology::preset(const std::string &name) {
+  Topology t;
+  t.name = name;
+  if (name == "cpu") {
+    // docs/performance.md: pmlir-run's GEMMs reach about 90 GFLOP/s on one
+    // core; MPI collectives over shared memory reach 1.4 to 5.4 GB/s of bus
+    // bandwidth between two ranks. Every rank is on this one host.
+    t.devicesPerNode = 1024;
+    t.device = {90e9, 10e9, 12.0 * (1 << 30)};
+    t.intraNode = t.interNode = {3e9, 10e-6};
+    return t;
+  }
+  if (name == "h100") {
+    // H100 SXM: 989 TFLOP/s dense bf16 peak, of which 60% is what large
+    // GEMMs sustain; 3 TB/s measured copy bandwidth (../shared/gpu-notes.md);
+    // NVLink 4 at NCCL's typical 360 GB/s bus bandwidth; one 400 Gb/s NIC
+    // per GPU, about 45 GB/s.
+    t.devicesPerNode = 8;
+    t.device = {600e12, 3e12, 80e9};
+    t.intraNode = {360e9, 3e-6};
+    t.interNode = {45e9, 10e-6};
+    return t;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// A positive number at `object[key]`, or nullopt with `error` naming it.
+std::optional<double> positive(const nlohmann::json &object, const std::string &where,
+                               const std::string &key, std::string &error, bool allowZero = false) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) {
+    error = where + " needs a number '" + key + "'";
+    return std::nullopt;
+  }
+  double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0 || (!allowZero && v == 0)) {
+    error = where + "'s '" + key + "' must be " + (allowZero ? "non-negative" : "positive") +
+            ", not " + it->dump();
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<Link> linkFrom(const nlohmann::json &object, const std::string &where,
+                             std::string &error) {
+  if (!object.is_object()) {
+    error = where + " must be an object {\"gbps\": ..., \"latency_us\": ...}";
+    return std::nullopt;
+  }
+  std::optional<double> gbps = positive(object, where, "gbps", error);
+  std::optional<double> latency =
+      gbps ? positive(object, where, "latency_us", error, /*allowZero=*/true) : std::nullopt;
+  if (!latency)
+    return std::nullopt;
+  return Link{*gbps * 1e9, *latency * 1e-6};
+}
+
+} // namespace
+
+std::optional<Topology> Topology::fromJson(const std::string &text, std::string &error) {
+  nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    error = "the topology is not a JSON object";
+    return std::nullopt;
+  }
+  Topology t;
+  auto name = root.find("name");
+  t.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
+  std::optional<double> perNode = positive(root, "the topology", "devices_per_node", error);
+  if (!perNode)
+    return std::nullopt;
+  if (*perNode != std::floor(*perNode)) {
+    error = "the topology's 'devices_per_node' must be a whole number";
+    return std::nullopt;
+  }
+  t.devicesPerNode = static_cast<int64_t>(*perNode);
+  auto device = root.find("device");
+  if (device == root.end() || !device->is_object()) {
+    error = "the topology needs a 'device' object {\"tflops\", \"memory_gb\", \"memory_gbps\"}";
+    return std::nullopt;
+  }
+  std::optional<double> tflops = positive(*device, "the device", "tflops", error);
+  std::optional<double> memory =
+      tflops ? positive(*device, "the device", "memory_gb", error) : std::nullopt;
+  std::optional<double> bandwidth =
+      memory ? positive(*device, "the device", "memory_gbps", error) : std::nullopt;
+  if (!bandwidth)
+    return std::nullopt;
+  t.device = {*tflops * 1e12, *bandwidth * 1e9, *memory * 1e9};
+  for (auto [key, link] : {std::pair{"intra_node", &t.intraNode}, {"inter_node", &t.interNode}}) {
+    auto it = root.find(key);
+    if (it == root.end()) {
+      error = std::string("the topology needs an '") + key + "' link";
+      return std::nullopt;
+    }
+    std::optional<Link> parsed = linkFrom(*it, std::string("the '") + key + "' link", error);
+    if (!parsed)
+      return std::nullopt;
+    *link = *parsed;
+  }
+  if (auto axes = root.find("axes"); axes != root.end()) {
+    if (!axes->is_object()) {
+      error = "the topology's 'axes' must map axis names to links";
+      return std::nullopt;
+    }
+    for (auto &[axis, value] : axes->items()) {
+      std::optional<Link> parsed = linkFrom(value, "the link of axis '" + axis + "'", error);
+      if (!parsed)
+        return std::nullopt;
+      t.axisLinks[axis] = *parsed;
+    }
+  }
+  return t;
+}
+
+std::optional<Topology> Topology::load(const std::string &spec, std::string &error) {
+  if (std::optional<Topology> t = preset(spec))
+    return t;
+  std::ifstream in(spec);
+  if (!in) {
+    std::string names;
+    for (const std::string &n : presetNames())
+      names += (names.empty() ? "" : ", ") + n;
+    error = "topology '" + spec + "' is neither a preset (" + names + ") nor a readable JSON file";
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::optional<Topology> t = fromJson(text.str(), error);
+  if (!t)
+    error = spec + ": " + error;
+  return t;
+}
+
+Link Topology::linkOf(const Mesh &mesh, int axis) const {
+  if (auto it = axisLinks.find(mesh.axisNames()[axis]); it != axisLinks.end())
+    return it->second;
+  // A group spans `stride * size` consecutive ranks; nodes hold
+  // `devicesPerNode` consecutive ranks each.
+  int64_t span = mesh.rankStride(axis) * mesh.axisSizes()[axis];
+  return span <= devicesPerNode ? intraNode : interNode;
+}
+
+CostModel Topology::costModel(const Mesh &mesh) const {
+  CostModel model;
+  model.setDevice(device);
+  for (size_t i = 0; i < mesh.axisNames().size(); ++i)
+    model.setLink(mesh.axisNames()[i], linkOf(mesh, static_cast<int>(i)));
+  return model;
+}
+
+std::string Topology::describe() const {
+  std::ostringstream os;
+  os << name << ": " << devicesPerNode << " devices a node; device " << device.flopsPerSecond / 1e12
+     << " TFLOP/s, " << device.memoryBytesPerSecond / 1e9 << " GB/s memory, "
+     << device.memoryBytes / 1e9 << " GB; within a node " << intraNode.bytesPerSecond / 1e9
+     << " GB/s, " << intraNode.latencySeconds * 1e6 << " us; across nodes "
+     << interNode.bytesPerSecond / 1e9 << " GB/s, " << interNode.latencySeconds * 1e6 << " us";
+  return os.str();
+}
+
+std::optional<double> pmlir::sharding::parseBytes(const std::string &text) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str())
+    return std::nullopt;
+  std::string unit(end);
+  while (!unit.empty() && unit.front() == ' ')
+    unit.erase(unit.begin());
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},      {"B", 1},         {"KB", 1e3},      {"MB", 1e6},      {"GB", 1e9},
+      {"TB", 1e12}, {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1099511627776.0}};
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (!std::isfinite(bytes) || bytes <= 0)
+        return std::nullopt;
+      return bytes;
+    }
+  return std::nullopt;
+}
