@@ -112,6 +112,8 @@ struct AutoSharder::Impl {
   /// its producer node and result.
   DenseMap<Value, std::pair<int, unsigned>> producer;
   std::vector<Use> uses;
+  /// Per parameter node, the result that returns its new value.
+  DenseMap<int, unsigned> returnedAs;
   /// Ops in program order (layer bodies inline) and each one's position.
   std::vector<Operation *> order;
   DenseMap<Operation *, int64_t> position;
@@ -384,6 +386,7 @@ struct AutoSharder::Impl {
       }
       if (like.getInt() < 0 || like.getInt() >= func.getNumArguments())
         continue;
+      returnedAs[producer.lookup(func.getArgument(like.getInt())).first] = i;
       auto to = producer.find(func.getArgument(like.getInt()));
       if (from != producer.end() && to != producer.end() &&
           ret->getOperand(i).getType() == func.getArgument(like.getInt()).getType())
@@ -859,6 +862,7 @@ struct AutoSharder::Impl {
         plan.shardings[node.arg] = strategy.results[0];
         continue;
       }
+      plan.reads[node.op] = strategy.operands;
       for (auto [r, result] : llvm::enumerate(node.op->getResults())) {
         plan.shardings[result] = strategy.results[r];
         plan.classOf[result] = node.cls * 64 + static_cast<int64_t>(r);
@@ -867,8 +871,14 @@ struct AutoSharder::Impl {
     }
     for (const Use &use : uses) {
       int sFrom = solution.choice[varOf(use.from)], sTo = solution.choice[varOf(use.to)];
-      const Price &p =
-          price(typeOf(use), resultSharding(use.from, use.result, sFrom), targetSharding(use, sTo));
+      const Sharding &from = resultSharding(use.from, use.result, sFrom);
+      const Sharding &to = targetSharding(use, sTo);
+      if (from != to && nodes[use.from].isArgument() && nodes[use.to].op)
+        plan.seedReads.push_back({nodes[use.to].op, static_cast<unsigned>(use.operand), to});
+      if (from != to && use.operand < 0 && nodes[use.to].isArgument())
+        plan.seedReads.push_back(
+            {func.getFunctionBody().back().getTerminator(), returnedAs.lookup(use.to), to});
+      const Price &p = price(typeOf(use), from, to);
       for (const auto &[axes, comm] : p.steps) {
         Prediction::Comm &total = plan.prediction.commPerAxes[axes];
         total.seconds += comm.seconds;
@@ -968,8 +978,28 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     members[cls].push_back(v);
   DenseSet<Value> constrained;
   int64_t written = 0;
+  // Where the plan reads an argument in another sharding than its own, or
+  // returns a parameter's new value in another sharding than the one it
+  // computes, a constraint at the read says so (two seeds meeting at an op
+  // would be a conflict that propagation warns of).
+  for (const Plan::SeedRead &read : plan.seedReads) {
+    Value v = read.op->getOperand(read.operand);
+    OpBuilder b(read.op);
+    auto constraint =
+        ShardingConstraintOp::create(b, v.getLoc(), v.getType(), v, withPriority(read.sharding, 0));
+    read.op->setOperand(read.operand, constraint.getResult());
+    seeds.push_back({constraint.getResult(), read.sharding, {}, 0});
+    ++written;
+  }
   for (int round = 0; round < 1000; ++round) {
-    ShardingMap known = propagateShardings(func, mesh, seeds);
+    ShardingMap known;
+    {
+      // The rounds' conflicts are the plan's reshards, not the user's.
+      ScopedDiagnosticHandler quiet(context, [](Diagnostic &d) {
+        return success(d.getSeverity() == DiagnosticSeverity::Warning);
+      });
+      known = propagateShardings(func, mesh, seeds);
+    }
     auto agrees = [&](Value v) {
       v = canonical(v);
       auto want = plan.shardings.find(v);
@@ -981,6 +1011,10 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
                want->second.pending.empty();
       return it->second == want->second;
     };
+    // At the first ops whose operands agree and results do not: the
+    // operands the op reads in another sharding than their own are pinned
+    // to it (so the op computes as planned, a pending sum included), or,
+    // where it reads them as they are, the result.
     std::set<int64_t> fix;
     func->walk([&](Operation *op) {
       if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
@@ -992,18 +1026,44 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     });
     if (fix.empty())
       return written;
+    auto constrain = [&](Value v, Operation *user, const Sharding &s) {
+      OpBuilder b(context);
+      if (user)
+        b.setInsertionPoint(user);
+      else
+        b.setInsertionPointAfterValue(v);
+      auto constraint =
+          ShardingConstraintOp::create(b, v.getLoc(), v.getType(), v, withPriority(s, 0));
+      if (user)
+        user->replaceUsesOfWith(v, constraint.getResult());
+      else
+        v.replaceAllUsesExcept(constraint.getResult(), constraint);
+      seeds.push_back({constraint.getResult(), s, {}, 0});
+      ++written;
+    };
     for (int64_t cls : fix)
       for (Value v : members[cls]) {
         if (!constrained.insert(v).second)
           continue;
-        const Sharding &s = plan.shardings.lookup(v);
-        OpBuilder b(context);
-        b.setInsertionPointAfterValue(v);
-        auto constraint =
-            ShardingConstraintOp::create(b, v.getLoc(), v.getType(), v, withPriority(s, 0));
-        v.replaceAllUsesExcept(constraint.getResult(), constraint);
-        seeds.push_back({constraint.getResult(), s, {}, 0});
-        ++written;
+        Operation *op = v.getDefiningOp();
+        bool pinned = false;
+        auto reads = plan.reads.find(op);
+        if (reads != plan.reads.end())
+          for (auto [i, read] : llvm::enumerate(reads->second)) {
+            Value operand = op->getOperand(i);
+            auto own = plan.shardings.find(canonical(operand));
+            // A full value cannot become a pending sum: such a read is the
+            // op's own (a count every rank makes in full), not a reshard.
+            if (!read || own == plan.shardings.end() || own->second == *read ||
+                llvm::any_of(read->pending, [&](StringRef a) {
+                  return !llvm::is_contained(own->second.pending, a);
+                }))
+              continue;
+            constrain(operand, op, *read);
+            pinned = true;
+          }
+        if (!pinned && plan.shardings.lookup(v).pending.empty())
+          constrain(v, nullptr, plan.shardings.lookup(v));
       }
   }
   return func->emitError("auto-sharding: propagation does not reach the plan after 1000 rounds "

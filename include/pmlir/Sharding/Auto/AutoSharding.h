@@ -89,6 +89,18 @@ struct Plan {
   /// Per function result that is no updated parameter, the sharding it is
   /// returned in.
   std::map<unsigned, Sharding> results;
+  /// Where a seed is read in another sharding than its own (an op reads an
+  /// argument, the return reads a parameter's new value): the op, the
+  /// operand and the sharding it reads.
+  struct SeedRead {
+    mlir::Operation *op;
+    unsigned operand;
+    Sharding sharding;
+  };
+  std::vector<SeedRead> seedReads;
+  /// Per op, the shardings its strategy reads its operands in (nullopt:
+  /// the rule does not shard the operand).
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<std::optional<Sharding>>> reads;
   /// Per op result, its class: results of one class take one sharding
   /// (the same value in identical layers).
   llvm::DenseMap<mlir::Value, int64_t> classOf;
