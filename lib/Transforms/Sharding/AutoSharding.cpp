@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Debug.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #define DEBUG_TYPE "pmlir-auto-sharding"
 
@@ -136,7 +137,8 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       return std::nullopt;
     }
     if (!(timeLimit > 0)) {
-      module.emitError() << "auto-sharding: time limit " << timeLimit
+      module.emitError() << "auto-sharding: time limit "
+                         << llvm::formatv("{0}", timeLimit.getValue())
                          << " must be a positive number of seconds";
       return std::nullopt;
     }

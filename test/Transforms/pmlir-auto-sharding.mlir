@@ -1,0 +1,70 @@
+// pmlir-auto-sharding on an MLP over tp = 2 on the h100 topology. With
+// the weights fitting whole, fc1 stays whole (its block is cheaper computed
+// twice than its weight moved); under a budget that holds the weights only
+// split, the plan is Megatron's: fc1 column-parallel, fc2 row-parallel, and
+// the pending output reduce-scattered into column blocks.
+// The exhaustive search finds a plan of the same cost, CBC the same plan on
+// every run, and a budget no plan fits says the least one needs.
+
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=20MiB report=%t.json" | FileCheck %s
+// RUN: FileCheck %s --input-file=%t.json --check-prefix=REPORT
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=20MiB solver=exhaustive report=%t-exhaustive.json" -o /dev/null
+// RUN: FileCheck %s --input-file=%t-exhaustive.json --check-prefix=REPORT
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=20MiB" -o %t.1.mlir
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=20MiB" -o %t.2.mlir
+// RUN: diff %t.1.mlir %t.2.mlir
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100" | FileCheck %s --check-prefix=ROOMY
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=20MiB" --pmlir-sharding-propagation --pmlir-partition | FileCheck %s --check-prefix=PARTITION
+
+// The plan's seeds: priority 1 on arguments, so that constraints
+// (priority 0) would decide the values between them.
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []], priority = 1>}
+// CHECK-SAME: tensor<1024x4096xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], priority = 1>}
+// CHECK-SAME: tensor<4096x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []], priority = 1>}
+// CHECK-SAME: -> (tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>})
+// CHECK-NOT: tfm.sharding_constraint
+
+// One reduce_scatter of the [8, 1024] f32 output: 32 KiB, half of it sent.
+// REPORT: "comm": {
+// REPORT-NEXT: "tp": {
+// REPORT-NEXT: "bytes": 32768,
+// REPORT-NEXT: "collectives": 1,
+// REPORT: "wire_bytes_per_rank": 16384
+// REPORT: "objective_seconds": 8.74714311111{{[0-9]*}}e-06,
+// REPORT: "peak_memory_bytes": 16941056,
+// REPORT: "optimal": true,
+
+// ROOMY-LABEL: func.func @mlp
+// ROOMY-SAME: tensor<1024x4096xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []], priority = 1>}
+
+// PARTITION-LABEL: func.func @mlp
+// PARTITION: tfm.matmul {{.*}} : tensor<8x1024xf32>, tensor<1024x2048xf32> -> tensor<8x2048xf32>
+// PARTITION: tfm.matmul {{.*}} : tensor<8x2048xf32>, tensor<2048x1024xf32> -> tensor<8x1024xf32>
+// PARTITION: shard.reduce_scatter
+// PARTITION-NOT: shard.all_reduce
+// PARTITION-NOT: shard.all_gather
+
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=8MiB" -o %t.none.mlir 2>&1 | FileCheck %s --check-prefix=TIGHT
+// RUN: not ls %t.none.mlir
+// TIGHT: error: auto-sharding: cannot fit under 8.00 MiB: the least memory any plan needs is 16.14 MiB
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="memory-budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET: error: auto-sharding: memory budget 'lots' is not a positive byte count (as 12GiB, 800MB or 1e9)
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="solver=simplex" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SOLVER
+// SOLVER: error: auto-sharding: solver 'simplex' is neither cbc nor exhaustive
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
+// TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100) nor a readable JSON file
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+// LIMIT: error: auto-sharding: time limit 0.00 must be a positive number of seconds
+// RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | not pmlir-opt --pmlir-auto-sharding -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: error: auto-sharding places mesh #tfm.mesh<tp = 2, sp = 2> on the topology: mesh axis 'sp' has no default place in the rank order (tp, cp, ep, dp, pp); give one with --rank-order
+// RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | pmlir-opt --pmlir-auto-sharding="rank-order=tp,sp" -o /dev/null
+
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  func.func @mlp(%x: tensor<8x1024xf32>, %w1: tensor<1024x4096xf32>, %w2: tensor<4096x1024xf32>) -> tensor<8x1024xf32> {
+    %h = tfm.matmul %x, %w1 : tensor<8x1024xf32>, tensor<1024x4096xf32> -> tensor<8x4096xf32>
+    %g = tfm.gelu %h tanh : tensor<8x4096xf32>
+    %y = tfm.matmul %g, %w2 : tensor<8x4096xf32>, tensor<4096x1024xf32> -> tensor<8x1024xf32>
+    return %y : tensor<8x1024xf32>
+  }
+}
