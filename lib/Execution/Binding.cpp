@@ -6,6 +6,8 @@
 
 #include "pmlir/Execution/Binding.h"
 
+#include "pmlir/Support/Bytes.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
@@ -20,16 +22,6 @@ bool Buffer::allocate(size_t size, bool zeroed) {
   size = size ? size : 1;
   bytes.reset(static_cast<uint8_t *>(zeroed ? std::calloc(size, 1) : std::malloc(size)));
   return bytes != nullptr;
-}
-
-std::string exec::formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 6)
-    bytes /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f %s", bytes, units[u]);
-  return text;
 }
 
 int64_t exec::firstNonFinite(const float *values, int64_t n) {

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -178,25 +177,4 @@ std::string Topology::describe() const {
      << " GB/s, " << intraNode.latencySeconds * 1e6 << " us; across nodes "
      << interNode.bytesPerSecond / 1e9 << " GB/s, " << interNode.latencySeconds * 1e6 << " us";
   return os.str();
-}
-
-std::optional<double> pmlir::sharding::parseBytes(const std::string &text) {
-  char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str())
-    return std::nullopt;
-  std::string unit(end);
-  while (!unit.empty() && unit.front() == ' ')
-    unit.erase(unit.begin());
-  static const std::pair<const char *, double> units[] = {
-      {"", 1},      {"B", 1},         {"KB", 1e3},      {"MB", 1e6},      {"GB", 1e9},
-      {"TB", 1e12}, {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1099511627776.0}};
-  for (auto [name, scale] : units)
-    if (unit == name) {
-      double bytes = value * scale;
-      if (!std::isfinite(bytes) || bytes <= 0)
-        return std::nullopt;
-      return bytes;
-    }
-  return std::nullopt;
 }

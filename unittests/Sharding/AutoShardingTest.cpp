@@ -7,6 +7,7 @@
 #include "pmlir/Sharding/Auto/AutoSharding.h"
 #include "pmlir/Sharding/Auto/Problem.h"
 #include "pmlir/Sharding/Topology.h"
+#include "pmlir/Support/Bytes.h"
 
 #include "ShardingTestUtils.h"
 
@@ -167,12 +168,12 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
   EXPECT_EQ(error,
             "topology 'nowhere.json' is neither a preset (cpu, h100) nor a readable JSON file");
 
-  EXPECT_EQ(parseBytes("12GiB"), 12.0 * (1 << 30));
-  EXPECT_EQ(parseBytes("800MB"), 800e6);
-  EXPECT_EQ(parseBytes("1e9"), 1e9);
-  EXPECT_FALSE(parseBytes("lots"));
-  EXPECT_FALSE(parseBytes("-1GB"));
-  EXPECT_FALSE(parseBytes("3 parsecs"));
+  EXPECT_EQ(pmlir::parseBytes("12GiB"), 12.0 * (1 << 30));
+  EXPECT_EQ(pmlir::parseBytes("800MB"), 800e6);
+  EXPECT_EQ(pmlir::parseBytes("1e9"), 1e9);
+  EXPECT_FALSE(pmlir::parseBytes("lots"));
+  EXPECT_FALSE(pmlir::parseBytes("-1GB"));
+  EXPECT_FALSE(pmlir::parseBytes("3 parsecs"));
 }
 
 class AutoShardingTest : public ::testing::Test {

@@ -106,8 +106,6 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank, uin
 /// LlamaModel's checkpoint).
 std::vector<std::string> checkpointNames(const std::string &name);
 
-/// "1.5 GiB"
-std::string formatBytes(double bytes);
 /// The first of `n` floats that is not finite, or -1.
 int64_t firstNonFinite(const float *values, int64_t n);
 /// "nan", "inf" or "-inf".

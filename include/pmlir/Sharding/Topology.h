@@ -62,11 +62,6 @@ struct Topology {
   std::string describe() const;
 };
 
-/// A byte count: a number with an optional unit B, KB, MB, GB, TB (powers
-/// of 1000) or KiB, MiB, GiB, TiB (powers of 1024), as "12GiB" or "1e9";
-/// nullopt where `text` is none or not positive.
-std::optional<double> parseBytes(const std::string &text);
-
 } // namespace pmlir::sharding
 
 #endif // PMLIR_SHARDING_TOPOLOGY_H

@@ -11,14 +11,13 @@
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Reshard.h"
+#include "pmlir/Support/Bytes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include "llvm/Support/Format.h"
 
 #include <chrono>
 #include <cmath>
@@ -851,6 +850,7 @@ struct AutoSharder::Impl {
   Plan planOf(const Solution &solution) const {
     Plan plan;
     plan.stats = stats;
+    std::map<std::pair<int, size_t>, int64_t> classIds;
     for (auto [n, node] : llvm::enumerate(nodes)) {
       int s = solution.choice[varOf(static_cast<int>(n))];
       const Strategy &strategy = node.strategies[strategyIn(node.cls, s)];
@@ -865,7 +865,9 @@ struct AutoSharder::Impl {
       plan.reads[node.op] = strategy.operands;
       for (auto [r, result] : llvm::enumerate(node.op->getResults())) {
         plan.shardings[result] = strategy.results[r];
-        plan.classOf[result] = node.cls * 64 + static_cast<int64_t>(r);
+        plan.classOf[result] =
+            classIds.try_emplace({node.cls, r}, static_cast<int64_t>(classIds.size()))
+                .first->second;
       }
       plan.prediction.computeSeconds += strategy.seconds;
     }
@@ -905,27 +907,14 @@ const Problem &AutoSharder::problem() const { return impl->problem; }
 const ProblemStats &AutoSharder::stats() const { return impl->stats; }
 Plan AutoSharder::planOf(const Solution &solution) const { return impl->planOf(solution); }
 
-std::string pmlir::sharding::autoshard::formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format("%.*f", u == 0 ? 0 : 2, bytes) << " " << units[u];
-  return text;
-}
-
 std::optional<Plan> AutoSharder::solve(std::string &error) {
   const Problem &p = impl->problem;
   SolveResult result = autoshard::solve(p, impl->options.solver, impl->options.timeLimitSeconds);
   if (result.status == SolveStatus::Infeasible && std::isfinite(p.memoryBudget)) {
     SolveResult least = minimizePeakMemory(p, impl->options.solver, impl->options.timeLimitSeconds);
-    error =
-        "cannot fit under " + formatBytes(p.memoryBudget) + ": the least memory any plan needs is ";
-    error += least.status == SolveStatus::Solved ? formatBytes(least.solution.objective)
+    error = "cannot fit under " + pmlir::formatBytes(p.memoryBudget, 2) +
+            ": the least memory any plan needs is ";
+    error += least.status == SolveStatus::Solved ? pmlir::formatBytes(least.solution.objective, 2)
                                                  : "unknown (" + least.error + ")";
     return std::nullopt;
   }
@@ -936,16 +925,6 @@ std::optional<Plan> AutoSharder::solve(std::string &error) {
   impl->stats.solveSeconds = result.seconds;
   impl->stats.optimal = result.solution.optimal;
   return impl->planOf(result.solution);
-}
-
-std::string AutoSharder::describe() const {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  const Problem &p = impl->problem;
-  for (size_t v = 0; v < p.numVariables(); ++v) {
-    os << "variable " << v << ": " << p.names[v] << ", " << p.cost[v].size() << " strategies\n";
-  }
-  return text;
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Auto/AutoSharding.h"
 #include "pmlir/Sharding/Topology.h"
+#include "pmlir/Support/Bytes.h"
 
 #include "../Analysis/JsonReport.h"
 
@@ -119,7 +120,7 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
     options.model = topo->costModel(*placed);
     options.memoryBudget = topo->device.memoryBytes;
     if (!memoryBudget.empty()) {
-      std::optional<double> bytes = parseBytes(memoryBudget);
+      std::optional<double> bytes = pmlir::parseBytes(memoryBudget);
       if (!bytes) {
         module.emitError() << "auto-sharding: memory budget '" << memoryBudget
                            << "' is not a positive byte count (as 12GiB, 800MB or 1e9)";

@@ -121,9 +121,6 @@ public:
   /// solver fails or no plan fits the budget ("cannot fit under B: the
   /// least memory any plan needs is M").
   std::optional<Plan> solve(std::string &error);
-  /// One line per variable: what it stands for and its strategies'
-  /// costs (for tests and --debug).
-  std::string describe() const;
 
 private:
   struct Impl;
@@ -136,9 +133,6 @@ private:
 /// the number of constraints written.
 mlir::FailureOr<int64_t> writeSeeds(mlir::FunctionOpInterface func, MeshAttr mesh,
                                     const Plan &plan);
-
-/// "12.5 GiB" for a byte count.
-std::string formatBytes(double bytes);
 
 } // namespace pmlir::sharding::autoshard
 

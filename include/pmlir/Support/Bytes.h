@@ -1,0 +1,28 @@
+//===- Bytes.h - Byte counts as people write them ---------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// Byte counts in messages ("1.5 GiB") and in flags ("12GiB", "800MB").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_SUPPORT_BYTES_H
+#define PMLIR_SUPPORT_BYTES_H
+
+#include <optional>
+#include <string>
+
+namespace pmlir {
+
+/// `bytes` in the largest binary unit below it, with `decimals` digits:
+/// "1.5 GiB".
+std::string formatBytes(double bytes, int decimals = 1);
+
+/// A byte count: a number with an optional unit B, KB, MB, GB, TB (powers
+/// of 1000) or KiB, MiB, GiB, TiB (powers of 1024), as "12GiB" or "1e9";
+/// nullopt where `text` is none or not positive.
+std::optional<double> parseBytes(const std::string &text);
+
+} // namespace pmlir
+
+#endif // PMLIR_SUPPORT_BYTES_H
