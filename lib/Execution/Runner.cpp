@@ -306,6 +306,7 @@ int Job::run() {
       PipelinePartitionOptions partition;
       partition.entry = name;
       partition.stages = pipelineRanks * o.virtualStages;
+      partition.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
       pm.addPass(createPipelinePartition(partition));
     }
     if (o.train) {
@@ -801,6 +802,8 @@ int exec::runModel(const RunOptions &o) {
                                         "--pipeline-csv FILE"
                                       : "--pipeline-csv gives the actions of "
                                         "--pipeline-schedule csv");
+  if (o.pipelineSchedule.empty() && !o.pipelineSplit.empty())
+    return fail("--pipeline-split cuts the stages of --pipeline-schedule");
   if (!o.pipelineSchedule.empty() && !o.grads.empty())
     return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
                 "not pipelined");

@@ -193,6 +193,11 @@ static llvm::cl::opt<int64_t> virtualStages(
     llvm::cl::desc("with --pipeline-schedule interleaved-1f1b: stages per pipeline rank (zb-v: "
                    "2)"),
     llvm::cl::init(1), llvm::cl::cat(trainingCategory));
+static llvm::cl::list<int64_t> pipelineSplit(
+    "pipeline-split",
+    llvm::cl::desc("with --pipeline-schedule: the first layer of stages 1, 2, ... (as pmlir-plan "
+                   "prints it; default: balanced by FLOPs)"),
+    llvm::cl::CommaSeparated, llvm::cl::cat(trainingCategory));
 static llvm::cl::opt<int64_t> zeroStage(
     "zero",
     llvm::cl::desc("ZeRO stage on the mesh's dp axis: 1 shards the optimizer state, 2 the "
@@ -298,6 +303,7 @@ static int runMain(int argc, char **argv) {
   options.gradAccum = gradAccum;
   options.pipelineSchedule = pipelineSchedule;
   options.pipelineCsv = pipelineCsv;
+  options.pipelineSplit.assign(pipelineSplit.begin(), pipelineSplit.end());
   options.microbatches = microbatches;
   options.virtualStages = virtualStages;
   options.zero = zeroStage;

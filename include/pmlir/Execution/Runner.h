@@ -85,6 +85,8 @@ struct RunOptions {
   /// With pipelineSchedule "csv": torch.distributed.pipelining's CSV.
   std::string pipelineCsv;
   int64_t microbatches = 1, virtualStages = 1;
+  /// The first layer of stages 1, 2, ... (empty: balanced by FLOPs).
+  std::vector<int64_t> pipelineSplit;
   std::string data, dataDtype = "uint16";
   /// Write the parameters (and, beside them, the optimizer state) here at
   /// the end; start from such a checkpoint.

@@ -268,7 +268,9 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     reshard to their parameters' shardings. The live bytes at the
     program's heaviest points stay under the memory budget. CBC solves the
     one-hot integer program (within `time-limit` seconds); identical layers
-    share their variables and cheap unary ops follow their operand.
+    share their variables and cheap unary ops follow their operand. A
+    function cut into pipeline stages (`pipe.stages`) is never sharded over
+    `pipeline-axis`: its ranks run different stages.
 
     The pass writes seeds only: a `tfm.sharding` on every tensor argument
     and a `tfm.sharding_constraint` wherever propagation from the seeds
@@ -297,6 +299,8 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
            "a topology preset (cpu, h100) or a JSON file">,
     Option<"rankOrder", "rank-order", "std::string", "\"\"",
            "the mesh's rank order, fastest axis first (default: tp, cp, ep, dp, pp)">,
+    Option<"pipelineAxis", "pipeline-axis", "std::string", "\"pp\"",
+           "the mesh axis of a pipelined function's stages, which no value is sharded over">,
     Option<"memoryBudget", "memory-budget", "std::string", "\"\"",
            "bytes a device may hold, as 12GiB, 800MB or 1e9 (default: the device's memory)">,
     Option<"solver", "solver", "std::string", "\"cbc\"",

@@ -498,15 +498,18 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
     return stage < static_cast<int64_t>(costs.stageScale.size()) ? costs.stageScale[stage] : 1.0;
   };
   auto cost = [&](const Action &a) {
+    ActionCosts::Stage own{costs.forward, costs.backwardInput, costs.backwardWeight};
+    if (a.stage < static_cast<int64_t>(costs.stages.size()))
+      own = costs.stages[a.stage];
     switch (a.kind) {
     case ActionKind::Forward:
-      return costs.forward * scale(a.stage);
+      return own.forward * scale(a.stage);
     case ActionKind::Backward:
-      return costs.backward() * scale(a.stage);
+      return (own.backwardInput + own.backwardWeight) * scale(a.stage);
     case ActionKind::BackwardInput:
-      return costs.backwardInput * scale(a.stage);
+      return own.backwardInput * scale(a.stage);
     case ActionKind::BackwardWeight:
-      return costs.backwardWeight * scale(a.stage);
+      return own.backwardWeight * scale(a.stage);
     default:
       return 0.0;
     }
@@ -652,4 +655,17 @@ std::optional<double> pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t rank
     return std::nullopt;
   }
   return 0;
+}
+
+MemoryShares pmlir::pipe::memoryShares(const Schedule &schedule) {
+  Simulation sim = simulate(schedule, ActionCosts{});
+  std::vector<double> state(schedule.ranks, 0), activations(schedule.ranks, 0);
+  for (int64_t s = 0; s < schedule.stages; ++s) {
+    int64_t r = schedule.rankOf(s);
+    state[r] += 1.0 / schedule.stages;
+    activations[r] += static_cast<double>(std::max<int64_t>(1, sim.peakInFlight[s])) /
+                      static_cast<double>(schedule.stages);
+  }
+  return {*std::max_element(state.begin(), state.end()),
+          *std::max_element(activations.begin(), activations.end())};
 }

@@ -120,6 +120,12 @@ struct AutoSharder::Impl {
   std::vector<int> rootOf;
   Problem problem;
   ProblemStats stats;
+  /// Per memory point of `problem`, its terms of the arguments and of the
+  /// values, before the options' shares.
+  struct MemoryParts {
+    std::vector<std::pair<int, std::vector<double>>> arguments, values;
+  };
+  std::vector<MemoryParts> memoryParts;
   /// The edges of `problem` by the uses they stand for.
   std::map<std::tuple<int, unsigned, int, int>, int64_t> useCounts;
   mutable std::map<std::tuple<const void *, const void *, const void *>, Price> prices;
@@ -134,7 +140,7 @@ struct AutoSharder::Impl {
   Axes meshAxes() const {
     Axes axes;
     for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
-      if (size > 1)
+      if (size > 1 && !llvm::is_contained(options.excludedAxes, name.getValue()))
         axes.push_back(name.getValue());
     return axes;
   }
@@ -808,26 +814,40 @@ struct AutoSharder::Impl {
       point.where = p < end ? "at '" + order[p]->getName().getStringRef().str() + "' (position " +
                                   std::to_string(p) + ")"
                             : "at the return";
-      std::map<int, std::vector<double>> terms;
-      auto add = [&](int node, unsigned result, RankedTensorType type) {
+      // Per variable, the bytes of each strategy: of the arguments and of
+      // the values, whole, and as the device's share of them.
+      std::map<int, std::vector<double>> terms, argumentTerms, valueTerms;
+      auto add = [&](std::map<int, std::vector<double>> &part, int node, unsigned result,
+                     RankedTensorType type, double share) {
         int var = varOf(node);
-        std::vector<double> &bytes = terms[var];
+        std::vector<double> &whole = part[var], &bytes = terms[var];
+        whole.resize(problem.cost[var].size(), 0.0);
         bytes.resize(problem.cost[var].size(), 0.0);
-        for (size_t s = 0; s < bytes.size(); ++s)
-          bytes[s] += localBytes(type, resultSharding(node, result, static_cast<int>(s)));
+        for (size_t s = 0; s < bytes.size(); ++s) {
+          double b = localBytes(type, resultSharding(node, result, static_cast<int>(s)));
+          whole[s] += b;
+          bytes[s] += share * b;
+        }
       };
       for (auto [n, node] : llvm::enumerate(nodes))
         if (node.isArgument())
-          add(static_cast<int>(n), 0, cast<RankedTensorType>(node.arg.getType()));
+          add(argumentTerms, static_cast<int>(n), 0, cast<RankedTensorType>(node.arg.getType()),
+              options.argumentShare);
       for (auto [v, last] : lastUse) {
         int64_t def = position.lookup(v.getDefiningOp());
         if (def <= p && p <= last) {
           auto [n, r] = producer.lookup(v);
-          add(n, r, cast<RankedTensorType>(v.getType()));
+          add(valueTerms, n, r, cast<RankedTensorType>(v.getType()), options.valueShare);
         }
       }
-      for (auto &[var, bytes] : terms)
-        point.terms.push_back({var, std::move(bytes)});
+      auto termsOf = [](std::map<int, std::vector<double>> &part) {
+        std::vector<std::pair<int, std::vector<double>>> out;
+        for (auto &[var, bytes] : part)
+          out.push_back({var, std::move(bytes)});
+        return out;
+      };
+      point.terms = termsOf(terms);
+      memoryParts.push_back({termsOf(argumentTerms), termsOf(valueTerms)});
       problem.memory.push_back(std::move(point));
     }
     problem.memoryBudget = options.memoryBudget;
@@ -870,6 +890,7 @@ struct AutoSharder::Impl {
                 .first->second;
       }
       plan.prediction.computeSeconds += strategy.seconds;
+      plan.opCosts[node.op].computeSeconds += strategy.seconds;
     }
     for (const Use &use : uses) {
       int sFrom = solution.choice[varOf(use.from)], sTo = solution.choice[varOf(use.to)];
@@ -881,7 +902,15 @@ struct AutoSharder::Impl {
         plan.seedReads.push_back(
             {func.getFunctionBody().back().getTerminator(), returnedAs.lookup(use.to), to});
       const Price &p = price(typeOf(use), from, to);
+      // A reshard is the reader's: an op's, or the return's for a result.
+      Operation *reader =
+          use.operand >= 0 ? nodes[use.to].op : func.getFunctionBody().back().getTerminator();
       for (const auto &[axes, comm] : p.steps) {
+        Prediction::Comm &own = plan.opCosts[reader].comm[axes];
+        own.seconds += comm.seconds;
+        own.bytes += comm.bytes;
+        own.wireBytes += comm.wireBytes;
+        own.collectives += comm.collectives;
         Prediction::Comm &total = plan.prediction.commPerAxes[axes];
         total.seconds += comm.seconds;
         total.bytes += comm.bytes;
@@ -891,6 +920,22 @@ struct AutoSharder::Impl {
       }
     }
     plan.prediction.peakMemoryBytes = peakMemory(problem, solution.choice);
+    auto bytesOf = [&](const std::vector<std::pair<int, std::vector<double>>> &terms) {
+      double sum = 0;
+      for (const auto &[var, bytes] : terms)
+        sum += bytes[solution.choice[var]];
+      return sum;
+    };
+    double heaviest = -1;
+    for (const MemoryParts &point : memoryParts) {
+      double arguments = bytesOf(point.arguments), values = bytesOf(point.values);
+      double held = options.argumentShare * arguments + options.valueShare * values;
+      if (held > heaviest) {
+        heaviest = held;
+        plan.prediction.argumentBytes = arguments;
+        plan.prediction.valueBytes = values;
+      }
+    }
     plan.prediction.objective = evaluate(problem, solution.choice);
     return plan;
   }

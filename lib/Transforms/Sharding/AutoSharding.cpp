@@ -10,6 +10,7 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Auto/AutoSharding.h"
@@ -79,7 +80,21 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      autoshard::AutoSharder sharder(func, mesh, *options);
+      // A pipelined function's ranks run different stages: none of its
+      // values is split over the pipeline axis, and a rank holds its
+      // stages' share of the state and the activations in flight.
+      autoshard::Options funcOptions = *options;
+      if (func->hasAttr(pmlir::pipe::kStagesAttr)) {
+        funcOptions.excludedAxes.push_back(pipelineAxis);
+        auto schedules = module.getOps<pmlir::pipe::ScheduleOp>();
+        if (!schedules.empty()) {
+          pmlir::pipe::MemoryShares shares =
+              pmlir::pipe::memoryShares((*schedules.begin()).getSchedule());
+          funcOptions.argumentShare = shares.state;
+          funcOptions.valueShare = shares.activations;
+        }
+      }
+      autoshard::AutoSharder sharder(func, mesh, funcOptions);
       std::string error;
       std::optional<autoshard::Plan> plan = sharder.solve(error);
       if (!plan) {

@@ -118,6 +118,12 @@ struct ActionCosts {
   double transfer = 0;
   /// Per stage (multiplies the costs above) when not empty.
   std::vector<double> stageScale;
+  /// Per stage, its own costs (replacing forward, backwardInput and
+  /// backwardWeight; stageScale still multiplies them) when not empty.
+  struct Stage {
+    double forward = 1, backwardInput = 1, backwardWeight = 1;
+  };
+  std::vector<Stage> stages;
   double backward() const { return backwardInput + backwardWeight; }
 };
 
@@ -148,6 +154,17 @@ struct Simulation {
 /// (received), B or I of (s, k) needs its F and the next stage's backward,
 /// W needs I.
 Simulation simulate(const Schedule &schedule, const ActionCosts &costs);
+
+/// The share of a model one pipeline rank holds under `schedule`, with its
+/// layers balanced over the stages: of the parameters and optimizer state,
+/// its stages' share; of one microbatch's activations (what a whole
+/// model's forward keeps for its backward), its stages' share times the
+/// microbatches in flight on each (the simulator's peak, on unit costs).
+/// The heaviest rank's.
+struct MemoryShares {
+  double state = 1, activations = 1;
+};
+MemoryShares memoryShares(const Schedule &schedule);
 
 /// The bubble the formulas predict with F = costs.forward, B = I + W:
 /// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p-1) interleaved,

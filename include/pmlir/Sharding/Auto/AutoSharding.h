@@ -55,6 +55,14 @@ struct Options {
   bool mergeLayers = true;
   /// How many of the heaviest program points bound memory.
   int memoryPoints = 3;
+  /// The share of the arguments' and of the live values' bytes one device
+  /// holds: a pipeline rank holds about its stages' share of the
+  /// parameters and optimizer state, and of the activations the share its
+  /// in-flight microbatches keep (pipe::memoryShares).
+  double argumentShare = 1, valueShare = 1;
+  /// Mesh axes no value is sharded over (a pipelined program's stage
+  /// axis).
+  std::vector<std::string> excludedAxes;
 };
 
 /// What a plan is predicted to cost one device, for one call.
@@ -72,7 +80,18 @@ struct Prediction {
   };
   std::map<std::string, Comm> commPerAxes;
   double peakMemoryBytes = 0;
+  /// At the heaviest point, the bytes of the arguments and of the live
+  /// values, whole (before the options' shares).
+  double argumentBytes = 0, valueBytes = 0;
   double objective = 0;
+};
+
+/// What one op costs a device in a plan: its block's compute, and the
+/// reshards of what it reads (a function result's reshard is the
+/// return's).
+struct OpCost {
+  double computeSeconds = 0;
+  std::map<std::string, Prediction::Comm> comm;
 };
 
 /// Size and solve statistics.
@@ -104,6 +123,8 @@ struct Plan {
   /// Per op result, its class: results of one class take one sharding
   /// (the same value in identical layers).
   llvm::DenseMap<mlir::Value, int64_t> classOf;
+  /// Per op, what it costs (ops of one class alike).
+  llvm::DenseMap<mlir::Operation *, OpCost> opCosts;
   Prediction prediction;
   ProblemStats stats;
 };

@@ -1,0 +1,111 @@
+//===- Planner.h - Whole parallel plans: the inter-op search ----*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// The planner behind pmlir-plan and pmlir-run --recipe auto's choice of a
+// mesh: Alpa's inter-op search on top of the intra-op auto-sharder. For
+// every way to lay `devices` out as pp x dp x tp (tp within the
+// topology's nodes), the auto-sharder solves the training step (or the
+// forward) on the dp x tp submesh, with the memory a pipeline rank holds;
+// each layer's forward and backward then cost what the plan's ops and
+// reshards in it cost. A dynamic program cuts the layers into pp x v
+// stages of the least largest cost (so the pipeline's steady state is as
+// short as it can be), and the pipeline simulator (pmlir/Dialect/Pipe/
+// Schedule.h) runs each schedule over the step's microbatches: its
+// makespan includes the bubble and the stage-to-stage transfers. Every
+// stage shares one submesh shape, as one named mesh gives pmlir-run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_PLANNING_PLANNER_H
+#define PMLIR_PLANNING_PLANNER_H
+
+#include "pmlir/Dialect/Pipe/Schedule.h"
+#include "pmlir/Sharding/Auto/AutoSharding.h"
+#include "pmlir/Sharding/Topology.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pmlir::planning {
+
+struct PlannerOptions {
+  sharding::Topology topology;
+  /// Devices to lay out.
+  int64_t devices = 1;
+  /// Bytes a device may hold.
+  double memoryBudget = std::numeric_limits<double>::infinity();
+  /// Plans of a training step (pmlir-run --train's), or of the forward.
+  bool train = false;
+  /// Microbatches of the model's batch per step (a training step's
+  /// gradient accumulation without pipelining).
+  int64_t microbatches = 1;
+  /// The pipeline schedules to try.
+  std::vector<pipe::ScheduleKind> schedules = {
+      pipe::ScheduleKind::GPipe, pipe::ScheduleKind::OneFOneB, pipe::ScheduleKind::Interleaved1F1B,
+      pipe::ScheduleKind::ZeroBubbleH1};
+  /// The largest tp (0: a node's devices) and pp (0: the layers).
+  int64_t maxTensorParallel = 0;
+  int64_t maxPipeline = 0;
+  /// Seconds each intra-op solve may take.
+  double timeLimitSeconds = 10;
+  std::string entry = "forward";
+};
+
+using Comm = sharding::autoshard::Prediction::Comm;
+using CommPerAxes = std::map<std::string, Comm>;
+
+/// One whole plan and what it is predicted to cost a step.
+struct Plan {
+  int64_t pp = 1, dp = 1, tp = 1;
+  int64_t virtualStages = 1;
+  int64_t microbatches = 1;
+  /// With pp > 1.
+  std::optional<pipe::ScheduleKind> schedule;
+  /// The first layer of stages 1, 2, ...
+  std::vector<int64_t> splitPoints;
+
+  /// A step on the pipeline rank that finishes last: its time, split into
+  /// compute, communication per group of mesh axes ("tp", "dp,tp", "pp")
+  /// and what is left, the bubble (waiting for other stages).
+  double stepSeconds = 0, computeSeconds = 0, bubbleSeconds = 0;
+  CommPerAxes comm;
+  /// Per pipeline rank, the collectives and transfers of its program (what
+  /// pmlir-run --comm-report counts on its first rank).
+  std::vector<CommPerAxes> rankComm;
+  /// The bytes the heaviest pipeline rank's devices hold.
+  double memoryBytes = 0;
+  bool fits = true;
+  /// Why it does not fit.
+  std::string note;
+  sharding::autoshard::ProblemStats stats;
+
+  /// "pp=2,dp=2,tp=2" (axes of size 1 left out; "dp=1" for one device).
+  std::string meshSpec() const;
+  /// The schedule's name, or "-" without pipelining.
+  std::string scheduleName() const;
+};
+
+struct PlannerResult {
+  /// Fitting plans fastest first, then those that do not fit.
+  std::vector<Plan> plans;
+  int64_t layers = 0;
+  /// Intra-op problems solved.
+  int64_t solves = 0;
+  double seconds = 0;
+};
+
+/// Plans `options.entry` of `module` (a global program with tfm.layer ops)
+/// on `options.devices`; fails with `error` set on a program the planner
+/// cannot cut or differentiate.
+std::optional<PlannerResult> planModel(mlir::ModuleOp module, const PlannerOptions &options,
+                                       std::string &error);
+
+} // namespace pmlir::planning
+
+#endif // PMLIR_PLANNING_PLANNER_H

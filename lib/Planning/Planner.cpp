@@ -1,0 +1,510 @@
+//===- Planner.cpp - Whole parallel plans: the inter-op search ------------===//
+//
+// Part of pmlir.
+//
+// The program the planner prices is the one pmlir-run builds (the
+// gradient function of the entry cut into stages, its training step),
+// cut into one stage per layer: each layer's forward and backward are then
+// fragments whose ops the intra-op plan prices, and any stage boundary the
+// dynamic program chooses is one of the cut's transfers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Planning/Planner.h"
+
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Pipeline/Pipeline.h"
+#include "pmlir/Sharding/Reshard.h"
+#include "pmlir/Training/Autodiff.h"
+#include "pmlir/Training/Optimizer.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <chrono>
+#include <numeric>
+#include <set>
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::planning;
+using namespace pmlir::sharding;
+
+std::string Plan::meshSpec() const {
+  std::string spec;
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"pp", pp}, {"dp", dp}, {"tp", tp}})
+    if (size > 1)
+      spec += (spec.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+  return spec.empty() ? "dp=1" : spec;
+}
+
+std::string Plan::scheduleName() const {
+  return schedule ? std::string(pipe::scheduleKindName(*schedule)) : "-";
+}
+
+namespace {
+
+void addComm(CommPerAxes &to, const CommPerAxes &from, double times = 1) {
+  for (const auto &[axes, c] : from) {
+    Comm &t = to[axes];
+    t.seconds += times * c.seconds;
+    t.bytes += static_cast<int64_t>(times * static_cast<double>(c.bytes));
+    t.wireBytes += static_cast<int64_t>(times * static_cast<double>(c.wireBytes));
+    t.collectives += static_cast<int64_t>(times * static_cast<double>(c.collectives));
+  }
+}
+
+double commSeconds(const CommPerAxes &comm) {
+  double s = 0;
+  for (const auto &[axes, c] : comm)
+    s += c.seconds;
+  return s;
+}
+
+/// What a part of the program costs one device.
+struct Cost {
+  double compute = 0;
+  CommPerAxes comm;
+  double seconds() const { return compute + commSeconds(comm); }
+  void add(const sharding::autoshard::OpCost &c) {
+    compute += c.computeSeconds;
+    addComm(comm, c.comm);
+  }
+  void add(const Cost &c, double times = 1) {
+    compute += times * c.compute;
+    addComm(comm, c.comm, times);
+  }
+};
+
+/// Per layer (the cut's stage), what its forward, its backward and the
+/// step's work outside both (the optimizer's) cost.
+struct LayerCosts {
+  std::vector<Cost> forward, backward, step;
+};
+
+/// The stage of the layer cut `op` belongs to: its fragment's, or for an op
+/// outside the fragments (the optimizer's), that of the first fragment its
+/// operands come from; -1 for ops of the arguments alone.
+class StageOf {
+public:
+  int64_t operator()(Operation *op) {
+    if (auto fragment = op->getParentOfType<pipe::FragmentOp>())
+      return static_cast<int64_t>(fragment.getStage());
+    if (auto it = memo.find(op); it != memo.end())
+      return it->second;
+    memo[op] = -1;
+    int64_t stage = -1;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto transfer = dyn_cast<pipe::TransferOp>(def))
+        stage = static_cast<int64_t>(transfer.getTo());
+      else
+        stage = (*this)(def);
+      if (stage >= 0)
+        break;
+    }
+    return memo[op] = stage;
+  }
+
+private:
+  DenseMap<Operation *, int64_t> memo;
+};
+
+/// Cuts `cost` (per layer) into `groups` contiguous groups of the least
+/// largest sum; returns the first layer of groups 1, 2, ...
+std::vector<int64_t> balancedSplit(const std::vector<double> &cost, int64_t groups) {
+  const int64_t n = static_cast<int64_t>(cost.size());
+  std::vector<double> prefix(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[g][i]: the least largest sum of the first i layers in g groups.
+  std::vector<std::vector<double>> best(groups + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(groups + 1, std::vector<int64_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (int64_t g = 1; g <= groups; ++g)
+    for (int64_t i = g; i <= n; ++i)
+      for (int64_t j = g - 1; j < i; ++j) {
+        double largest = std::max(best[g - 1][j], prefix[i] - prefix[j]);
+        // Ties go to the earliest cut, so that equal layers split evenly
+        // and the same way every time.
+        if (largest < best[g][i] * (1 - 1e-12)) {
+          best[g][i] = largest;
+          from[g][i] = j;
+        }
+      }
+  std::vector<int64_t> starts;
+  for (int64_t g = groups, i = n; g > 1; --g) {
+    i = from[g][i];
+    starts.push_back(i);
+  }
+  std::reverse(starts.begin(), starts.end());
+  return starts;
+}
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+struct Planner {
+  const PlannerOptions &options;
+  MLIRContext *context;
+  func::FuncOp program;
+  int64_t layers = 0;
+  PlannerResult result;
+
+  /// Per pipeline rank of a schedule, the stages it holds.
+  static std::vector<std::vector<int64_t>> stagesOfRanks(const pipe::Schedule &schedule) {
+    std::vector<std::vector<int64_t>> out(schedule.ranks);
+    for (int64_t s = 0; s < schedule.stages; ++s)
+      out[schedule.rankOf(s)].push_back(s);
+    return out;
+  }
+
+  std::optional<pipe::Schedule> scheduleOf(pipe::ScheduleKind kind, int64_t pp, int64_t v) {
+    std::string error;
+    std::optional<pipe::Schedule> schedule =
+        pipe::buildSchedule(kind, pp, v, options.microbatches, error);
+    if (schedule && !options.train)
+      schedule = schedule->forwardOnly();
+    if (schedule)
+      schedule->placeStages();
+    return schedule;
+  }
+
+  /// The layers' costs under an intra-op plan.
+  LayerCosts layerCosts(const sharding::autoshard::Plan &plan) {
+    LayerCosts costs;
+    costs.forward.resize(layers);
+    costs.backward.resize(layers);
+    costs.step.resize(layers);
+    StageOf stageOf;
+    for (const auto &[op, cost] : plan.opCosts) {
+      int64_t stage = std::max<int64_t>(0, stageOf(op));
+      auto fragment = op->getParentOfType<pipe::FragmentOp>();
+      if (!fragment)
+        costs.step[stage].add(cost);
+      else if (fragment.getKind() == "F")
+        costs.forward[stage].add(cost);
+      else
+        costs.backward[stage].add(cost);
+    }
+    return costs;
+  }
+
+  /// The plans of one submesh and its intra-op plan, for each schedule.
+  void addPlans(int64_t pp, int64_t dp, int64_t tp, MeshAttr mesh, const CostModel &model,
+                const sharding::autoshard::Plan &intra) {
+    LayerCosts costs = layerCosts(intra);
+    std::vector<double> perLayer(layers);
+    for (int64_t l = 0; l < layers; ++l)
+      perLayer[l] = costs.forward[l].seconds() + costs.backward[l].seconds();
+    const int64_t M = options.microbatches;
+    // The bytes a transfer moves: the local block of what it carries.
+    auto localBytes = [&](Value v) {
+      // A fragment's result is the value its body yields.
+      while (auto fragment = v.getDefiningOp<pipe::FragmentOp>())
+        v = fragment.getBody().front().getTerminator()->getOperand(
+            cast<OpResult>(v).getResultNumber());
+      auto type = cast<RankedTensorType>(v.getType());
+      auto it = intra.shardings.find(v);
+      RankedTensorType local =
+          it == intra.shardings.end() ? type : localType(mesh, type, it->second);
+      return local.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    };
+
+    auto kinds = options.schedules;
+    if (pp == 1)
+      kinds = {pipe::ScheduleKind::GPipe}; // stands for "no pipeline"
+    for (pipe::ScheduleKind kind : kinds) {
+      int64_t v = kind == pipe::ScheduleKind::Interleaved1F1B ? 2
+                  : kind == pipe::ScheduleKind::ZeroBubbleV   ? 2
+                                                              : 1;
+      if (pp * v > layers)
+        continue;
+      if (!options.train &&
+          (kind == pipe::ScheduleKind::ZeroBubbleH1 || kind == pipe::ScheduleKind::ZeroBubbleV))
+        continue; // forwards only: as 1F1B's
+      const int64_t stages = pp * v;
+      std::vector<int64_t> starts = balancedSplit(perLayer, stages);
+      std::vector<int64_t> stageOfLayer(layers, 0);
+      for (int64_t l = 0, s = 0; l < layers; ++l) {
+        while (s + 1 < stages && l >= starts[s])
+          ++s;
+        stageOfLayer[l] = s;
+      }
+      std::optional<pipe::Schedule> schedule;
+      if (pp > 1) {
+        schedule = scheduleOf(kind, pp, v);
+        if (!schedule)
+          continue;
+      }
+      std::vector<Cost> forward(stages), backward(stages), step(stages);
+      for (int64_t l = 0; l < layers; ++l) {
+        forward[stageOfLayer[l]].add(costs.forward[l]);
+        backward[stageOfLayer[l]].add(costs.backward[l]);
+        step[stageOfLayer[l]].add(costs.step[l]);
+      }
+      std::vector<int64_t> rankOfStage(stages);
+      for (int64_t s = 0; s < stages; ++s)
+        rankOfStage[s] = schedule ? schedule->rankOf(s) : 0;
+      // Stage-to-stage traffic per microbatch: each crossing transfer is a
+      // send on one rank and a receive on another; a stage sum across
+      // ranks, an all-reduce over pp on each.
+      std::vector<CommPerAxes> perMicrobatch(pp), perStep(pp);
+      // The global gradient norm a training step returns sums its stages'
+      // squares over pp once a step.
+      if (options.train && pp > 1)
+        for (int64_t r = 0; r < pp; ++r) {
+          Comm &norm = perStep[r]["pp"];
+          CollectiveCost c = model.cost(CollectiveKind::AllReduce, 4, {"pp"}, pp);
+          norm.seconds += c.seconds;
+          norm.bytes += 4;
+          norm.wireBytes += c.wireBytes;
+          ++norm.collectives;
+        }
+      double transferSeconds = 0;
+      std::map<std::pair<int64_t, int64_t>, double> boundarySeconds;
+      program.walk([&](Operation *op) {
+        if (auto transfer = dyn_cast<pipe::TransferOp>(op)) {
+          int64_t from = stageOfLayer[transfer.getFrom()], to = stageOfLayer[transfer.getTo()];
+          int64_t rf = rankOfStage[from], rt = rankOfStage[to];
+          if (rf == rt)
+            return;
+          int64_t bytes = localBytes(transfer.getInput());
+          CollectiveCost c = model.cost(CollectiveKind::Send, bytes, {"pp"}, 2);
+          Comm &send = perMicrobatch[rf]["pp"];
+          send.seconds += c.seconds;
+          send.bytes += bytes;
+          send.wireBytes += c.wireBytes;
+          ++send.collectives;
+          Comm &recv = perMicrobatch[rt]["pp"];
+          recv.bytes += bytes;
+          ++recv.collectives;
+          boundarySeconds[{from, to}] += c.seconds;
+        } else if (auto sum = dyn_cast<pipe::StageSumOp>(op)) {
+          std::set<int64_t> ranks;
+          for (int64_t s : sum.getStages())
+            ranks.insert(rankOfStage[stageOfLayer[s]]);
+          if (ranks.size() < 2)
+            return;
+          int64_t bytes = localBytes(sum.getResult());
+          CollectiveCost c = model.cost(CollectiveKind::AllReduce, bytes, {"pp"}, pp);
+          // Once a step: the sums of a training step add up the gradients
+          // and losses of all its microbatches.
+          for (int64_t r : ranks) {
+            Comm &all = perStep[r]["pp"];
+            all.seconds += c.seconds;
+            all.bytes += bytes;
+            all.wireBytes += c.wireBytes;
+            ++all.collectives;
+          }
+        }
+      });
+      for (const auto &[edge, seconds] : boundarySeconds)
+        transferSeconds = std::max(transferSeconds, seconds);
+
+      Plan plan;
+      plan.pp = pp;
+      plan.dp = dp;
+      plan.tp = tp;
+      plan.virtualStages = v;
+      plan.microbatches = M;
+      if (pp > 1) {
+        plan.schedule = kind;
+        plan.splitPoints = starts;
+      }
+      plan.stats = intra.stats;
+      plan.rankComm.assign(pp, {});
+      std::vector<double> stepOfRank(pp, 0), endOfRank(pp, 0);
+      std::vector<Cost> workOfRank(pp);
+      for (int64_t s = 0; s < stages; ++s) {
+        int64_t r = rankOfStage[s];
+        workOfRank[r].add(forward[s], static_cast<double>(M));
+        workOfRank[r].add(backward[s], static_cast<double>(M));
+        workOfRank[r].add(step[s]);
+        stepOfRank[r] += step[s].seconds();
+      }
+      for (int64_t r = 0; r < pp; ++r) {
+        addComm(workOfRank[r].comm, perMicrobatch[r], static_cast<double>(M));
+        addComm(workOfRank[r].comm, perStep[r]);
+        plan.rankComm[r] = workOfRank[r].comm;
+      }
+      pipe::MemoryShares shares;
+      if (schedule) {
+        pipe::ActionCosts actionCosts;
+        for (int64_t s = 0; s < stages; ++s) {
+          double b = backward[s].seconds();
+          actionCosts.stages.push_back({forward[s].seconds(), b / 2, b / 2});
+        }
+        actionCosts.transfer = transferSeconds;
+        pipe::Simulation sim = pipe::simulate(*schedule, actionCosts);
+        for (const pipe::SimulatedAction &a : sim.timeline)
+          endOfRank[a.rank] = std::max(endOfRank[a.rank], a.end);
+        shares = pipe::memoryShares(*schedule);
+      } else {
+        // Without a pipeline the microbatches run one after another.
+        endOfRank[0] =
+            static_cast<double>(M) * std::accumulate(perLayer.begin(), perLayer.end(), 0.0);
+      }
+      int64_t critical = 0;
+      for (int64_t r = 0; r < pp; ++r) {
+        double finish = endOfRank[r] + stepOfRank[r];
+        if (finish > plan.stepSeconds) {
+          plan.stepSeconds = finish;
+          critical = r;
+        }
+      }
+      plan.computeSeconds = workOfRank[critical].compute;
+      plan.comm = workOfRank[critical].comm;
+      plan.bubbleSeconds =
+          std::max(0.0, plan.stepSeconds - plan.computeSeconds - commSeconds(plan.comm));
+      plan.memoryBytes = shares.state * intra.prediction.argumentBytes +
+                         shares.activations * intra.prediction.valueBytes;
+      plan.fits = plan.memoryBytes <= options.memoryBudget;
+      if (!plan.fits)
+        plan.note = "needs " + std::to_string(static_cast<int64_t>(plan.memoryBytes)) + " bytes";
+      result.plans.push_back(std::move(plan));
+    }
+  }
+
+  std::optional<PlannerResult> run(std::string &error) {
+    auto start = std::chrono::steady_clock::now();
+    int64_t maxTp =
+        options.maxTensorParallel > 0 ? options.maxTensorParallel : options.topology.devicesPerNode;
+    int64_t maxPp = options.maxPipeline > 0 ? std::min(options.maxPipeline, layers) : layers;
+    for (int64_t pp : divisors(options.devices)) {
+      if (pp > maxPp)
+        continue;
+      for (int64_t tp : divisors(options.devices / pp)) {
+        if (tp > maxTp)
+          continue;
+        int64_t dp = options.devices / pp / tp;
+        Plan shape;
+        shape.pp = pp;
+        shape.dp = dp;
+        shape.tp = tp;
+        std::optional<pmlir::Mesh> mesh = pmlir::Mesh::parse(shape.meshSpec(), "", error);
+        if (!mesh)
+          return std::nullopt;
+        SmallVector<StringAttr> names;
+        for (const std::string &name : mesh->axisNames())
+          names.push_back(StringAttr::get(context, name));
+        auto meshAttr = MeshAttr::get(context, names, mesh->axisSizes());
+        sharding::autoshard::Options intra;
+        intra.model = options.topology.costModel(*mesh);
+        intra.memoryBudget = options.memoryBudget;
+        intra.timeLimitSeconds = options.timeLimitSeconds;
+        intra.excludedAxes = {"pp"};
+        // A pipeline rank's share of the memory, as 1F1B keeps it (the
+        // other schedules' are checked against the budget after).
+        if (pp > 1)
+          if (std::optional<pipe::Schedule> schedule =
+                  scheduleOf(pipe::ScheduleKind::OneFOneB, pp, 1)) {
+            pipe::MemoryShares shares = pipe::memoryShares(*schedule);
+            intra.argumentShare = shares.state;
+            intra.valueShare = shares.activations;
+          }
+        sharding::autoshard::AutoSharder sharder(program, meshAttr, intra);
+        std::string why;
+        std::optional<sharding::autoshard::Plan> plan = sharder.solve(why);
+        ++result.solves;
+        if (!plan) {
+          shape.fits = false;
+          shape.note = why;
+          shape.stats = sharder.stats();
+          result.plans.push_back(std::move(shape));
+          continue;
+        }
+        addPlans(pp, dp, tp, meshAttr, intra.model, *plan);
+      }
+    }
+    std::stable_sort(result.plans.begin(), result.plans.end(), [](const Plan &a, const Plan &b) {
+      if (a.fits != b.fits)
+        return a.fits;
+      return a.stepSeconds < b.stepSeconds;
+    });
+    result.layers = layers;
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(result);
+  }
+};
+
+} // namespace
+
+std::optional<PlannerResult>
+pmlir::planning::planModel(ModuleOp module, const PlannerOptions &options, std::string &error) {
+  MLIRContext *context = module.getContext();
+  if (options.devices < 1) {
+    error = "devices must be at least 1, not " + std::to_string(options.devices);
+    return std::nullopt;
+  }
+  if (options.microbatches < 1) {
+    error = "microbatches must be at least 1, not " + std::to_string(options.microbatches);
+    return std::nullopt;
+  }
+  auto forward = module.lookupSymbol<func::FuncOp>(options.entry);
+  if (!forward || forward.isExternal()) {
+    error = "the model has no function @" + options.entry + " to plan";
+    return std::nullopt;
+  }
+  int64_t layers = 0;
+  for (Operation &op : forward.getBody().front())
+    if (isa<tfm::LayerOp>(op))
+      ++layers;
+  if (layers == 0) {
+    error = "@" + options.entry + " has no tfm.layer ops: the planner cuts stages at layers";
+    return std::nullopt;
+  }
+  // What the engines below create.
+  context->loadDialect<tfm::TfmDialect, pipe::PipeDialect, arith::ArithDialect,
+                       tensor::TensorDialect>();
+  // The program, cut into one stage per layer, in a module of its own.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  auto entry = copy->lookupSymbol<func::FuncOp>(options.entry);
+  std::string diagnostics;
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error)
+      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+    return success();
+  });
+  pipeline::StagePartitionOptions cut;
+  cut.stages = layers;
+  for (int64_t l = 1; l < layers; ++l)
+    cut.splitPoints.push_back(l);
+  func::FuncOp program = entry;
+  if (options.train) {
+    training::AutodiffOptions autodiff;
+    autodiff.entry = options.entry;
+    autodiff.name = options.entry + "_grad";
+    FailureOr<func::FuncOp> grad = training::buildGradientFunction(entry, autodiff);
+    if (failed(grad) || failed(pipeline::partitionIntoStages(*grad, cut))) {
+      error = "differentiating @" + options.entry + " failed: " + diagnostics;
+      return std::nullopt;
+    }
+    training::OptimizerOptions step;
+    step.entry = autodiff.name;
+    step.name = "train_step";
+    FailureOr<func::FuncOp> trainStep = training::buildTrainStep(*grad, step);
+    if (failed(trainStep)) {
+      error = "building a training step of @" + options.entry + " failed: " + diagnostics;
+      return std::nullopt;
+    }
+    program = *trainStep;
+  } else if (failed(pipeline::partitionIntoStages(entry, cut))) {
+    error = "cutting @" + options.entry + " into layers failed: " + diagnostics;
+    return std::nullopt;
+  }
+  Planner planner{options, context, program, layers, {}};
+  return planner.run(error);
+}
