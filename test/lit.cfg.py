@@ -23,7 +23,7 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pmlir_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["pmlir-opt", "pmlir-gen", "pmlir-run"], [config.pmlir_tools_dir]
+    ["pmlir-opt", "pmlir-gen", "pmlir-run", "pmlir-plan"], [config.pmlir_tools_dir]
 )
 
 if config.pmlir_has_cuda:

@@ -53,14 +53,57 @@ struct CbcProgram {
   // CBC's default tolerances suit costs near 1: seconds become microseconds.
   static constexpr double kScale = 1e6;
 
-  int addColumn(double lb, double ub, double objective, bool integer) {
-    Cbc_addCol(model.get(), "", lb, ub, objective, integer, 0, nullptr, nullptr);
+  // The program is gathered first and loaded at once: CBC's addRow and
+  // addCol copy the matrix each time, quadratic in a big model's size.
+  std::vector<double> lower, upper, objective;
+  std::vector<int> integers;
+  struct Row {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    double lower, upper;
+  };
+  std::vector<Row> rows;
+
+  int addColumn(double lb, double ub, double cost, bool integer) {
+    lower.push_back(lb);
+    upper.push_back(ub);
+    objective.push_back(cost);
+    if (integer)
+      integers.push_back(columns);
     return columns++;
   }
   void addRow(const std::vector<int> &cols, const std::vector<double> &coefs, char sense,
               double rhs) {
-    Cbc_addRow(model.get(), "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense,
-               rhs);
+    const double inf = std::numeric_limits<double>::infinity();
+    rows.push_back({cols, coefs, sense == 'L' ? -inf : rhs, sense == 'G' ? inf : rhs});
+  }
+
+  /// Hands the gathered program to CBC as one column-major matrix.
+  void load() {
+    std::vector<CoinBigIndex> start(columns + 1, 0);
+    for (const Row &row : rows)
+      for (int c : row.cols)
+        ++start[c + 1];
+    for (int c = 0; c < columns; ++c)
+      start[c + 1] += start[c];
+    std::vector<int> index(start[columns]);
+    std::vector<double> value(start[columns]);
+    std::vector<CoinBigIndex> next(start.begin(), start.end() - 1);
+    std::vector<double> rowLower, rowUpper;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (size_t i = 0; i < rows[r].cols.size(); ++i) {
+        int c = rows[r].cols[i];
+        index[next[c]] = static_cast<int>(r);
+        value[next[c]++] = rows[r].coefs[i];
+      }
+      rowLower.push_back(rows[r].lower);
+      rowUpper.push_back(rows[r].upper);
+    }
+    Cbc_loadProblem(model.get(), columns, static_cast<int>(rows.size()), start.data(), index.data(),
+                    value.data(), lower.data(), upper.data(), objective.data(), rowLower.data(),
+                    rowUpper.data());
+    for (int c : integers)
+      Cbc_setInteger(model.get(), c);
   }
 
   CbcProgram(const Problem &problem, bool minimizeMemory) {
@@ -117,6 +160,7 @@ struct CbcProgram {
         addRow(cols, coefs, 'L', problem.memoryBudget - point.constant);
       }
     }
+    load();
   }
 
   SolveResult run(const Problem &problem, double timeLimitSeconds, bool minimizeMemory) {
