@@ -101,7 +101,9 @@ public:
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
-      if (auto transfer = dyn_cast<pipe::TransferOp>(def))
+      if (auto fragment = dyn_cast<pipe::FragmentOp>(def))
+        stage = static_cast<int64_t>(fragment.getStage());
+      else if (auto transfer = dyn_cast<pipe::TransferOp>(def))
         stage = static_cast<int64_t>(transfer.getTo());
       else
         stage = (*this)(def);
