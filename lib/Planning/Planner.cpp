@@ -47,6 +47,19 @@ std::string Plan::scheduleName() const {
 
 namespace {
 
+double commSecondsOf(const CommPerAxes &comm) {
+  double s = 0;
+  for (const auto &[axes, c] : comm)
+    s += c.seconds;
+  return s;
+}
+
+} // namespace
+
+double Plan::commSeconds() const { return commSecondsOf(comm()); }
+
+namespace {
+
 void addComm(CommPerAxes &to, const CommPerAxes &from, double times = 1) {
   for (const auto &[axes, c] : from) {
     Comm &t = to[axes];
@@ -57,18 +70,11 @@ void addComm(CommPerAxes &to, const CommPerAxes &from, double times = 1) {
   }
 }
 
-double commSeconds(const CommPerAxes &comm) {
-  double s = 0;
-  for (const auto &[axes, c] : comm)
-    s += c.seconds;
-  return s;
-}
-
 /// What a part of the program costs one device.
 struct Cost {
   double compute = 0;
   CommPerAxes comm;
-  double seconds() const { return compute + commSeconds(comm); }
+  double seconds() const { return compute + commSecondsOf(comm); }
   void add(const sharding::autoshard::OpCost &c) {
     compute += c.computeSeconds;
     addComm(comm, c.comm);
@@ -213,10 +219,7 @@ struct Planner {
     const int64_t M = options.microbatches;
     // The bytes a transfer moves: the local block of what it carries.
     auto localBytes = [&](Value v) {
-      // A fragment's result is the value its body yields.
-      while (auto fragment = v.getDefiningOp<pipe::FragmentOp>())
-        v = fragment.getBody().front().getTerminator()->getOperand(
-            cast<OpResult>(v).getResultNumber());
+      v = tfm::yieldedValue(v);
       auto type = cast<RankedTensorType>(v.getType());
       auto it = intra.shardings.find(v);
       RankedTensorType local =
@@ -358,18 +361,16 @@ struct Planner {
         endOfRank[0] =
             static_cast<double>(M) * std::accumulate(perLayer.begin(), perLayer.end(), 0.0);
       }
-      int64_t critical = 0;
       for (int64_t r = 0; r < pp; ++r) {
         double finish = endOfRank[r] + stepOfRank[r];
         if (finish > plan.stepSeconds) {
           plan.stepSeconds = finish;
-          critical = r;
+          plan.criticalRank = r;
         }
       }
-      plan.computeSeconds = workOfRank[critical].compute;
-      plan.comm = workOfRank[critical].comm;
+      plan.computeSeconds = workOfRank[plan.criticalRank].compute;
       plan.bubbleSeconds =
-          std::max(0.0, plan.stepSeconds - plan.computeSeconds - commSeconds(plan.comm));
+          std::max(0.0, plan.stepSeconds - plan.computeSeconds - plan.commSeconds());
       plan.memoryBytes = shares.state * intra.prediction.argumentBytes +
                          shares.activations * intra.prediction.valueBytes;
       plan.fits = plan.memoryBytes <= options.memoryBudget;

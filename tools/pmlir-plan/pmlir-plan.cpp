@@ -151,7 +151,7 @@ llvm::json::Object planJson(const planning::Plan &plan) {
                             {"step_seconds", plan.stepSeconds},
                             {"compute_seconds", plan.computeSeconds},
                             {"bubble_seconds", plan.bubbleSeconds},
-                            {"comm", commJson(plan.comm)},
+                            {"comm", commJson(plan.comm())},
                             {"comm_per_pipeline_rank", std::move(ranks)},
                             {"memory_bytes", plan.memoryBytes},
                             {"variables", plan.stats.variables},
@@ -241,10 +241,7 @@ int planMain(int argc, char **argv) {
     if (shown == top)
       break;
     ++shown;
-    double comm = 0;
-    for (const auto &[axes, c] : plan.comm)
-      comm += c.seconds;
-    if (!plan.fits && plan.stepSeconds == 0) {
+    if (plan.rankComm.empty()) {
       llvm::outs() << llvm::formatv("{0,3} {1,-16} does not fit: {2}\n", shown, plan.meshSpec(),
                                     plan.note);
       continue;
@@ -252,19 +249,17 @@ int planMain(int argc, char **argv) {
     llvm::outs() << llvm::formatv(
         "{0,3} {1,-16} {2,-17} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11}  {9}; {10}{11}\n", shown,
         plan.meshSpec(), plan.scheduleName(), plan.virtualStages, seconds(plan.stepSeconds),
-        seconds(plan.computeSeconds), seconds(comm), seconds(plan.bubbleSeconds),
-        formatBytes(plan.memoryBytes), commText(plan.comm), formatBytes(commBytes(plan.comm)),
+        seconds(plan.computeSeconds), seconds(plan.commSeconds()), seconds(plan.bubbleSeconds),
+        formatBytes(plan.memoryBytes), commText(plan.comm()), formatBytes(commBytes(plan.comm())),
         plan.fits ? "" : " (does not fit)");
   }
   if (!result->plans.empty() && result->plans.front().fits) {
     const planning::Plan &best = result->plans.front();
-    double comm = 0;
-    for (const auto &[axes, c] : best.comm)
-      comm += c.seconds;
     llvm::outs() << "\nbest: " << best.meshSpec() << ", " << best.scheduleName() << "\n";
     llvm::outs() << llvm::formatv("  step {0} = compute {1} + comm {2} ({3}) + bubble {4}\n",
                                   seconds(best.stepSeconds), seconds(best.computeSeconds),
-                                  seconds(comm), commText(best.comm), seconds(best.bubbleSeconds));
+                                  seconds(best.commSeconds()), commText(best.comm()),
+                                  seconds(best.bubbleSeconds));
     if (best.schedule) {
       std::string split;
       for (int64_t s : best.splitPoints)

@@ -70,13 +70,14 @@ struct Plan {
   /// The first layer of stages 1, 2, ...
   std::vector<int64_t> splitPoints;
 
-  /// A step on the pipeline rank that finishes last: its time, split into
-  /// compute, communication per group of mesh axes ("tp", "dp,tp", "pp")
-  /// and what is left, the bubble (waiting for other stages).
+  /// A step on the pipeline rank that finishes last (criticalRank): its
+  /// time, split into compute, communication (comm()) and what is left,
+  /// the bubble (waiting for other stages).
   double stepSeconds = 0, computeSeconds = 0, bubbleSeconds = 0;
-  CommPerAxes comm;
-  /// Per pipeline rank, the collectives and transfers of its program (what
-  /// pmlir-run --comm-report counts on its first rank).
+  int64_t criticalRank = 0;
+  /// Per pipeline rank, the collectives and transfers of its program per
+  /// group of mesh axes ("tp", "dp,tp", "pp"), what pmlir-run --comm-report
+  /// counts on its first rank. Empty for a layout without an intra-op plan.
   std::vector<CommPerAxes> rankComm;
   /// The bytes the heaviest pipeline rank's devices hold.
   double memoryBytes = 0;
@@ -84,6 +85,13 @@ struct Plan {
   /// Why it does not fit.
   std::string note;
   sharding::autoshard::ProblemStats stats;
+
+  /// The critical rank's communication, and its seconds.
+  const CommPerAxes &comm() const {
+    static const CommPerAxes none;
+    return rankComm.empty() ? none : rankComm[criticalRank];
+  }
+  double commSeconds() const;
 
   /// "pp=2,dp=2,tp=2" (axes of size 1 left out; "dp=1" for one device).
   std::string meshSpec() const;

@@ -78,17 +78,6 @@ struct Price {
   std::vector<std::pair<std::string, Prediction::Comm>> steps;
 };
 
-/// The value `v` stands for: a layer's result is the value it yields.
-Value canonical(Value v) {
-  while (auto result = dyn_cast<OpResult>(v)) {
-    Operation *op = result.getOwner();
-    if (!op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
-      break;
-    v = op->getRegion(0).front().getTerminator()->getOperand(result.getResultNumber());
-  }
-  return v;
-}
-
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -366,7 +355,7 @@ struct AutoSharder::Impl {
       for (auto [i, operand] : llvm::enumerate(node.op->getOperands())) {
         if (!node.strategies.front().operands[i])
           continue;
-        auto it = producer.find(canonical(operand));
+        auto it = producer.find(pmlir::tfm::yieldedValue(operand));
         if (it != producer.end())
           uses.push_back(
               {it->second.first, it->second.second, static_cast<int>(n), static_cast<int>(i)});
@@ -376,7 +365,7 @@ struct AutoSharder::Impl {
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
       auto like = func.getResultAttrOfType<IntegerAttr>(i, kShardedLikeAttr);
       auto type = dyn_cast<RankedTensorType>(ret->getOperand(i).getType());
-      auto from = producer.find(canonical(ret->getOperand(i)));
+      auto from = producer.find(pmlir::tfm::yieldedValue(ret->getOperand(i)));
       if (!type || from == producer.end())
         continue;
       if (!like) {
@@ -792,7 +781,7 @@ struct AutoSharder::Impl {
               ? end
               : position.lookup(op);
       for (Value v : op->getOperands()) {
-        Value c = canonical(v);
+        Value c = pmlir::tfm::yieldedValue(v);
         if (isa<OpResult>(c) && producer.count(c))
           lastUse[c] = std::max(lastUse.lookup(c), at);
       }
@@ -1025,7 +1014,7 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
       known = propagateShardings(func, mesh, seeds);
     }
     auto agrees = [&](Value v) {
-      v = canonical(v);
+      v = pmlir::tfm::yieldedValue(v);
       auto want = plan.shardings.find(v);
       if (want == plan.shardings.end())
         return true;
@@ -1075,7 +1064,7 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
         if (reads != plan.reads.end())
           for (auto [i, read] : llvm::enumerate(reads->second)) {
             Value operand = op->getOperand(i);
-            auto own = plan.shardings.find(canonical(operand));
+            auto own = plan.shardings.find(pmlir::tfm::yieldedValue(operand));
             // A full value cannot become a pending sum: such a read is the
             // op's own (a count every rank makes in full), not a reshard.
             if (!read || own == plan.shardings.end() || own->second == *read ||

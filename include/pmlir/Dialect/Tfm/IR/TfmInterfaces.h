@@ -109,6 +109,19 @@ template <typename ConcreteType>
 class InlineBody : public mlir::OpTrait::TraitBase<ConcreteType, InlineBody> {};
 } // namespace OpTrait
 
+/// The value `v` stands for: the result of an op with an inline body (a
+/// tfm.layer, a pipe.fragment) is the value its body yields, through any
+/// nesting.
+inline mlir::Value yieldedValue(mlir::Value v) {
+  while (auto result = mlir::dyn_cast<mlir::OpResult>(v)) {
+    mlir::Operation *op = result.getOwner();
+    if (!op->hasTrait<OpTrait::InlineBody>())
+      break;
+    v = op->getRegion(0).front().getTerminator()->getOperand(result.getResultNumber());
+  }
+  return v;
+}
+
 } // namespace pmlir::tfm
 
 #include "pmlir/Dialect/Tfm/IR/TfmInterfaces.h.inc"
