@@ -291,39 +291,23 @@ int Job::run() {
   // is repeated by pmlir-microbatch) and scheduled.
   if (!o.grads.empty() || o.train || pipelined) {
     PassManager pm(&context);
-    std::string name = o.entry;
-    if (!o.grads.empty() || o.train) {
-      AutodiffOptions autodiff;
-      autodiff.entry = o.entry;
-      autodiff.name = name = o.entry + "_grad";
-      autodiff.keepEntry = false;
-      autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
-                           : o.recompute == "none" ? training::Recompute::None
-                                                   : training::Recompute::Selective;
-      pm.addPass(createAutodiff(autodiff));
-    }
+    ProgramPipelineOptions program;
+    program.autodiff.entry = o.entry;
+    program.autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
+                                 : o.recompute == "none" ? training::Recompute::None
+                                                         : training::Recompute::Selective;
+    program.gradients = !o.grads.empty();
+    program.train = o.train;
+    program.optimizer = trainStepOptions("");
     if (pipelined) {
-      PipelinePartitionOptions partition;
-      partition.entry = name;
-      partition.stages = pipelineRanks * o.virtualStages;
-      partition.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
-      pm.addPass(createPipelinePartition(partition));
+      program.schedule.schedule = o.pipelineSchedule;
+      program.schedule.ranks = pipelineRanks;
+      program.schedule.microbatches = o.microbatches;
+      program.schedule.virtualStages = o.virtualStages;
+      program.schedule.csvFile = o.pipelineCsv;
+      program.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
     }
-    if (o.train) {
-      pm.addPass(createOptimizer(trainStepOptions(name)));
-      name = "train_step";
-    } else if (pipelined) {
-      pm.addPass(createMicrobatch(MicrobatchOptions{name, o.microbatches}));
-    }
-    if (pipelined) {
-      PipelineScheduleOptions schedule;
-      schedule.schedule = o.pipelineSchedule;
-      schedule.ranks = pipelineRanks;
-      schedule.microbatches = o.microbatches;
-      schedule.virtualStages = o.virtualStages;
-      schedule.csvFile = o.pipelineCsv;
-      pm.addPass(createPipelineSchedule(schedule));
-    }
+    std::string name = buildProgramPipeline(pm, program);
     std::optional<ScopedDiagnosticHandler> quiet;
     if (rank != 0)
       quiet.emplace(&context, [](Diagnostic &) { return success(); });

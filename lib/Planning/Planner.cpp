@@ -15,16 +15,20 @@
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Pipeline/Pipeline.h"
+#include "pmlir/Sharding/Collectives.h"
 #include "pmlir/Sharding/Reshard.h"
 #include "pmlir/Training/Autodiff.h"
 #include "pmlir/Training/Optimizer.h"
+#include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -163,12 +167,144 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
+/// The step of `plan`: its pipeline rank that ends last, that rank's
+/// compute and communication, and the rest, its bubble.
+void settleStep(Plan &plan) {
+  plan.stepSeconds = 0;
+  plan.criticalRank = 0;
+  for (auto [r, end] : llvm::enumerate(plan.rankSeconds))
+    if (end > plan.stepSeconds) {
+      plan.stepSeconds = end;
+      plan.criticalRank = static_cast<int64_t>(r);
+    }
+  plan.computeSeconds = plan.rankComputeSeconds[plan.criticalRank];
+  plan.bubbleSeconds = std::max(0.0, plan.stepSeconds - plan.computeSeconds - plan.commSeconds());
+}
+
+/// The mesh attribute of a plan's layout.
+std::optional<std::pair<pmlir::Mesh, MeshAttr>> meshOf(MLIRContext *context, const Plan &plan,
+                                                       std::string &error) {
+  std::optional<pmlir::Mesh> mesh = pmlir::Mesh::parse(plan.meshSpec(), "", error);
+  if (!mesh)
+    return std::nullopt;
+  SmallVector<StringAttr> names;
+  for (const std::string &name : mesh->axisNames())
+    names.push_back(StringAttr::get(context, name));
+  return std::make_pair(*mesh, MeshAttr::get(context, names, mesh->axisSizes()));
+}
+
 struct Planner {
   const PlannerOptions &options;
   MLIRContext *context;
+  /// The model, and the program priced: its step cut into one stage a layer.
+  ModuleOp source;
   func::FuncOp program;
   int64_t layers = 0;
   PlannerResult result;
+
+  /// Compiles `plan` as pmlir-run runs it: the program built (the step over
+  /// the plan's microbatches, cut into its stages and scheduled), auto-
+  /// sharded on the plan's mesh, propagated and partitioned, and each
+  /// pipeline rank's program cut out. Its collectives per pipeline rank
+  /// (what --comm-report counts on the rank's first device) replace the
+  /// estimate, and the step is priced again: each pipeline rank ends later
+  /// or earlier by the difference in its communication time.
+  LogicalResult compile(Plan &plan, std::string &why) {
+    auto mesh = meshOf(context, plan, why);
+    if (!mesh)
+      return failure();
+    OwningOpRef<ModuleOp> copy = source.clone();
+    (*copy)->setAttr(tfm::kMeshAttr, mesh->second);
+    PassManager pm(context);
+    ProgramPipelineOptions program;
+    program.autodiff.entry = options.entry;
+    program.train = options.train;
+    if (plan.schedule) {
+      program.schedule.schedule = plan.scheduleName();
+      program.schedule.ranks = plan.pp;
+      program.schedule.microbatches = plan.microbatches;
+      program.schedule.virtualStages = plan.virtualStages;
+      program.splitPoints.assign(plan.splitPoints.begin(), plan.splitPoints.end());
+    } else if (options.train) {
+      program.optimizer.gradAccum = plan.microbatches;
+    }
+    std::string entry = buildProgramPipeline(pm, program);
+    ShardingPipelineOptions sharding;
+    sharding.recipe = ShardingPipelineOptions::Recipe::Auto;
+    sharding.topology = options.topologySpec;
+    if (std::isfinite(options.memoryBudget))
+      sharding.memoryBudget = std::to_string(static_cast<int64_t>(options.memoryBudget));
+    buildShardingPipeline(pm, sharding);
+    std::string diagnostics;
+    {
+      ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
+        if (d.getSeverity() == DiagnosticSeverity::Error)
+          diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+        return success();
+      });
+      if (failed(pm.run(*copy))) {
+        why = diagnostics.empty() ? "the sharding pipeline failed" : diagnostics;
+        return failure();
+      }
+    }
+    sharding::CostModel model = options.topology.costModel(mesh->first);
+    std::vector<CommPerAxes> realised(plan.pp);
+    for (int64_t r = 0; r < plan.pp; ++r) {
+      OwningOpRef<ModuleOp> rankProgram;
+      ModuleOp counted = *copy;
+      if (plan.schedule) {
+        rankProgram = copy->clone();
+        auto func = rankProgram->lookupSymbol<func::FuncOp>(entry);
+        if (!func || failed(pipeline::lowerToPipelineRank(func, r, "pp", /*trace=*/false))) {
+          why = "cutting out pipeline rank " + std::to_string(r) + " failed";
+          return failure();
+        }
+        counted = *rankProgram;
+      }
+      FailureOr<std::vector<sharding::Collective>> collectives =
+          sharding::collectivesOf(counted, model);
+      if (failed(collectives)) {
+        why = "the partitioned program's grid does not fit its mesh";
+        return failure();
+      }
+      for (const auto &[axes, total] : sharding::totalsPerAxes(*collectives))
+        realised[r][axes] = Comm{total.seconds, total.bytes, total.wireBytes, total.count};
+    }
+    for (int64_t r = 0; r < plan.pp; ++r)
+      plan.rankSeconds[r] += commSecondsOf(realised[r]) - commSecondsOf(plan.rankComm[r]);
+    plan.estimatedRankComm = std::move(plan.rankComm);
+    plan.rankComm = std::move(realised);
+    plan.compiled = true;
+    settleStep(plan);
+    return success();
+  }
+
+  /// Compiles the best options.compile plans that fit (pmlir-plan prints
+  /// them), and orders the plans again.
+  void compileBest() {
+    int64_t compiled = 0;
+    for (Plan &plan : result.plans) {
+      if (compiled == options.compile || !plan.fits)
+        break;
+      ++compiled;
+      std::string why;
+      if (failed(compile(plan, why))) {
+        plan.fits = false;
+        plan.note = "compiling it failed: " + why;
+      }
+    }
+    sortPlans();
+  }
+
+  void sortPlans() {
+    std::stable_sort(result.plans.begin(), result.plans.end(), [](const Plan &a, const Plan &b) {
+      if (a.fits != b.fits)
+        return a.fits;
+      if (a.compiled != b.compiled)
+        return a.compiled;
+      return a.stepSeconds < b.stepSeconds;
+    });
+  }
 
   /// Per pipeline rank of a schedule, the stages it holds.
   static std::vector<std::vector<int64_t>> stagesOfRanks(const pipe::Schedule &schedule) {
@@ -362,15 +498,10 @@ struct Planner {
             static_cast<double>(M) * std::accumulate(perLayer.begin(), perLayer.end(), 0.0);
       }
       for (int64_t r = 0; r < pp; ++r) {
-        double finish = endOfRank[r] + stepOfRank[r];
-        if (finish > plan.stepSeconds) {
-          plan.stepSeconds = finish;
-          plan.criticalRank = r;
-        }
+        plan.rankSeconds.push_back(endOfRank[r] + stepOfRank[r]);
+        plan.rankComputeSeconds.push_back(workOfRank[r].compute);
       }
-      plan.computeSeconds = workOfRank[plan.criticalRank].compute;
-      plan.bubbleSeconds =
-          std::max(0.0, plan.stepSeconds - plan.computeSeconds - plan.commSeconds());
+      settleStep(plan);
       plan.memoryBytes = shares.state * intra.prediction.argumentBytes +
                          shares.activations * intra.prediction.valueBytes;
       plan.fits = plan.memoryBytes <= options.memoryBudget;
@@ -396,15 +527,12 @@ struct Planner {
         shape.pp = pp;
         shape.dp = dp;
         shape.tp = tp;
-        std::optional<pmlir::Mesh> mesh = pmlir::Mesh::parse(shape.meshSpec(), "", error);
+        auto mesh = meshOf(context, shape, error);
         if (!mesh)
           return std::nullopt;
-        SmallVector<StringAttr> names;
-        for (const std::string &name : mesh->axisNames())
-          names.push_back(StringAttr::get(context, name));
-        auto meshAttr = MeshAttr::get(context, names, mesh->axisSizes());
+        MeshAttr meshAttr = mesh->second;
         sharding::autoshard::Options intra;
-        intra.model = options.topology.costModel(*mesh);
+        intra.model = options.topology.costModel(mesh->first);
         intra.memoryBudget = options.memoryBudget;
         intra.timeLimitSeconds = options.timeLimitSeconds;
         intra.excludedAxes = {"pp"};
@@ -431,11 +559,8 @@ struct Planner {
         addPlans(pp, dp, tp, meshAttr, intra.model, *plan);
       }
     }
-    std::stable_sort(result.plans.begin(), result.plans.end(), [](const Plan &a, const Plan &b) {
-      if (a.fits != b.fits)
-        return a.fits;
-      return a.stepSeconds < b.stepSeconds;
-    });
+    sortPlans();
+    compileBest();
     result.layers = layers;
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -508,6 +633,6 @@ pmlir::planning::planModel(ModuleOp module, const PlannerOptions &options, std::
     error = "cutting @" + options.entry + " into layers failed: " + diagnostics;
     return std::nullopt;
   }
-  Planner planner{options, context, program, layers, {}};
+  Planner planner{options, context, module, program, layers, {}};
   return planner.run(error);
 }

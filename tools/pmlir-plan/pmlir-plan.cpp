@@ -132,9 +132,11 @@ llvm::json::Object commJson(const planning::CommPerAxes &comm) {
 }
 
 llvm::json::Object planJson(const planning::Plan &plan) {
-  llvm::json::Array ranks;
+  llvm::json::Array ranks, estimated;
   for (const planning::CommPerAxes &comm : plan.rankComm)
     ranks.push_back(commJson(comm));
+  for (const planning::CommPerAxes &comm : plan.estimatedRankComm)
+    estimated.push_back(commJson(comm));
   llvm::json::Array split;
   for (int64_t s : plan.splitPoints)
     split.push_back(s);
@@ -153,6 +155,8 @@ llvm::json::Object planJson(const planning::Plan &plan) {
                             {"bubble_seconds", plan.bubbleSeconds},
                             {"comm", commJson(plan.comm())},
                             {"comm_per_pipeline_rank", std::move(ranks)},
+                            {"compiled", plan.compiled},
+                            {"estimated_comm_per_pipeline_rank", std::move(estimated)},
                             {"memory_bytes", plan.memoryBytes},
                             {"variables", plan.stats.variables},
                             {"solve_seconds", plan.stats.solveSeconds},
@@ -176,6 +180,8 @@ int planMain(int argc, char **argv) {
   if (!topology)
     return fail(error);
   options.topology = *topology;
+  options.topologySpec = topologyFlag;
+  options.compile = top;
   options.devices = devices;
   options.memoryBudget = topology->device.memoryBytes;
   if (!memoryBudget.empty()) {

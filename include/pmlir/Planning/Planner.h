@@ -36,6 +36,9 @@ namespace pmlir::planning {
 
 struct PlannerOptions {
   sharding::Topology topology;
+  /// The topology as pmlir-run --topology names it (a preset or a JSON
+  /// file): the plans the planner compiles are auto-sharded on it.
+  std::string topologySpec = "cpu";
   /// Devices to lay out.
   int64_t devices = 1;
   /// Bytes a device may hold.
@@ -54,6 +57,11 @@ struct PlannerOptions {
   int64_t maxPipeline = 0;
   /// Seconds each intra-op solve may take.
   double timeLimitSeconds = 10;
+  /// How many of the best plans to compile as pmlir-run does (the program
+  /// built, auto-sharded, partitioned and cut into pipeline ranks): their
+  /// collectives become the program's, their step is priced again with
+  /// them, and a plan that does not compile does not fit.
+  int64_t compile = 5;
   std::string entry = "forward";
 };
 
@@ -78,7 +86,15 @@ struct Plan {
   /// Per pipeline rank, the collectives and transfers of its program per
   /// group of mesh axes ("tp", "dp,tp", "pp"), what pmlir-run --comm-report
   /// counts on its first rank. Empty for a layout without an intra-op plan.
+  /// Of a compiled plan, the program's own; of others, the intra-op plan's
+  /// reshards priced on the layer cut.
   std::vector<CommPerAxes> rankComm;
+  /// Per pipeline rank, when its step ends and its compute.
+  std::vector<double> rankSeconds, rankComputeSeconds;
+  /// Compiled: rankComm is the program's, and estimatedRankComm what the
+  /// intra-op plan priced before.
+  bool compiled = false;
+  std::vector<CommPerAxes> estimatedRankComm;
   /// The bytes the heaviest pipeline rank's devices hold.
   double memoryBytes = 0;
   bool fits = true;

@@ -88,6 +88,30 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
 /// per-rank program.
 void buildShardingPipeline(mlir::OpPassManager &pm, const ShardingPipelineOptions &options);
 
+/// The program pmlir-run builds from a global model's entry before it is
+/// sharded: the entry itself, its gradient function (gradients), or a
+/// training step of that (train, over optimizer.gradAccum microbatches);
+/// with a schedule, cut into stages repeated over the microbatches (a
+/// forward by pmlir-microbatch, a training step's gradient function by the
+/// step itself) and scheduled on the pipeline ranks.
+struct ProgramPipelineOptions {
+  /// entry and recompute are read; the gradient function is @entry_grad.
+  AutodiffOptions autodiff;
+  bool gradients = false;
+  bool train = false;
+  /// The step's hyperparameters and gradAccum (without pipelining).
+  OptimizerOptions optimizer;
+  /// Pipelined where schedule.schedule is not empty: ranks, microbatches,
+  /// virtual stages and the schedule.
+  PipelineScheduleOptions schedule{/*schedule=*/""};
+  /// The first layer of stages 1, 2, ... (empty: balanced by FLOPs).
+  llvm::SmallVector<int64_t> splitPoints;
+};
+
+/// Adds the passes that build the program `options` describe; returns the
+/// name of the function it ends in (train_step, @entry_grad, or @entry).
+std::string buildProgramPipeline(mlir::OpPassManager &pm, const ProgramPipelineOptions &options);
+
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Transforms/Passes.h.inc"
 

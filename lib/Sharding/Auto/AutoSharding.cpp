@@ -1004,6 +1004,41 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     seeds.push_back({constraint.getResult(), read.sharding, {}, 0});
     ++written;
   }
+  // Where an op reads an operand in another sharding than the operand's
+  // own, a constraint at the read makes the reshard the plan priced: left
+  // to itself, partition would pick its own way to meet the operands and
+  // the result (gather an operand whole, slice the result).
+  // Whether an operand can be pinned to what the op reads it in: a full
+  // value cannot become a pending sum (such a read is the op's own, a count
+  // every rank makes in full), and a value already pinned stays so.
+  auto pinnable = [&](Value operand, const std::optional<Sharding> &read) {
+    auto own = plan.shardings.find(pmlir::tfm::yieldedValue(operand));
+    return read && own != plan.shardings.end() && llvm::all_of(read->pending, [&](StringRef a) {
+             return llvm::is_contained(own->second.pending, a);
+           });
+  };
+  auto readsOwnAsPlanned = [&](Value operand, const std::optional<Sharding> &read) {
+    return !pinnable(operand, read) ||
+           plan.shardings.find(pmlir::tfm::yieldedValue(operand))->second == *read;
+  };
+  func->walk([&](Operation *op) {
+    if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
+      return;
+    auto reads = plan.reads.find(op);
+    if (reads == plan.reads.end())
+      return;
+    for (auto [i, read] : llvm::enumerate(reads->second)) {
+      if (readsOwnAsPlanned(op->getOperand(i), read))
+        continue;
+      OpBuilder b(op);
+      Value operand = op->getOperand(i);
+      auto constraint = ShardingConstraintOp::create(b, operand.getLoc(), operand.getType(),
+                                                     operand, withPriority(*read, 0));
+      op->setOperand(i, constraint.getResult());
+      seeds.push_back({constraint.getResult(), *read, {}, 0});
+      ++written;
+    }
+  });
   for (int round = 0; round < 1000; ++round) {
     ShardingMap known;
     {
@@ -1025,9 +1060,10 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
       return it->second == want->second;
     };
     // At the first ops whose operands agree and results do not: the
-    // operands the op reads in another sharding than their own are pinned
-    // to it (so the op computes as planned, a pending sum included), or,
-    // where it reads them as they are, the result.
+    // operands are pinned to what the op reads (their own sharding
+    // included: a constraint enters propagation before the arguments, so
+    // the op computes as planned, a pending sum included), or, where they
+    // are pinned already, the result.
     std::set<int64_t> fix;
     func->walk([&](Operation *op) {
       if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
@@ -1064,13 +1100,7 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
         if (reads != plan.reads.end())
           for (auto [i, read] : llvm::enumerate(reads->second)) {
             Value operand = op->getOperand(i);
-            auto own = plan.shardings.find(pmlir::tfm::yieldedValue(operand));
-            // A full value cannot become a pending sum: such a read is the
-            // op's own (a count every rank makes in full), not a reshard.
-            if (!read || own == plan.shardings.end() || own->second == *read ||
-                llvm::any_of(read->pending, [&](StringRef a) {
-                  return !llvm::is_contained(own->second.pending, a);
-                }))
+            if (!pinnable(operand, read))
               continue;
             constrain(operand, op, *read);
             pinned = true;

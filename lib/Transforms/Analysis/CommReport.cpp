@@ -6,7 +6,8 @@
 // moves on one rank: the tensor of an all_reduce, the gathered result of an
 // all_gather, the input of a reduce_scatter or all_to_all, the tensor of a
 // broadcast, send or recv. all_slice moves nothing (0 bytes). These are the
-// volumes Megatron's analysis counts (a TP all-reduce of b·s·h elements).
+// volumes Megatron's analysis counts (a TP all-reduce of b·s·h elements),
+// as pmlir/Sharding/Collectives.h counts them for the planner too.
 // Each also gets wire_bytes_per_rank, what one rank sends in the ring
 // algorithms (NCCL's bus bytes): 2(n-1)/n of an all_reduce's tensor,
 // (n-1)/n of an all_gather's, reduce_scatter's or all_to_all's buffer, the
@@ -22,12 +23,9 @@
 #include "pmlir/Transforms/Passes.h"
 
 #include "JsonReport.h"
+#include "pmlir/Sharding/Collectives.h"
 #include "pmlir/Sharding/CostModel.h"
-#include "pmlir/Sharding/Grid.h"
-#include "pmlir/Sharding/Sharding.h"
 
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -45,46 +43,8 @@ using namespace pmlir;
 using pmlir::sharding::CollectiveKind;
 using pmlir::sharding::CostModel;
 using pmlir::sharding::stringifyCollectiveKind;
-using pmlir::sharding::tensorBytes;
 
 namespace {
-
-/// The kind, the grid axes and the bytes of a collective, or std::nullopt
-/// for a shard op that is not one.
-using Collective = std::tuple<CollectiveKind, ArrayRef<int16_t>, int64_t>;
-std::optional<Collective> collectiveOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<Collective>>(op)
-      .Case([](shard::AllReduceOp c) {
-        return std::make_tuple(CollectiveKind::AllReduce, c.getGridAxes(),
-                               tensorBytes(c.getInput()));
-      })
-      .Case([](shard::AllGatherOp c) {
-        return std::make_tuple(CollectiveKind::AllGather, c.getGridAxes(),
-                               tensorBytes(c.getResult()));
-      })
-      .Case([](shard::ReduceScatterOp c) {
-        return std::make_tuple(CollectiveKind::ReduceScatter, c.getGridAxes(),
-                               tensorBytes(c.getInput()));
-      })
-      .Case([](shard::AllToAllOp c) {
-        return std::make_tuple(CollectiveKind::AllToAll, c.getGridAxes(),
-                               tensorBytes(c.getInput()));
-      })
-      .Case([](shard::AllSliceOp c) {
-        return std::make_tuple(CollectiveKind::AllSlice, c.getGridAxes(), int64_t(0));
-      })
-      .Case([](shard::BroadcastOp c) {
-        return std::make_tuple(CollectiveKind::Broadcast, c.getGridAxes(),
-                               tensorBytes(c.getInput()));
-      })
-      .Case([](shard::SendOp c) {
-        return std::make_tuple(CollectiveKind::Send, c.getGridAxes(), tensorBytes(c.getInput()));
-      })
-      .Case([](shard::RecvOp c) {
-        return std::make_tuple(CollectiveKind::Recv, c.getGridAxes(), tensorBytes(c.getResult()));
-      })
-      .Default([](Operation *) { return std::nullopt; });
-}
 
 struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
   using CommReportBase::CommReportBase;
@@ -93,50 +53,17 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
     LLVM_DEBUG(llvm::dbgs() << "writing the comm report to " << output << "\n");
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<pmlir::tfm::MeshAttr>(pmlir::tfm::kMeshAttr);
-    // Grid axes by the mesh axes or sub-axes they are (pmlir/Sharding/Grid.h),
-    // adjacent parts of one axis read as their union.
-    std::optional<pmlir::sharding::Grid> grid;
-    if (auto gridOp = module.lookupSymbol<shard::GridOp>(pmlir::kGridName); gridOp && mesh) {
-      FailureOr<pmlir::sharding::Grid> declared = pmlir::sharding::Grid::declaredBy(gridOp, mesh);
-      if (failed(declared))
-        return signalPassFailure();
-      grid = *declared;
-    }
-    auto axisNames = [&](ArrayRef<int16_t> axes) {
-      SmallVector<StringRef> parts;
-      SmallVector<std::string> names;
-      for (int16_t a : axes) {
-        if (grid && a < static_cast<int16_t>(grid->parts().size())) {
-          const pmlir::SubAxis &part = grid->parts()[a];
-          parts.push_back(mesh.subAxisName(part.index, part.pre, part.size));
-        } else {
-          names.push_back("axis" + std::to_string(a));
-        }
-      }
-      for (StringRef name : mesh ? mesh.mergeSubAxes(parts) : parts)
-        names.push_back(name.str());
-      return names;
-    };
     std::string error;
     std::optional<CostModel> model = CostModel::parse(links, error);
     if (!model) {
       mlir::emitError(module.getLoc()) << "pmlir-comm-report: " << error;
       return signalPassFailure();
     }
-    struct Total {
-      int64_t count = 0, bytes = 0, wire = 0;
-      double seconds = 0;
-    };
-    // The ranks of a collective's group: the product of its grid axes.
-    auto groupSize = [&](Operation *op, ArrayRef<int16_t> axes) {
-      auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-          op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
-      int64_t n = 1;
-      for (int16_t a : axes)
-        if (grid && a < grid.getRank())
-          n *= grid.getShape()[a];
-      return n;
-    };
+    FailureOr<std::vector<pmlir::sharding::Collective>> collectives =
+        pmlir::sharding::collectivesOf(module, *model);
+    if (failed(collectives))
+      return signalPassFailure();
+    using Total = pmlir::sharding::CollectiveTotal;
     Total all;
     std::map<std::string, Total> perKind, perAxes;
     // Wire bytes on tp inside the blocks, per layer index (the forward and
@@ -144,50 +71,36 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
     std::map<int64_t, int64_t> tpPerLayer;
     bool sequenceParallel = false;
     llvm::json::Array list;
-    module.walk([&](Operation *op) {
-      auto collective = collectiveOf(op);
-      if (!collective)
-        return;
-      auto [kind, axes, bytes] = *collective;
-      std::string axesKey;
+    for (const pmlir::sharding::Collective &c : *collectives) {
+      std::string axesKey = c.axesKey();
       llvm::json::Array axesJson;
-      SmallVector<std::string> names = axisNames(axes);
-      for (const std::string &name : names) {
-        axesKey += (axesKey.empty() ? "" : ",") + name;
+      for (const std::string &name : c.axes)
         axesJson.push_back(name);
-      }
-      SmallVector<StringRef> nameRefs(names.begin(), names.end());
-      pmlir::sharding::CollectiveCost cost =
-          model->cost(kind, bytes, nameRefs, groupSize(op, axes));
-      StringRef kindName = stringifyCollectiveKind(kind);
+      StringRef kindName = stringifyCollectiveKind(c.kind);
       // The total counts what communicates (an all_slice is a local slice).
       Total none;
       for (Total *t : {&perKind[kindName.str()], &perAxes[axesKey],
-                       kind == CollectiveKind::AllSlice ? &none : &all}) {
-        t->count++;
-        t->bytes += bytes;
-        t->wire += cost.wireBytes;
-        t->seconds += cost.seconds;
-      }
+                       c.kind == CollectiveKind::AllSlice ? &none : &all})
+        t->add(c);
       llvm::json::Object entry{{"kind", kindName},
                                {"axes", std::move(axesJson)},
-                               {"bytes_per_rank", bytes},
-                               {"wire_bytes_per_rank", cost.wireBytes},
-                               {"seconds", cost.seconds}};
-      auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+                               {"bytes_per_rank", c.bytes},
+                               {"wire_bytes_per_rank", c.cost.wireBytes},
+                               {"seconds", c.cost.seconds}};
+      auto type = cast<RankedTensorType>(c.op->getOperand(0).getType());
       entry["shape"] = llvm::json::Array(type.getShape());
-      if (auto layer = op->getParentOfType<pmlir::tfm::LayerOp>()) {
+      if (auto layer = c.op->getParentOfType<pmlir::tfm::LayerOp>()) {
         entry["layer"] = layer.getIndex();
         if (axesKey == "tp")
-          tpPerLayer[layer.getIndex()] += cost.wireBytes;
+          tpPerLayer[layer.getIndex()] += c.cost.wireBytes;
       }
-      sequenceParallel |= kind == CollectiveKind::ReduceScatter && axesKey == "tp";
+      sequenceParallel |= c.kind == CollectiveKind::ReduceScatter && axesKey == "tp";
       list.push_back(std::move(entry));
-    });
+    }
     auto totalJson = [](const Total &t) {
       return llvm::json::Object{{"count", t.count},
                                 {"bytes_per_rank", t.bytes},
-                                {"wire_bytes_per_rank", t.wire},
+                                {"wire_bytes_per_rank", t.wireBytes},
                                 {"seconds", t.seconds}};
     };
     auto totals = [&](const std::map<std::string, Total> &m) {
@@ -201,8 +114,8 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
                               {"totals", totals(perKind)},
                               {"per_axis", totals(perAxes)},
                               {"collectives", std::move(list)}};
-    if (std::optional<llvm::json::Object> step =
-            analyticTrainingVolumes(module, mesh, perAxes["dp"].wire, tpPerLayer, sequenceParallel))
+    if (std::optional<llvm::json::Object> step = analyticTrainingVolumes(
+            module, mesh, perAxes["dp"].wireBytes, tpPerLayer, sequenceParallel))
       report["training"] = std::move(*step);
     if (failed(
             writeJsonReport(module, output, "comm report", llvm::json::Value(std::move(report)))))
