@@ -10,8 +10,9 @@
 // Searches every pp x dp x tp layout of N devices (pmlir/Planning/
 // Planner.h), prints the best K as a table with each plan's predicted step
 // time split into compute, communication per mesh axis and bubble, its
-// memory per device and communication bytes, the arithmetic of the best
-// one, and the pmlir-run command that runs each.
+// memory per device and communication bytes (those of the program the
+// printed command compiles), the arithmetic of the best one, and the
+// pmlir-run command that runs each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -257,7 +258,7 @@ int planMain(int argc, char **argv) {
         plan.meshSpec(), plan.scheduleName(), plan.virtualStages, seconds(plan.stepSeconds),
         seconds(plan.computeSeconds), seconds(plan.commSeconds()), seconds(plan.bubbleSeconds),
         formatBytes(plan.memoryBytes), commText(plan.comm()), formatBytes(commBytes(plan.comm())),
-        plan.fits ? "" : " (does not fit)");
+        plan.fits ? "" : " (does not fit: " + plan.note + ")");
   }
   if (!result->plans.empty() && result->plans.front().fits) {
     const planning::Plan &best = result->plans.front();

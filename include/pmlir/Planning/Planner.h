@@ -13,7 +13,9 @@
 // short as it can be), and the pipeline simulator (pmlir/Dialect/Pipe/
 // Schedule.h) runs each schedule over the step's microbatches: its
 // makespan includes the bubble and the stage-to-stage transfers. Every
-// stage shares one submesh shape, as one named mesh gives pmlir-run.
+// stage shares one submesh shape, as one named mesh gives pmlir-run. The
+// best plans are then compiled as pmlir-run compiles them, and their
+// collectives are the program's.
 //
 //===----------------------------------------------------------------------===//
 

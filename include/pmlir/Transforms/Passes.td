@@ -272,9 +272,12 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     function cut into pipeline stages (`pipe.stages`) is never sharded over
     `pipeline-axis`: its ranks run different stages.
 
-    The pass writes seeds only: a `tfm.sharding` on every tensor argument
-    and a `tfm.sharding_constraint` wherever propagation from the seeds
-    would reach another sharding than the plan's. `pmlir-sharding-propagation`
+    The pass writes seeds only: a `tfm.sharding` on every tensor argument,
+    a `tfm.sharding_constraint` at every operand an op reads in another
+    sharding than the operand's own (the reshard the plan priced, where
+    partition would otherwise choose its own), and one wherever
+    propagation from the seeds would reach another sharding than the
+    plan's. `pmlir-sharding-propagation`
     and `pmlir-partition` then run as for any annotated program. With
     `report`, it writes the plan's predicted compute and communication
     time, its collectives' bytes per mesh axis group and its peak memory.

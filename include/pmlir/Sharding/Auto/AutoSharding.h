@@ -149,9 +149,10 @@ private:
 };
 
 /// Writes `plan` into `func` as seeds: each tensor argument's tfm.sharding,
-/// and a tfm.sharding_constraint after each value where propagation from
-/// the seeds so far would reach another sharding than the plan's. Returns
-/// the number of constraints written.
+/// a tfm.sharding_constraint at each operand an op reads in another
+/// sharding than its own, and one where propagation from the seeds so far
+/// would reach another sharding than the plan's. Returns the number of
+/// constraints written.
 mlir::FailureOr<int64_t> writeSeeds(mlir::FunctionOpInterface func, MeshAttr mesh,
                                     const Plan &plan);
 
