@@ -1004,10 +1004,6 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     seeds.push_back({constraint.getResult(), read.sharding, {}, 0});
     ++written;
   }
-  // Where an op reads an operand in another sharding than the operand's
-  // own, a constraint at the read makes the reshard the plan priced: left
-  // to itself, partition would pick its own way to meet the operands and
-  // the result (gather an operand whole, slice the result).
   // Whether an operand can be pinned to what the op reads it in: a full
   // value cannot become a pending sum (such a read is the op's own, a count
   // every rank makes in full), and a value already pinned stays so.
@@ -1021,6 +1017,10 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     return !pinnable(operand, read) ||
            plan.shardings.find(pmlir::tfm::yieldedValue(operand))->second == *read;
   };
+  // Where an op reads an operand in another sharding than the operand's
+  // own, a constraint at the read makes the reshard the plan priced: left
+  // to itself, partition would pick its own way to meet the operands and
+  // the result (gather an operand whole, slice the result).
   func->walk([&](Operation *op) {
     if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
       return;
