@@ -535,6 +535,7 @@ struct Planner {
         intra.model = options.topology.costModel(mesh->first);
         intra.memoryBudget = options.memoryBudget;
         intra.timeLimitSeconds = options.timeLimitSeconds;
+        intra.nodeLimit = options.searchNodes;
         intra.excludedAxes = {"pp"};
         // A pipeline rank's share of the memory, as 1F1B keeps it (the
         // other schedules' are checked against the budget after).

@@ -68,6 +68,23 @@
 // ORDER: error: auto-sharding places mesh #tfm.mesh<tp = 2, sp = 2> on the topology: mesh axis 'sp' has no default place in the rank order (tp, cp, ep, dp, pp); give one with --rank-order
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | pmlir-opt --pmlir-auto-sharding="rank-order=tp,sp" -o /dev/null
 
+// A model of 3 layers and one of 7 make problems of the same size: the
+// training step, cut into a stage a layer and accumulating 2 microbatches,
+// merges its layers, the stage cuts between them, each microbatch's
+// embedding and loss, the optimizer's updates of every layer, the running
+// sums over microbatches and the gradient norm's sum over parameters.
+// RUN: pmlir-gen gpt2 --layers 3 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 --loss -o %t.l3.mlir
+// RUN: pmlir-gen gpt2 --layers 7 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 --loss -o %t.l7.mlir
+// RUN: sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' %t.l3.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=3 split-points=1,2" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l3.json" -o /dev/null
+// RUN: sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' %t.l7.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=7 split-points=1,2,3,4,5,6" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l7.json" -o /dev/null
+// RUN: grep -E '"(variables|strategies|edges)"' %t.l3.json > %t.l3.size
+// RUN: grep -E '"(variables|strategies|edges)"' %t.l7.json > %t.l7.size
+// RUN: diff %t.l3.size %t.l7.size
+// RUN: FileCheck %s --input-file=%t.l3.json --check-prefix=LAYERS3
+// RUN: FileCheck %s --input-file=%t.l7.json --check-prefix=LAYERS7
+// LAYERS3: "layers": 12,
+// LAYERS7: "layers": 28,
+
 module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
   func.func @mlp(%x: tensor<8x1024xf32>, %w1: tensor<1024x4096xf32>, %w2: tensor<4096x1024xf32>) -> tensor<8x1024xf32> {
     %h = tfm.matmul %x, %w1 : tensor<8x1024xf32>, tensor<1024x4096xf32> -> tensor<8x4096xf32>

@@ -5,7 +5,8 @@
 //   pmlir-plan MODEL.mlir --devices N [--topology cpu|h100|FILE.json]
 //              [--memory-budget B] [--train] [--microbatches M] [--top K]
 //              [--schedules gpipe,1f1b,...] [--max-tp T] [--max-pp P]
-//              [--time-limit S] [--json PLANS.json]
+//              [--time-limit S] [--search-nodes N] [--compile K]
+//              [--json PLANS.json]
 //
 // Searches every pp x dp x tp layout of N devices (pmlir/Planning/
 // Planner.h), prints the best K as a table with each plan's predicted step
@@ -67,6 +68,14 @@ llvm::cl::opt<int64_t> maxPp("max-pp", llvm::cl::desc("the largest pp (default: 
 llvm::cl::opt<double> timeLimit("time-limit",
                                 llvm::cl::desc("seconds each intra-op solve may take (default 10)"),
                                 llvm::cl::init(10));
+llvm::cl::opt<int64_t> searchNodes(
+    "search-nodes",
+    llvm::cl::desc("CBC's branch-and-bound nodes a layout's solve may explore (default 0: the "
+                   "root's best solution; -1: prove each optimal)"),
+    llvm::cl::init(0));
+llvm::cl::opt<int64_t>
+    compile("compile", llvm::cl::desc("plans to compile as pmlir-run would (default: --top)"),
+            llvm::cl::init(-1));
 llvm::cl::opt<std::string> entry("entry", llvm::cl::desc("the function to plan (default forward)"),
                                  llvm::cl::init("forward"));
 llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("write every plan as JSON here"));
@@ -175,6 +184,11 @@ int planMain(int argc, char **argv) {
     return fail("--top must be at least 1, not " + std::to_string(top));
   if (!(timeLimit > 0))
     return fail("--time-limit must be a positive number of seconds");
+  if (searchNodes < -1)
+    return fail("--search-nodes must be -1 (no limit) or at least 0, not " +
+                std::to_string(searchNodes));
+  if (compile < -1)
+    return fail("--compile must be at least 0, not " + std::to_string(compile));
   planning::PlannerOptions options;
   std::string error;
   std::optional<sharding::Topology> topology = sharding::Topology::load(topologyFlag, error);
@@ -182,7 +196,7 @@ int planMain(int argc, char **argv) {
     return fail(error);
   options.topology = *topology;
   options.topologySpec = topologyFlag;
-  options.compile = top;
+  options.compile = compile < 0 ? top : compile;
   options.devices = devices;
   options.memoryBudget = topology->device.memoryBytes;
   if (!memoryBudget.empty()) {
@@ -197,6 +211,7 @@ int planMain(int argc, char **argv) {
   options.maxTensorParallel = maxTp;
   options.maxPipeline = maxPp;
   options.timeLimitSeconds = timeLimit;
+  options.searchNodes = searchNodes;
   options.entry = entry;
   options.schedules.clear();
   std::stringstream list(schedules);

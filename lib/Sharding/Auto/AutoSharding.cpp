@@ -485,7 +485,11 @@ struct AutoSharder::Impl {
           os << "layer " << place->second.first << " op " << place->second.second;
           fixed[n] = true;
         } else if (options.mergeLayers) {
-          os << node.op->getName() << printed(node.op->getAttrDictionary());
+          // An op's place in a sequence (a microbatch's index) is no part
+          // of its sharding rule.
+          NamedAttrList attrs(node.op->getAttrDictionary());
+          attrs.erase("index");
+          os << node.op->getName() << printed(attrs.getDictionary(context));
           for (Type t : node.op->getOperandTypes())
             os << t;
           for (Type t : node.op->getResultTypes())
@@ -493,8 +497,13 @@ struct AutoSharder::Impl {
         } else {
           os << "op " << n;
         }
-      } else if (node.result >= 0) {
+      } else if (node.result >= 0 && !options.mergeLayers) {
         os << "result " << node.result;
+      } else if (node.result >= 0) {
+        NamedAttrList attrs(func.getResultAttrDict(node.result));
+        attrs.erase(kNameAttr);
+        os << "result " << func.getResultTypes()[node.result]
+           << printed(attrs.getDictionary(context));
       } else if (options.mergeLayers) {
         unsigned i = node.arg.getArgNumber();
         os << "arg " << node.arg.getType();
@@ -507,12 +516,18 @@ struct AutoSharder::Impl {
       }
       colour[n] = idOf(key);
     }
-    // Refine: an op by its operands' colours, an argument by its users'.
+    // Refine: an op or a result by its operands' colours, an argument by
+    // its users'.
     std::vector<std::vector<std::pair<int, int>>> usersOf(nodes.size()), operandsOf(nodes.size());
     for (const Use &use : uses) {
       usersOf[use.from].push_back({use.to, use.operand});
       operandsOf[use.to].push_back({use.from, static_cast<int>(use.result)});
     }
+    // A chain of ops of one kind (a running sum: a gradient accumulated
+    // over microbatches, the squares of every gradient added up for the
+    // norm) is one class: a link is told apart by what it adds, not by the
+    // link it extends, which would make every depth a class of its own.
+    const std::vector<int64_t> kind = colour;
     size_t count = names.size();
     for (int round = 0; round < 16 && options.mergeLayers; ++round) {
       std::map<std::vector<int64_t>, int64_t> next;
@@ -520,8 +535,10 @@ struct AutoSharder::Impl {
       for (size_t n = 0; n < nodes.size(); ++n) {
         std::vector<int64_t> key{colour[n]};
         if (!fixed[n]) {
-          if (nodes[n].op) {
+          if (!nodes[n].isArgument()) {
             for (auto [from, result] : operandsOf[n]) {
+              if (kind[from] == kind[n])
+                continue;
               key.push_back(colour[from]);
               key.push_back(result);
             }
@@ -718,6 +735,7 @@ struct AutoSharder::Impl {
     for (const Use &use : uses)
       ++useCounts[{nodes[use.from].cls, use.result, nodes[use.to].cls, use.operand}];
     std::map<std::tuple<int, unsigned, int, int>, const Use *> representative;
+    std::map<std::tuple<int, int, std::vector<int>, std::vector<int>>, size_t> edgeOf;
     for (const Use &use : uses)
       representative.try_emplace({nodes[use.from].cls, use.result, nodes[use.to].cls, use.operand},
                                  &use);
@@ -758,8 +776,21 @@ struct AutoSharder::Impl {
           edge.cost[r][c] = count * price(type, rows[r], cols[c]).seconds;
           anyCost |= edge.cost[r][c] != 0;
         }
-      if (anyCost)
+      if (!anyCost)
+        continue;
+      // Edges between the same variables, choosing the same rows and
+      // columns, are one edge: the cut between two stages of the same
+      // layer class, repeated at every stage, is priced once.
+      auto [it, fresh] = edgeOf.try_emplace({edge.from, edge.to, edge.fromClass, edge.toClass},
+                                            problem.edges.size());
+      if (fresh) {
         problem.edges.push_back(std::move(edge));
+        continue;
+      }
+      Problem::Edge &same = problem.edges[it->second];
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (size_t c = 0; c < cols.size(); ++c)
+          same.cost[r][c] += edge.cost[r][c];
     }
     stats.edges = static_cast<int64_t>(problem.edges.size());
   }
@@ -943,13 +974,27 @@ Plan AutoSharder::planOf(const Solution &solution) const { return impl->planOf(s
 
 std::optional<Plan> AutoSharder::solve(std::string &error) {
   const Problem &p = impl->problem;
-  SolveResult result = autoshard::solve(p, impl->options.solver, impl->options.timeLimitSeconds);
+  const Options &options = impl->options;
+  // A budget below what the smallest choice at some point needs is not
+  // searched.
+  double bound = leastMemoryBound(p);
+  SolveResult result;
+  if (bound > p.memoryBudget)
+    result.status = SolveStatus::Infeasible;
+  else
+    result = autoshard::solve(p, options.solver, options.timeLimitSeconds, options.nodeLimit);
   if (result.status == SolveStatus::Infeasible && std::isfinite(p.memoryBudget)) {
-    SolveResult least = minimizePeakMemory(p, impl->options.solver, impl->options.timeLimitSeconds);
+    SolveResult least =
+        minimizePeakMemory(p, options.solver, options.timeLimitSeconds, options.nodeLimit);
     error = "cannot fit under " + pmlir::formatBytes(p.memoryBudget, 2) +
             ": the least memory any plan needs is ";
-    error += least.status == SolveStatus::Solved ? pmlir::formatBytes(least.solution.objective, 2)
-                                                 : "unknown (" + least.error + ")";
+    if (least.status != SolveStatus::Solved)
+      error += "at least " + pmlir::formatBytes(bound, 2) + " (" + least.error + ")";
+    else if (least.solution.optimal)
+      error += pmlir::formatBytes(least.solution.objective, 2);
+    else
+      error += "between " + pmlir::formatBytes(bound, 2) + " and " +
+               pmlir::formatBytes(least.solution.objective, 2) + " (the search stopped)";
     return std::nullopt;
   }
   if (result.status != SolveStatus::Solved) {

@@ -7,6 +7,7 @@
 #include "pmlir/Sharding/Auto/Problem.h"
 
 #include "coin/Cbc_C_Interface.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <chrono>
@@ -163,7 +164,8 @@ struct CbcProgram {
     load();
   }
 
-  SolveResult run(const Problem &problem, double timeLimitSeconds, bool minimizeMemory) {
+  SolveResult run(const Problem &problem, double timeLimitSeconds, int64_t nodeLimit,
+                  bool minimizeMemory) {
     auto start = std::chrono::steady_clock::now();
     Cbc_setLogLevel(model.get(), 0);
     Cbc_setMaximumSeconds(model.get(), timeLimitSeconds);
@@ -171,6 +173,8 @@ struct CbcProgram {
     Cbc_setParameter(model.get(), "threads", "1");
     Cbc_setParameter(model.get(), "randomSeed", "1");
     Cbc_setParameter(model.get(), "randomCbcSeed", "1");
+    if (nodeLimit >= 0)
+      Cbc_setParameter(model.get(), "maxNodes", std::to_string(nodeLimit).c_str());
     Cbc_solve(model.get());
     SolveResult result;
     result.seconds = secondsSince(start);
@@ -183,7 +187,10 @@ struct CbcProgram {
     if (!x) {
       result.error = Cbc_isSecondsLimitReached(model.get())
                          ? "CBC found no solution within its time limit of " +
-                               std::to_string(timeLimitSeconds) + " s"
+                               llvm::formatv("{0}", timeLimitSeconds).str() + " s"
+                     : Cbc_isNodeLimitReached(model.get())
+                         ? "CBC found no solution within its limit of " +
+                               std::to_string(nodeLimit) + " search nodes"
                          : "CBC stopped without a solution (status " +
                                std::to_string(Cbc_status(model.get())) + ")";
       return result;
@@ -276,10 +283,27 @@ double edgeCost(const Problem::Edge &e, const std::vector<int> &choice) {
 
 } // namespace
 
+double pmlir::sharding::autoshard::leastMemoryBound(const Problem &problem) {
+  double bound = 0;
+  for (const Problem::MemoryPoint &point : problem.memory) {
+    double bytes = point.constant;
+    for (const auto &[v, perStrategy] : point.terms) {
+      double least = std::numeric_limits<double>::infinity();
+      for (size_t s = 0; s < perStrategy.size(); ++s)
+        if (!std::isinf(problem.cost[v][s]))
+          least = std::min(least, perStrategy[s]);
+      if (std::isfinite(least))
+        bytes += least;
+    }
+    bound = std::max(bound, bytes);
+  }
+  return bound;
+}
+
 SolveResult pmlir::sharding::autoshard::solveWithCbc(const Problem &problem,
-                                                     double timeLimitSeconds) {
+                                                     double timeLimitSeconds, int64_t nodeLimit) {
   CbcProgram program(problem, /*minimizeMemory=*/false);
-  return program.run(problem, timeLimitSeconds, /*minimizeMemory=*/false);
+  return program.run(problem, timeLimitSeconds, nodeLimit, /*minimizeMemory=*/false);
 }
 
 SolveResult pmlir::sharding::autoshard::solveExhaustively(const Problem &problem,
@@ -300,16 +324,17 @@ SolveResult pmlir::sharding::autoshard::solveExhaustively(const Problem &problem
 }
 
 SolveResult pmlir::sharding::autoshard::solve(const Problem &problem, Solver solver,
-                                              double timeLimitSeconds) {
-  return solver == Solver::Cbc ? solveWithCbc(problem, timeLimitSeconds)
+                                              double timeLimitSeconds, int64_t nodeLimit) {
+  return solver == Solver::Cbc ? solveWithCbc(problem, timeLimitSeconds, nodeLimit)
                                : solveExhaustively(problem);
 }
 
 SolveResult pmlir::sharding::autoshard::minimizePeakMemory(const Problem &problem, Solver solver,
-                                                           double timeLimitSeconds) {
+                                                           double timeLimitSeconds,
+                                                           int64_t nodeLimit) {
   if (solver == Solver::Cbc) {
     CbcProgram program(problem, /*minimizeMemory=*/true);
-    return program.run(problem, timeLimitSeconds, /*minimizeMemory=*/true);
+    return program.run(problem, timeLimitSeconds, nodeLimit, /*minimizeMemory=*/true);
   }
   auto closed = edgesClosedBy(problem);
   // The cost is the peak of the points' partial sums, which only grows.

@@ -49,6 +49,10 @@ struct Options {
   double memoryBudget = std::numeric_limits<double>::infinity();
   Solver solver = Solver::Cbc;
   double timeLimitSeconds = 10;
+  /// CBC's branch-and-bound nodes, when not negative: 0 keeps the root's
+  /// best solution (a search over many problems trades the proof of
+  /// optimality for time; the result stays the same on every run).
+  int64_t nodeLimit = -1;
   /// Alpa's s_follow for cheap unary ops.
   bool follow = true;
   /// Identical layers (and what only they use) share variables.

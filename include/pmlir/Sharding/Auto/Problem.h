@@ -89,19 +89,27 @@ double evaluate(const Problem &problem, llvm::ArrayRef<int> choice);
 /// The largest memory point under `choice`.
 double peakMemory(const Problem &problem, llvm::ArrayRef<int> choice);
 
+/// The largest memory point when every variable takes its smallest allowed
+/// strategy there: no valid choice needs less.
+double leastMemoryBound(const Problem &problem);
+
 /// Solves with CBC (COIN-OR branch and cut), stopping after
-/// `timeLimitSeconds` with the best solution found (then not optimal).
-SolveResult solveWithCbc(const Problem &problem, double timeLimitSeconds);
+/// `timeLimitSeconds`, or after `nodeLimit` branch-and-bound nodes when it
+/// is not negative (0: the root's relaxation, cuts and heuristics), with
+/// the best solution found (then not optimal).
+SolveResult solveWithCbc(const Problem &problem, double timeLimitSeconds, int64_t nodeLimit = -1);
 /// Searches every choice with branch and bound on the partial cost; fails
 /// when the search would visit more than `maxNodes` partial choices.
 SolveResult solveExhaustively(const Problem &problem, int64_t maxNodes = 20'000'000);
 
 enum class Solver { Cbc, Exhaustive };
-SolveResult solve(const Problem &problem, Solver solver, double timeLimitSeconds);
+SolveResult solve(const Problem &problem, Solver solver, double timeLimitSeconds,
+                  int64_t nodeLimit = -1);
 
 /// The least peak memory of any valid choice (ignoring the budget and the
 /// objective): what an infeasible budget is told. With `solver`.
-SolveResult minimizePeakMemory(const Problem &problem, Solver solver, double timeLimitSeconds);
+SolveResult minimizePeakMemory(const Problem &problem, Solver solver, double timeLimitSeconds,
+                               int64_t nodeLimit = -1);
 
 } // namespace pmlir::sharding::autoshard
 
