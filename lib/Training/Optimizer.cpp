@@ -166,14 +166,23 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   Block *body = step.addEntryBlock();
   b.setInsertionPointToStart(body);
 
-  // The forward and backward passes once per microbatch.
+  // The forward and backward passes once per microbatch. Unpipelined, each
+  // microbatch's gradients join a running sum as soon as they are made, so
+  // that one microbatch's gradients are live at a time, not all k; a
+  // pipeline's stage sums are gathered after (its schedule orders the
+  // microbatches).
+  bool pipelined = grad->hasAttr(pipe::kStagesAttr);
   SmallVector<Value> losses;
   SmallVector<SmallVector<Value>> grads(params.size());
   for (int64_t micro = 0; micro < k; ++micro) {
     SmallVector<Value> returned = pipe::cloneForMicrobatch(b, grad, body->getArguments(), micro, k);
     losses.push_back(returned.front());
-    for (auto [i, g] : llvm::enumerate(ArrayRef(returned).drop_front()))
-      grads[i].push_back(g);
+    for (auto [i, g] : llvm::enumerate(ArrayRef(returned).drop_front())) {
+      if (!pipelined && !grads[i].empty())
+        grads[i].front() = AddOp::create(b, loc, g.getType(), grads[i].front(), g);
+      else
+        grads[i].push_back(g);
+    }
   }
   // The mean over microbatches of the loss; the gradients' 1/k scales them
   // inside the update.
@@ -181,7 +190,6 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   if (k > 1)
     loss = ScaleOp::create(b, loc, loss.getType(), loss, b.getF64FloatAttr(1.0 / k));
   // A pipelined program's loss, of its last stage, is every rank's.
-  bool pipelined = grad->hasAttr(pipe::kStagesAttr);
   if (pipelined)
     loss = pipe::StageSumOp::create(b, loc, loss.getType(), ValueRange{loss},
                                     ArrayRef<int64_t>{pipe::stageOf(losses.front()).value_or(0)});
