@@ -1034,7 +1034,9 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
   DenseMap<int64_t, SmallVector<Value>> members;
   for (auto [v, cls] : plan.classOf)
     members[cls].push_back(v);
-  DenseSet<Value> constrained;
+  // Values whose operands were pinned, and values settled: their result
+  // pinned, or left to propagation (a pending sum cannot be pinned).
+  DenseSet<Value> operandsPinned, settled;
   int64_t written = 0;
   // Where the plan reads an argument in another sharding than its own, or
   // returns a parameter's new value in another sharding than the one it
@@ -1102,7 +1104,15 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
       if (it == known.end())
         return llvm::all_of(want->second.dims, [](const Axes &a) { return a.empty(); }) &&
                want->second.pending.empty();
-      return it->second == want->second;
+      // Pending axes are a set: a sum pending over tp and dp is one over dp
+      // and tp.
+      auto pendingSet = [](const Sharding &s) {
+        std::set<std::string> axes(s.pending.begin(), s.pending.end());
+        return axes;
+      };
+      return it->second.dims == want->second.dims &&
+             pendingSet(it->second) == pendingSet(want->second) &&
+             it->second.parts == want->second.parts;
     };
     // At the first ops whose operands agree and results do not: the
     // operands are pinned to what the op reads (their own sharding
@@ -1114,7 +1124,7 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
       if (isa<ShardingConstraintOp>(op) || op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
         return;
       for (Value r : op->getResults())
-        if (plan.classOf.count(r) && !constrained.contains(r) && !agrees(r) &&
+        if (plan.classOf.count(r) && !settled.contains(r) && !agrees(r) &&
             llvm::all_of(op->getOperands(), [&](Value v) { return agrees(v); }))
           fix.insert(plan.classOf.lookup(r));
     });
@@ -1137,20 +1147,31 @@ FailureOr<int64_t> pmlir::sharding::autoshard::writeSeeds(FunctionOpInterface fu
     };
     for (int64_t cls : fix)
       for (Value v : members[cls]) {
-        if (!constrained.insert(v).second)
-          continue;
+        // A member whose operands propagation has not brought to the plan
+        // yet waits for a later round: pinned now, an operand could be
+        // asked to become a pending sum it is not (a running sum's link,
+        // before the link it extends agrees).
         Operation *op = v.getDefiningOp();
-        bool pinned = false;
-        auto reads = plan.reads.find(op);
-        if (reads != plan.reads.end())
-          for (auto [i, read] : llvm::enumerate(reads->second)) {
-            Value operand = op->getOperand(i);
-            if (!pinnable(operand, read))
-              continue;
-            constrain(operand, op, *read);
-            pinned = true;
-          }
-        if (!pinned && plan.shardings.lookup(v).pending.empty())
+        if (settled.contains(v) ||
+            !llvm::all_of(op->getOperands(), [&](Value o) { return agrees(o); }))
+          continue;
+        if (operandsPinned.insert(v).second) {
+          bool pinned = false;
+          auto reads = plan.reads.find(op);
+          if (reads != plan.reads.end())
+            for (auto [i, read] : llvm::enumerate(reads->second)) {
+              Value operand = op->getOperand(i);
+              if (!pinnable(operand, read))
+                continue;
+              constrain(operand, op, *read);
+              pinned = true;
+            }
+          // A later round sees whether the pinned reads were enough.
+          if (pinned)
+            continue;
+        }
+        settled.insert(v);
+        if (plan.shardings.lookup(v).pending.empty())
           constrain(v, nullptr, plan.shardings.lookup(v));
       }
   }
