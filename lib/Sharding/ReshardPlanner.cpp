@@ -175,6 +175,11 @@ bool Planner::run(const Sharding &from, const Sharding &to, std::string &error) 
     cur.dims[d] = Axes(want);
     add(CollectiveKind::AllSlice, sliced, d, cur).padTo = padTo;
   }
+  // Pending axes are a set: what is left pending over tp and dp is the sum
+  // pending over dp and tp.
+  if (cur.pending.size() == to.pending.size() &&
+      std::is_permutation(cur.pending.begin(), cur.pending.end(), to.pending.begin()))
+    cur.pending = to.pending;
   if (cur != to) {
     error = "";
     return false;
