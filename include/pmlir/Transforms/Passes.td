@@ -268,7 +268,11 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     reshard to their parameters' shardings. The live bytes at the
     program's heaviest points stay under the memory budget. CBC solves the
     one-hot integer program (within `time-limit` seconds); identical layers
-    share their variables and cheap unary ops follow their operand. A
+    share their variables, as do a step's microbatches, the optimizer's
+    updates of identical layers and the links of a running sum (a
+    gradient accumulated over microbatches, the squares of every gradient
+    added for the norm), so that the problem does not grow with the
+    layers; cheap unary ops follow their operand. A
     function cut into pipeline stages (`pipe.stages`) is never sharded over
     `pipeline-axis`: its ranks run different stages.
 

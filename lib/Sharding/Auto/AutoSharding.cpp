@@ -990,7 +990,7 @@ std::optional<Plan> AutoSharder::solve(std::string &error) {
             ": the least memory any plan needs is ";
     if (least.status != SolveStatus::Solved)
       error += "at least " + pmlir::formatBytes(bound, 2) + " (" + least.error + ")";
-    else if (least.solution.optimal)
+    else if (least.solution.optimal || least.solution.objective <= bound * (1 + 1e-9))
       error += pmlir::formatBytes(least.solution.objective, 2);
     else
       error += "between " + pmlir::formatBytes(bound, 2) + " and " +
