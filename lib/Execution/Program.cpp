@@ -213,7 +213,7 @@ void *MemRefDescriptor::aligned() const {
 JitProgram::~JitProgram() { releaseResults(); }
 
 std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySignature &signature,
-                                               std::string &error) {
+                                               unsigned optLevel, std::string &error) {
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->symbol = "_mlir_ciface_" + signature.name;
   for (const TensorSpec &result : signature.results) {
@@ -239,7 +239,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     return nullptr;
   }
   ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(3, 0, targetMachine->get());
+  auto transformer = makeOptimizingTransformer(optLevel, 0, targetMachine->get());
   options.transformer = transformer;
   auto created = ExecutionEngine::create(lowered, options);
   if (!created) {

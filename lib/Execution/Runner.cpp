@@ -211,7 +211,7 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
     if (!writeOutputFile(o.emitCompiled, text, error))
       return nullptr;
   }
-  return JitProgram::create(module, signature, error);
+  return JitProgram::create(module, signature, o.jitOptLevel, error);
 }
 
 int Job::run() {

@@ -227,6 +227,12 @@ static llvm::cl::opt<std::string> commReportFile(
     "comm-report",
     llvm::cl::desc("write the collectives of the partitioned program to this JSON file"));
 
+static llvm::cl::opt<unsigned> jitOptLevel(
+    "jit-opt-level",
+    llvm::cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 unrolls into "
+                   "blocks that compile several times slower and run no faster"),
+    llvm::cl::init(2));
+
 constexpr int kMaxThreads = 1024;
 
 /// Takes `--threads N` / `--threads=N` out of the arguments: libLLVM already
@@ -328,6 +334,12 @@ static int runMain(int argc, char **argv) {
   options.tolerance = tolerance;
   options.print = printResults;
   options.repeat = repeat;
+  if (jitOptLevel > 3) {
+    llvm::WithColor::error(llvm::errs(), "pmlir-run")
+        << "--jit-opt-level expects 0, 1, 2 or 3, got " << jitOptLevel << "\n";
+    return 1;
+  }
+  options.jitOptLevel = jitOptLevel;
   options.threads = threads;
   options.emitCompiled = emitCompiled;
   options.hangRank = testHangRank;

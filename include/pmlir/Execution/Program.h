@@ -60,10 +60,11 @@ struct MemRefDescriptor {
 class JitProgram {
 public:
   ~JitProgram();
-  /// Compiles `lowered`, whose entry has `signature`, at -O3 for this host's
-  /// CPU. Returns null with a message in `error`.
+  /// Compiles `lowered`, whose entry has `signature`, for this host's CPU
+  /// with LLVM's -O`optLevel` pipeline. Returns null with a message in
+  /// `error`.
   static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered, const EntrySignature &signature,
-                                            std::string &error);
+                                            unsigned optLevel, std::string &error);
   /// Passes `args` (bound for the signature's arguments) to every run: the
   /// descriptors are built once, outside the timed runs of --repeat.
   void bind(std::vector<BoundArgument> &args);

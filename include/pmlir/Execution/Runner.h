@@ -98,6 +98,11 @@ struct RunOptions {
   unsigned repeat = 0;
   /// Threads of the GEMMs (0: all cores).
   int threads = 0;
+  /// LLVM's optimization level for the compiled program (0-3). -O3's
+  /// unrolling makes basic blocks that x86's schedulers take quadratic
+  /// time over: a 2-layer training step compiles in 18 s at -O3 and 4 s
+  /// at -O2, and runs as fast (docs/performance.md).
+  unsigned jitOptLevel = 2;
   /// Write the module handed to the JIT (the LLVM dialect) here.
   std::string emitCompiled;
 
