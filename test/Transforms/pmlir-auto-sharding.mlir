@@ -68,6 +68,14 @@
 // ORDER: error: auto-sharding places mesh #tfm.mesh<tp = 2, sp = 2> on the topology: mesh axis 'sp' has no default place in the rank order (tp, cp, ep, dp, pp); give one with --rank-order
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | pmlir-opt --pmlir-auto-sharding="rank-order=tp,sp" -o /dev/null
 
+// A sharding the program carries is kept, and the plan is chosen around
+// it: fc2's weight pinned column-parallel stays so (fc1 then gives it its
+// input whole), and with keep-annotations=false the pin is ignored.
+// RUN: sed 's/%w2: tensor<4096x1024xf32>)/%w2: tensor<4096x1024xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>})/' %s | pmlir-opt --pmlir-auto-sharding="topology=h100 memory-budget=20MiB" | FileCheck %s --check-prefix=KEPT
+// RUN: sed 's/%w2: tensor<4096x1024xf32>)/%w2: tensor<4096x1024xf32> {tfm.sharding = #tfm.sharding<[[], ["tp"]]>})/' %s | pmlir-opt --pmlir-auto-sharding="topology=h100 memory-budget=20MiB keep-annotations=false" | FileCheck %s
+// KEPT-LABEL: func.func @mlp
+// KEPT-SAME: tensor<4096x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], priority = 1>}
+
 // A model of 3 layers and one of 7 make problems of the same size: the
 // training step, cut into a stage a layer and accumulating 2 microbatches,
 // merges its layers, the stage cuts between them, each microbatch's

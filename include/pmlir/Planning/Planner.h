@@ -59,8 +59,8 @@ struct PlannerOptions {
   int64_t maxPipeline = 0;
   /// Seconds each intra-op solve may take.
   double timeLimitSeconds = 10;
-  /// CBC's branch-and-bound nodes for each layout's solve (-1: none
-  /// spared, every solve proven optimal). The default keeps the root's best
+  /// CBC's branch-and-bound nodes for each layout's solve (-1: no limit,
+  /// each solve proven optimal). The default keeps the root's best
   /// solution: a layout costs its relaxation and heuristics, not the proof.
   int64_t searchNodes = 0;
   /// How many of the best plans to compile as pmlir-run does (the program

@@ -286,6 +286,13 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     `report`, it writes the plan's predicted compute and communication
     time, its collectives' bytes per mesh axis group and its peak memory.
 
+    Shardings the program already carries are kept (`keep-annotations`):
+    an argument's `tfm.sharding` and a `tfm.sharding_constraint`'s
+    sharding are those values' only strategies, and the plan chooses the
+    rest around them, as a user pins a few values by hand. After
+    `pmlir-megatron-recipe` this prices Megatron's plan on the topology,
+    against which the free plan can be compared.
+
     Where no plan fits the budget it fails with the least memory any plan
     needs.
 
@@ -320,6 +327,9 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
            "identical layers share one set of variables">,
     Option<"report", "report", "std::string", "\"\"",
            "write the plan's prediction to this JSON file">,
+    Option<"keepAnnotations", "keep-annotations", "bool", "true",
+           "keep the shardings the program carries (arguments' tfm.sharding, "
+           "tfm.sharding_constraint) and choose the rest">,
   ];
 }
 

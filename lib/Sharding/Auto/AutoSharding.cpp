@@ -401,7 +401,41 @@ struct AutoSharder::Impl {
         from.strategies.push_back({{}, {wanted}, 0});
       }
     }
+    if (options.keepAnnotations)
+      keepAnnotations();
     stats.nodes = static_cast<int64_t>(nodes.size());
+  }
+
+  /// The annotated values' strategies narrowed to their annotations: an
+  /// argument takes its tfm.sharding, a constraint yields its sharding
+  /// (reading its operand in it, or in any sharding its strategies read
+  /// when none does).
+  void keepAnnotations() {
+    for (Node &node : nodes) {
+      if (node.isArgument()) {
+        auto attr =
+            func.getArgAttrOfType<ShardingAttr>(node.arg.getArgNumber(), kShardingAttr);
+        if (!attr)
+          continue;
+        node.strategies = {{{}, {Sharding::of(attr)}, 0}};
+        continue;
+      }
+      auto constraint = dyn_cast_or_null<ShardingConstraintOp>(node.op);
+      if (!constraint)
+        continue;
+      Sharding wanted = Sharding::of(constraint.getSharding());
+      std::vector<Strategy> kept;
+      for (const Strategy &s : node.strategies)
+        if (s.results[0] == wanted)
+          kept.push_back(s);
+      if (kept.empty()) {
+        Strategy s = node.strategies.front();
+        s.operands[0] = wanted;
+        s.results[0] = wanted;
+        kept.push_back(std::move(s));
+      }
+      node.strategies = std::move(kept);
+    }
   }
 
   //===--------------------------------------------------------------------===//

@@ -161,6 +161,7 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
     options.timeLimitSeconds = timeLimit;
     options.follow = follow;
     options.mergeLayers = mergeLayers;
+    options.keepAnnotations = keepAnnotations;
     return options;
   }
 };

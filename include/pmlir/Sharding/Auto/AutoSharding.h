@@ -67,6 +67,11 @@ struct Options {
   /// Mesh axes no value is sharded over (a pipelined program's stage
   /// axis).
   std::vector<std::string> excludedAxes;
+  /// Shardings the program already carries (a tensor argument's
+  /// tfm.sharding, a tfm.sharding_constraint) are kept: the plan completes
+  /// them instead of choosing those values' shardings afresh. Off, they
+  /// are ignored.
+  bool keepAnnotations = true;
 };
 
 /// What a plan is predicted to cost one device, for one call.
