@@ -413,8 +413,7 @@ struct AutoSharder::Impl {
   void keepAnnotations() {
     for (Node &node : nodes) {
       if (node.isArgument()) {
-        auto attr =
-            func.getArgAttrOfType<ShardingAttr>(node.arg.getArgNumber(), kShardingAttr);
+        auto attr = func.getArgAttrOfType<ShardingAttr>(node.arg.getArgNumber(), kShardingAttr);
         if (!attr)
           continue;
         node.strategies = {{{}, {Sharding::of(attr)}, 0}};
