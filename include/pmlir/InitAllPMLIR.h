@@ -4,8 +4,8 @@
 //
 // The one registry that pmlir-opt, pmlir-run, the fuzzers and the tests
 // use: the tfm dialect, the upstream dialects pmlir programs contain or
-// lower to, the external interfaces the CPU pipeline needs, and every pass
-// and pipeline.
+// lower to, the external interfaces the CPU and GPU pipelines need, and
+// every pass and pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Target/CPU/Passes.h"
+#include "pmlir/Target/GPU/Passes.h"
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,20 +40,27 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::bufferization::BufferizationDialect, mlir::func::FuncDialect,
                   mlir::linalg::LinalgDialect, mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
-  registerCpuLoweringInterfaces(registry);
+  registerBufferizationInterfaces(registry);
+  registerGpuLoweringInterfaces(registry);
 }
 
 /// The one place pipelines are registered. Each is built by a function with
 /// an options struct beside its phase: buildShardingPipeline
-/// (lib/Transforms/Sharding/ShardingPipeline.cpp) and
-/// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp), which
-/// pmlir-run calls too, so that it runs what pmlir-opt prints.
+/// (lib/Transforms/Sharding/ShardingPipeline.cpp), buildCpuLoweringPipeline
+/// (lib/Target/CPU/CpuPipeline.cpp) and buildGpuLoweringPipeline
+/// (lib/Target/GPU/GpuPipeline.cpp), which pmlir-run calls too, so that it
+/// runs what pmlir-opt prints.
 inline void registerAllPipelines() {
   mlir::PassPipelineRegistration<CpuPipelineOptions>(
       "pmlir-cpu-pipeline",
       "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
       "(see CpuPipeline.cpp)",
       buildCpuLoweringPipeline);
+  mlir::PassPipelineRegistration<GpuPipelineOptions>(
+      "pmlir-gpu-pipeline",
+      "lowers tfm to a host program in the LLVM dialect with cuBLASLt calls and its kernels "
+      "compiled to cubins, as pmlir-run --device gpu compiles it (see GpuPipeline.cpp)",
+      buildGpuLoweringPipeline);
   mlir::PassPipelineRegistration<ShardingPipelineOptions>(
       "pmlir-sharding-pipeline",
       "shards a global program with tfm.mesh into the per-rank program: [recipe], "
@@ -61,12 +69,15 @@ inline void registerAllPipelines() {
 }
 
 /// Every pmlir pass and pipeline, and upstream's generic transforms
-/// (canonicalize, cse, inline, ...) next to them.
+/// (canonicalize, cse, inline, ...) and the GPU pipeline's passes next to
+/// them.
 inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   registerPMLIRPasses();
   registerPMLIRConversionPasses();
   registerPMLIRTargetCPUPasses();
+  registerPMLIRTargetGPUPasses();
+  registerGpuPipelinePasses();
   registerAllPipelines();
 }
 

@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace pmlir {
 
@@ -31,6 +32,16 @@ namespace pmlir {
 
 /// tfm ops with static shapes to linalg, tensor, arith and math.
 void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+/// Tensors to buffers for every target: one-shot bufferization across
+/// function boundaries (identity layouts; the results of `entry` that
+/// update its arguments written into them), ownership-based deallocation
+/// with each free at its buffer's last use, clones to allocs and copies.
+void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry);
+
+/// The external models bufferization and deallocation need (arith, func,
+/// linalg, memref, scf, tensor, cf).
+void registerBufferizationInterfaces(mlir::DialectRegistry &registry);
 
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Conversion/Passes.h.inc"

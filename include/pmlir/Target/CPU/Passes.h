@@ -2,9 +2,9 @@
 //
 // Part of pmlir.
 //
-// What only a CPU chooses: which contractions run as BLAS kernels, how
-// elementwise work fuses around them, inline polynomial math, and the
-// pipeline from tfm to the LLVM dialect that pmlir-run compiles.
+// What only a CPU chooses: which contractions run as BLAS kernels, inline
+// polynomial math, and the pipeline from tfm to the LLVM dialect that
+// pmlir-run compiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,10 +36,6 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
 /// exactly what pmlir-run compiles.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuPipelineOptions &options = CpuPipelineOptions());
-
-/// The external interface models the CPU pipeline needs (bufferization and
-/// deallocation of arith, func, linalg, memref, scf, tensor, cf).
-void registerCpuLoweringInterfaces(mlir::DialectRegistry &registry);
 
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Target/CPU/Passes.h.inc"

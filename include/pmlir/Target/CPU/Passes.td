@@ -10,7 +10,7 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
-// CPU kernels, fusion and math
+// CPU kernels and math
 //===----------------------------------------------------------------------===//
 
 def SelectCpuKernels : Pass<"pmlir-select-cpu-kernels"> {
@@ -35,53 +35,6 @@ def SelectCpuKernels : Pass<"pmlir-select-cpu-kernels"> {
     ```
     After: the same op with `library_call = "pmlir_matmul_f32_r32_t00"`.
   }];
-}
-
-def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
-  let summary = "fuses elementwise linalg producers into their consumers, except library calls";
-  let description = [{
-    Upstream `linalg-fuse-elementwise-ops`, with two restrictions. A generic
-    that names a library call (an f32 matmul bound for BLAS) is neither fused
-    into nor fused away, so that it stays one kernel call. A producer is fused
-    only into its sole consumer: one with several consumers is computed once
-    and stored, not recomputed in each (along a residual stream that would
-    recompute every earlier layer's adds in every later layer). Bias adds,
-    activations and the normalizing step of norms fuse with each other.
-  }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
-}
-
-def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
-  let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
-  let description = [{
-    After bufferization, every `linalg.generic` whose `library_call` starts
-    with `pmlir_` (the f32 matmuls `pmlir-select-cpu-kernels` marked) becomes
-    a `func.call` of that name on its operands, cast to fully dynamic strided
-    memrefs, and a private declaration with `llvm.emit_c_interface`, so that
-    the callee receives memref descriptors (`_mlir_ciface_<name>`). pmlir-run
-    binds these names to BLAS-backed kernels. Other linalg ops are untouched.
-
-    The call takes one more operand, `accumulate` (i1): the kernel adds into
-    the output when true and overwrites it when false. It is false when the
-    op right before is a `linalg.fill` of zero into the output, which is then
-    erased, so that the output is written once instead of zeroed, read back
-    and written.
-
-    Before:
-    ```mlir
-    linalg.generic {..., library_call = "pmlir_matmul_f32_r32_t00"}
-        ins(%a, %w : memref<2x3x16xf32>, memref<16x8xf32>) outs(%c : memref<2x3x8xf32>) {...}
-    ```
-    After:
-    ```mlir
-    %0 = memref.cast %a : memref<2x3x16xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-    ...
-    %true = arith.constant true
-    call @pmlir_matmul_f32_r32_t00(%0, %1, %2, %true) : (...) -> ()
-    ```
-  }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
-                           "mlir::memref::MemRefDialect"];
 }
 
 def ApproximateMath : Pass<"pmlir-approximate-math"> {

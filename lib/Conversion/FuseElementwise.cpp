@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Target/CPU/Passes.h"
+#include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -15,7 +15,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
-#include "pmlir/Target/CPU/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Target/CPU/Passes.h"
+#include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,7 +21,7 @@
 
 namespace pmlir {
 #define GEN_PASS_DEF_LINALGTOLIBRARYCALLS
-#include "pmlir/Target/CPU/Passes.h.inc"
+#include "pmlir/Conversion/Passes.h.inc"
 } // namespace pmlir
 
 using namespace mlir;

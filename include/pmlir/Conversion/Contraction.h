@@ -1,0 +1,42 @@
+//===- Contraction.h - GEMMs among the contractions of tfm's lowering -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// pmlir-convert-tfm-to-linalg builds matmuls and attention's products as
+// target-neutral contraction generics. Which of them run as a library GEMM
+// (BLAS on CPUs, cuBLASLt on GPUs) is each target's choice; the shape of a
+// GEMM is one question, answered here for every target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_CONVERSION_CONTRACTION_H
+#define PMLIR_CONVERSION_CONTRACTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+#include <string>
+
+namespace pmlir {
+
+/// A generic computing out(batch..., m, n) += lhs * rhs over k: the loops
+/// batch..., m, n, k; lhs indexed (batch..., m, k) or transposed; rhs
+/// (k, n) or (n, k), with the batch or shared by it; a multiply-add body.
+struct GemmShape {
+  /// The element type of the operands and the result.
+  mlir::Type elementType;
+  unsigned outRank, rhsRank;
+  bool lhsTransposed, rhsTransposed;
+
+  /// "r<out rank><rhs rank>_t<lhs transposed><rhs transposed>", the tail of
+  /// a kernel's name: "r32_t00".
+  std::string suffix() const;
+};
+
+/// The GEMM `op` computes, or nullopt (another generic, or one that names a
+/// library call already).
+std::optional<GemmShape> matchGemm(mlir::linalg::GenericOp op);
+
+} // namespace pmlir
+
+#endif // PMLIR_CONVERSION_CONTRACTION_H

@@ -1,0 +1,92 @@
+//===- Passes.h - The GPU target ---------------------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What only a GPU chooses: which contractions run as cuBLASLt GEMMs, how
+// the rest becomes kernels (every loop a parallel loop mapped to blocks and
+// threads, buffers in device memory ordered on the rank's stream), and the
+// pipeline from tfm to a host program in the LLVM dialect with its kernels
+// compiled to a cubin (NVVM, ptxas) and embedded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_TARGET_GPU_PASSES_H
+#define PMLIR_TARGET_GPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace pmlir {
+
+#define GEN_PASS_DECL
+#include "pmlir/Target/GPU/Passes.h.inc"
+
+/// What pmlir-gpu-pipeline lowers for, as upstream's GPUToNVVMPipeline's
+/// options: the chip and PTX features of the cubin, the GEMMs' precision,
+/// where the CUDA toolkit (ptxas, libdevice) is, and how the kernels'
+/// loops are cut into blocks.
+struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> entry{*this, "entry",
+                            llvm::cl::desc("the function callers enter through its C interface"),
+                            llvm::cl::init("forward")};
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("the GPU the cubin is for"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (the PTX ISA version)"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> precision{
+      *this, "precision", llvm::cl::desc("the GEMMs' compute mode: f32 or tf32"),
+      llvm::cl::init("f32")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("the CUDA toolkit's directory, for ptxas and libdevice (default: "
+                     "$CUDA_HOME, else /usr/local/cuda)"),
+      llvm::cl::init("")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("what the kernels are embedded as: bin (a cubin, by ptxas), isa (PTX, "
+                     "compiled by the driver when loaded), or nvvm (not serialized: the "
+                     "gpu.modules stay in the NVVM dialect, which needs no CUDA toolkit)"),
+      llvm::cl::init("bin")};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("threads a block along a kernel's innermost loop"),
+                            llvm::cl::init(256)};
+  Option<int> optLevel{*this, "opt-level", llvm::cl::desc("LLVM's optimization level for NVVM"),
+                       llvm::cl::init(3)};
+};
+
+/// tfm -> cuBLASLt calls and kernels -> a host program in the LLVM dialect
+/// with its kernels as cubins (gpu.binary), for the JIT: exactly what
+/// `pmlir-run --device gpu` compiles.
+void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const GpuPipelineOptions &options = GpuPipelineOptions());
+
+/// The toolkit directory `options` names, or $CUDA_HOME, or
+/// /usr/local/cuda.
+std::string gpuToolkitPath(const GpuPipelineOptions &options);
+
+/// The upstream passes of the GPU pipeline, so that pmlir-opt runs it a
+/// pass at a time (linalg to parallel loops, parallel loops to gpu.launch,
+/// the GPU dialect's transforms, gpu to NVVM, gpu to LLVM).
+void registerGpuPipelinePasses();
+
+/// The dialects and external interfaces the GPU pipeline needs: NVVM's
+/// target (serialization to a cubin), the conversions to LLVM of the
+/// dialects kernels hold, and the translations of GPU and NVVM to LLVM IR
+/// (with the offloading handler that embeds the cubins).
+void registerGpuLoweringInterfaces(mlir::DialectRegistry &registry);
+
+#define GEN_PASS_REGISTRATION
+#include "pmlir/Target/GPU/Passes.h.inc"
+
+} // namespace pmlir
+
+#endif // PMLIR_TARGET_GPU_PASSES_H

@@ -1,0 +1,137 @@
+//===- Passes.td - the GPU target ----------------------------*- tablegen -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_TARGET_GPU_PASSES_TD
+#define PMLIR_TARGET_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
+  let summary = "marks the matmul contractions that run as cuBLASLt GEMMs";
+  let description = [{
+    The GPU's choice among the contractions `pmlir-convert-tfm-to-linalg`
+    builds (pmlir/Conversion/Contraction.h: loops batch..., m, n, k, the lhs
+    indexed (batch..., m, k) or transposed, the rhs (k, n) or (n, k) with or
+    without the batch, a multiply-add body): every f32 GEMM is named for the
+    runtime's cuBLASLt kernel as its `library_call`,
+    `pmlir_gpu_matmul_<precision>_r<L><R>_t<A><B>`, L and R the operand
+    ranks, A and B whether each is transposed. `precision` is the GEMM's
+    compute mode: `f32` (IEEE fp32 products and sums) or `tf32` (tensor
+    cores, fp32 sums). Fusion leaves these ops alone, and after
+    bufferization `pmlir-linalg-to-library-calls` turns them into calls.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [(d0, d1, d2, d3) -> (d0, d1, d3),
+                                     (d0, d1, d2, d3) -> (d3, d2),
+                                     (d0, d1, d2, d3) -> (d0, d1, d2)], ...}
+        ins(%a, %w : tensor<2x3x16xf32>, tensor<16x8xf32>) ...
+    ```
+    After (`precision=tf32`): the same op with
+    `library_call = "pmlir_gpu_matmul_tf32_r32_t00"`.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"f32\"",
+           "the GEMMs' compute mode: f32 or tf32">,
+  ];
+}
+
+def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
+  let summary = "makes every loop and memory access of host functions a parallel loop for a kernel";
+  let description = [{
+    On a GPU the host only launches: every buffer lives in device memory, so
+    nothing of a host function may load, store or loop over one. After
+    bufferization (the GEMMs already library calls) this pass leaves each
+    host function (a `func.func` outside `gpu.module`) with `scf.parallel`
+    loops, which become kernels, and nothing else that touches memory:
+    - each linalg op becomes one `scf.parallel` over its parallel
+      dimensions, put outermost, with its reduction dimensions as `scf.for`
+      loops inside (each thread's own sum: a norm's weight gradient sums
+      over the batch inside its column's thread);
+    - `memref.copy` becomes a parallel loop of loads and stores;
+    - a scalar read (`memref.load` outside any parallel loop, and the pure
+      arithmetic on it: AdamW's step and gradient norm) is sunk into each
+      parallel loop that uses it, where every thread reads it;
+    - what remains (a sequential reduction to a scalar such as a loss's
+      mean, a 0-d update, embedding_grad's loop over tokens with the
+      parallel loops inside it made sequential) is wrapped in a
+      one-iteration `scf.parallel`, a one-thread kernel;
+    - each top-level parallel loop is tiled and mapped: its innermost
+      dimension in blocks of `block-size` threads (`thread_x`, `block_x`;
+      fewer where the dimension is shorter), the next two outer dimensions
+      on `block_y` and `block_z`, any further ones looped in each thread.
+    `convert-parallel-loops-to-gpu` then makes each a `gpu.launch`.
+    Work that cannot be moved (a loaded value that leaves the function, an
+    op with memory effects the pass does not know) is an error that names
+    the op: it has no GPU lowering.
+
+    Before:
+    ```mlir
+    %s = memref.load %step[] : memref<f32>
+    %c = arith.extf %s : f32 to f64
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      ... %c ...
+    }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      %s = memref.load %step[] : memref<f32>
+      %c = arith.extf %s : f32 to f64
+      ... %c ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "threads a block along a loop's innermost dimension">,
+  ];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuHostBuffers : Pass<"pmlir-gpu-host-buffers", "mlir::ModuleOp"> {
+  let summary = "allocates host functions' buffers on the device, ordered on the rank's stream";
+  let description = [{
+    After the loops are kernels (`gpu.launch_func`), each host function
+    allocates, frees and copies device memory, every GPU op ordered on one
+    stream: `%t0 = gpu.wait async` at the function's start (the runtime's
+    `mgpuStreamCreate` gives every call the rank's one stream, the stream
+    its cuBLASLt GEMMs and NCCL collectives run on too), then
+    - `memref.alloc` -> `gpu.alloc async`, `memref.dealloc` ->
+      `gpu.dealloc async` (the runtime's device pool, stream-ordered);
+    - `memref.get_global` of a constant -> a device buffer filled from it by
+      `gpu.memcpy async`;
+    - every `gpu.launch_func` async, after the previous GPU op.
+    Only the entry function waits for its stream (`gpu.wait`, which
+    returns when the work is done): other host functions are called from
+    it on the same stream, and their work stays queued there. A host op
+    left that reads or writes memory is an error naming it.
+
+    Before:
+    ```mlir
+    %a = memref.alloc() : memref<8x64xf32>
+    gpu.launch_func @k::@k blocks in (...) threads in (...) args(%a : memref<8x64xf32>)
+    memref.dealloc %a : memref<8x64xf32>
+    ```
+    After:
+    ```mlir
+    %t0 = gpu.wait async
+    %a, %t1 = gpu.alloc async [%t0] () : memref<8x64xf32>
+    %t2 = gpu.launch_func async [%t1] @k::@k blocks in (...) ...
+    %t3 = gpu.dealloc async [%t2] %a : memref<8x64xf32>
+    gpu.wait [%t3]   // in the entry function only
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"forward\"",
+           "the function callers enter through, the one that waits for its stream">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+#endif // PMLIR_TARGET_GPU_PASSES_TD

@@ -1,0 +1,74 @@
+// RUN: pmlir-opt %s --split-input-file --verify-diagnostics --pmlir-gpu-host-buffers | FileCheck %s
+
+// Buffers are allocated and freed on the device and every GPU op is
+// ordered on one token chain (the rank's stream); the entry function waits
+// for it before it returns, a function it calls does not.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[T0:.*]] = gpu.wait async
+// CHECK: %[[A:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] () : memref<8xf32>
+// CHECK: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @kernels::@scale
+// CHECK: %[[B:.*]], %[[T3:.*]] = gpu.alloc async [%[[T2]]] () : memref<8xf32>
+// CHECK: call @layer(%[[B]])
+// CHECK: %[[T4:.*]] = gpu.dealloc async [%[[T3]]] %[[A]] : memref<8xf32>
+// CHECK: gpu.wait [%[[T4]]]
+// CHECK-NEXT: return %[[B]]
+// CHECK-LABEL: func.func @layer
+// CHECK: gpu.launch_func async
+// CHECK-NOT: gpu.wait [
+// CHECK: return
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%a: memref<8xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @forward(%x: memref<8xf32>) -> memref<8xf32> {
+    %c1 = arith.constant 1 : index
+    %a = memref.alloc() : memref<8xf32>
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<8xf32>)
+    %b = memref.alloc() : memref<8xf32>
+    call @layer(%b) : (memref<8xf32>) -> ()
+    memref.dealloc %a : memref<8xf32>
+    return %b : memref<8xf32>
+  }
+  func.func @layer(%y: memref<8xf32>) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%y : memref<8xf32>)
+    return
+  }
+}
+
+// -----
+
+// A constant of the program is copied to the device for the call.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[G:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK: %[[D:.*]], %[[T:.*]] = gpu.alloc async
+// CHECK: gpu.memcpy async [%[[T]]] %[[D]], %[[G]]
+// CHECK: gpu.launch_func async {{.*}} args(%[[D]] : memref<4xf32>)
+// CHECK: gpu.dealloc async {{.*}} %[[D]]
+module attributes {gpu.container_module} {
+  memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+  gpu.module @kernels {
+    gpu.func @read(%a: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @forward() {
+    %c1 = arith.constant 1 : index
+    %t = memref.get_global @table : memref<4xf32>
+    gpu.launch_func @kernels::@read blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%t : memref<4xf32>)
+    return
+  }
+}
+
+// -----
+
+// Host work left on device memory has no GPU lowering.
+func.func @forward(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 1.0 : f32
+  // expected-error @+1 {{'memref.store' op has no GPU lowering: it would read or write device memory on the host}}
+  memref.store %v, %x[%c0] : memref<8xf32>
+  return
+}

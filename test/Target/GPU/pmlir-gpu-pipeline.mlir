@@ -1,0 +1,27 @@
+// The GPU pipeline takes whole models and training steps to a host program
+// in the LLVM dialect: GEMMs as cuBLASLt calls, everything else kernels in
+// gpu.modules for sm_90, launched on the rank's stream. format=nvvm stops
+// before ptxas, so this runs without a CUDA toolkit.
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm" | FileCheck %s --implicit-check-not=memref. --implicit-check-not=linalg. --implicit-check-not=scf. --implicit-check-not=tfm.
+// RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-gpu-pipeline="format=nvvm precision=tf32" | FileCheck %s --check-prefix=TF32
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 50 --seq 8 --batch 2 --max-positions 16 --loss -o %t.loss.mlir
+// RUN: pmlir-opt %t.loss.mlir --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false max-grad-norm=1.0" -o %t.step.mlir
+// RUN: pmlir-opt %t.step.mlir --pmlir-gpu-pipeline="entry=train_step format=nvvm" | FileCheck %s --check-prefix=STEP --implicit-check-not=memref. --implicit-check-not=scf.
+
+// CHECK-LABEL: llvm.func @forward(
+// CHECK: %[[S:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK: llvm.call @mgpuMemAlloc({{.*}}, %[[S]],
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @forward_kernel{{.*}}::@forward_kernel
+// CHECK: llvm.call @pmlir_gpu_matmul_f32_r32_t01(
+// CHECK: llvm.call @mgpuStreamSynchronize(
+// CHECK: gpu.module @forward_kernel [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
+// CHECK: llvm.func @forward_kernel({{.*}}) attributes {gpu.kernel
+// CHECK: nvvm.read.ptx.sreg.tid.x
+
+// TF32: llvm.call @pmlir_gpu_matmul_tf32_r32_t01(
+
+// The training step: AdamW's loop reads the step and the clipping norm in
+// every thread; the loss's mean and embedding_grad's scatter are kernels.
+// STEP-LABEL: llvm.func @train_step(
+// STEP: gpu.launch_func
+// STEP: llvm.call @mgpuStreamSynchronize(

@@ -1,0 +1,37 @@
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-select-gpu-kernels --split-input-file | FileCheck %s
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-select-gpu-kernels=precision=tf32 --split-input-file | FileCheck %s --check-prefix=TF32
+// RUN: not pmlir-opt %s --pmlir-select-gpu-kernels=precision=fp8 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// f32 GEMMs run as cuBLASLt kernels named by the compute mode, the operand
+// ranks and the transposes: a batch sharing an [out, in] weight, and
+// attention's two batched matmuls (the scores against transposed keys,
+// then the values).
+// CHECK-LABEL: func @matmul_transpose_rhs
+// CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_f32_r32_t01"
+// TF32-LABEL: func @matmul_transpose_rhs
+// TF32: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_tf32_r32_t01"
+// BAD: error: pmlir-select-gpu-kernels: precision 'fp8' is neither f32 nor tf32
+func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) -> tensor<2x3x8xf32> {
+  %0 = tfm.matmul %x, %w transpose_rhs : tensor<2x3x16xf32>, tensor<8x16xf32> -> tensor<2x3x8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @attention
+// CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_f32_r44_t01"{{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x6x8xf32>, tensor<1x2x5x8xf32>)
+// CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_f32_r44_t00"{{.*}} outs(%{{.*}} : tensor<1x2x6x4xf32>)
+func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x4x3x4xf32> {
+  %o = tfm.attention %q, %k, %v causal scale = 0.5 : tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x4xf32> -> tensor<1x4x3x4xf32>
+  return %o : tensor<1x4x3x4xf32>
+}
+
+// -----
+
+// Other element types stay generated kernels.
+// CHECK-LABEL: func @bf16
+// CHECK-NOT: library_call
+func.func @bf16(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<3x8xbf16> {
+  %0 = tfm.matmul %x, %w : tensor<3x16xbf16>, tensor<16x8xbf16> -> tensor<3x8xbf16>
+  return %0 : tensor<3x8xbf16>
+}
