@@ -188,9 +188,10 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       for (int64_t d = 0; d < type.getRank(); ++d) {
         lower.push_back(zero);
         steps.push_back(one);
-        upper.push_back(type.isDynamicDim(d)
-                            ? memref::DimOp::create(b, loc, from, d).getResult()
-                            : arith::ConstantIndexOp::create(b, loc, type.getDimSize(d)).getResult());
+        upper.push_back(
+            type.isDynamicDim(d)
+                ? memref::DimOp::create(b, loc, from, d).getResult()
+                : arith::ConstantIndexOp::create(b, loc, type.getDimSize(d)).getResult());
       }
       scf::ParallelOp::create(b, loc, lower, upper, steps,
                               [&](OpBuilder &nb, Location l, ValueRange ivs) {
@@ -228,8 +229,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
             while (user->getBlock() != block && user->getParentOp())
               user = user->getParentOp();
             if (user->getBlock() == block && isPure(user) && user->getNumRegions() == 0 &&
-                llvm::none_of(user->getResultTypes(),
-                              [](Type t) { return isa<ShapedType>(t); })) {
+                llvm::none_of(user->getResultTypes(), [](Type t) { return isa<ShapedType>(t); })) {
               chain.insert(user);
               continue;
             }
@@ -255,9 +255,8 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
           b.clone(*op, mapping);
         for (Operation *op : ordered)
           for (auto [from, to] : llvm::zip(op->getResults(), mapping.lookup(op)->getResults()))
-            from.replaceUsesWithIf(to, [&](OpOperand &use) {
-              return loop->isProperAncestor(use.getOwner());
-            });
+            from.replaceUsesWithIf(
+                to, [&](OpOperand &use) { return loop->isProperAncestor(use.getOwner()); });
       }
       for (Operation *op : llvm::reverse(ordered))
         if (op->use_empty())
@@ -309,8 +308,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     Location loc = first->getLoc();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto loop =
-        scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
+    auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
     // A pure op of the run the host uses after it is computed before the
     // loop as well; a memory op's result cannot leave the kernel.
     IRMapping before;
@@ -402,8 +400,8 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
                                        gpu::Processor::BlockZ};
       for (unsigned d = 0; d < rank; ++d) {
         unsigned fromInnermost = rank - 1 - d;
-        outerMap.push_back(dim(fromInnermost < 3 ? blocks[fromInnermost]
-                                                 : gpu::Processor::Sequential));
+        outerMap.push_back(
+            dim(fromInnermost < 3 ? blocks[fromInnermost] : gpu::Processor::Sequential));
         innerMap.push_back(
             dim(fromInnermost == 0 ? gpu::Processor::ThreadX : gpu::Processor::Sequential));
       }

@@ -42,9 +42,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features (the PTX ISA version)"),
                                llvm::cl::init("+ptx80")};
-  Option<std::string> precision{
-      *this, "precision", llvm::cl::desc("the GEMMs' compute mode: f32 or tf32"),
-      llvm::cl::init("f32")};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("the GEMMs' compute mode: f32 or tf32"),
+                                llvm::cl::init("f32")};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("the CUDA toolkit's directory, for ptxas and libdevice (default: "
