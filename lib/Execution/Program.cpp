@@ -8,6 +8,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -210,12 +211,21 @@ void *MemRefDescriptor::aligned() const {
   return p;
 }
 
-JitProgram::~JitProgram() { releaseResults(); }
+JitProgram::~JitProgram() {
+  releaseResults();
+  for (void *p : deviceArguments)
+    pmlir_rt_gpu_free(p);
+}
 
 std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySignature &signature,
-                                               unsigned optLevel, std::string &error) {
+                                               const CompileOptions &compile, std::string &error) {
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->symbol = "_mlir_ciface_" + signature.name;
+  program->device = compile.device;
+  for (const TensorSpec &argument : signature.arguments)
+    program->argumentElementBytes.push_back(argument.element == ElementKind::I64 ? 8 : 4);
+  for (const TensorSpec &result : signature.results)
+    program->resultShapes.push_back(result.shape);
   for (const TensorSpec &result : signature.results) {
     // A result that updates an argument is written into it, not returned.
     if (result.updates) {
@@ -239,7 +249,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     return nullptr;
   }
   ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, targetMachine->get());
+  auto transformer = makeOptimizingTransformer(compile.optLevel, 0, targetMachine->get());
   options.transformer = transformer;
   auto created = ExecutionEngine::create(lowered, options);
   if (!created) {
@@ -250,7 +260,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
   program->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     for (const pmlir_rt_symbol *table :
-         {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols()})
+         {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols(), pmlir_rt_gpu_symbols()})
       for (const pmlir_rt_symbol *s = table; s->name; ++s)
         map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
                                   llvm::JITSymbolFlags::Exported};
@@ -270,8 +280,23 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
   pointers.clear();
   packed.clear();
   descriptors.reserve(args.size());
-  for (BoundArgument &a : args)
-    descriptors.emplace_back(a.data, a.shape);
+  for (void *p : deviceArguments)
+    pmlir_rt_gpu_free(p);
+  deviceArguments.clear();
+  for (auto [i, a] : llvm::enumerate(args)) {
+    if (!device) {
+      descriptors.emplace_back(a.data, a.shape);
+      continue;
+    }
+    // The weights go to the device once, here, and stay.
+    size_t bytes = argumentElementBytes[i];
+    for (int64_t d : a.shape)
+      bytes *= static_cast<size_t>(d);
+    void *copy = pmlir_rt_gpu_alloc(bytes, a.name.c_str());
+    pmlir_rt_gpu_copy_to_device(copy, a.data, bytes);
+    deviceArguments.push_back(copy);
+    descriptors.emplace_back(copy, a.shape);
+  }
   // The results' descriptors come first; a function that returns nothing
   // (every result in place, or a pipeline rank's) has no such argument.
   if (!resultWords.empty())
@@ -288,12 +313,33 @@ bool JitProgram::run(std::string &error) {
     error = llvm::toString(std::move(err));
     return false;
   }
+  if (!device)
+    return true;
+  // The results, copied to the host once the stream is done.
+  pmlir_rt_gpu_synchronize();
+  hostResults.assign(resultAt.size(), {});
+  for (auto [i, at] : llvm::enumerate(resultAt)) {
+    if (at == kInPlace)
+      continue;
+    int64_t elements = 1;
+    for (int64_t d : resultShapes[i])
+      elements *= d;
+    // A descriptor's words: allocated, aligned, offset, sizes, strides.
+    void *p;
+    std::memcpy(&p, &resultWords[at + 1], sizeof(void *));
+    hostResults[i].resize(elements);
+    pmlir_rt_gpu_copy_to_host(hostResults[i].data(),
+                              static_cast<const float *>(p) + resultWords[at + 2],
+                              elements * sizeof(float));
+  }
   return true;
 }
 
 const float *JitProgram::result(size_t i) const {
   if (resultAt[i] == kInPlace)
     return nullptr;
+  if (device)
+    return hostResults[i].data();
   void *p;
   std::memcpy(&p, &resultWords[resultAt[i] + 1], sizeof(void *));
   return static_cast<const float *>(p);
@@ -308,7 +354,10 @@ void JitProgram::releaseResults() {
     void *allocated;
     std::memcpy(&allocated, &resultWords[at], sizeof(void *));
     if (allocated && llvm::find(freed, allocated) == freed.end()) {
-      std::free(allocated);
+      if (device)
+        pmlir_rt_gpu_free(allocated);
+      else
+        std::free(allocated);
       freed.push_back(allocated);
     }
     void *null = nullptr;

@@ -14,6 +14,7 @@
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
 #include "pmlir/Sharding/Grid.h"
 #include "pmlir/Support/Mesh.h"
@@ -21,6 +22,7 @@
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Support/ToolMain.h"
 #include "pmlir/Target/CPU/Passes.h"
+#include "pmlir/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AsmState.h"
@@ -196,9 +198,20 @@ namespace pmlir::exec {
 std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
                                          bool emit, std::string &error) const {
   PassManager pm(&context);
-  CpuPipelineOptions options;
-  options.entry = signature.name;
-  buildCpuLoweringPipeline(pm, options);
+  CompileOptions compile;
+  compile.optLevel = o.jitOptLevel;
+  if (o.device == "gpu") {
+    GpuPipelineOptions options;
+    options.entry = signature.name;
+    options.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
+    options.precision = o.precision;
+    buildGpuLoweringPipeline(pm, options);
+    compile.device = true;
+  } else {
+    CpuPipelineOptions options;
+    options.entry = signature.name;
+    buildCpuLoweringPipeline(pm, options);
+  }
   if (failed(configure(pm)) || failed(pm.run(module))) {
     error = "lowering @" + signature.name + " failed";
     return nullptr;
@@ -211,7 +224,7 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
     if (!writeOutputFile(o.emitCompiled, text, error))
       return nullptr;
   }
-  return JitProgram::create(module, signature, o.jitOptLevel, error);
+  return JitProgram::create(module, signature, compile, error);
 }
 
 int Job::run() {
@@ -228,10 +241,20 @@ int Job::run() {
     }
     maybeHang(launcherRank(), "start-up");
     char text[512];
-    pmlir_rt_backend backend = o.backend == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
+    // A GPU program's collectives read and write device memory: NCCL's.
+    std::string backendName = o.backend.empty() ? (o.device == "gpu" ? "nccl" : "mpi") : o.backend;
+    pmlir_rt_backend backend =
+        backendName == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
     if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
+  }
+  if (o.device == "gpu") {
+    if (o.train || !o.grads.empty())
+      return failHere("--device gpu runs forwards; --train and --grads run on the CPU so far");
+    char text[512];
+    if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
+      return failHere("--device gpu: " + std::string(text));
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -773,10 +796,12 @@ int exec::runModel(const RunOptions &o) {
       return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
                   "it needs --mesh with a cp axis and --recipe");
   }
-  if (o.backend != "mpi" && o.backend != "nccl")
+  if (!o.backend.empty() && o.backend != "mpi" && o.backend != "nccl")
     return fail("unknown --backend '" + o.backend + "' (known: mpi, nccl)");
-  if (o.backend != "mpi" && o.mesh.empty())
+  if (o.backend == "nccl" && o.mesh.empty())
     return fail("--backend " + o.backend + " needs --mesh: one process runs no collectives");
+  if (o.device == "gpu" && o.backend == "mpi")
+    return fail("--device gpu runs the collectives on device memory: --backend nccl, not mpi");
   if (!o.trace.empty() && o.mesh.empty())
     return fail("--trace writes the ranks' spans: it needs --mesh");
   if (o.model.empty())

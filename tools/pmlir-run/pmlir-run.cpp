@@ -8,6 +8,7 @@
 //   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
 //             [--check [--tolerance T]] [--comm-report C.json] [--memory-report M.json]
 //             [--backend mpi|nccl] [--timeout S] [--trace T.json]
+//   pmlir-run MODEL.mlir --device gpu [--gpu-chip sm_90] [--precision f32|tf32] ...
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -60,8 +61,21 @@ static llvm::cl::opt<double> collectiveTimeout(
 static llvm::cl::opt<std::string> backend(
     "backend",
     llvm::cl::desc("on a mesh: where the collectives run, mpi (host memory) or nccl (one GPU "
-                   "per rank; host buffers are staged through it)"),
-    llvm::cl::init("mpi"));
+                   "per rank; host buffers are staged through it); default: nccl with "
+                   "--device gpu, else mpi"));
+static llvm::cl::opt<std::string> device(
+    "device",
+    llvm::cl::desc("where the program runs: cpu, or gpu (pmlir-gpu-pipeline: cuBLASLt GEMMs "
+                   "and generated kernels, one GPU per rank, NCCL collectives)"),
+    llvm::cl::init("cpu"));
+static llvm::cl::opt<std::string>
+    gpuChip("gpu-chip",
+            llvm::cl::desc("with --device gpu: the GPU the kernels are compiled for (default: "
+                           "the rank's, e.g. sm_90)"));
+static llvm::cl::opt<std::string>
+    precision("precision",
+              llvm::cl::desc("with --device gpu: the GEMMs' compute mode, f32 or tf32"),
+              llvm::cl::init("f32"));
 static llvm::cl::opt<bool> printGroups(
     "print-groups",
     llvm::cl::desc("print the process groups of each mesh axis, one line per group, and exit"));
@@ -293,6 +307,19 @@ static int runMain(int argc, char **argv) {
   options.rankOrder = rankOrder;
   options.timeout = collectiveTimeout;
   options.backend = backend;
+  if (device != "cpu" && device != "gpu") {
+    llvm::WithColor::error(llvm::errs(), "pmlir-run")
+        << "--device expects cpu or gpu, got '" << device << "'\n";
+    return 1;
+  }
+  if (precision != "f32" && precision != "tf32") {
+    llvm::WithColor::error(llvm::errs(), "pmlir-run")
+        << "--precision expects f32 or tf32, got '" << precision << "'\n";
+    return 1;
+  }
+  options.device = device;
+  options.gpuChip = gpuChip;
+  options.precision = precision;
   options.recipe = recipe;
   options.topology = topology;
   options.memoryBudget = memoryBudget;

@@ -55,18 +55,29 @@ struct MemRefDescriptor {
   void *aligned() const;
 };
 
+/// How the host code of a program is compiled and where its tensors live.
+struct CompileOptions {
+  /// LLVM's optimization level (0-3).
+  unsigned optLevel = 2;
+  /// A program of pmlir-gpu-pipeline: its arguments are copied to the
+  /// device when bound (and stay there), its results copied back after
+  /// each run; the runtime's GPU side must be initialized.
+  bool device = false;
+};
+
 /// The entry of a module lowered to the LLVM dialect (by
-/// pmlir-cpu-pipeline), JIT-compiled for this host.
+/// pmlir-cpu-pipeline or pmlir-gpu-pipeline), JIT-compiled for this host.
 class JitProgram {
 public:
   ~JitProgram();
   /// Compiles `lowered`, whose entry has `signature`, for this host's CPU
-  /// with LLVM's -O`optLevel` pipeline. Returns null with a message in
-  /// `error`.
+  /// with LLVM's -O`options.optLevel` pipeline. Returns null with a message
+  /// in `error`.
   static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered, const EntrySignature &signature,
-                                            unsigned optLevel, std::string &error);
+                                            const CompileOptions &options, std::string &error);
   /// Passes `args` (bound for the signature's arguments) to every run: the
-  /// descriptors are built once, outside the timed runs of --repeat.
+  /// descriptors are built once, outside the timed runs of --repeat; a
+  /// device program's arguments are copied to the device here.
   void bind(std::vector<BoundArgument> &args);
   /// Runs the entry on the bound arguments. The results stay valid until
   /// releaseResults() or the next run.
@@ -88,6 +99,13 @@ private:
   static constexpr size_t kInPlace = ~size_t(0);
   std::vector<MemRefDescriptor> descriptors; // the arguments'
   std::vector<void *> pointers, packed;
+  /// A device program: the bytes of each argument's element, its device
+  /// copies, and the host copies of the last run's results.
+  bool device = false;
+  std::vector<size_t> argumentElementBytes;
+  std::vector<std::vector<int64_t>> resultShapes;
+  std::vector<void *> deviceArguments;
+  std::vector<std::vector<float>> hostResults;
 };
 
 } // namespace pmlir::exec

@@ -38,8 +38,15 @@ struct RunOptions {
   /// Seconds a collective may wait before the job ends (<= 0: no limit).
   double timeout = 60;
   /// Where the collectives run on a mesh: "mpi" (host memory), or "nccl"
-  /// (one GPU per rank; host buffers are staged through it).
-  std::string backend = "mpi";
+  /// (one GPU per rank; host buffers are staged through it). Empty: "nccl"
+  /// with --device gpu, else "mpi".
+  std::string backend;
+  /// Where the program runs: "cpu" (pmlir-cpu-pipeline) or "gpu"
+  /// (pmlir-gpu-pipeline, one GPU per rank).
+  std::string device = "cpu";
+  /// With device "gpu": the chip the kernels are compiled for (empty: the
+  /// rank's GPU's) and the GEMMs' precision ("f32" or "tf32").
+  std::string gpuChip, precision = "f32";
   /// Shard a global program with this recipe ("", "megatron" or "auto":
   /// pmlir-auto-sharding on `topology` within `memoryBudget`).
   std::string recipe;
