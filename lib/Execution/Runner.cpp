@@ -243,8 +243,7 @@ int Job::run() {
     char text[512];
     // A GPU program's collectives read and write device memory: NCCL's.
     std::string backendName = o.backend.empty() ? (o.device == "gpu" ? "nccl" : "mpi") : o.backend;
-    pmlir_rt_backend backend =
-        backendName == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
+    pmlir_rt_backend backend = backendName == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
     if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();

@@ -35,9 +35,9 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -82,7 +82,12 @@ std::string bytesText(size_t bytes) {
 /// The architecture a cubin is for, from its ELF header ("sm_90"), or "".
 std::string cubinChip(const void *data, size_t size) {
   const auto *bytes = static_cast<const unsigned char *>(data);
-  if (size < 0x34 || std::memcmp(bytes, "\x7f" "ELF", 4) != 0 || bytes[4] != 2)
+  if (size < 0x34 ||
+      std::memcmp(bytes,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      bytes[4] != 2)
     return "";
   uint32_t flags;
   std::memcpy(&flags, bytes + 0x30, sizeof(flags));
@@ -169,8 +174,8 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
   // Row-major C[m, n] = A B is column-major C^T[n, m] = B^T A^T: the first
   // operand is B.
   int64_t k = opA.transposed ? opA.rows : opA.cols;
-  GemmKey key{opB.transposed, opA.transposed, n, m, k, opB.ld, opA.ld, ldc, batch, strideB,
-              strideA, strideC, compute};
+  GemmKey key{opB.transposed, opA.transposed, n,       m,       k,      opB.ld, opA.ld, ldc,
+              batch,          strideB,        strideA, strideC, compute};
   std::lock_guard<std::mutex> guard(g.lock);
   auto it = g.plans.find(key);
   if (it == g.plans.end()) {
@@ -202,8 +207,7 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
     layout(plan.c, n, m, ldc, strideC);
     cublasLtMatmulPreference_t preference;
     check(cublasLtMatmulPreferenceCreate(&preference), what);
-    check(cublasLtMatmulPreferenceSetAttribute(preference,
-                                               CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+    check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &g.workspaceBytes, sizeof(g.workspaceBytes)),
           what);
     cublasLtMatmulHeuristicResult_t result;
@@ -219,13 +223,12 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
   }
   const GemmPlan &plan = it->second;
   float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c,
-                       plan.c, &plan.algo, g.workspace, g.workspaceBytes, g.stream),
+  check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
+                       &plan.algo, g.workspace, g.workspaceBytes, g.stream),
         name);
 }
 
-template <int Rank>
-bool isContiguous(const StridedMemRefType<float, Rank> *m) {
+template <int Rank> bool isContiguous(const StridedMemRefType<float, Rank> *m) {
   int64_t expected = 1;
   for (int i = Rank - 1; i >= 0; --i) {
     if (m->sizes[i] != 1 && m->strides[i] != expected)
@@ -236,8 +239,7 @@ bool isContiguous(const StridedMemRefType<float, Rank> *m) {
 }
 
 /// The batch dimensions 0..Rank-3 of `m` as one stride, where they nest.
-template <int Rank>
-bool batchStride(const StridedMemRefType<float, Rank> *m, int64_t &stride) {
+template <int Rank> bool batchStride(const StridedMemRefType<float, Rank> *m, int64_t &stride) {
   stride = Rank > 2 ? m->strides[Rank - 3] : 0;
   for (int i = 0; i + 3 < Rank; ++i)
     if (m->sizes[i + 1] != 1 && m->strides[i] != m->strides[i + 1] * m->sizes[i + 1])
@@ -269,10 +271,10 @@ void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<flo
     gemm(name, compute, aData, a, 0, bData, b, 0, cData, batch * m, n, n, 0, 1, accumulate);
     return;
   }
-  if (!columnMajor(lhs->sizes[L - 2], lhs->sizes[L - 1], lhs->strides[L - 2],
-                   lhs->strides[L - 1], TA, a) ||
-      !columnMajor(rhs->sizes[R - 2], rhs->sizes[R - 1], rhs->strides[R - 2],
-                   rhs->strides[R - 1], TB, b))
+  if (!columnMajor(lhs->sizes[L - 2], lhs->sizes[L - 1], lhs->strides[L - 2], lhs->strides[L - 1],
+                   TA, a) ||
+      !columnMajor(rhs->sizes[R - 2], rhs->sizes[R - 1], rhs->strides[R - 2], rhs->strides[R - 1],
+                   TB, b))
     fail(std::string(name) + ": an operand has no unit stride in its last two dimensions");
   int64_t strideA = 0, strideB = 0, strideC = 0;
   bool nested = batchStride(lhs, strideA) && batchStride(out, strideC);
@@ -328,8 +330,8 @@ extern "C" int pmlir_rt_gpu_init(int device, char *error, size_t errorSize) {
   } else {
     g->device = device < 0 ? 0 : device;
     if (g->device >= devices)
-      return failed("GPU " + std::to_string(g->device) + " asked for, " +
-                    std::to_string(devices) + " visible");
+      return failed("GPU " + std::to_string(g->device) + " asked for, " + std::to_string(devices) +
+                    " visible");
   }
   if ((rc = cudaSetDevice(g->device)) != cudaSuccess)
     return failed("cudaSetDevice(" + std::to_string(g->device) + "): " + cudaGetErrorString(rc));
@@ -420,14 +422,13 @@ extern "C" size_t pmlir_rt_gpu_peak_bytes(void) { return gpu ? gpu->peak : 0; }
 extern "C" void *mgpuModuleLoad(void *data, size_t size) {
   Gpu &g = ready("loading the program's kernels");
   cudaLibrary_t library = nullptr;
-  cudaError_t rc =
-      cudaLibraryLoadData(&library, data, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  cudaError_t rc = cudaLibraryLoadData(&library, data, nullptr, nullptr, 0, nullptr, nullptr, 0);
   if (rc == cudaErrorNoKernelImageForDevice || rc == cudaErrorInvalidKernelImage ||
       rc == cudaErrorUnsupportedPtxVersion) {
     std::string chip = cubinChip(data, size);
     fail("the program's kernels are compiled for " + (chip.empty() ? "another GPU" : chip) +
-         ", this GPU is " + g.chip + " (compile for it: --gpu-chip " + g.chip + "): " +
-         cudaGetErrorString(rc));
+         ", this GPU is " + g.chip + " (compile for it: --gpu-chip " + g.chip +
+         "): " + cudaGetErrorString(rc));
   }
   check(rc, "loading the program's kernels (cudaLibraryLoadData)");
   return library;
@@ -466,9 +467,8 @@ extern "C" void mgpuLaunchKernel(void *kernel, intptr_t gridX, intptr_t gridY, i
   (void)paramsCount;
   if (gridX == 0 || gridY == 0 || gridZ == 0)
     return;
-  cudaError_t rc = cudaLaunchKernel(
-      kernel, dim3(gridX, gridY, gridZ), dim3(blockX, blockY, blockZ), params, sharedBytes,
-      static_cast<cudaStream_t>(stream));
+  cudaError_t rc = cudaLaunchKernel(kernel, dim3(gridX, gridY, gridZ), dim3(blockX, blockY, blockZ),
+                                    params, sharedBytes, static_cast<cudaStream_t>(stream));
   if (rc != cudaSuccess) {
     std::string name = "a kernel";
     if (gpu && gpu->kernelNames.count(kernel))
@@ -509,10 +509,10 @@ extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
 //===----------------------------------------------------------------------===//
 
 #define PMLIR_GPU_MATMUL(P, COMPUTE, L, R, TA, TB)                                                 \
-  extern "C" void _mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB(                       \
+  extern "C" void _mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB(                         \
       StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,                          \
       StridedMemRefType<float, L> *out, bool accumulate) {                                         \
-    matmul<L, R, TA, TB>("pmlir_gpu_matmul_" #P "_r" #L #R "_t" #TA #TB, COMPUTE, lhs, rhs, out,   \
+    matmul<L, R, TA, TB>("pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB, COMPUTE, lhs, rhs, out,    \
                          accumulate);                                                              \
   }
 #define PMLIR_GPU_MATMULS(P, COMPUTE, L, R)                                                        \
@@ -529,7 +529,7 @@ PMLIR_GPU_MATMUL_RANKS(f32, CUBLAS_COMPUTE_32F)
 PMLIR_GPU_MATMUL_RANKS(tf32, CUBLAS_COMPUTE_32F_FAST_TF32)
 
 #define PMLIR_GPU_SYMBOL(P, L, R, TA, TB)                                                          \
-  {"_mlir_ciface_pmlir_gpu_matmul_" #P "_r" #L #R "_t" #TA #TB,                                    \
+  {"_mlir_ciface_pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB,                                     \
    reinterpret_cast<void *>(&_mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB)},
 #define PMLIR_GPU_SYMBOLS(P, L, R)                                                                 \
   PMLIR_GPU_SYMBOL(P, L, R, 0, 0)                                                                  \
@@ -547,7 +547,7 @@ extern "C" const pmlir_rt_symbol *pmlir_rt_gpu_symbols(void) {
               PMLIR_MGPU_SYMBOL(mgpuModuleGetFunction) PMLIR_MGPU_SYMBOL(mgpuLaunchKernel)
                   PMLIR_MGPU_SYMBOL(mgpuStreamCreate) PMLIR_MGPU_SYMBOL(mgpuStreamDestroy)
                       PMLIR_MGPU_SYMBOL(mgpuStreamSynchronize) PMLIR_MGPU_SYMBOL(mgpuMemAlloc)
-                          PMLIR_MGPU_SYMBOL(mgpuMemFree) PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr,
-                                                                                      nullptr}};
+                          PMLIR_MGPU_SYMBOL(mgpuMemFree)
+                              PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr, nullptr}};
   return symbols;
 }

@@ -63,11 +63,11 @@ static llvm::cl::opt<std::string> backend(
     llvm::cl::desc("on a mesh: where the collectives run, mpi (host memory) or nccl (one GPU "
                    "per rank; host buffers are staged through it); default: nccl with "
                    "--device gpu, else mpi"));
-static llvm::cl::opt<std::string> device(
-    "device",
-    llvm::cl::desc("where the program runs: cpu, or gpu (pmlir-gpu-pipeline: cuBLASLt GEMMs "
-                   "and generated kernels, one GPU per rank, NCCL collectives)"),
-    llvm::cl::init("cpu"));
+static llvm::cl::opt<std::string>
+    device("device",
+           llvm::cl::desc("where the program runs: cpu, or gpu (pmlir-gpu-pipeline: cuBLASLt GEMMs "
+                          "and generated kernels, one GPU per rank, NCCL collectives)"),
+           llvm::cl::init("cpu"));
 static llvm::cl::opt<std::string>
     gpuChip("gpu-chip",
             llvm::cl::desc("with --device gpu: the GPU the kernels are compiled for (default: "
