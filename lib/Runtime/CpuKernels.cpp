@@ -14,6 +14,8 @@
 
 #include "pmlir/Runtime/CpuKernels.h"
 
+#include "StridedMemRef.h"
+
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cblas.h>
@@ -24,16 +26,7 @@
 
 namespace {
 
-template <int Rank>
-bool isContiguous(const StridedMemRefType<float, Rank> *m) {
-  int64_t expected = 1;
-  for (int i = Rank - 1; i >= 0; --i) {
-    if (m->sizes[i] != 1 && m->strides[i] != expected)
-      return false;
-    expected *= m->sizes[i];
-  }
-  return true;
-}
+using pmlir::rt::isContiguous;
 
 /// Offset of batch element `b` (row-major over the leading Rank-2 dims).
 template <int Rank>

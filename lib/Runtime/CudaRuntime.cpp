@@ -28,6 +28,7 @@
 #include "pmlir/Runtime/Runtime.h"
 
 #include "Groups.h"
+#include "StridedMemRef.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -48,6 +49,8 @@
 #include <vector>
 
 namespace {
+
+using pmlir::rt::isContiguous;
 
 [[noreturn]] void fail(const std::string &message) {
   int up = 0, finalized = 0;
@@ -226,16 +229,6 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
   check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
                        &plan.algo, g.workspace, g.workspaceBytes, g.stream),
         name);
-}
-
-template <int Rank> bool isContiguous(const StridedMemRefType<float, Rank> *m) {
-  int64_t expected = 1;
-  for (int i = Rank - 1; i >= 0; --i) {
-    if (m->sizes[i] != 1 && m->strides[i] != expected)
-      return false;
-    expected *= m->sizes[i];
-  }
-  return true;
 }
 
 /// The batch dimensions 0..Rank-3 of `m` as one stride, where they nest.

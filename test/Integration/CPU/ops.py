@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the CPU lowering of each tfm op against PyTorch in float64.
 
-  ops.py PMLIR_RUN WORKDIR [--seed N] [--tol T]
+  ops.py PMLIR_RUN WORKDIR [--seed N] [--tol T] [--run-args ARGS]
 
 Each case is a one-op function on random inputs with odd sizes (7, 13, 97);
 pmlir-run computes it and this script compares ||got - ref|| / ||ref|| with
@@ -182,6 +182,8 @@ def main():
     ap.add_argument("workdir")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--run-args", default="",
+                    help="more pmlir-run arguments (e.g. '--device gpu --precision tf32')")
     args = ap.parse_args()
     g = torch.Generator().manual_seed(args.seed)
     failures = 0
@@ -192,7 +194,8 @@ def main():
         inputs = {n: t for n, _, _, t in case.args}
         ipath, opath = f"{args.workdir}/op{i}.in.safetensors", f"{args.workdir}/op{i}.out.safetensors"
         write_safetensors(ipath, inputs)
-        subprocess.run([args.pmlir_run, model, "--inputs", ipath, "--output", opath], check=True)
+        subprocess.run([args.pmlir_run, model, "--inputs", ipath, "--output", opath] +
+                       args.run_args.split(), check=True)
         got = read_safetensors(opath)["logits"].double()
         ref = case.ref({n: (t.double() if t.is_floating_point() else t) for n, t in inputs.items()})
         err = ((got - ref).norm() / ref.norm()).item()
