@@ -289,9 +289,7 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
       continue;
     }
     // The weights go to the device once, here, and stay.
-    size_t bytes = argumentElementBytes[i];
-    for (int64_t d : a.shape)
-      bytes *= static_cast<size_t>(d);
+    size_t bytes = argumentBytes(i, a.shape);
     void *copy = pmlir_rt_gpu_alloc(bytes, a.name.c_str());
     pmlir_rt_gpu_copy_to_device(copy, a.data, bytes);
     deviceArguments.push_back(copy);
@@ -305,6 +303,27 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
     pointers.push_back(d.words.data());
   for (void *&p : pointers)
     packed.push_back(&p);
+}
+
+size_t JitProgram::argumentBytes(size_t i, const std::vector<int64_t> &shape) const {
+  size_t bytes = argumentElementBytes[i];
+  for (int64_t d : shape)
+    bytes *= static_cast<size_t>(d);
+  return bytes;
+}
+
+void JitProgram::toDevice(const std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which) {
+  if (!device)
+    return;
+  for (size_t i : which)
+    pmlir_rt_gpu_copy_to_device(deviceArguments[i], args[i].data, argumentBytes(i, args[i].shape));
+}
+
+void JitProgram::toHost(std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which) {
+  if (!device)
+    return;
+  for (size_t i : which)
+    pmlir_rt_gpu_copy_to_host(args[i].data, deviceArguments[i], argumentBytes(i, args[i].shape));
 }
 
 bool JitProgram::run(std::string &error) {

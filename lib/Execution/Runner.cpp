@@ -249,8 +249,6 @@ int Job::run() {
     rank = pmlir_rt_rank();
   }
   if (o.device == "gpu") {
-    if (o.train || !o.grads.empty())
-      return failHere("--device gpu runs forwards; --train and --grads run on the CPU so far");
     char text[512];
     if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
       return failHere("--device gpu: " + std::string(text));

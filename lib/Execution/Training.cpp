@@ -112,6 +112,16 @@ struct Batch {
     return true;
   }
 
+  /// The arguments the batch is written into (token ids and labels where
+  /// this rank reads them).
+  std::vector<size_t> arguments() const {
+    std::vector<size_t> out;
+    for (int64_t index : {ids, labels})
+      if (index >= 0)
+        out.push_back(static_cast<size_t>(index));
+    return out;
+  }
+
   /// Writes the global batch into this rank's argument buffers.
   void scatter(std::vector<BoundArgument> &args) const {
     size_t width = wide ? 8 : 4;
@@ -243,6 +253,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
                         llvm::Twine(at) + " (read by step " + llvm::Twine(step) +
                         ") is outside the vocabulary [0, " + llvm::Twine(vocab) + ")");
       batch.scatter(args);
+      program.toDevice(args, batch.arguments());
     }
     auto start = std::chrono::steady_clock::now();
     std::string region = "step " + std::to_string(step);
@@ -299,6 +310,11 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
 
   // The parameters and optimizer state, whole on rank 0, for the
   // checkpoint and the check.
+  std::vector<size_t> updated;
+  for (auto [i, spec] : llvm::enumerate(signature.arguments))
+    if (spec.updated)
+      updated.push_back(i);
+  program.toHost(args, updated);
   std::vector<std::pair<size_t, AssembledResult>> state;
   if (!o.save.empty() || o.check) {
     for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
@@ -460,12 +476,18 @@ bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
       data->fill((done + i) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data(),
                  INT64_MAX, at);
       batch.scatter(args);
+      program->toDevice(args, batch.arguments());
     }
     if (!program->run(error))
       return false;
     losses.push_back(program->result(lossAt)[0]);
     program->releaseResults();
   }
+  std::vector<size_t> updated;
+  for (auto [i, spec] : llvm::enumerate(signature.arguments))
+    if (spec.updated)
+      updated.push_back(i);
+  program->toHost(args, updated);
   return true;
 }
 

@@ -79,6 +79,13 @@ public:
   /// descriptors are built once, outside the timed runs of --repeat; a
   /// device program's arguments are copied to the device here.
   void bind(std::vector<BoundArgument> &args);
+  /// A device program's arguments `which` (indices into the bound ones):
+  /// copied to the device from the host buffers of `args` (a step's new
+  /// token ids), or back into them (the parameters a training step
+  /// updated, before they are saved or checked). Nothing for a CPU
+  /// program, whose arguments are the host buffers.
+  void toDevice(const std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which);
+  void toHost(std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which);
   /// Runs the entry on the bound arguments. The results stay valid until
   /// releaseResults() or the next run.
   bool run(std::string &error);
@@ -105,6 +112,7 @@ private:
   std::vector<size_t> argumentElementBytes;
   std::vector<std::vector<int64_t>> resultShapes;
   std::vector<void *> deviceArguments;
+  size_t argumentBytes(size_t i, const std::vector<int64_t> &shape) const;
   std::vector<std::vector<float>> hostResults;
 };
 
