@@ -156,10 +156,153 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
           op = *interchanged;
         }
       }
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+          generic && succeeded(rowReduction(rewriter, generic))) {
+        rewriter.eraseOp(op);
+        continue;
+      }
       if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
         return op->emitOpError() << "has no GPU lowering: it is no loop nest";
       rewriter.eraseOp(op);
     }
+    return success();
+  }
+
+  /// The identity of a reduction's combiner, or null where it is none
+  /// this pass knows.
+  static Value identityOf(OpBuilder &b, Location loc, Operation *combiner, Type type) {
+    auto floatType = dyn_cast<FloatType>(type);
+    if (!floatType)
+      return {};
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    std::optional<APFloat> value;
+    if (isa<arith::AddFOp>(combiner))
+      value = APFloat::getZero(semantics);
+    else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combiner))
+      value = APFloat::getInf(semantics, /*Negative=*/true);
+    else if (isa<arith::MinimumFOp, arith::MinNumFOp>(combiner))
+      value = APFloat::getInf(semantics, /*Negative=*/false);
+    if (!value)
+      return {};
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, *value));
+  }
+
+  /// A reduction along the innermost dimension (a row's sum or max: norms,
+  /// softmax, a logsumexp) as one block a row: the block's threads stride
+  /// over the row, each keeping its own partial, and combine them
+  /// (gpu.all_reduce: warp shuffles and shared memory). Reads of a row are
+  /// then coalesced across the threads, where one thread a row would read
+  /// with the row's stride. Fails (for the general lowering) on any other
+  /// generic: several reductions, an output indexed by the reduced
+  /// dimension, a combiner other than add, max or min, an accumulator the
+  /// body reads elsewhere.
+  LogicalResult rowReduction(IRRewriter &b, linalg::GenericOp op) {
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    unsigned loops = iterators.size();
+    if (loops < 2 || op.getNumDpsInits() != 1 ||
+        llvm::count(iterators, utils::IteratorType::reduction) != 1 ||
+        iterators.back() != utils::IteratorType::reduction)
+      return failure();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    if (maps.back().isFunctionOfDim(loops - 1) || !maps.back().isProjectedPermutation())
+      return failure();
+    Block &body = op.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    BlockArgument acc = body.getArguments().back();
+    Operation *combiner = yield.getValues()[0].getDefiningOp();
+    if (!combiner || combiner->getNumOperands() != 2 || !acc.hasOneUse() ||
+        acc.getUses().begin()->getOwner() != combiner)
+      return failure();
+    Value element =
+        combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+    Location loc = op.getLoc();
+    b.setInsertionPoint(op);
+    Value identity = identityOf(b, loc, combiner, acc.getType());
+    if (!identity)
+      return failure();
+    // The loop bounds: every dimension's extent.
+    SmallVector<Range> loopRanges =
+        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> lower, upper, steps;
+    for (unsigned d = 0; d + 1 < loops; ++d) {
+      lower.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].offset));
+      upper.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].size));
+      steps.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].stride));
+    }
+    Value extent = getValueOrCreateConstantIndexOp(b, loc, loopRanges.back().size);
+    int64_t threads = blockSize;
+    if (std::optional<int64_t> k = getConstantIntValue(loopRanges.back().size))
+      threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *k));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value width = arith::ConstantIndexOp::create(b, loc, threads);
+    MLIRContext *ctx = op.getContext();
+    auto dim = [&](gpu::Processor p) {
+      AffineMap identityMap = AffineMap::getMultiDimIdentityMap(1, ctx);
+      return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identityMap, identityMap);
+    };
+    // Loads an operand at the loop indices `ivs` through its indexing map.
+    auto load = [&](OpBuilder &nb, Value memref, AffineMap map, ValueRange ivs) {
+      SmallVector<Value> indices;
+      for (AffineExpr expr : map.getResults())
+        indices.push_back(
+            affine::AffineApplyOp::create(nb, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+      return memref::LoadOp::create(nb, loc, memref, indices).getResult();
+    };
+    Value out = op.getDpsInits()[0];
+    auto rows = scf::ParallelOp::create(b, loc, lower, upper, steps);
+    {
+      OpBuilder nb = OpBuilder::atBlockBegin(rows.getBody());
+      SmallVector<Value> rowIvs = rows.getInductionVars();
+      // Every thread reads the row's old value before the block's
+      // reduction, whose barrier comes before any thread's store.
+      SmallVector<Value> outIndices;
+      for (AffineExpr expr : maps.back().getResults())
+        outIndices.push_back(rowIvs[cast<AffineDimExpr>(expr).getPosition()]);
+      Value old = memref::LoadOp::create(nb, loc, out, outIndices);
+      auto lanes = scf::ParallelOp::create(
+          nb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one}, ValueRange{identity},
+          [&](OpBuilder &lb, Location, ValueRange laneIvs, ValueRange) {
+            auto strided = scf::ForOp::create(
+                lb, loc, laneIvs[0], extent, width, ValueRange{identity},
+                [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
+                  SmallVector<Value> ivs(rowIvs.begin(), rowIvs.end());
+                  ivs.push_back(k);
+                  IRMapping mapping;
+                  for (auto [arg, input, map] :
+                       llvm::zip(body.getArguments().drop_back(), op.getDpsInputs(), maps))
+                    mapping.map(arg, load(fb, input, map, ivs));
+                  for (Operation &inner : body.without_terminator())
+                    if (&inner != combiner)
+                      fb.clone(inner, mapping);
+                  Operation *sum = fb.clone(*combiner, mapping);
+                  sum->setOperand(0, iter[0]);
+                  sum->setOperand(1, mapping.lookupOrDefault(element));
+                  scf::YieldOp::create(fb, loc, sum->getResult(0));
+                });
+            // The reduce's region comes with its block of two arguments.
+            auto reduce = scf::ReduceOp::create(lb, loc, strided.getResult(0));
+            Block &combine = reduce.getReductions()[0].front();
+            OpBuilder cb = OpBuilder::atBlockBegin(&combine);
+            Operation *pair = cb.clone(*combiner);
+            pair->setOperand(0, combine.getArgument(0));
+            pair->setOperand(1, combine.getArgument(1));
+            scf::ReduceReturnOp::create(cb, loc, pair->getResult(0));
+          });
+      Operation *total = nb.clone(*combiner);
+      total->setOperand(0, old);
+      total->setOperand(1, lanes.getResult(0));
+      memref::StoreOp::create(nb, loc, total->getResult(0), out, outIndices);
+      (void)gpu::setMappingAttr(lanes, {dim(gpu::Processor::ThreadX)});
+    }
+    const gpu::Processor blocks[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
+                                     gpu::Processor::BlockZ};
+    SmallVector<gpu::ParallelLoopDimMappingAttr> rowMap;
+    for (unsigned d = 0; d + 1 < loops; ++d) {
+      unsigned fromInnermost = loops - 2 - d;
+      rowMap.push_back(dim(fromInnermost < 3 ? blocks[fromInnermost] : gpu::Processor::Sequential));
+    }
+    (void)gpu::setMappingAttr(rows, rowMap);
     return success();
   }
 
@@ -378,6 +521,9 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity);
     };
     for (scf::ParallelOp loop : loops) {
+      // Mapped already: a row reduction's blocks and threads.
+      if (loop->hasAttr(gpu::getMappingAttrName()))
+        continue;
       // A parallel loop inside another (a row's update in a sequential loop
       // over tokens, as embedding_grad's scatter) runs in its thread.
       SmallVector<scf::ParallelOp> nestedLoops;

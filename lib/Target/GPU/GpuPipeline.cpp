@@ -75,6 +75,9 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   // Kernels.
   pm.addPass(createGpuKernelLoops(GpuKernelLoopsOptions{options.blockSize}));
   pm.addPass(createConvertParallelLoopToGpuPass());
+  // A row reduction's gpu.all_reduce of one combining op takes that op's
+  // name (add, maximumf), the form the NVVM lowering turns into shuffles.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGpuHostBuffers(GpuHostBuffersOptions{options.entry}));

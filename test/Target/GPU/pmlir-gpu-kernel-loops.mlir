@@ -62,6 +62,38 @@ func.func @sum_and_copy(%x: memref<16xf32>, %out: memref<f32>, %a: memref<4x8xf3
 
 // -----
 
+// A reduction along a row (a softmax's max) is one block a row: each of
+// its threads strides over the row with a partial of its own, and the
+// block combines them (gpu.all_reduce); every thread reads the row's old
+// value before the block's barrier and stores the same result after it.
+// CHECK-LABEL: func.func @row_max
+// CHECK: scf.parallel (%[[ROW:.*]]) =
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[%[[ROW]]] : memref<4xf32>
+// CHECK: %[[ROWMAX:.*]] = scf.parallel (%[[LANE:.*]]) = (%{{.*}}) to (%[[C32:.*]]) step (%{{.*}}) init (%[[NEGINF:.*]]) -> f32
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %{{.*}} step %[[C32]] iter_args(%{{.*}} = %[[NEGINF]]) -> (f32)
+// CHECK: arith.maximumf
+// CHECK: scf.reduce(%{{.*}} : f32)
+// CHECK: arith.maximumf
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: %[[NEW:.*]] = arith.maximumf %[[OLD]], %[[ROWMAX]]
+// CHECK: memref.store %[[NEW]], %{{.*}}[%[[ROW]]]
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// LAUNCH-LABEL: func.func @row_max
+// LAUNCH: gpu.all_reduce
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @row_max(%x: memref<4x100xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x100xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %acc, %in : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
 // A scalar read the host itself uses cannot move into a kernel.
 func.func @host_uses_read(%x: memref<f32>) -> f32 {
   // expected-error @+1 {{'memref.load' op has no GPU lowering: it reads device memory on the host, which uses its result}}

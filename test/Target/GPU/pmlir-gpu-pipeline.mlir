@@ -17,6 +17,9 @@
 // CHECK: gpu.module @forward_kernel [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 // CHECK: llvm.func @forward_kernel({{.*}}) attributes {gpu.kernel
 // CHECK: nvvm.read.ptx.sreg.tid.x
+// A norm's or softmax's row is one block: its partials meet in warp
+// shuffles.
+// CHECK: nvvm.shfl.sync bfly
 
 // TF32: llvm.call @pmlir_gpu_matmul_tf32_r32_t01(
 

@@ -51,6 +51,11 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       dimensions, put outermost, with its reduction dimensions as `scf.for`
       loops inside (each thread's own sum: a norm's weight gradient sums
       over the batch inside its column's thread);
+    - a reduction along the innermost dimension alone (a row's sum or max:
+      norms, softmax, a logsumexp) is one block a row instead, mapped
+      here: the block's threads stride over the row with partials of their
+      own, combined by an `scf.reduce` (`gpu.all_reduce`: warp shuffles),
+      so that a row is read coalesced;
     - `memref.copy` becomes a parallel loop of loads and stores;
     - a scalar read (`memref.load` outside any parallel loop, and the pure
       arithmetic on it: AdamW's step and gradient norm) is sunk into each
