@@ -106,6 +106,27 @@ bool hostOnly(Operation *op) {
       .wasInterrupted();
 }
 
+/// A loop dimension mapped to `processor`, as gpu-map-parallel-loops maps
+/// it (identity map and bound).
+gpu::ParallelLoopDimMappingAttr onProcessor(MLIRContext *ctx, gpu::Processor processor) {
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+  return gpu::ParallelLoopDimMappingAttr::get(ctx, processor, identity, identity);
+}
+
+/// The dimensions of a loop over blocks: the innermost on block_x, the next
+/// two on block_y and block_z (the grid's), any further ones looped.
+SmallVector<gpu::ParallelLoopDimMappingAttr> onBlocks(MLIRContext *ctx, unsigned rank) {
+  const gpu::Processor blocks[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
+                                   gpu::Processor::BlockZ};
+  SmallVector<gpu::ParallelLoopDimMappingAttr> mapping;
+  for (unsigned d = 0; d < rank; ++d) {
+    unsigned fromInnermost = rank - 1 - d;
+    mapping.push_back(
+        onProcessor(ctx, fromInnermost < 3 ? blocks[fromInnermost] : gpu::Processor::Sequential));
+  }
+  return mapping;
+}
+
 struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoopsPass> {
   using GpuKernelLoopsBase::GpuKernelLoopsBase;
 
@@ -237,10 +258,6 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value width = arith::ConstantIndexOp::create(b, loc, threads);
     MLIRContext *ctx = op.getContext();
-    auto dim = [&](gpu::Processor p) {
-      AffineMap identityMap = AffineMap::getMultiDimIdentityMap(1, ctx);
-      return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identityMap, identityMap);
-    };
     // Loads an operand at the loop indices `ivs` through its indexing map.
     auto load = [&](OpBuilder &nb, Value memref, AffineMap map, ValueRange ivs) {
       SmallVector<Value> indices;
@@ -293,16 +310,9 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       total->setOperand(0, old);
       total->setOperand(1, lanes.getResult(0));
       memref::StoreOp::create(nb, loc, total->getResult(0), out, outIndices);
-      (void)gpu::setMappingAttr(lanes, {dim(gpu::Processor::ThreadX)});
+      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
     }
-    const gpu::Processor blocks[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
-                                     gpu::Processor::BlockZ};
-    SmallVector<gpu::ParallelLoopDimMappingAttr> rowMap;
-    for (unsigned d = 0; d + 1 < loops; ++d) {
-      unsigned fromInnermost = loops - 2 - d;
-      rowMap.push_back(dim(fromInnermost < 3 ? blocks[fromInnermost] : gpu::Processor::Sequential));
-    }
-    (void)gpu::setMappingAttr(rows, rowMap);
+    (void)gpu::setMappingAttr(rows, onBlocks(ctx, loops - 1));
     return success();
   }
 
@@ -516,10 +526,6 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         loops.push_back(op);
     });
     MLIRContext *ctx = func.getContext();
-    auto dim = [&](gpu::Processor p) {
-      AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
-      return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity);
-    };
     for (scf::ParallelOp loop : loops) {
       // Mapped already: a row reduction's blocks and threads.
       if (loop->hasAttr(gpu::getMappingAttrName()))
@@ -541,17 +547,12 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       SmallVector<int64_t> sizes(rank, 1);
       sizes.back() = tile;
       auto [outer, inner] = scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
-      SmallVector<gpu::ParallelLoopDimMappingAttr> outerMap, innerMap;
-      const gpu::Processor blocks[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
-                                       gpu::Processor::BlockZ};
-      for (unsigned d = 0; d < rank; ++d) {
-        unsigned fromInnermost = rank - 1 - d;
-        outerMap.push_back(
-            dim(fromInnermost < 3 ? blocks[fromInnermost] : gpu::Processor::Sequential));
-        innerMap.push_back(
-            dim(fromInnermost == 0 ? gpu::Processor::ThreadX : gpu::Processor::Sequential));
-      }
-      if (failed(gpu::setMappingAttr(outer, outerMap)) ||
+      // The tile's innermost dimension on the block's threads; its others
+      // are of extent 1.
+      SmallVector<gpu::ParallelLoopDimMappingAttr> innerMap(
+          rank - 1, onProcessor(ctx, gpu::Processor::Sequential));
+      innerMap.push_back(onProcessor(ctx, gpu::Processor::ThreadX));
+      if (failed(gpu::setMappingAttr(outer, onBlocks(ctx, rank))) ||
           failed(gpu::setMappingAttr(inner, innerMap)))
         return outer.emitOpError() << "could not be mapped to blocks and threads";
       LLVM_DEBUG(llvm::dbgs() << "mapped a loop of rank " << rank << " in tiles of " << tile
