@@ -24,7 +24,28 @@ bool gives(AffineMap map, ArrayRef<unsigned> dims) {
   return true;
 }
 
+/// `v` with an arith.extf (or an arith.truncf, `truncated`) looked through.
+Value through(Value v, bool truncated = false) {
+  if (!truncated)
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+  if (truncated)
+    if (auto trunc = v.getDefiningOp<arith::TruncFOp>())
+      return trunc.getIn();
+  return v;
+}
+
 } // namespace
+
+std::string pmlir::GemmShape::types() const {
+  if (inputType.isF32() && resultType.isF32())
+    return "f32";
+  if (inputType.isBF16() && resultType.isBF16())
+    return "bf16";
+  if (inputType.isBF16() && resultType.isF32())
+    return "bf16f32";
+  return "";
+}
 
 std::string pmlir::GemmShape::suffix() const {
   return "r" + std::to_string(outRank) + std::to_string(rhsRank) + "_t" +
@@ -57,7 +78,8 @@ std::optional<pmlir::GemmShape> pmlir::matchGemm(linalg::GenericOp op) {
   if (!gives(maps[2], with({m, n}, true)))
     return std::nullopt;
   GemmShape shape;
-  shape.elementType = out.getElementType();
+  shape.resultType = out.getElementType();
+  shape.inputType = cast<ShapedType>(op.getDpsInputs()[0].getType()).getElementType();
   shape.outRank = out.getRank();
   shape.rhsRank = maps[1].getNumResults();
   if (gives(maps[0], with({m, k}, true)))
@@ -73,20 +95,32 @@ std::optional<pmlir::GemmShape> pmlir::matchGemm(linalg::GenericOp op) {
     shape.rhsTransposed = true;
   else
     return std::nullopt;
-  for (Value input : op.getDpsInputs())
-    if (cast<ShapedType>(input.getType()).getElementType() != shape.elementType)
-      return std::nullopt;
-  // out += lhs * rhs, in either order of the factors.
+  if (cast<ShapedType>(op.getDpsInputs()[1].getType()).getElementType() != shape.inputType)
+    return std::nullopt;
+  // out += lhs * rhs, in either order of the factors, each value possibly
+  // extended to the type of the arithmetic and the sum truncated to the
+  // result's.
   Block &body = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add || body.getOperations().size() != 3)
+  auto add = through(yield.getValues()[0], /*truncated=*/true).getDefiningOp<arith::AddFOp>();
+  if (!add)
     return std::nullopt;
   Value acc = body.getArgument(2);
-  Value product = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : Value();
+  Value lhs = through(add.getLhs()), rhs = through(add.getRhs());
+  Value product = lhs == acc ? add.getRhs() : rhs == acc ? add.getLhs() : Value();
   auto mul = product ? product.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
-  if (!mul || !((mul.getLhs() == body.getArgument(0) && mul.getRhs() == body.getArgument(1)) ||
-                (mul.getLhs() == body.getArgument(1) && mul.getRhs() == body.getArgument(0))))
+  if (!mul)
+    return std::nullopt;
+  Value x = through(mul.getLhs()), y = through(mul.getRhs());
+  if (!((x == body.getArgument(0) && y == body.getArgument(1)) ||
+        (x == body.getArgument(1) && y == body.getArgument(0))))
+    return std::nullopt;
+  // Nothing else: the body's ops are those matched (the multiply, the add,
+  // the yield, and the extensions and truncation seen through).
+  size_t matched = 3 + (x != mul.getLhs()) + (y != mul.getRhs()) +
+                   (add.getLhs() != lhs || add.getRhs() != rhs) +
+                   (yield.getValues()[0] != add.getResult());
+  if (body.getOperations().size() != matched)
     return std::nullopt;
   return shape;
 }

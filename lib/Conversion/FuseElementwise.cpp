@@ -6,6 +6,8 @@
 
 #include "pmlir/Conversion/Passes.h"
 
+#include "pmlir/Conversion/Contraction.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -22,9 +24,11 @@ using namespace mlir;
 
 namespace {
 
+/// A library call, named already or (a GEMM) to be named by a target's
+/// kernel selection after fusion and the choice of storage precision.
 bool namesLibraryCall(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  return generic && generic.getLibraryCall().has_value();
+  return generic && (generic.getLibraryCall().has_value() || pmlir::matchGemm(generic));
 }
 
 struct FuseElementwisePass : public pmlir::impl::FuseElementwiseBase<FuseElementwisePass> {

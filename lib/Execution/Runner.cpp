@@ -210,6 +210,7 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
   } else {
     CpuPipelineOptions options;
     options.entry = signature.name;
+    options.precision = o.precision;
     buildCpuLoweringPipeline(pm, options);
   }
   if (failed(configure(pm)) || failed(pm.run(module))) {

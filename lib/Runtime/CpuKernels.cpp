@@ -14,6 +14,7 @@
 
 #include "pmlir/Runtime/CpuKernels.h"
 
+#include "HalfFloat.h"
 #include "StridedMemRef.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -94,14 +96,85 @@ void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
   }
 }
 
+/// Calls `f(offset of the element in m, its flat row-major index)` for
+/// every element of `m`.
+template <typename T, int Rank, typename F>
+void forEachElement(const StridedMemRefType<T, Rank> *m, F f) {
+  int64_t count = 1;
+  for (int d = 0; d < Rank; ++d)
+    count *= m->sizes[d];
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t offset = m->offset, rest = flat;
+    for (int d = Rank - 1; d >= 0; --d) {
+      offset += (rest % m->sizes[d]) * m->strides[d];
+      rest /= m->sizes[d];
+    }
+    f(offset, flat);
+  }
+}
+
+/// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it.
+template <int Rank> struct WideCopy {
+  std::vector<float> data;
+  StridedMemRefType<float, Rank> view;
+
+  template <typename T> explicit WideCopy(const StridedMemRefType<T, Rank> *m, bool copy) {
+    int64_t count = 1;
+    for (int d = Rank - 1; d >= 0; --d) {
+      view.sizes[d] = m->sizes[d];
+      view.strides[d] = count;
+      count *= m->sizes[d];
+    }
+    data.resize(count);
+    view.basePtr = view.data = data.data();
+    view.offset = 0;
+    if (copy)
+      forEachElement(m, [&](int64_t offset, int64_t flat) {
+        if constexpr (std::is_same_v<T, float>)
+          data[flat] = m->data[offset];
+        else
+          data[flat] = pmlir::rt::bf16ToFloat(m->data[offset]);
+      });
+  }
+};
+
+/// lhs @ rhs on bf16 operands with f32 sums, into a bf16 (uint16_t bits) or
+/// f32 result.
+template <int L, int R, bool TA, bool TB, typename Out>
+void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,
+                StridedMemRefType<Out, L> *out, bool accumulate) {
+  WideCopy<L> a(lhs, true), c(out, accumulate);
+  WideCopy<R> b(rhs, true);
+  matmul<L, R, TA, TB>(&a.view, &b.view, &c.view, accumulate);
+  forEachElement(out, [&](int64_t offset, int64_t flat) {
+    if constexpr (std::is_same_v<Out, float>)
+      out->data[offset] = c.data[flat];
+    else
+      out->data[offset] = pmlir::rt::floatToBf16(c.data[flat]);
+  });
+}
+
 } // namespace
 
-#define PMLIR_MATMUL(L, R, TA, TB)                                             \
-  extern "C" void _mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB(          \
-      StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,      \
-      StridedMemRefType<float, L> *out, bool accumulate) {                     \
-    matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);                           \
+#define PMLIR_MATMUL_BF16(L, R, TA, TB)                                                            \
+  extern "C" void _mlir_ciface_pmlir_matmul_bf16_r##L##R##_t##TA##TB(                              \
+      StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,                    \
+      StridedMemRefType<uint16_t, L> *out, bool accumulate) {                                      \
+    matmulBf16<L, R, TA, TB>(lhs, rhs, out, accumulate);                                           \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_matmul_bf16f32_r##L##R##_t##TA##TB(                           \
+      StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,                    \
+      StridedMemRefType<float, L> *out, bool accumulate) {                                         \
+    matmulBf16<L, R, TA, TB>(lhs, rhs, out, accumulate);                                           \
   }
+
+#define PMLIR_MATMUL(L, R, TA, TB)                                                                 \
+  extern "C" void _mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB(                               \
+      StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,                          \
+      StridedMemRefType<float, L> *out, bool accumulate) {                                         \
+    matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);                                               \
+  }                                                                                                \
+  PMLIR_MATMUL_BF16(L, R, TA, TB)
 #define PMLIR_MATMUL_TRANSPOSES(L, R)                                          \
   PMLIR_MATMUL(L, R, 0, 0)                                                     \
   PMLIR_MATMUL(L, R, 0, 1) PMLIR_MATMUL(L, R, 1, 0) PMLIR_MATMUL(L, R, 1, 1)
@@ -112,9 +185,12 @@ PMLIR_MATMUL_TRANSPOSES(3, 3)
 PMLIR_MATMUL_TRANSPOSES(4, 2)
 PMLIR_MATMUL_TRANSPOSES(4, 4)
 
-#define PMLIR_SYMBOL(L, R, TA, TB)                                             \
-  {"_mlir_ciface_pmlir_matmul_f32_r" #L #R "_t" #TA #TB,                       \
-   reinterpret_cast<void *>(&_mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB)},
+#define PMLIR_SYMBOL_OF(T, L, R, TA, TB)                                                           \
+  {"_mlir_ciface_pmlir_matmul_" #T "_r" #L#R "_t" #TA #TB,                                         \
+   reinterpret_cast<void *>(&_mlir_ciface_pmlir_matmul_##T##_r##L##R##_t##TA##TB)},
+#define PMLIR_SYMBOL(L, R, TA, TB)                                                                 \
+  PMLIR_SYMBOL_OF(f32, L, R, TA, TB)                                                               \
+  PMLIR_SYMBOL_OF(bf16, L, R, TA, TB) PMLIR_SYMBOL_OF(bf16f32, L, R, TA, TB)
 #define PMLIR_SYMBOLS(L, R)                                                    \
   PMLIR_SYMBOL(L, R, 0, 0)                                                     \
   PMLIR_SYMBOL(L, R, 0, 1) PMLIR_SYMBOL(L, R, 1, 0) PMLIR_SYMBOL(L, R, 1, 1)

@@ -45,6 +45,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -105,10 +106,12 @@ struct GemmKey {
   bool transA, transB;
   int64_t m, n, k, lda, ldb, ldc, batch, strideA, strideB, strideC;
   cublasComputeType_t compute;
+  cudaDataType_t inType, outType;
   bool operator<(const GemmKey &o) const {
     return std::tie(transA, transB, m, n, k, lda, ldb, ldc, batch, strideA, strideB, strideC,
-                    compute) < std::tie(o.transA, o.transB, o.m, o.n, o.k, o.lda, o.ldb, o.ldc,
-                                        o.batch, o.strideA, o.strideB, o.strideC, o.compute);
+                    compute, inType, outType) <
+           std::tie(o.transA, o.transB, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.batch, o.strideA,
+                    o.strideB, o.strideC, o.compute, o.inType, o.outType);
   }
 };
 
@@ -170,15 +173,23 @@ bool columnMajor(int64_t r, int64_t c, int64_t sr, int64_t sc, bool transposed, 
   return false;
 }
 
-void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand opA,
-          int64_t strideA, const float *b, Operand opB, int64_t strideB, float *c, int64_t m,
-          int64_t n, int64_t ldc, int64_t strideC, int64_t batch, bool accumulate) {
+/// The CUDA type of a kernel's element: f32, or bf16 (passed as its bits).
+template <typename T> constexpr cudaDataType_t cudaTypeOf() {
+  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+/// C = A B (+ C), A and B of `inType`, C of `outType`, the products summed
+/// in `compute`; strides and leading dimensions in elements.
+void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
+          cudaDataType_t outType, const void *a, Operand opA, int64_t strideA, const void *b,
+          Operand opB, int64_t strideB, void *c, int64_t m, int64_t n, int64_t ldc, int64_t strideC,
+          int64_t batch, bool accumulate) {
   Gpu &g = ready(name);
   // Row-major C[m, n] = A B is column-major C^T[n, m] = B^T A^T: the first
   // operand is B.
   int64_t k = opA.transposed ? opA.rows : opA.cols;
-  GemmKey key{opB.transposed, opA.transposed, n,       m,       k,      opB.ld, opA.ld, ldc,
-              batch,          strideB,        strideA, strideC, compute};
+  GemmKey key{opB.transposed, opA.transposed, n,       m,       k,       opB.ld, opA.ld, ldc,
+              batch,          strideB,        strideA, strideC, compute, inType, outType};
   std::lock_guard<std::mutex> guard(g.lock);
   auto it = g.plans.find(key);
   if (it == g.plans.end()) {
@@ -192,9 +203,9 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
           what);
     check(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)),
           what);
-    auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols, int64_t ld,
-                      int64_t stride) {
-      check(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld), what + ": layout");
+    auto layout = [&](cublasLtMatrixLayout_t &l, cudaDataType_t type, int64_t rows, int64_t cols,
+                      int64_t ld, int64_t stride) {
+      check(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld), what + ": layout");
       if (batch > 1) {
         int32_t count = static_cast<int32_t>(batch);
         check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
@@ -205,9 +216,9 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
               what);
       }
     };
-    layout(plan.a, opB.rows, opB.cols, opB.ld, strideB);
-    layout(plan.b, opA.rows, opA.cols, opA.ld, strideA);
-    layout(plan.c, n, m, ldc, strideC);
+    layout(plan.a, inType, opB.rows, opB.cols, opB.ld, strideB);
+    layout(plan.b, inType, opA.rows, opA.cols, opA.ld, strideA);
+    layout(plan.c, outType, n, m, ldc, strideC);
     cublasLtMatmulPreference_t preference;
     check(cublasLtMatmulPreferenceCreate(&preference), what);
     check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -232,7 +243,8 @@ void gemm(const char *name, cublasComputeType_t compute, const float *a, Operand
 }
 
 /// The batch dimensions 0..Rank-3 of `m` as one stride, where they nest.
-template <int Rank> bool batchStride(const StridedMemRefType<float, Rank> *m, int64_t &stride) {
+template <typename T, int Rank>
+bool batchStride(const StridedMemRefType<T, Rank> *m, int64_t &stride) {
   stride = Rank > 2 ? m->strides[Rank - 3] : 0;
   for (int i = 0; i + 3 < Rank; ++i)
     if (m->sizes[i + 1] != 1 && m->strides[i] != m->strides[i + 1] * m->sizes[i + 1])
@@ -240,9 +252,12 @@ template <int Rank> bool batchStride(const StridedMemRefType<float, Rank> *m, in
   return true;
 }
 
-template <int L, int R, bool TA, bool TB>
-void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<float, L> *lhs,
-            StridedMemRefType<float, R> *rhs, StridedMemRefType<float, L> *out, bool accumulate) {
+/// out = lhs @ rhs (+ out) for a kernel's memref descriptors: operands of
+/// `In` and a result of `Out`, float or bf16 bits (uint16_t).
+template <int L, int R, bool TA, bool TB, typename In, typename Out>
+void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<In, L> *lhs,
+            StridedMemRefType<In, R> *rhs, StridedMemRefType<Out, L> *out, bool accumulate) {
+  constexpr cudaDataType_t inType = cudaTypeOf<In>(), outType = cudaTypeOf<Out>();
   static_assert(L >= 2 && (R == 2 || R == L), "unsupported ranks");
   int64_t m = out->sizes[L - 2], n = out->sizes[L - 1];
   int64_t batch = 1;
@@ -253,15 +268,16 @@ void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<flo
   if (out->strides[L - 1] != 1 && n != 1)
     fail(std::string(name) + ": the result is not contiguous along its rows");
   Operand a, b;
-  const float *aData = lhs->data + lhs->offset, *bData = rhs->data + rhs->offset;
-  float *cData = out->data + out->offset;
+  const In *aData = lhs->data + lhs->offset, *bData = rhs->data + rhs->offset;
+  Out *cData = out->data + out->offset;
   // A weight shared by a contiguous batch: one GEMM of batch * m rows.
   if (R == 2 && !TA && isContiguous(lhs) && isContiguous(out)) {
     int64_t k = lhs->sizes[L - 1];
     if (!columnMajor(batch * m, k, k, 1, false, a) ||
         !columnMajor(rhs->sizes[0], rhs->sizes[1], rhs->strides[0], rhs->strides[1], TB, b))
       fail(std::string(name) + ": an operand has no unit stride");
-    gemm(name, compute, aData, a, 0, bData, b, 0, cData, batch * m, n, n, 0, 1, accumulate);
+    gemm(name, compute, inType, outType, aData, a, 0, bData, b, 0, cData, batch * m, n, n, 0, 1,
+         accumulate);
     return;
   }
   if (!columnMajor(lhs->sizes[L - 2], lhs->sizes[L - 1], lhs->strides[L - 2], lhs->strides[L - 1],
@@ -274,8 +290,8 @@ void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<flo
   if constexpr (R == L)
     nested = nested && batchStride(rhs, strideB);
   if (nested) {
-    gemm(name, compute, aData, a, strideA, bData, b, strideB, cData, m, n, out->strides[L - 2],
-         strideC, batch, accumulate);
+    gemm(name, compute, inType, outType, aData, a, strideA, bData, b, strideB, cData, m, n,
+         out->strides[L - 2], strideC, batch, accumulate);
     return;
   }
   // Batch dimensions that do not nest: one GEMM per batch element.
@@ -289,7 +305,7 @@ void matmul(const char *name, cublasComputeType_t compute, StridedMemRefType<flo
       if constexpr (R == L)
         offB += index * rhs->strides[d];
     }
-    gemm(name, compute, aData + offA, a, 0, bData + offB, b, 0, cData + offC, m, n,
+    gemm(name, compute, inType, outType, aData + offA, a, 0, bData + offB, b, 0, cData + offC, m, n,
          out->strides[L - 2], 0, 1, accumulate);
   }
 }
@@ -501,25 +517,31 @@ extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
 // The GEMM kernels and the symbol table
 //===----------------------------------------------------------------------===//
 
-#define PMLIR_GPU_MATMUL(P, COMPUTE, L, R, TA, TB)                                                 \
+// P names the operand and result types and the compute mode: f32 and tf32
+// on f32, bf16 (a bf16 result) and bf16f32 (an f32 result) on bf16
+// operands (their bits, uint16_t), every sum in fp32.
+#define PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, TA, TB)                                        \
   extern "C" void _mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB(                         \
-      StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,                          \
-      StridedMemRefType<float, L> *out, bool accumulate) {                                         \
+      StridedMemRefType<IN, L> *lhs, StridedMemRefType<IN, R> *rhs,                                \
+      StridedMemRefType<OUT, L> *out, bool accumulate) {                                           \
     matmul<L, R, TA, TB>("pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB, COMPUTE, lhs, rhs, out,    \
                          accumulate);                                                              \
   }
-#define PMLIR_GPU_MATMULS(P, COMPUTE, L, R)                                                        \
-  PMLIR_GPU_MATMUL(P, COMPUTE, L, R, 0, 0)                                                         \
-  PMLIR_GPU_MATMUL(P, COMPUTE, L, R, 0, 1)                                                         \
-  PMLIR_GPU_MATMUL(P, COMPUTE, L, R, 1, 0) PMLIR_GPU_MATMUL(P, COMPUTE, L, R, 1, 1)
-#define PMLIR_GPU_MATMUL_RANKS(P, COMPUTE)                                                         \
-  PMLIR_GPU_MATMULS(P, COMPUTE, 2, 2)                                                              \
-  PMLIR_GPU_MATMULS(P, COMPUTE, 3, 2)                                                              \
-  PMLIR_GPU_MATMULS(P, COMPUTE, 3, 3)                                                              \
-  PMLIR_GPU_MATMULS(P, COMPUTE, 4, 2) PMLIR_GPU_MATMULS(P, COMPUTE, 4, 4)
+#define PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, L, R)                                               \
+  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 0, 0)                                                \
+  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 0, 1)                                                \
+  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 1, 0)                                                \
+  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 1, 1)
+#define PMLIR_GPU_MATMUL_RANKS(P, COMPUTE, IN, OUT)                                                \
+  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 2, 2)                                                     \
+  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 3, 2)                                                     \
+  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 3, 3)                                                     \
+  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 4, 2) PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 4, 4)
 
-PMLIR_GPU_MATMUL_RANKS(f32, CUBLAS_COMPUTE_32F)
-PMLIR_GPU_MATMUL_RANKS(tf32, CUBLAS_COMPUTE_32F_FAST_TF32)
+PMLIR_GPU_MATMUL_RANKS(f32, CUBLAS_COMPUTE_32F, float, float)
+PMLIR_GPU_MATMUL_RANKS(tf32, CUBLAS_COMPUTE_32F_FAST_TF32, float, float)
+PMLIR_GPU_MATMUL_RANKS(bf16, CUBLAS_COMPUTE_32F, uint16_t, uint16_t)
+PMLIR_GPU_MATMUL_RANKS(bf16f32, CUBLAS_COMPUTE_32F, uint16_t, float)
 
 #define PMLIR_GPU_SYMBOL(P, L, R, TA, TB)                                                          \
   {"_mlir_ciface_pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB,                                     \
@@ -535,12 +557,13 @@ PMLIR_GPU_MATMUL_RANKS(tf32, CUBLAS_COMPUTE_32F_FAST_TF32)
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_gpu_symbols(void) {
   static const pmlir_rt_symbol symbols[] = {
-      PMLIR_GPU_SYMBOL_RANKS(f32) PMLIR_GPU_SYMBOL_RANKS(tf32) PMLIR_MGPU_SYMBOL(mgpuModuleLoad)
-          PMLIR_MGPU_SYMBOL(mgpuModuleLoadJIT) PMLIR_MGPU_SYMBOL(mgpuModuleUnload)
-              PMLIR_MGPU_SYMBOL(mgpuModuleGetFunction) PMLIR_MGPU_SYMBOL(mgpuLaunchKernel)
-                  PMLIR_MGPU_SYMBOL(mgpuStreamCreate) PMLIR_MGPU_SYMBOL(mgpuStreamDestroy)
-                      PMLIR_MGPU_SYMBOL(mgpuStreamSynchronize) PMLIR_MGPU_SYMBOL(mgpuMemAlloc)
-                          PMLIR_MGPU_SYMBOL(mgpuMemFree)
-                              PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr, nullptr}};
+      PMLIR_GPU_SYMBOL_RANKS(f32) PMLIR_GPU_SYMBOL_RANKS(tf32) PMLIR_GPU_SYMBOL_RANKS(bf16)
+          PMLIR_GPU_SYMBOL_RANKS(bf16f32) PMLIR_MGPU_SYMBOL(mgpuModuleLoad)
+              PMLIR_MGPU_SYMBOL(mgpuModuleLoadJIT) PMLIR_MGPU_SYMBOL(mgpuModuleUnload)
+                  PMLIR_MGPU_SYMBOL(mgpuModuleGetFunction) PMLIR_MGPU_SYMBOL(mgpuLaunchKernel)
+                      PMLIR_MGPU_SYMBOL(mgpuStreamCreate) PMLIR_MGPU_SYMBOL(mgpuStreamDestroy)
+                          PMLIR_MGPU_SYMBOL(mgpuStreamSynchronize) PMLIR_MGPU_SYMBOL(mgpuMemAlloc)
+                              PMLIR_MGPU_SYMBOL(mgpuMemFree)
+                                  PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr, nullptr}};
   return symbols;
 }

@@ -18,7 +18,7 @@ namespace pmlir::rt {
 
 /// Whether `m` is laid out row-major without gaps (dimensions of size 1
 /// aside).
-template <int Rank> bool isContiguous(const StridedMemRefType<float, Rank> *m) {
+template <typename T, int Rank> bool isContiguous(const StridedMemRefType<T, Rank> *m) {
   int64_t expected = 1;
   for (int i = Rank - 1; i >= 0; --i) {
     if (m->sizes[i] != 1 && m->strides[i] != expected)

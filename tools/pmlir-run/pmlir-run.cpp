@@ -8,7 +8,7 @@
 //   pmlir-run MODEL.mlir --mesh dp=2,tp=2 --recipe megatron [--sequence-parallel]
 //             [--check [--tolerance T]] [--comm-report C.json] [--memory-report M.json]
 //             [--backend mpi|nccl] [--timeout S] [--trace T.json]
-//   pmlir-run MODEL.mlir --device gpu [--gpu-chip sm_90] [--precision f32|tf32] ...
+//   pmlir-run MODEL.mlir --device gpu [--gpu-chip sm_90] [--precision f32|tf32|bf16] ...
 //   pmlir-run --mesh tp=2,dp=2,pp=4 [--rank-order tp,dp,pp] --print-groups
 //
 // Arguments of the entry function bind to tensors by their `tfm.name`: first
@@ -74,7 +74,9 @@ static llvm::cl::opt<std::string>
                            "the rank's, e.g. sm_90)"));
 static llvm::cl::opt<std::string>
     precision("precision",
-              llvm::cl::desc("with --device gpu: the GEMMs' compute mode, f32 or tf32"),
+              llvm::cl::desc("f32; tf32 (with --device gpu: f32 GEMMs on tensor cores); or bf16 "
+                             "(tensors between kernels and GEMM operands stored in bf16, "
+                             "arithmetic, GEMM sums and statistics in f32)"),
               llvm::cl::init("f32"));
 static llvm::cl::opt<bool> printGroups(
     "print-groups",
@@ -312,9 +314,14 @@ static int runMain(int argc, char **argv) {
         << "--device expects cpu or gpu, got '" << device << "'\n";
     return 1;
   }
-  if (precision != "f32" && precision != "tf32") {
+  if (precision != "f32" && precision != "tf32" && precision != "bf16") {
     llvm::WithColor::error(llvm::errs(), "pmlir-run")
-        << "--precision expects f32 or tf32, got '" << precision << "'\n";
+        << "--precision expects f32, tf32 or bf16, got '" << precision << "'\n";
+    return 1;
+  }
+  if (precision == "tf32" && device != "gpu") {
+    llvm::WithColor::error(llvm::errs(), "pmlir-run")
+        << "--precision tf32 needs --device gpu: a CPU has no TF32 arithmetic\n";
     return 1;
   }
   options.device = device;

@@ -21,16 +21,23 @@ namespace pmlir {
 
 /// A generic computing out(batch..., m, n) += lhs * rhs over k: the loops
 /// batch..., m, n, k; lhs indexed (batch..., m, k) or transposed; rhs
-/// (k, n) or (n, k), with the batch or shared by it; a multiply-add body.
+/// (k, n) or (n, k), with the batch or shared by it; a multiply-add body,
+/// in one element type or (pmlir-store-bf16's GEMMs) on bf16 operands
+/// extended to f32, the sum rounded to bf16 or kept in f32.
 struct GemmShape {
-  /// The element type of the operands and the result.
-  mlir::Type elementType;
+  /// The element type of both operands, and of the result.
+  mlir::Type inputType, resultType;
   unsigned outRank, rhsRank;
   bool lhsTransposed, rhsTransposed;
 
   /// "r<out rank><rhs rank>_t<lhs transposed><rhs transposed>", the tail of
   /// a kernel's name: "r32_t00".
   std::string suffix() const;
+
+  /// The operand and result types as a kernel names them: "f32" (f32
+  /// operands and result), "bf16" (bf16 operands and result, f32 sums),
+  /// "bf16f32" (bf16 operands, f32 result), or "" for the others.
+  std::string types() const;
 };
 
 /// The GEMM `op` computes, or nullopt (another generic, or one that names a

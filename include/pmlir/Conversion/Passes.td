@@ -330,8 +330,9 @@ def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
   let summary = "fuses elementwise linalg producers into their consumers, except library calls";
   let description = [{
     Upstream `linalg-fuse-elementwise-ops`, with two restrictions. A generic
-    that names a library call (a matmul bound for a BLAS kernel) is neither fused
-    into nor fused away, so that it stays one kernel call. A producer is fused
+    that names a library call, or is a GEMM a target's kernel selection will
+    name one for (pmlir/Conversion/Contraction.h), is neither fused into nor
+    fused away, so that it stays one kernel call. A producer is fused
     only into its sole consumer: one with several consumers is computed once
     and stored, not recomputed in each (along a residual stream that would
     recompute every earlier layer's adds in every later layer). Bias adds,
@@ -340,6 +341,46 @@ def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+
+def StoreBf16 : Pass<"pmlir-store-bf16", "mlir::ModuleOp"> {
+  let summary = "stores the tensors passed between kernels in bf16, computing in f32";
+  let description = [{
+    Mixed precision for a whole program on linalg tensors, after fusion (so
+    that only tensors really written to memory are rounded) and before a
+    target selects its GEMM kernels:
+    - an elementwise generic (every loop parallel, its output a
+      `tensor.empty` it does not read) writes bf16: its body computes in
+      f32 as before and rounds the value it yields (`arith.truncf`);
+    - every GEMM (pmlir/Conversion/Contraction.h) on f32 takes bf16
+      operands and sums in f32: an operand not already bf16 (a weight, a
+      reduction's result) is rounded by one elementwise generic right after
+      its definition, shared by all its GEMMs; the result is bf16 where the
+      GEMM starts from a zero fill (a library GEMM sums in f32 and rounds
+      once), else f32 (a gradient accumulated into a buffer);
+    - reshapes, slices and transposes of a bf16 tensor are bf16;
+    - every generic that reads a bf16 tensor extends it to f32 in its body,
+      so that reductions (norms' and softmax's statistics, a loss, a
+      weight gradient's sum over the batch) sum and store f32.
+    A tensor is rounded only where all its uses read it so: one that is
+    returned, passed to a call (a layer function, a collective), read by
+    `tensor.extract` or updated in place stays f32, and with it the
+    program's arguments and results.
+
+    Before:
+    ```mlir
+    %h = linalg.generic {...parallel...} ins(%x, %b : tensor<8x64xf32>, tensor<64xf32>)
+           outs(%e : tensor<8x64xf32>) { ... arith.addf ... }
+    %y = linalg.generic {...GEMM...} ins(%h, %w : tensor<8x64xf32>, tensor<64x16xf32>)
+           outs(%zero : tensor<8x16xf32>) { mulf, addf }
+    return %y : tensor<8x16xf32>
+    ```
+    After: `%h` is `tensor<8x64xbf16>` (its body ends in `arith.truncf`),
+    `%w` is rounded by a generic into `tensor<64x16xbf16>`, and the GEMM
+    extends both operands in its body and sums into its f32 output.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
 
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
   let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";

@@ -45,7 +45,8 @@ struct RunOptions {
   /// (pmlir-gpu-pipeline, one GPU per rank).
   std::string device = "cpu";
   /// With device "gpu": the chip the kernels are compiled for (empty: the
-  /// rank's GPU's) and the GEMMs' precision ("f32" or "tf32").
+  /// rank's GPU's). The precision: "f32", "tf32" (GPU: f32 GEMMs on tensor
+  /// cores) or "bf16" (pmlir-store-bf16).
   std::string gpuChip, precision = "f32";
   /// Shard a global program with this recipe ("", "megatron" or "auto":
   /// pmlir-auto-sharding on `topology` within `memoryBudget`).

@@ -17,6 +17,7 @@
 #include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -34,8 +35,10 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
-  pm.addPass(createSelectCpuKernels());
   pm.addPass(createFuseElementwise());
+  if (options.precision == "bf16")
+    pm.addPass(createStoreBf16());
+  pm.addPass(createSelectCpuKernels(SelectCpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());
 
   buildBufferizationPipeline(pm, options.entry);
@@ -44,6 +47,13 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.
   pm.addPass(createLinalgToLibraryCalls());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // bf16 <-> f32 as integer shifts and rounding: x86 has no instructions
+  // for them, and LLVM's fallbacks call into a libgcc that may lack them.
+  if (options.precision == "bf16") {
+    arith::ArithExpandOpsPassOptions expand;
+    expand.includeBf16 = true;
+    pm.addPass(arith::createArithExpandOpsPass(expand));
+  }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

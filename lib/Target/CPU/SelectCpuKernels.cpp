@@ -27,16 +27,24 @@ using namespace mlir;
 namespace {
 
 /// The BLAS kernel of a contraction generic, or "" where it is none:
-/// pmlir_matmul_f32_r<lhs rank><rhs rank>_t<lhs transposed><rhs transposed>.
+/// pmlir_matmul_<types>_r<lhs rank><rhs rank>_t<lhs transposed><rhs transposed>.
 std::string kernelOf(linalg::GenericOp op) {
   std::optional<pmlir::GemmShape> gemm = pmlir::matchGemm(op);
-  if (!gemm || !gemm->elementType.isF32())
+  std::string types = gemm ? gemm->types() : "";
+  if (types.empty())
     return "";
-  return "pmlir_matmul_f32_" + gemm->suffix();
+  return "pmlir_matmul_" + types + "_" + gemm->suffix();
 }
 
 struct SelectCpuKernelsPass : public pmlir::impl::SelectCpuKernelsBase<SelectCpuKernelsPass> {
+  using SelectCpuKernelsBase::SelectCpuKernelsBase;
+
   void runOnOperation() override {
+    if (precision != "f32" && precision != "bf16") {
+      getOperation()->emitError() << "pmlir-select-cpu-kernels: precision '" << precision
+                                  << "' is neither f32 nor bf16";
+      return signalPassFailure();
+    }
     getOperation()->walk([&](linalg::GenericOp op) {
       std::string kernel = kernelOf(op);
       if (kernel.empty())

@@ -5,8 +5,9 @@
 // Shaped like upstream's GPUToNVVMPipeline, in three stages:
 // - common (target-neutral, as the CPU's): the entry's C interface, one
 //   function per distinct layer, tfm -> linalg on tensors, collectives as
-//   runtime calls, GEMMs marked for cuBLASLt, elementwise fusion around
-//   them, buffers freed at their last use, the marked GEMMs as calls;
+//   runtime calls, elementwise fusion around the GEMMs, tensors stored in
+//   bf16 (precision bf16), the GEMMs marked for cuBLASLt, buffers freed at
+//   their last use, the marked GEMMs as calls;
 // - kernels: every other loop a parallel loop mapped to blocks and threads
 //   (pmlir-gpu-kernel-loops), made a gpu.launch and outlined into a
 //   gpu.module; host buffers on the device, ordered on the rank's stream
@@ -66,8 +67,10 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
-  pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
   pm.addPass(createFuseElementwise());
+  if (options.precision == "bf16")
+    pm.addPass(createStoreBf16());
+  pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());
   buildBufferizationPipeline(pm, options.entry);
   pm.addPass(createLinalgToLibraryCalls());

@@ -2,6 +2,14 @@
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline | FileCheck %s
 // RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-cpu-pipeline | FileCheck %s
 // RUN: pmlir-opt %s --pmlir-cpu-pipeline | FileCheck %s --check-prefix=SMALL
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline=precision=bf16 | FileCheck %s --check-prefix=BF16
+
+// bf16: GEMMs on bf16 operands, the conversions as integer arithmetic (no
+// bf16 instructions or library calls left for x86).
+// BF16: llvm.call @pmlir_matmul_bf16f32_r32_t01(
+// BF16: llvm.call @pmlir_matmul_bf16_r32_t00(
+// BF16-NOT: llvm.fpext
+// BF16-NOT: llvm.fptrunc
 
 // CHECK: llvm.func @forward
 // CHECK-NOT: tfm.

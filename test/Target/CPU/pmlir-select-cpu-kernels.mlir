@@ -31,6 +31,32 @@ func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tenso
 
 // -----
 
+// bf16 GEMMs run as bf16 kernels summing in f32: a bf16 program's, and
+// pmlir-store-bf16's on the operands it rounds, with a bf16 result where
+// it is stored and an f32 one where it leaves.
+// CHECK-LABEL: func @bf16
+// CHECK: linalg.generic {{.*}}library_call = "pmlir_matmul_bf16_r22_t00"
+// CHECK-LABEL: func @stored_in_bf16
+// CHECK-COUNT-2: library_call = "pmlir_matmul_f32_r22_t00"
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-store-bf16 --pmlir-select-cpu-kernels=precision=bf16 --split-input-file | FileCheck %s --check-prefix=STORED
+// STORED-LABEL: func @stored_in_bf16
+// STORED: linalg.generic {{.*}}library_call = "pmlir_matmul_bf16_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x8xbf16>)
+// STORED: linalg.generic {{.*}}library_call = "pmlir_matmul_bf16f32_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x4xf32>)
+// RUN: not pmlir-opt %s --pmlir-select-cpu-kernels=precision=tf32 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: pmlir-select-cpu-kernels: precision 'tf32' is neither f32 nor bf16
+func.func @bf16(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<3x8xbf16> {
+  %0 = tfm.matmul %x, %w : tensor<3x16xbf16>, tensor<16x8xbf16> -> tensor<3x8xbf16>
+  return %0 : tensor<3x8xbf16>
+}
+
+func.func @stored_in_bf16(%x: tensor<3x16xf32>, %w: tensor<16x8xf32>, %v: tensor<8x4xf32>) -> tensor<3x4xf32> {
+  %0 = tfm.matmul %x, %w : tensor<3x16xf32>, tensor<16x8xf32> -> tensor<3x8xf32>
+  %1 = tfm.matmul %0, %v : tensor<3x8xf32>, tensor<8x4xf32> -> tensor<3x4xf32>
+  return %1 : tensor<3x4xf32>
+}
+
+// -----
+
 // Other element types, and generics that are not a multiply-add
 // contraction, stay as they are.
 // CHECK-LABEL: func @not_kernels
@@ -38,9 +64,9 @@ func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tenso
 #lhs = affine_map<(m, n, k) -> (m, k)>
 #rhs = affine_map<(m, n, k) -> (k, n)>
 #out = affine_map<(m, n, k) -> (m, n)>
-func.func @not_kernels(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>, %a: tensor<3x16xf32>, %b: tensor<16x8xf32>,
-                       %c: tensor<3x8xf32>) -> (tensor<3x8xbf16>, tensor<3x8xf32>) {
-  %0 = tfm.matmul %x, %w : tensor<3x16xbf16>, tensor<16x8xbf16> -> tensor<3x8xbf16>
+func.func @not_kernels(%x: tensor<3x16xf16>, %w: tensor<16x8xf16>, %a: tensor<3x16xf32>, %b: tensor<16x8xf32>,
+                       %c: tensor<3x8xf32>) -> (tensor<3x8xf16>, tensor<3x8xf32>) {
+  %0 = tfm.matmul %x, %w : tensor<3x16xf16>, tensor<16x8xf16> -> tensor<3x8xf16>
   %1 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<3x16xf32>, tensor<16x8xf32>) outs(%c : tensor<3x8xf32>) {
   ^bb0(%l: f32, %r: f32, %acc: f32):
@@ -48,5 +74,5 @@ func.func @not_kernels(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>, %a: tensor<
     %m = arith.maximumf %acc, %p : f32
     linalg.yield %m : f32
   } -> tensor<3x8xf32>
-  return %0, %1 : tensor<3x8xbf16>, tensor<3x8xf32>
+  return %0, %1 : tensor<3x8xf16>, tensor<3x8xf32>
 }

@@ -4,6 +4,7 @@
 // before ptxas, so this runs without a CUDA toolkit.
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm" | FileCheck %s --implicit-check-not=memref. --implicit-check-not=linalg. --implicit-check-not=scf. --implicit-check-not=tfm.
 // RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-gpu-pipeline="format=nvvm precision=tf32" | FileCheck %s --check-prefix=TF32
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm precision=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 50 --seq 8 --batch 2 --max-positions 16 --loss -o %t.loss.mlir
 // RUN: pmlir-opt %t.loss.mlir --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false max-grad-norm=1.0" -o %t.step.mlir
 // RUN: pmlir-opt %t.step.mlir --pmlir-gpu-pipeline="entry=train_step format=nvvm" | FileCheck %s --check-prefix=STEP --implicit-check-not=memref. --implicit-check-not=scf.
@@ -22,6 +23,19 @@
 // CHECK: nvvm.shfl.sync bfly
 
 // TF32: llvm.call @pmlir_gpu_matmul_tf32_r32_t01(
+
+// bf16: the layers' GEMMs read and write bf16 (the attention's too), the
+// LM head's result is the f32 logits; kernels widen what they read and
+// round what they write.
+// BF16-LABEL: llvm.func @forward(
+// BF16: llvm.call @pmlir_gpu_matmul_bf16f32_r32_t01(
+// BF16-LABEL: llvm.func @forward_layer(
+// BF16: llvm.call @pmlir_gpu_matmul_bf16_r32_t00(
+// BF16: llvm.call @pmlir_gpu_matmul_bf16_r44_t01(
+// BF16: llvm.call @pmlir_gpu_matmul_bf16_r44_t00(
+// BF16: gpu.module @forward_layer_kernel
+// BF16-DAG: llvm.fpext %{{.*}} : bf16 to f32
+// BF16-DAG: llvm.fptrunc %{{.*}} : f32 to bf16
 
 // The training step: AdamW's loop reads the step and the clipping norm in
 // every thread; the loss's mean and embedding_grad's scatter are kernels.

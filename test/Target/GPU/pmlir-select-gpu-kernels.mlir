@@ -10,7 +10,7 @@
 // CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_f32_r32_t01"
 // TF32-LABEL: func @matmul_transpose_rhs
 // TF32: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_tf32_r32_t01"
-// BAD: error: pmlir-select-gpu-kernels: precision 'fp8' is neither f32 nor tf32
+// BAD: error: pmlir-select-gpu-kernels: precision 'fp8' is none of f32, tf32 and bf16
 func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) -> tensor<2x3x8xf32> {
   %0 = tfm.matmul %x, %w transpose_rhs : tensor<2x3x16xf32>, tensor<8x16xf32> -> tensor<2x3x8xf32>
   return %0 : tensor<2x3x8xf32>
@@ -28,10 +28,34 @@ func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tenso
 
 // -----
 
-// Other element types stay generated kernels.
+// bf16 GEMMs are named by their types whatever `precision` asks of f32
+// ones: a bf16 program's, and pmlir-store-bf16's, with a bf16 result where
+// it is stored and an f32 one where it leaves; tensor cores sum in f32.
 // CHECK-LABEL: func @bf16
-// CHECK-NOT: library_call
+// CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_bf16_r22_t00"
+// TF32-LABEL: func @bf16
+// TF32: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_bf16_r22_t00"
+// RUN: pmlir-opt %s --pmlir-convert-tfm-to-linalg --pmlir-store-bf16 --pmlir-select-gpu-kernels=precision=bf16 --split-input-file | FileCheck %s --check-prefix=STORED
+// STORED-LABEL: func @stored_in_bf16
+// STORED: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_bf16_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x8xbf16>)
+// STORED: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_bf16f32_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x4xf32>)
 func.func @bf16(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<3x8xbf16> {
   %0 = tfm.matmul %x, %w : tensor<3x16xbf16>, tensor<16x8xbf16> -> tensor<3x8xbf16>
   return %0 : tensor<3x8xbf16>
+}
+
+func.func @stored_in_bf16(%x: tensor<3x16xf32>, %w: tensor<16x8xf32>, %v: tensor<8x4xf32>) -> tensor<3x4xf32> {
+  %0 = tfm.matmul %x, %w : tensor<3x16xf32>, tensor<16x8xf32> -> tensor<3x8xf32>
+  %1 = tfm.matmul %0, %v : tensor<3x8xf32>, tensor<8x4xf32> -> tensor<3x4xf32>
+  return %1 : tensor<3x4xf32>
+}
+
+// -----
+
+// Other element types stay generated kernels.
+// CHECK-LABEL: func @f16
+// CHECK-NOT: library_call
+func.func @f16(%x: tensor<3x16xf16>, %w: tensor<16x8xf16>) -> tensor<3x8xf16> {
+  %0 = tfm.matmul %x, %w : tensor<3x16xf16>, tensor<16x8xf16> -> tensor<3x8xf16>
+  return %0 : tensor<3x8xf16>
 }

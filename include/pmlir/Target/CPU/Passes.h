@@ -30,6 +30,10 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<std::string> entry{*this, "entry",
                             llvm::cl::desc("the function callers enter through its C interface"),
                             llvm::cl::init("forward")};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("f32, or bf16 (tensors between kernels and GEMM "
+                                               "operands stored in bf16, arithmetic in f32)"),
+                                llvm::cl::init("f32")};
 };
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:

@@ -14,17 +14,22 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def SelectCpuKernels : Pass<"pmlir-select-cpu-kernels"> {
-  let summary = "marks the f32 matmul contractions that the CPU runs as BLAS-backed kernels";
+  let summary = "marks the matmul contractions that the CPU runs as BLAS-backed kernels";
   let description = [{
     Recognizes the contraction generics `pmlir-convert-tfm-to-linalg` makes
     of `tfm.matmul` and attention (loops batch..., m, n, k; the lhs indexed
     (batch..., m, k) or transposed (batch..., k, m); the rhs (k, n) or
     (n, k), with or without the batch; the output (batch..., m, n); a
-    multiply-add body) on f32, and names the kernel that runs each as its
-    `library_call`: `pmlir_matmul_f32_r<L><R>_t<A><B>`, L and R the operand
-    ranks, A and B whether each is transposed. Fusion leaves these ops
-    alone, and after bufferization `pmlir-linalg-to-library-calls` turns
-    them into calls. Other element types and other generics are untouched.
+    multiply-add body) on f32, or on bf16 operands extended to f32 (after
+    `pmlir-store-bf16`), and names the kernel that runs each as its
+    `library_call`: `pmlir_matmul_<types>_r<L><R>_t<A><B>`, types `f32`,
+    `bf16` (bf16 operands and result, f32 sums) or `bf16f32` (an f32
+    result), L and R the operand ranks, A and B whether each is
+    transposed. Fusion leaves these ops alone, and after bufferization
+    `pmlir-linalg-to-library-calls` turns them into calls. Other element
+    types and other generics are untouched. `precision` is the program's
+    (`f32`, or `bf16` when `pmlir-store-bf16` ran); the kernels are named
+    by the types the GEMMs have.
 
     Before:
     ```mlir
@@ -35,6 +40,10 @@ def SelectCpuKernels : Pass<"pmlir-select-cpu-kernels"> {
     ```
     After: the same op with `library_call = "pmlir_matmul_f32_r32_t00"`.
   }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"f32\"",
+           "the program's precision: f32, or bf16 (tensors stored in bf16)">,
+  ];
 }
 
 def ApproximateMath : Pass<"pmlir-approximate-math"> {

@@ -43,7 +43,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                                llvm::cl::desc("PTX features (the PTX ISA version)"),
                                llvm::cl::init("+ptx80")};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("the GEMMs' compute mode: f32 or tf32"),
+                                llvm::cl::desc("f32, tf32 (f32 GEMMs on tensor cores) or bf16 "
+                                               "(tensors between kernels and GEMM operands "
+                                               "stored in bf16, arithmetic in f32)"),
                                 llvm::cl::init("f32")};
   Option<std::string> toolkit{
       *this, "toolkit",

@@ -15,13 +15,15 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
     The GPU's choice among the contractions `pmlir-convert-tfm-to-linalg`
     builds (pmlir/Conversion/Contraction.h: loops batch..., m, n, k, the lhs
     indexed (batch..., m, k) or transposed, the rhs (k, n) or (n, k) with or
-    without the batch, a multiply-add body): every f32 GEMM is named for the
+    without the batch, a multiply-add body): every GEMM is named for the
     runtime's cuBLASLt kernel as its `library_call`,
-    `pmlir_gpu_matmul_<precision>_r<L><R>_t<A><B>`, L and R the operand
-    ranks, A and B whether each is transposed. `precision` is the GEMM's
-    compute mode: `f32` (IEEE fp32 products and sums) or `tf32` (tensor
-    cores, fp32 sums). Fusion leaves these ops alone, and after
-    bufferization `pmlir-linalg-to-library-calls` turns them into calls.
+    `pmlir_gpu_matmul_<types>_r<L><R>_t<A><B>`, L and R the operand ranks,
+    A and B whether each is transposed. An f32 GEMM's types are the compute
+    mode `precision` asks: `f32` (IEEE fp32 products and sums) or `tf32`
+    (tensor cores, fp32 sums); the GEMMs of `pmlir-store-bf16` (precision
+    `bf16`) are `bf16` (bf16 operands and result) or `bf16f32` (an f32
+    result), tensor cores summing in fp32. After bufferization
+    `pmlir-linalg-to-library-calls` turns them into calls.
 
     Before:
     ```mlir
@@ -35,7 +37,7 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"f32\"",
-           "the GEMMs' compute mode: f32 or tf32">,
+           "the program's precision: f32, tf32 (f32 GEMMs on tensor cores) or bf16 (tensors stored in bf16)">,
   ];
 }
 
