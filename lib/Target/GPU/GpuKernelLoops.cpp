@@ -2,13 +2,14 @@
 //
 // Part of pmlir.
 //
-// Every linalg op on buffers becomes a parallel loop over its parallel
-// dimensions (outermost) with its reductions sequential inside. A host
-// function still reads and writes memory in places: copies, scalar reads
-// before a loop (AdamW's step and gradient norm), sequential reductions to
-// a scalar (a loss's mean). On a GPU every buffer is device memory, so
-// those become parallel loops too, and each top-level parallel loop is
-// tiled and mapped: its innermost
+// Row reductions, with the elementwise work before and after them over the
+// same rows, become one block a row. Every other linalg op on buffers
+// becomes a parallel loop over its parallel dimensions (outermost) with its
+// reductions sequential inside. A host function still reads and writes
+// memory in places: copies, scalar reads before a loop (AdamW's step and
+// gradient norm), sequential reductions to a scalar (a loss's mean). On a
+// GPU every buffer is device memory, so those become parallel loops too,
+// and each top-level parallel loop is tiled and mapped: its innermost
 // dimension in blocks of `block-size` threads (thread_x, block_x), the next
 // two outer dimensions on block_y and block_z, any further ones looped in
 // each thread; a parallel loop nested in sequential work (embedding_grad's
@@ -20,10 +21,12 @@
 #include "pmlir/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/Debug.h"
@@ -134,6 +137,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      fuseRows(func);
       if (failed(toParallelLoops(func)))
         return signalPassFailure();
       lowerCopies(func);
@@ -177,11 +181,6 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
           op = *interchanged;
         }
       }
-      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-          generic && succeeded(rowReduction(rewriter, generic))) {
-        rewriter.eraseOp(op);
-        continue;
-      }
       if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
         return op->emitOpError() << "has no GPU lowering: it is no loop nest";
       rewriter.eraseOp(op);
@@ -208,114 +207,315 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, *value));
   }
 
-  /// A reduction along the innermost dimension (a row's sum or max: norms,
-  /// softmax, a logsumexp) as one block a row: the block's threads stride
-  /// over the row, each keeping its own partial, and combine them
-  /// (gpu.all_reduce: warp shuffles and shared memory). Reads of a row are
-  /// then coalesced across the threads, where one thread a row would read
-  /// with the row's stride. Fails (for the general lowering) on any other
-  /// generic: several reductions, an output indexed by the reduced
-  /// dimension, a combiner other than add, max or min, an accumulator the
-  /// body reads elsewhere.
-  LogicalResult rowReduction(IRRewriter &b, linalg::GenericOp op) {
+  /// The all-reduce of a reduction's combiner (add, max, min), or none.
+  static std::optional<gpu::AllReduceOperation> allReduceOf(Operation *combiner) {
+    if (isa<arith::AddFOp>(combiner))
+      return gpu::AllReduceOperation::ADD;
+    if (isa<arith::MaximumFOp>(combiner))
+      return gpu::AllReduceOperation::MAXIMUMF;
+    if (isa<arith::MaxNumFOp>(combiner))
+      return gpu::AllReduceOperation::MAXNUMF;
+    if (isa<arith::MinimumFOp>(combiner))
+      return gpu::AllReduceOperation::MINIMUMF;
+    if (isa<arith::MinNumFOp>(combiner))
+      return gpu::AllReduceOperation::MINNUMF;
+    return std::nullopt;
+  }
+
+  /// The map of one value a row for a generic of `loops` loops, the last
+  /// along the row: (d0, ..., dn) -> (d0, ..., dn-1).
+  static AffineMap rowMap(MLIRContext *ctx, unsigned loops) {
+    return AffineMap::getMultiDimIdentityMap(loops, ctx).dropResult(loops - 1);
+  }
+
+  /// The combining op of a reduction along the innermost of its loops
+  /// alone into one value a row (a row's sum or max: norms, softmax, a
+  /// logsumexp), or null for any other generic: several reductions, an
+  /// output indexed otherwise, a combiner other than add, max or min, an
+  /// accumulator the body reads elsewhere.
+  static Operation *rowCombiner(linalg::GenericOp op) {
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     unsigned loops = iterators.size();
     if (loops < 2 || op.getNumDpsInits() != 1 ||
         llvm::count(iterators, utils::IteratorType::reduction) != 1 ||
-        iterators.back() != utils::IteratorType::reduction)
-      return failure();
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    if (maps.back().isFunctionOfDim(loops - 1) || !maps.back().isProjectedPermutation())
-      return failure();
+        iterators.back() != utils::IteratorType::reduction ||
+        op.getIndexingMapsArray().back() != rowMap(op.getContext(), loops))
+      return nullptr;
     Block &body = op.getRegion().front();
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
     BlockArgument acc = body.getArguments().back();
     Operation *combiner = yield.getValues()[0].getDefiningOp();
     if (!combiner || combiner->getNumOperands() != 2 || !acc.hasOneUse() ||
-        acc.getUses().begin()->getOwner() != combiner)
-      return failure();
-    Value element =
-        combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
-    Location loc = op.getLoc();
-    b.setInsertionPoint(op);
-    Value identity = identityOf(b, loc, combiner, acc.getType());
-    if (!identity)
-      return failure();
-    // The loop bounds: every dimension's extent.
-    SmallVector<Range> loopRanges =
-        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
-    SmallVector<Value> lower, upper, steps;
-    for (unsigned d = 0; d + 1 < loops; ++d) {
-      lower.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].offset));
-      upper.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].size));
-      steps.push_back(getValueOrCreateConstantIndexOp(b, loc, loopRanges[d].stride));
+        acc.getUses().begin()->getOwner() != combiner || !allReduceOf(combiner))
+      return nullptr;
+    return combiner;
+  }
+
+  /// One step of a row group: a row reduction (its combiner, and the value
+  /// its buffer starts from where the fill before it is folded in, else
+  /// null: loaded) or elementwise work over the rows' elements.
+  struct RowStep {
+    linalg::GenericOp op;
+    Operation *combiner = nullptr;
+    Value start;
+  };
+
+  /// Row groups: elementwise work over rows (a bias and residual add, a
+  /// scaled and masked score), then a run of row reductions, each reading
+  /// the rows and the values earlier ones reduced (the zero fill of each
+  /// one's buffer folded in), and elementwise work over the same rows at
+  /// the end (a norm's statistics and its normalization; a softmax's max,
+  /// sum and quotient) -> one block a row. Its threads write their part of
+  /// the row's elementwise work (a barrier after it), stride over the row
+  /// for each reduction, combine their partials (gpu.all_reduce, which
+  /// every thread gets back: shuffles and a barrier), and go on to the next
+  /// step with the row's values in registers; each reduced value is stored
+  /// as well. One kernel reads the row while it is in cache, instead of one
+  /// kernel a step reading it from memory, and reads of a row are coalesced
+  /// across the threads. A lone row reduction is a group of one.
+  void fuseRows(func::FuncOp func) {
+    for (Block &block : func.getBody()) {
+      SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
+      for (size_t i = 0; i < ops.size();) {
+        SmallVector<RowStep> steps;
+        SmallVector<Operation *> folded;
+        size_t next = collectRowGroup(ops, i, steps, folded);
+        if (!steps.empty())
+          emitRowGroup(steps, folded, ArrayRef<Operation *>(ops).slice(i, next - i));
+        i = std::max(next, i + 1);
+      }
     }
-    Value extent = getValueOrCreateConstantIndexOp(b, loc, loopRanges.back().size);
+  }
+
+  /// The row group starting at ops[start] (its steps and the fills they
+  /// fold; none where there is none) and the index after it. Between its
+  /// steps there may be allocations, frees and pure ops only.
+  size_t collectRowGroup(ArrayRef<Operation *> ops, size_t start, SmallVector<RowStep> &steps,
+                         SmallVector<Operation *> &folded) {
+    SmallVector<int64_t> extents;  // the rows' and the row's, from the first step
+    llvm::DenseSet<Value> reduced; // the buffers of the steps' reductions
+    llvm::DenseSet<Value> written; // those of their elementwise work
+    llvm::DenseSet<Value> read;    // the buffers the steps read
+    SmallVector<linalg::FillOp> fills;
+    bool reduces = false;
+    size_t end = start;
+    for (size_t j = start; j < ops.size(); ++j) {
+      Operation *op = ops[j];
+      if (auto fill = dyn_cast<linalg::FillOp>(op);
+          fill && fill.hasPureBufferSemantics() &&
+          matchPattern(fill.getInputs()[0], m_Constant())) {
+        fills.push_back(fill);
+        continue;
+      }
+      if ((isa<memref::AllocOp>(op) && op->getNumOperands() == 0) || isa<memref::DeallocOp>(op) ||
+          (isPure(op) && op->getNumRegions() == 0))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic || !generic.hasPureBufferSemantics())
+        break;
+      Operation *combiner = rowCombiner(generic);
+      SmallVector<int64_t> own = generic.getStaticLoopRanges();
+      bool isStatic = llvm::none_of(own, ShapedType::isDynamic);
+      bool elementwise =
+          isStatic && (steps.empty() || own == extents) && generic.getNumLoops() >= 2 &&
+          llvm::all_of(generic.getIteratorTypesArray(),
+                       [](utils::IteratorType t) { return t == utils::IteratorType::parallel; }) &&
+          generic.getNumDpsInits() == 1 && generic.getIndexingMapsArray().back().isIdentity();
+      if (!combiner && !elementwise)
+        break;
+      // A group of several steps has static extents, compared.
+      if (combiner && !steps.empty() && (!isStatic || own != extents))
+        break;
+      Value out = generic.getDpsInits()[0];
+      // A reduced value is read one a row, an element written by earlier
+      // work where it was written (by the thread that wrote it, or after
+      // a barrier); no step writes what an earlier one read or wrote.
+      MLIRContext *ctx = generic.getContext();
+      unsigned loops = generic.getNumLoops();
+      bool reads = llvm::all_of(generic.getDpsInputOperands(), [&](OpOperand *input) {
+        Value base = baseOf(input->get());
+        AffineMap map = generic.getMatchingIndexingMap(input);
+        return (!reduced.contains(base) || map == rowMap(ctx, loops)) &&
+               (!written.contains(base) || map.isIdentity());
+      });
+      Value outBase = baseOf(out);
+      if (!reads || read.contains(outBase) || reduced.contains(outBase) ||
+          written.contains(outBase))
+        break;
+      // A fill between steps must be of this reduction's buffer.
+      if (llvm::any_of(fills,
+                       [&](linalg::FillOp f) { return !combiner || f.getOutputs()[0] != out; }))
+        break;
+      RowStep step{generic, combiner, Value()};
+      if (!fills.empty()) {
+        step.start = fills.back().getInputs()[0];
+        for (linalg::FillOp f : fills)
+          folded.push_back(f);
+        fills.clear();
+      }
+      if (steps.empty())
+        extents = own;
+      steps.push_back(step);
+      end = j + 1;
+      for (Value input : generic.getDpsInputs())
+        read.insert(baseOf(input));
+      if (combiner) {
+        reduced.insert(outBase);
+        reduces = true;
+        continue;
+      }
+      written.insert(outBase);
+      if (reduces)
+        break; // elementwise work after the reductions ends a group
+    }
+    // Elementwise work alone is no row group; fills after the last step
+    // stay where they are.
+    if (!reduces) {
+      steps.clear();
+      folded.clear();
+      return start + 1;
+    }
+    return end;
+  }
+
+  /// Loads `memref` at the loop indices `ivs` through `map`.
+  static Value loadAt(OpBuilder &b, Location loc, Value memref, AffineMap map, ValueRange ivs) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : map.getResults())
+      indices.push_back(
+          affine::AffineApplyOp::create(b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+    return memref::LoadOp::create(b, loc, memref, indices);
+  }
+
+  /// The body of `op` at loop indices `ivs`, its inputs loaded (or taken
+  /// from `rowValues`, the values earlier steps reduced for this row) and
+  /// its ops cloned but `skip`; `mapping` maps the body's values.
+  static void cloneBodyAt(OpBuilder &b, linalg::GenericOp op, ValueRange ivs,
+                          const llvm::DenseMap<Value, Value> &rowValues, Operation *skip,
+                          IRMapping &mapping) {
+    Location loc = op.getLoc();
+    Block &body = op.getRegion().front();
+    for (OpOperand &operand : op->getOpOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(&operand);
+      if (arg.use_empty() || (op.isDpsInit(&operand) && skip))
+        continue;
+      if (Value v = rowValues.lookup(baseOf(operand.get())); v && op.isDpsInput(&operand))
+        mapping.map(arg, v);
+      else
+        mapping.map(arg, loadAt(b, loc, operand.get(), op.getMatchingIndexingMap(&operand), ivs));
+    }
+    for (Operation &inner : body.without_terminator()) {
+      if (&inner == skip)
+        continue;
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(inner, mapping);
+    }
+  }
+
+  /// One block a row for `steps` (collectRowGroup), where the last one
+  /// was; `between` are the ops from the first step to the last, whose
+  /// frees move after the group and whose folded fills go.
+  void emitRowGroup(ArrayRef<RowStep> steps, ArrayRef<Operation *> folded,
+                    ArrayRef<Operation *> between) {
+    linalg::GenericOp first = steps.front().op, last = steps.back().op;
+    MLIRContext *ctx = first.getContext();
+    Location loc = first.getLoc();
+    IRRewriter b(ctx);
+    b.setInsertionPoint(last);
+    unsigned loops = first.getNumLoops();
+    SmallVector<Range> ranges =
+        cast<linalg::LinalgOp>(first.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> lower, upper, stepsOf;
+    for (unsigned d = 0; d + 1 < loops; ++d) {
+      lower.push_back(getValueOrCreateConstantIndexOp(b, loc, ranges[d].offset));
+      upper.push_back(getValueOrCreateConstantIndexOp(b, loc, ranges[d].size));
+      stepsOf.push_back(getValueOrCreateConstantIndexOp(b, loc, ranges[d].stride));
+    }
+    Value extent = getValueOrCreateConstantIndexOp(b, loc, ranges.back().size);
     int64_t threads = blockSize;
-    if (std::optional<int64_t> k = getConstantIntValue(loopRanges.back().size))
+    if (std::optional<int64_t> k = getConstantIntValue(ranges.back().size))
       threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *k));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value width = arith::ConstantIndexOp::create(b, loc, threads);
-    MLIRContext *ctx = op.getContext();
-    // Loads an operand at the loop indices `ivs` through its indexing map.
-    auto load = [&](OpBuilder &nb, Value memref, AffineMap map, ValueRange ivs) {
-      SmallVector<Value> indices;
-      for (AffineExpr expr : map.getResults())
-        indices.push_back(
-            affine::AffineApplyOp::create(nb, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
-      return memref::LoadOp::create(nb, loc, memref, indices).getResult();
-    };
-    Value out = op.getDpsInits()[0];
-    auto rows = scf::ParallelOp::create(b, loc, lower, upper, steps);
-    {
-      OpBuilder nb = OpBuilder::atBlockBegin(rows.getBody());
-      SmallVector<Value> rowIvs = rows.getInductionVars();
+    auto rows = scf::ParallelOp::create(b, loc, lower, upper, stepsOf);
+    OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
+    SmallVector<Value> rowIvs = rows.getInductionVars();
+    auto lanes =
+        scf::ParallelOp::create(rb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
+    OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
+    Value lane = lanes.getInductionVars()[0];
+    llvm::DenseMap<Value, Value> rowValues;
+    for (const RowStep &step : steps) {
+      linalg::GenericOp op = step.op;
+      Value out = op.getDpsInits()[0];
+      auto ivsAt = [&](Value k) {
+        SmallVector<Value> ivs(rowIvs.begin(), rowIvs.end());
+        ivs.push_back(k);
+        return ivs;
+      };
+      if (!step.combiner) {
+        scf::ForOp::create(lb, loc, lane, extent, width, ValueRange{},
+                           [&](OpBuilder &fb, Location, Value k, ValueRange) {
+                             IRMapping mapping;
+                             SmallVector<Value> ivs = ivsAt(k);
+                             cloneBodyAt(fb, op, ivs, rowValues, nullptr, mapping);
+                             auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+                             memref::StoreOp::create(
+                                 fb, loc, mapping.lookupOrDefault(yield.getValues()[0]), out, ivs);
+                             scf::YieldOp::create(fb, loc);
+                           });
+        continue;
+      }
+      Operation *combiner = step.combiner;
+      // The row written by the elementwise work before, every thread's
+      // part of it, is read whole by each thread from here.
+      if (&step != &steps.front() && !(&step - 1)->combiner)
+        gpu::BarrierOp::create(lb, loc);
+      BlockArgument acc = op.getRegion().front().getArguments().back();
+      Value element =
+          combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+      Value identity = identityOf(lb, loc, combiner, acc.getType());
       // Every thread reads the row's old value before the block's
-      // reduction, whose barrier comes before any thread's store.
-      SmallVector<Value> outIndices;
-      for (AffineExpr expr : maps.back().getResults())
-        outIndices.push_back(rowIvs[cast<AffineDimExpr>(expr).getPosition()]);
-      Value old = memref::LoadOp::create(nb, loc, out, outIndices);
-      auto lanes = scf::ParallelOp::create(
-          nb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one}, ValueRange{identity},
-          [&](OpBuilder &lb, Location, ValueRange laneIvs, ValueRange) {
-            auto strided = scf::ForOp::create(
-                lb, loc, laneIvs[0], extent, width, ValueRange{identity},
-                [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
-                  SmallVector<Value> ivs(rowIvs.begin(), rowIvs.end());
-                  ivs.push_back(k);
-                  IRMapping mapping;
-                  for (auto [arg, input, map] :
-                       llvm::zip(body.getArguments().drop_back(), op.getDpsInputs(), maps))
-                    mapping.map(arg, load(fb, input, map, ivs));
-                  for (Operation &inner : body.without_terminator())
-                    if (&inner != combiner)
-                      fb.clone(inner, mapping);
-                  Operation *sum = fb.clone(*combiner, mapping);
-                  sum->setOperand(0, iter[0]);
-                  sum->setOperand(1, mapping.lookupOrDefault(element));
-                  scf::YieldOp::create(fb, loc, sum->getResult(0));
-                });
-            // The reduce's region comes with its block of two arguments.
-            auto reduce = scf::ReduceOp::create(lb, loc, strided.getResult(0));
-            Block &combine = reduce.getReductions()[0].front();
-            OpBuilder cb = OpBuilder::atBlockBegin(&combine);
-            Operation *pair = cb.clone(*combiner);
-            pair->setOperand(0, combine.getArgument(0));
-            pair->setOperand(1, combine.getArgument(1));
-            scf::ReduceReturnOp::create(cb, loc, pair->getResult(0));
-          });
-      Operation *total = nb.clone(*combiner);
-      total->setOperand(0, old);
-      total->setOperand(1, lanes.getResult(0));
-      memref::StoreOp::create(nb, loc, total->getResult(0), out, outIndices);
-      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
+      // all-reduce, whose barrier comes before any thread's store.
+      Value old = step.start ? step.start : loadAt(lb, loc, out, rowMap(ctx, loops), ivsAt(zero));
+      auto partial =
+          scf::ForOp::create(lb, loc, lane, extent, width, ValueRange{identity},
+                             [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
+                               IRMapping mapping;
+                               cloneBodyAt(fb, op, ivsAt(k), rowValues, combiner, mapping);
+                               Operation *sum = fb.clone(*combiner, mapping);
+                               sum->setOperand(0, iter[0]);
+                               sum->setOperand(1, mapping.lookupOrDefault(element));
+                               scf::YieldOp::create(fb, loc, sum->getResult(0));
+                             });
+      auto total = gpu::AllReduceOp::create(
+          lb, loc, partial.getResult(0),
+          gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
+      Operation *combined = lb.clone(*combiner);
+      combined->setOperand(0, old);
+      combined->setOperand(1, total);
+      Value value = combined->getResult(0);
+      memref::StoreOp::create(lb, loc, value, out, ValueRange(rowIvs));
+      rowValues[baseOf(out)] = value;
     }
+    (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
     (void)gpu::setMappingAttr(rows, onBlocks(ctx, loops - 1));
-    return success();
+    LLVM_DEBUG(llvm::dbgs() << "one block a row for " << steps.size() << " steps at " << loc
+                            << "\n");
+    // Frees between the steps come after the group; the steps and the
+    // fills they fold go.
+    for (Operation *op : between)
+      if (isa<memref::DeallocOp>(op))
+        op->moveAfter(rows);
+    for (Operation *op : folded)
+      op->erase();
+    for (const RowStep &step : steps)
+      step.op->erase();
   }
-
   /// memref.copy -> a parallel loop of loads and stores (a 0-d copy: one
   /// load and store, wrapped later).
   void lowerCopies(func::FuncOp func) {

@@ -64,22 +64,24 @@ func.func @sum_and_copy(%x: memref<16xf32>, %out: memref<f32>, %a: memref<4x8xf3
 
 // A reduction along a row (a softmax's max) is one block a row: each of
 // its threads strides over the row with a partial of its own, and the
-// block combines them (gpu.all_reduce); every thread reads the row's old
-// value before the block's barrier and stores the same result after it.
+// block combines them (gpu.all_reduce, which every thread gets back);
+// every thread reads the row's old value before the all-reduce's barrier
+// and stores the same result after it.
 // CHECK-LABEL: func.func @row_max
 // CHECK: scf.parallel (%[[ROW:.*]]) =
-// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[%[[ROW]]] : memref<4xf32>
-// CHECK: %[[ROWMAX:.*]] = scf.parallel (%[[LANE:.*]]) = (%{{.*}}) to (%[[C32:.*]]) step (%{{.*}}) init (%[[NEGINF:.*]]) -> f32
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %{{.*}} step %[[C32]] iter_args(%{{.*}} = %[[NEGINF]]) -> (f32)
+// CHECK: scf.parallel (%[[LANE:.*]]) = (%{{.*}}) to (%[[C32:.*]]) step
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}} : memref<4xf32>
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[LANE]] to %{{.*}} step %[[C32]] iter_args(%{{.*}} = %[[NEGINF:.*]]) -> (f32)
 // CHECK: arith.maximumf
-// CHECK: scf.reduce(%{{.*}} : f32)
-// CHECK: arith.maximumf
-// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: %[[ROWMAX:.*]] = gpu.all_reduce maximumf %[[PART]] uniform
 // CHECK: %[[NEW:.*]] = arith.maximumf %[[OLD]], %[[ROWMAX]]
 // CHECK: memref.store %[[NEW]], %{{.*}}[%[[ROW]]]
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
 // LAUNCH-LABEL: func.func @row_max
-// LAUNCH: gpu.all_reduce
+// LAUNCH: gpu.launch
+// LAUNCH: gpu.all_reduce maximumf
+// LAUNCH-NOT: scf.parallel
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 func.func @row_max(%x: memref<4x100xf32>, %out: memref<4xf32>) {
@@ -88,6 +90,215 @@ func.func @row_max(%x: memref<4x100xf32>, %out: memref<4xf32>) {
   ^bb0(%in: f32, %acc: f32):
     %m = arith.maximumf %acc, %in : f32
     linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// A layer norm's steps, a row's sum, its squared deviations' sum and the
+// normalization, are one kernel of one block a row: the fills of the
+// sums fold into their reductions, each reduced value reaches the later
+// steps in a register (every thread has it from the all-reduce) and is
+// stored too; the buffer freed between the steps is freed after.
+// CHECK-LABEL: func.func @layer_norm_rows
+// CHECK-NOT: linalg.fill
+// CHECK: scf.parallel (%[[ROW:.*]]) =
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: scf.for
+// CHECK: %[[SUM:.*]] = gpu.all_reduce add
+// CHECK: %[[MEAN:.*]] = arith.addf %{{.*}}, %[[SUM]]
+// CHECK: memref.store %[[MEAN]], %[[S1:.*]][%[[ROW]]]
+// CHECK: scf.for
+// CHECK: arith.mulf %[[MEAN]]
+// CHECK: %[[SQ:.*]] = gpu.all_reduce add
+// CHECK: %[[VAR:.*]] = arith.addf %{{.*}}, %[[SQ]]
+// CHECK: memref.store %[[VAR]]
+// CHECK: scf.for
+// CHECK-NOT: memref.load %[[S1]]
+// CHECK: arith.mulf %[[MEAN]]
+// CHECK: arith.mulf %[[VAR]]
+// CHECK: math.rsqrt
+// CHECK: memref.store
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NEXT: memref.dealloc
+// CHECK-NOT: scf.parallel
+// CHECK: return
+// LAUNCH-LABEL: func.func @layer_norm_rows
+// LAUNCH-COUNT-1: gpu.launch
+// LAUNCH-NOT: gpu.launch
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @layer_norm_rows(%x: memref<8x48xf32>, %g: memref<48xf32>, %y: memref<8x48xf32>, %var: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %inv = arith.constant 0.0208333 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %sum = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<8xf32>)
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x48xf32>) outs(%sum : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.addf %acc, %in : f32
+    linalg.yield %a : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%var : memref<8xf32>)
+  linalg.generic {indexing_maps = [#rows, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %sum : memref<8x48xf32>, memref<8xf32>) outs(%var : memref<8xf32>) {
+  ^bb0(%in: f32, %s: f32, %acc: f32):
+    %m = arith.mulf %s, %inv : f32
+    %d = arith.subf %in, %m : f32
+    %q = arith.mulf %d, %d : f32
+    %a = arith.addf %acc, %q : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #row, #row, #col, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum, %var, %g : memref<8x48xf32>, memref<8xf32>, memref<8xf32>, memref<48xf32>) outs(%y : memref<8x48xf32>) {
+  ^bb0(%in: f32, %s: f32, %v: f32, %gamma: f32, %out: f32):
+    %m = arith.mulf %s, %inv : f32
+    %d = arith.subf %in, %m : f32
+    %vm = arith.mulf %v, %inv : f32
+    %ve = arith.addf %vm, %eps : f32
+    %r = math.rsqrt %ve : f32
+    %n = arith.mulf %d, %r : f32
+    %o = arith.mulf %n, %gamma : f32
+    linalg.yield %o : f32
+  }
+  memref.dealloc %sum : memref<8xf32>
+  return
+}
+
+// -----
+
+// A causal softmax with its mask computed from the loop indices: the max,
+// the sum of exponentials and the quotient are one block a row, the
+// indices the row's and the thread's own.
+// CHECK-LABEL: func.func @causal_softmax_rows
+// CHECK-NOT: linalg.index
+// CHECK: scf.parallel (%[[B:.*]], %[[R:.*]]) =
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: scf.for %[[K:.*]] = %[[LANE]]
+// CHECK: arith.cmpi ugt, %[[K]], %[[R]]
+// CHECK: gpu.all_reduce maximumf
+// CHECK: math.exp
+// CHECK: gpu.all_reduce add
+// CHECK: scf.for %[[K2:.*]] = %[[LANE]]
+// CHECK: arith.cmpi ugt, %[[K2]], %[[R]]
+// CHECK: arith.divf
+// CHECK: memref.store
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_y{{.*}}>, #gpu.loop_dim_map<processor = block_x
+// CHECK-NOT: scf.parallel
+// LAUNCH-LABEL: func.func @causal_softmax_rows
+// LAUNCH-COUNT-1: gpu.launch
+// LAUNCH-NOT: gpu.launch
+#s3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @causal_softmax_rows(%x: memref<2x16x16xf32>, %p: memref<2x16x16xf32>, %max: memref<2x16xf32>, %sum: memref<2x16xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%ninf : f32) outs(%max : memref<2x16xf32>)
+  linalg.generic {indexing_maps = [#s3, #r3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<2x16x16xf32>) outs(%max : memref<2x16xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %masked = arith.cmpi ugt, %j, %i : index
+    %v = arith.select %masked, %ninf, %in : f32
+    %m = arith.maximumf %acc, %v : f32
+    linalg.yield %m : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%sum : memref<2x16xf32>)
+  linalg.generic {indexing_maps = [#s3, #r3, #r3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %max : memref<2x16x16xf32>, memref<2x16xf32>) outs(%sum : memref<2x16xf32>) {
+  ^bb0(%in: f32, %mx: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %masked = arith.cmpi ugt, %j, %i : index
+    %d = arith.subf %in, %mx : f32
+    %e = math.exp %d : f32
+    %v = arith.select %masked, %zero, %e : f32
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#s3, #r3, #r3, #s3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %max, %sum : memref<2x16x16xf32>, memref<2x16xf32>, memref<2x16xf32>) outs(%p : memref<2x16x16xf32>) {
+  ^bb0(%in: f32, %mx: f32, %s: f32, %out: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %masked = arith.cmpi ugt, %j, %i : index
+    %d = arith.subf %in, %mx : f32
+    %e = math.exp %d : f32
+    %q = arith.divf %e, %s : f32
+    %v = arith.select %masked, %zero, %q : f32
+    linalg.yield %v : f32
+  }
+  return
+}
+
+// -----
+
+// Elementwise work before the reductions (a residual add before a norm)
+// joins the group: each thread writes its part of the row, a barrier, and
+// the reductions read the whole row.
+// CHECK-LABEL: func.func @residual_then_row_sum
+// CHECK: scf.parallel (%[[ROW:.*]]) =
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: scf.for %{{.*}} = %[[LANE]]
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[RES:.*]][
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[LANE]]
+// CHECK: memref.load %[[RES]]
+// CHECK: gpu.all_reduce add
+// CHECK-NOT: scf.parallel
+// LAUNCH-LABEL: func.func @residual_then_row_sum
+// LAUNCH-COUNT-1: gpu.launch
+// LAUNCH-NOT: gpu.launch
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @residual_then_row_sum(%x: memref<8x48xf32>, %y: memref<8x48xf32>, %r: memref<8x48xf32>, %s: memref<8xf32>) {
+  linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x48xf32>, memref<8x48xf32>) outs(%r : memref<8x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %sum = arith.addf %a, %b : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%r : memref<8x48xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %q = arith.mulf %in, %in : f32
+    %a = arith.addf %acc, %q : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// Elementwise work over other rows (here a transposed read, row extents
+// that differ) is no step of the group: two kernels.
+// CHECK-LABEL: func.func @other_rows_are_not_fused
+// CHECK: gpu.all_reduce add
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK: scf.parallel
+// CHECK-NOT: gpu.all_reduce
+// LAUNCH-LABEL: func.func @other_rows_are_not_fused
+// LAUNCH-COUNT-2: gpu.launch
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @other_rows_are_not_fused(%x: memref<8x48xf32>, %s: memref<8xf32>, %y: memref<8x40xf32>) {
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x48xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.addf %acc, %in : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#row, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%s : memref<8xf32>) outs(%y : memref<8x40xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
   }
   return
 }

@@ -5,6 +5,7 @@
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm" | FileCheck %s --implicit-check-not=memref. --implicit-check-not=linalg. --implicit-check-not=scf. --implicit-check-not=tfm.
 // RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-gpu-pipeline="format=nvvm precision=tf32" | FileCheck %s --check-prefix=TF32
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm precision=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm" | FileCheck %s --check-prefix=FUSED
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 50 --seq 8 --batch 2 --max-positions 16 --loss -o %t.loss.mlir
 // RUN: pmlir-opt %t.loss.mlir --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false max-grad-norm=1.0" -o %t.step.mlir
 // RUN: pmlir-opt %t.step.mlir --pmlir-gpu-pipeline="entry=train_step format=nvvm" | FileCheck %s --check-prefix=STEP --implicit-check-not=memref. --implicit-check-not=scf.
@@ -23,6 +24,20 @@
 // CHECK: nvvm.shfl.sync bfly
 
 // TF32: llvm.call @pmlir_gpu_matmul_tf32_r32_t01(
+
+// Between attention's two GEMMs one kernel: the scores' scale and causal
+// mask, the row's max, the sum of exponentials and the quotient; between
+// the output projection and the MLP's first GEMM one: the bias, the
+// residual add and the layer norm.
+// FUSED-LABEL: llvm.func @forward_layer(
+// FUSED: llvm.call @pmlir_gpu_matmul_f32_r44_t01(
+// FUSED: gpu.launch_func
+// FUSED-NOT: gpu.launch_func
+// FUSED: llvm.call @pmlir_gpu_matmul_f32_r44_t00(
+// FUSED: llvm.call @pmlir_gpu_matmul_f32_r32_t00(
+// FUSED: gpu.launch_func
+// FUSED-NOT: gpu.launch_func
+// FUSED: llvm.call @pmlir_gpu_matmul_f32_r32_t00(
 
 // bf16: the layers' GEMMs read and write bf16 (the attention's too), the
 // LM head's result is the f32 logits; kernels widen what they read and

@@ -56,8 +56,16 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
     - a reduction along the innermost dimension alone (a row's sum or max:
       norms, softmax, a logsumexp) is one block a row instead, mapped
       here: the block's threads stride over the row with partials of their
-      own, combined by an `scf.reduce` (`gpu.all_reduce`: warp shuffles),
-      so that a row is read coalesced;
+      own, combined by a `gpu.all_reduce` (warp shuffles) that every thread
+      gets back, so that a row is read coalesced. Consecutive row
+      reductions of the same rows, each reading the values earlier ones
+      reduced, and elementwise work over those rows after them (a layer
+      norm's sum, squared deviations and normalization; a softmax's max,
+      sum of exponentials and quotient, with its causal mask from the loop
+      indices; their gradients) are one such kernel: the reduced values
+      pass from step to step in registers (and are stored as well), the
+      zero fill of each reduction's buffer is folded into it, and only
+      allocations, frees and pure ops may sit between the steps;
     - `memref.copy` becomes a parallel loop of loads and stores;
     - a scalar read (`memref.load` outside any parallel loop, and the pure
       arithmetic on it: AdamW's step and gradient norm) is sunk into each
