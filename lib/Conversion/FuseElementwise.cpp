@@ -32,9 +32,22 @@ bool namesLibraryCall(Operation *op) {
 }
 
 struct FuseElementwisePass : public pmlir::impl::FuseElementwiseBase<FuseElementwisePass> {
+  using FuseElementwiseBase::FuseElementwiseBase;
+
   void runOnOperation() override {
+    // Transposes as generics, so that they fuse like elementwise work.
+    if (transposes) {
+      SmallVector<linalg::TransposeOp> ops;
+      getOperation()->walk([&](linalg::TransposeOp op) { ops.push_back(op); });
+      IRRewriter rewriter(&getContext());
+      for (linalg::TransposeOp op : ops) {
+        rewriter.setInsertionPoint(op);
+        if (failed(linalg::generalizeNamedOp(rewriter, op)))
+          return signalPassFailure();
+      }
+    }
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *fused) {
+    auto control = [](OpOperand *fused) {
       Operation *consumer = fused->getOwner();
       // A producer with other consumers would be recomputed in each of
       // them; along a residual stream that is every later layer.
@@ -42,7 +55,12 @@ struct FuseElementwisePass : public pmlir::impl::FuseElementwiseBase<FuseElement
           llvm::all_of(fused->get().getUsers(), [&](Operation *user) { return user == consumer; });
       return onlyConsumer && !namesLibraryCall(consumer) &&
              !namesLibraryCall(fused->get().getDefiningOp());
-    });
+    };
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    // A reshape between two generics (heads split out of a hidden
+    // dimension) moves onto the producer, which then fuses.
+    if (transposes)
+      linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     LLVM_DEBUG({

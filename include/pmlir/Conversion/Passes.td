@@ -337,7 +337,16 @@ def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
     and stored, not recomputed in each (along a residual stream that would
     recompute every earlier layer's adds in every later layer). Bias adds,
     activations and the normalizing step of norms fuse with each other.
+
+    With `transposes` (a GPU's choice, where each is a pass over memory of
+    its own), transposes become generics and reshapes between generics move
+    onto their producers, so that splitting and merging heads fuse with the
+    bias adds and the rest around them.
   }];
+  let options = [
+    Option<"transposes", "transposes", "bool", "false",
+           "fuse transposes and the reshapes around them too">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 

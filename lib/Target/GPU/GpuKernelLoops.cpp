@@ -9,10 +9,10 @@
 // memory in places: copies, scalar reads before a loop (AdamW's step and
 // gradient norm), sequential reductions to a scalar (a loss's mean). On a
 // GPU every buffer is device memory, so those become parallel loops too,
-// and each top-level parallel loop is tiled and mapped: its innermost
-// dimension in blocks of `block-size` threads (thread_x, block_x), the next
-// two outer dimensions on block_y and block_z, any further ones looped in
-// each thread; a parallel loop nested in sequential work (embedding_grad's
+// and each top-level parallel loop is tiled and mapped: its outer
+// dimensions collapsed into one on block_x, its innermost in tiles of
+// `block-size` threads (thread_x) on block_y; a parallel loop nested in
+// sequential work (embedding_grad's
 // row updates inside its loop over tokens) runs in the one thread of that
 // work. convert-parallel-loops-to-gpu then makes each a kernel.
 //
@@ -25,11 +25,14 @@
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/Debug.h"
+
+#include <numeric>
 
 #define DEBUG_TYPE "pmlir-gpu-kernel-loops"
 
@@ -744,6 +747,19 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       std::optional<int64_t> step = getConstantIntValue(loop.getStep()[rank - 1]);
       if (lower && upper && step && *step == 1)
         tile = std::max<int64_t>(1, std::min<int64_t>(blockSize, *upper - *lower));
+      // The outer dimensions as one, the rows: a grid of rows x tiles of
+      // the innermost dimension, every dimension on the grid whatever the
+      // rank (the x axis takes 2^31 - 1 blocks, where y and z take 65535).
+      if (rank > 2) {
+        Operation *after = loop->getNextNode();
+        IRRewriter rewriter(ctx);
+        rewriter.setInsertionPoint(loop);
+        std::vector<unsigned> rows(rank - 1);
+        std::iota(rows.begin(), rows.end(), 0u);
+        collapseParallelLoops(rewriter, loop, {rows, {rank - 1}});
+        loop = cast<scf::ParallelOp>(after->getPrevNode());
+        rank = 2;
+      }
       SmallVector<int64_t> sizes(rank, 1);
       sizes.back() = tile;
       auto [outer, inner] = scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
@@ -752,7 +768,11 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       SmallVector<gpu::ParallelLoopDimMappingAttr> innerMap(
           rank - 1, onProcessor(ctx, gpu::Processor::Sequential));
       innerMap.push_back(onProcessor(ctx, gpu::Processor::ThreadX));
-      if (failed(gpu::setMappingAttr(outer, onBlocks(ctx, rank))) ||
+      SmallVector<gpu::ParallelLoopDimMappingAttr> outerMap{
+          onProcessor(ctx, gpu::Processor::BlockX)};
+      if (rank == 2)
+        outerMap.push_back(onProcessor(ctx, gpu::Processor::BlockY));
+      if (failed(gpu::setMappingAttr(outer, outerMap)) ||
           failed(gpu::setMappingAttr(inner, innerMap)))
         return outer.emitOpError() << "could not be mapped to blocks and threads";
       LLVM_DEBUG(llvm::dbgs() << "mapped a loop of rank " << rank << " in tiles of " << tile

@@ -67,7 +67,7 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createOutlineLayers());
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
-  pm.addPass(createFuseElementwise());
+  pm.addPass(createFuseElementwise(FuseElementwiseOptions{/*transposes=*/true}));
   if (options.precision == "bf16")
     pm.addPass(createStoreBf16());
   pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));

@@ -2,8 +2,8 @@
 // RUN: pmlir-opt %s --split-input-file --verify-diagnostics --pmlir-gpu-kernel-loops="block-size=32" --convert-parallel-loops-to-gpu | FileCheck %s --check-prefix=LAUNCH
 
 // A scalar read before a loop (as AdamW's step) is sunk into the loop, and
-// the loop is tiled: the innermost dimension in blocks of 32 threads
-// (thread_x, block_x), the outer one on block_y.
+// the loop is tiled: the rows on block_x, the innermost dimension in tiles
+// of 32 threads (thread_x) on block_y.
 // CHECK-LABEL: func.func @scalar_read
 // CHECK-NOT: memref.load
 // CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = {{.*}} step (%{{.*}}, %[[C32:.*]])
@@ -11,7 +11,7 @@
 // CHECK: memref.load %{{.*}}[] : memref<f32>
 // CHECK: arith.mulf
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = sequential{{.*}}>, #gpu.loop_dim_map<processor = thread_x{{.*}}>]}
-// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_y{{.*}}>, #gpu.loop_dim_map<processor = block_x{{.*}}>]}
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x{{.*}}>, #gpu.loop_dim_map<processor = block_y{{.*}}>]}
 // LAUNCH-LABEL: func.func @scalar_read
 // LAUNCH: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}} = %{{.*}}, {{.*}} = %{{.*}}) threads
 // LAUNCH-NOT: scf.parallel
@@ -299,6 +299,29 @@ func.func @other_rows_are_not_fused(%x: memref<8x48xf32>, %s: memref<8xf32>, %y:
       ins(%s : memref<8xf32>) outs(%y : memref<8x40xf32>) {
   ^bb0(%v: f32, %out: f32):
     linalg.yield %v : f32
+  }
+  return
+}
+
+// -----
+
+// A loop of rank 4 (a transpose of heads) is a grid of rows, its three
+// outer dimensions collapsed into one on block_x, by tiles of its
+// innermost dimension on block_y.
+// CHECK-LABEL: func.func @rank_four
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} to (%[[ROWS:.*]], %{{.*}}) step
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = sequential{{.*}}>, #gpu.loop_dim_map<processor = thread_x{{.*}}>]}
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x{{.*}}>, #gpu.loop_dim_map<processor = block_y{{.*}}>]}
+// LAUNCH-LABEL: func.func @rank_four
+// LAUNCH: gpu.launch blocks(
+// LAUNCH-NOT: scf.parallel
+#in4 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+#out4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @rank_four(%x: memref<2x16x4x16xf32>, %y: memref<2x4x16x16xf32>) {
+  linalg.generic {indexing_maps = [#in4, #out4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<2x16x4x16xf32>) outs(%y : memref<2x4x16x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
   }
   return
 }

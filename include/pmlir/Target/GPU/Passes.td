@@ -74,10 +74,11 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       mean, a 0-d update, embedding_grad's loop over tokens with the
       parallel loops inside it made sequential) is wrapped in a
       one-iteration `scf.parallel`, a one-thread kernel;
-    - each top-level parallel loop is tiled and mapped: its innermost
-      dimension in blocks of `block-size` threads (`thread_x`, `block_x`;
-      fewer where the dimension is shorter), the next two outer dimensions
-      on `block_y` and `block_z`, any further ones looped in each thread.
+    - each top-level parallel loop is tiled and mapped: its outer
+      dimensions collapsed into one, the rows, on `block_x` (which takes
+      2^31 - 1 blocks), its innermost dimension in tiles of `block-size`
+      threads (`thread_x`; fewer where the dimension is shorter) on
+      `block_y`.
     `convert-parallel-loops-to-gpu` then makes each a `gpu.launch`.
     Work that cannot be moved (a loaded value that leaves the function, an
     op with memory effects the pass does not know) is an error that names
