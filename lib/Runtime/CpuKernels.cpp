@@ -156,25 +156,19 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
 
 } // namespace
 
-#define PMLIR_MATMUL_BF16(L, R, TA, TB)                                                            \
-  extern "C" void _mlir_ciface_pmlir_matmul_bf16_r##L##R##_t##TA##TB(                              \
-      StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,                    \
-      StridedMemRefType<uint16_t, L> *out, bool accumulate) {                                      \
-    matmulBf16<L, R, TA, TB>(lhs, rhs, out, accumulate);                                           \
-  }                                                                                                \
-  extern "C" void _mlir_ciface_pmlir_matmul_bf16f32_r##L##R##_t##TA##TB(                           \
-      StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,                    \
-      StridedMemRefType<float, L> *out, bool accumulate) {                                         \
-    matmulBf16<L, R, TA, TB>(lhs, rhs, out, accumulate);                                           \
+// T names the operand and result types: f32, bf16 (bf16 operands and
+// result), bf16f32 (bf16 operands, an f32 result); bf16 travels as its
+// bits (uint16_t).
+#define PMLIR_MATMUL_OF(T, IN, OUT, KERNEL, L, R, TA, TB)                                          \
+  extern "C" void _mlir_ciface_pmlir_matmul_##T##_r##L##R##_t##TA##TB(                             \
+      StridedMemRefType<IN, L> *lhs, StridedMemRefType<IN, R> *rhs,                                \
+      StridedMemRefType<OUT, L> *out, bool accumulate) {                                           \
+    KERNEL<L, R, TA, TB>(lhs, rhs, out, accumulate);                                               \
   }
-
 #define PMLIR_MATMUL(L, R, TA, TB)                                                                 \
-  extern "C" void _mlir_ciface_pmlir_matmul_f32_r##L##R##_t##TA##TB(                               \
-      StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,                          \
-      StridedMemRefType<float, L> *out, bool accumulate) {                                         \
-    matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);                                               \
-  }                                                                                                \
-  PMLIR_MATMUL_BF16(L, R, TA, TB)
+  PMLIR_MATMUL_OF(f32, float, float, matmul, L, R, TA, TB)                                         \
+  PMLIR_MATMUL_OF(bf16, uint16_t, uint16_t, matmulBf16, L, R, TA, TB)                              \
+  PMLIR_MATMUL_OF(bf16f32, uint16_t, float, matmulBf16, L, R, TA, TB)
 #define PMLIR_MATMUL_TRANSPOSES(L, R)                                          \
   PMLIR_MATMUL(L, R, 0, 0)                                                     \
   PMLIR_MATMUL(L, R, 0, 1) PMLIR_MATMUL(L, R, 1, 0) PMLIR_MATMUL(L, R, 1, 1)
