@@ -3,18 +3,17 @@
 // Part of pmlir.
 //
 // Row reductions, with the elementwise work before and after them over the
-// same rows, become one block a row. Every other linalg op on buffers
-// becomes a parallel loop over its parallel dimensions (outermost) with its
-// reductions sequential inside. A host function still reads and writes
-// memory in places: copies, scalar reads before a loop (AdamW's step and
-// gradient norm), sequential reductions to a scalar (a loss's mean). On a
-// GPU every buffer is device memory, so those become parallel loops too,
-// and each top-level parallel loop is tiled and mapped: its outer
-// dimensions collapsed into one on block_x, its innermost in tiles of
-// `block-size` threads (thread_x) on block_y; a parallel loop nested in
-// sequential work (embedding_grad's
-// row updates inside its loop over tokens) runs in the one thread of that
-// work. convert-parallel-loops-to-gpu then makes each a kernel.
+// same rows, become one block a row; a reduction of a whole tensor one
+// block; a scatter into rows one thread a column. Every other linalg op on
+// buffers becomes a parallel loop over its parallel dimensions (outermost)
+// with its reductions sequential inside. A host function still reads and
+// writes memory in places: copies, scalar reads before a loop (AdamW's step
+// and gradient norm), sequential work on a scalar. On a GPU every buffer is
+// device memory, so those become parallel loops too, and each top-level
+// parallel loop is tiled and mapped: its outer dimensions collapsed into one
+// on block_x, its innermost in tiles of `block-size` threads (thread_x) on
+// block_y; a parallel loop nested in sequential work runs in the one thread
+// of that work. convert-parallel-loops-to-gpu then makes each a kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +143,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       if (failed(toParallelLoops(func)))
         return signalPassFailure();
       lowerCopies(func);
+      scatterByColumns(func);
       sinkScalarReads(func);
       if (failed(wrapSequentialWork(func.getBody())))
         return signalPassFailure();
@@ -254,6 +254,88 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     return combiner;
   }
 
+  /// The combining op of a reduction of a whole tensor to one value (a
+  /// loss's sum, a gradient's sum of squares), or null.
+  static Operation *wholeCombiner(linalg::GenericOp op) {
+    if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0 ||
+        op.getIndexingMapsArray().back().getNumResults() != 0 ||
+        llvm::any_of(op.getIteratorTypesArray(),
+                     [](utils::IteratorType t) { return t != utils::IteratorType::reduction; }))
+      return nullptr;
+    Block &body = op.getRegion().front();
+    BlockArgument acc = body.getArguments().back();
+    Operation *combiner =
+        cast<linalg::YieldOp>(body.getTerminator()).getValues()[0].getDefiningOp();
+    if (!combiner || combiner->getNumOperands() != 2 || !acc.hasOneUse() ||
+        acc.getUses().begin()->getOwner() != combiner || !allReduceOf(combiner))
+      return nullptr;
+    return combiner;
+  }
+
+  /// A reduction of a whole tensor to one value -> one block whose threads
+  /// stride over the tensor's elements in row-major order with partials of
+  /// their own, combined by gpu.all_reduce, instead of one thread reading
+  /// every element.
+  void reduceWhole(linalg::GenericOp op) {
+    Operation *combiner = wholeCombiner(op);
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    OpBuilder b(op);
+    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> extents;
+    Value count = arith::ConstantIndexOp::create(b, loc, 1);
+    for (Range range : ranges) {
+      extents.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+      count = arith::MulIOp::create(b, loc, count, extents.back());
+    }
+    int64_t threads = blockSize;
+    if (std::optional<int64_t> n = getConstantIntValue(count))
+      threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *n));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value width = arith::ConstantIndexOp::create(b, loc, threads);
+    auto block =
+        scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
+    OpBuilder bb = OpBuilder::atBlockBegin(block.getBody());
+    auto lanes =
+        scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
+    OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
+    Value lane = lanes.getInductionVars()[0];
+    BlockArgument acc = op.getRegion().front().getArguments().back();
+    Value element =
+        combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+    Value out = op.getDpsInits()[0];
+    Value old = memref::LoadOp::create(lb, loc, out, ValueRange{});
+    Value identity = identityOf(lb, loc, combiner, acc.getType());
+    auto partial = scf::ForOp::create(lb, loc, lane, count, width, ValueRange{identity},
+                                      [&](OpBuilder &fb, Location, Value flat, ValueRange iter) {
+                                        // The element's indices, the last varying fastest.
+                                        SmallVector<Value> ivs(extents.size());
+                                        Value rest = flat;
+                                        for (size_t d = extents.size(); d-- > 0;) {
+                                          ivs[d] =
+                                              arith::RemUIOp::create(fb, loc, rest, extents[d]);
+                                          rest = arith::DivUIOp::create(fb, loc, rest, extents[d]);
+                                        }
+                                        IRMapping mapping;
+                                        cloneBodyAt(fb, op, ivs, {}, combiner, mapping);
+                                        Operation *sum = fb.clone(*combiner, mapping);
+                                        sum->setOperand(0, iter[0]);
+                                        sum->setOperand(1, mapping.lookupOrDefault(element));
+                                        scf::YieldOp::create(fb, loc, sum->getResult(0));
+                                      });
+    auto total = gpu::AllReduceOp::create(
+        lb, loc, partial.getResult(0),
+        gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
+    Operation *combined = lb.clone(*combiner);
+    combined->setOperand(0, old);
+    combined->setOperand(1, total);
+    memref::StoreOp::create(lb, loc, combined->getResult(0), out, ValueRange{});
+    (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
+    (void)gpu::setMappingAttr(block, {onProcessor(ctx, gpu::Processor::BlockX)});
+    op.erase();
+  }
+
   /// One step of a row group: a row reduction (its combiner, and the value
   /// its buffer starts from where the fill before it is folded in, else
   /// null: loaded) or elementwise work over the rows' elements.
@@ -280,6 +362,12 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     for (Block &block : func.getBody()) {
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
       for (size_t i = 0; i < ops.size();) {
+        if (auto generic = dyn_cast<linalg::GenericOp>(ops[i]);
+            generic && generic.hasPureBufferSemantics() && wholeCombiner(generic)) {
+          reduceWhole(generic);
+          ++i;
+          continue;
+        }
         SmallVector<RowStep> steps;
         SmallVector<Operation *> folded;
         size_t next = collectRowGroup(ops, i, steps, folded);
@@ -555,6 +643,118 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
                                 memref::StoreOp::create(nb, l, v, to, ivs);
                               });
       op.erase();
+    }
+  }
+
+  /// The column a store or load of `access` reaches in its buffer's rows,
+  /// where every thread of `loop` (its last dimension the only one wider
+  /// than 1) reaches a column of its own: the access is indexed last by the
+  /// loop's last dimension, into the buffer or a view of whole rows of it.
+  static bool ownColumn(Operation *access, scf::ParallelOp loop) {
+    auto indices = isa<memref::LoadOp>(access) ? cast<memref::LoadOp>(access).getIndices()
+                                               : cast<memref::StoreOp>(access).getIndices();
+    Value memref = isa<memref::LoadOp>(access) ? cast<memref::LoadOp>(access).getMemRef()
+                                               : cast<memref::StoreOp>(access).getMemRef();
+    if (indices.empty())
+      return false;
+    // The last index, seen through an identity affine.apply (the loops
+    // linalg ops become index through their maps).
+    Value column = indices.back();
+    if (auto apply = column.getDefiningOp<affine::AffineApplyOp>();
+        apply && apply.getAffineMap().isIdentity() && apply.getMapOperands().size() == 1)
+      column = apply.getMapOperands()[0];
+    if (column != loop.getInductionVars().back())
+      return false;
+    auto subview = memref.getDefiningOp<memref::SubViewOp>();
+    if (!subview)
+      return memref == baseOf(memref);
+    auto source = cast<MemRefType>(subview.getSource().getType());
+    int64_t last = source.getRank() - 1;
+    return subview.getType().getRank() == source.getRank() && !source.isDynamicDim(last) &&
+           subview.getStaticOffsets().back() == 0 && subview.getStaticStrides().back() == 1 &&
+           subview.getStaticSizes().back() == source.getDimSize(last) &&
+           subview.getSource() == baseOf(memref);
+  }
+
+  /// A scatter into rows: a sequential loop (over tokens) whose only
+  /// writes are one parallel loop over a row's columns (embedding_grad's
+  /// row += gradient row), every access to the rows it writes in each
+  /// thread's own column -> the parallel loop outside, the sequential one
+  /// in each thread: one thread a column walks the tokens in order, as the
+  /// sequential loop did, instead of one thread doing every column of
+  /// every token. The sums are the same, in the same order.
+  void scatterByColumns(func::FuncOp func) {
+    SmallVector<scf::ForOp> loops;
+    for (Operation &op : func.getBody().front())
+      if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop.getNumResults() == 0)
+        loops.push_back(loop);
+    for (scf::ForOp loop : loops) {
+      SmallVector<scf::ParallelOp> inner;
+      loop.getBody()->walk([&](scf::ParallelOp p) { inner.push_back(p); });
+      if (inner.size() != 1 || inner[0]->getParentOfType<scf::ParallelOp>() ||
+          inner[0].getNumResults() != 0)
+        continue;
+      scf::ParallelOp columns = inner[0];
+      unsigned rank = columns.getNumLoops();
+      // One dimension wider than 1, the last; bounds known outside.
+      bool shaped = true;
+      for (unsigned d = 0; d < rank; ++d) {
+        std::optional<int64_t> lower = getConstantIntValue(columns.getLowerBound()[d]);
+        std::optional<int64_t> upper = getConstantIntValue(columns.getUpperBound()[d]);
+        std::optional<int64_t> step = getConstantIntValue(columns.getStep()[d]);
+        if (!lower || !upper || !step || *step != 1 || (d + 1 < rank && *upper - *lower != 1))
+          shaped = false;
+      }
+      if (!shaped)
+        continue;
+      // Writes: only stores in the parallel loop, each in its thread's
+      // column, and every other access to those buffers too.
+      llvm::DenseSet<Value> written;
+      bool legal = true;
+      loop.getBody()->walk([&](Operation *op) {
+        if (isa<memref::StoreOp>(op)) {
+          if (!columns->isAncestor(op) || !ownColumn(op, columns))
+            legal = false;
+          written.insert(baseOf(cast<memref::StoreOp>(op).getMemRef()));
+        } else if (!isa<memref::LoadOp>(op) && !isPure(op) &&
+                   !isa<scf::IfOp, scf::ParallelOp, scf::YieldOp, scf::ReduceOp>(op)) {
+          legal = false;
+        }
+      });
+      loop.getBody()->walk([&](memref::LoadOp load) {
+        if (written.contains(baseOf(load.getMemRef())) &&
+            (!columns->isAncestor(load) || !ownColumn(load, columns)))
+          legal = false;
+      });
+      if (!legal || written.empty())
+        continue;
+      OpBuilder b(loop);
+      Location loc = loop.getLoc();
+      SmallVector<Value> lower, upper, steps;
+      for (unsigned d = 0; d < rank; ++d) {
+        auto constant = [&](Value v) {
+          return arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(v)).getResult();
+        };
+        lower.push_back(constant(columns.getLowerBound()[d]));
+        upper.push_back(constant(columns.getUpperBound()[d]));
+        steps.push_back(constant(columns.getStep()[d]));
+      }
+      auto outer = scf::ParallelOp::create(b, loc, lower, upper, steps);
+      OpBuilder ob = OpBuilder::atBlockBegin(outer.getBody());
+      IRMapping mapping;
+      auto copy = cast<scf::ForOp>(ob.clone(*loop, mapping));
+      auto moved = cast<scf::ParallelOp>(mapping.lookup(columns.getOperation()));
+      // The parallel loop's body in place of it, at the outer loop's
+      // indices.
+      for (auto [iv, column] : llvm::zip(moved.getInductionVars(), outer.getInductionVars()))
+        iv.replaceAllUsesWith(column);
+      Block *body = moved.getBody();
+      body->getTerminator()->erase();
+      moved->getBlock()->getOperations().splice(Block::iterator(moved), body->getOperations());
+      moved.erase();
+      (void)copy;
+      loop.erase();
+      LLVM_DEBUG(llvm::dbgs() << "a scatter into rows by columns at " << loc << "\n");
     }
   }
 

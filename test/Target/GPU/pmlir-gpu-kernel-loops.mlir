@@ -328,9 +328,114 @@ func.func @rank_four(%x: memref<2x16x4x16xf32>, %y: memref<2x4x16x16xf32>) {
 
 // -----
 
+// A scatter into rows (embedding_grad: for each token, its row of the
+// table += its gradient row) runs one thread a column, each walking the
+// tokens in order, instead of one thread for everything.
+// CHECK-LABEL: func.func @scatter_rows
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: memref.load %{{.*}}[%[[T]]] : memref<6xi64>
+// CHECK: scf.if
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = sequential{{.*}}>, #gpu.loop_dim_map<processor = thread_x{{.*}}>]}
+// LAUNCH-LABEL: func.func @scatter_rows
+// LAUNCH: gpu.launch blocks(
+// LAUNCH: scf.for
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @scatter_rows(%ids: memref<6xi64>, %grad: memref<6x64xf32>, %table: memref<10x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c10 = arith.constant 10 : index
+  scf.for %t = %c0 to %c6 step %c1 {
+    %id = memref.load %ids[%t] : memref<6xi64>
+    %row = arith.index_cast %id : i64 to index
+    %in = arith.cmpi ult, %row, %c10 : index
+    scf.if %in {
+      %to = memref.subview %table[%row, 0] [1, 64] [1, 1] : memref<10x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      %from = memref.subview %grad[%t, 0] [1, 64] [1, 1] : memref<6x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+          ins(%from : memref<1x64xf32, strided<[64, 1], offset: ?>>) outs(%to : memref<1x64xf32, strided<[64, 1], offset: ?>>) {
+      ^bb0(%g: f32, %o: f32):
+        %sum = arith.addf %o, %g : f32
+        linalg.yield %sum : f32
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// A sequential loop whose updates cross columns (each token's row added
+// reversed) keeps its order in one thread.
+// CHECK-LABEL: func.func @crossing_columns_stay_sequential
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+#rev = affine_map<(d0, d1) -> (d0, 63 - d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @crossing_columns_stay_sequential(%ids: memref<6xi64>, %grad: memref<6x64xf32>, %table: memref<10x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  scf.for %t = %c0 to %c6 step %c1 {
+    %id = memref.load %ids[%t] : memref<6xi64>
+    %row = arith.index_cast %id : i64 to index
+    %to = memref.subview %table[%row, 0] [1, 64] [1, 1] : memref<10x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+    %from = memref.subview %grad[%t, 0] [1, 64] [1, 1] : memref<6x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#rev, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%to : memref<1x64xf32, strided<[64, 1], offset: ?>>) outs(%to : memref<1x64xf32, strided<[64, 1], offset: ?>>) {
+    ^bb0(%g: f32, %o: f32):
+      %sum = arith.addf %o, %g : f32
+      linalg.yield %sum : f32
+    }
+  }
+  return
+}
+
+// -----
+
 // A scalar read the host itself uses cannot move into a kernel.
 func.func @host_uses_read(%x: memref<f32>) -> f32 {
   // expected-error @+1 {{'memref.load' op has no GPU lowering: it reads device memory on the host, which uses its result}}
   %v = memref.load %x[] : memref<f32>
   return %v : f32
+}
+
+// -----
+
+// A reduction of a whole tensor to one value (a gradient's sum of squares
+// for clipping) is one block: its threads stride over the elements in
+// row-major order, their partials combined by gpu.all_reduce.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[] : memref<f32>
+// CHECK: %[[PART:.*]] = scf.for %[[FLAT:.*]] = %[[LANE]] to
+// CHECK: arith.remui %[[FLAT]]
+// CHECK: arith.divui %[[FLAT]]
+// CHECK: arith.mulf
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
+// CHECK: memref.store %[[SUM]], %{{.*}}[] : memref<f32>
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// LAUNCH-LABEL: func.func @sum_of_squares
+// LAUNCH: gpu.launch
+// LAUNCH: gpu.all_reduce add
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#none = affine_map<(d0, d1) -> ()>
+func.func @sum_of_squares(%g: memref<97x52xf32>, %out: memref<f32>) {
+  linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction", "reduction"]}
+      ins(%g : memref<97x52xf32>) outs(%out : memref<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  }
+  return
 }

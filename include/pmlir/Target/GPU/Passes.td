@@ -66,14 +66,23 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       pass from step to step in registers (and are stored as well), the
       zero fill of each reduction's buffer is folded into it, and only
       allocations, frees and pure ops may sit between the steps;
+    - a reduction of a whole tensor to one value (a loss's sum, the
+      gradients' sum of squares for clipping) is one block whose threads
+      stride over the elements, their partials combined by
+      `gpu.all_reduce`;
+    - a scatter into rows (embedding_grad: a sequential loop over tokens
+      whose only writes are one parallel loop over a row's columns, every
+      access to the rows it writes in each thread's own column) runs one
+      thread a column, each walking the tokens in order: the same sums in
+      the same order;
     - `memref.copy` becomes a parallel loop of loads and stores;
     - a scalar read (`memref.load` outside any parallel loop, and the pure
       arithmetic on it: AdamW's step and gradient norm) is sunk into each
       parallel loop that uses it, where every thread reads it;
-    - what remains (a sequential reduction to a scalar such as a loss's
-      mean, a 0-d update, embedding_grad's loop over tokens with the
-      parallel loops inside it made sequential) is wrapped in a
-      one-iteration `scf.parallel`, a one-thread kernel;
+    - what remains (a sequential loop over a scalar, a 0-d update, a loop
+      over tokens whose writes cross columns, with the parallel loops
+      inside it made sequential) is wrapped in a one-iteration
+      `scf.parallel`, a one-thread kernel;
     - each top-level parallel loop is tiled and mapped: its outer
       dimensions collapsed into one, the rows, on `block_x` (which takes
       2^31 - 1 blocks), its innermost dimension in tiles of `block-size`
