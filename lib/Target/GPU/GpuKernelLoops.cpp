@@ -3,8 +3,9 @@
 // Part of pmlir.
 //
 // Row reductions, with the elementwise work before and after them over the
-// same rows, become one block a row; a reduction of a whole tensor one
-// block; a scatter into rows one thread a column. Every other linalg op on
+// same rows, become one block a row; another reduction of many elements
+// into each value one block a value; a scatter into rows one thread a
+// column. Every other linalg op on
 // buffers becomes a parallel loop over its parallel dimensions (outermost)
 // with its reductions sequential inside. A host function still reads and
 // writes memory in places: copies, scalar reads before a loop (AdamW's step
@@ -254,14 +255,25 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     return combiner;
   }
 
-  /// The combining op of a reduction of a whole tensor to one value (a
-  /// loss's sum, a gradient's sum of squares), or null.
-  static Operation *wholeCombiner(linalg::GenericOp op) {
-    if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0 ||
-        op.getIndexingMapsArray().back().getNumResults() != 0 ||
-        llvm::any_of(op.getIteratorTypesArray(),
-                     [](utils::IteratorType t) { return t != utils::IteratorType::reduction; }))
+  /// The combining op of a reduction that is no row reduction (its
+  /// reduced dimensions not the innermost alone) into one value for each
+  /// point of its parallel dimensions, in order (a bias's or a norm
+  /// weight's gradient, summed over the tokens for each column; a loss's
+  /// sum; a gradient's sum of squares), or null.
+  static Operation *blockCombiner(linalg::GenericOp op) {
+    if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0 || rowCombiner(op))
       return nullptr;
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    SmallVector<unsigned> parallel;
+    for (auto [d, t] : llvm::enumerate(iterators))
+      if (t == utils::IteratorType::parallel)
+        parallel.push_back(d);
+    AffineMap out = op.getIndexingMapsArray().back();
+    if (out.getNumResults() != parallel.size())
+      return nullptr;
+    for (auto [expr, d] : llvm::zip(out.getResults(), parallel))
+      if (expr != getAffineDimExpr(d, op.getContext()))
+        return nullptr;
     Block &body = op.getRegion().front();
     BlockArgument acc = body.getArguments().back();
     Operation *combiner =
@@ -272,31 +284,60 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     return combiner;
   }
 
-  /// A reduction of a whole tensor to one value -> one block whose threads
-  /// stride over the tensor's elements in row-major order with partials of
-  /// their own, combined by gpu.all_reduce, instead of one thread reading
-  /// every element.
-  void reduceWhole(linalg::GenericOp op) {
-    Operation *combiner = wholeCombiner(op);
+  /// How many elements a reduction combines into each value: the product of
+  /// its reduced dimensions' static extents (0 where one is dynamic).
+  static int64_t reducedCount(linalg::GenericOp op) {
+    int64_t count = 1;
+    for (auto [extent, t] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+      if (t == utils::IteratorType::reduction)
+        count = ShapedType::isDynamic(extent) ? 0 : count * extent;
+    return count;
+  }
+
+  /// Such a reduction of at least a block's worth of elements into each
+  /// value -> one block for each output value, whose threads stride over
+  /// the reduced elements (in row-major order of the reduced dimensions)
+  /// with partials of their own, combined by gpu.all_reduce; fewer elements
+  /// stay one thread's sum each.
+  /// A column's sum over 8192 tokens is then 256 threads' work in a block
+  /// of its own, and the whole gradient's sum of squares one block's,
+  /// instead of one thread's.
+  void reduceByBlocks(linalg::GenericOp op) {
+    Operation *combiner = blockCombiner(op);
     MLIRContext *ctx = op.getContext();
     Location loc = op.getLoc();
     OpBuilder b(op);
     SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
-    SmallVector<Value> extents;
-    Value count = arith::ConstantIndexOp::create(b, loc, 1);
-    for (Range range : ranges) {
-      extents.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
-      count = arith::MulIOp::create(b, loc, count, extents.back());
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> outerUpper, reducedExtents;
+    SmallVector<unsigned> outerDims, reducedDims;
+    Value count = one;
+    for (auto [d, t] : llvm::enumerate(iterators)) {
+      Value extent = getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
+      if (t == utils::IteratorType::parallel) {
+        outerDims.push_back(d);
+        outerUpper.push_back(extent);
+        continue;
+      }
+      reducedDims.push_back(d);
+      reducedExtents.push_back(extent);
+      count = arith::MulIOp::create(b, loc, count, extent);
     }
     int64_t threads = blockSize;
     if (std::optional<int64_t> n = getConstantIntValue(count))
       threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *n));
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value width = arith::ConstantIndexOp::create(b, loc, threads);
-    auto block =
-        scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
-    OpBuilder bb = OpBuilder::atBlockBegin(block.getBody());
+    // A whole tensor to one value: a grid of one block.
+    bool whole = outerDims.empty();
+    if (whole)
+      outerUpper.push_back(one);
+    SmallVector<Value> lower(outerUpper.size(), zero), steps(outerUpper.size(), one);
+    auto blocks = scf::ParallelOp::create(b, loc, lower, outerUpper, steps);
+    OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
+    SmallVector<Value> blockIvs = blocks.getInductionVars();
+    SmallVector<Value> outIndices = whole ? SmallVector<Value>() : blockIvs;
     auto lanes =
         scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
     OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
@@ -305,34 +346,38 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     Value element =
         combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
     Value out = op.getDpsInits()[0];
-    Value old = memref::LoadOp::create(lb, loc, out, ValueRange{});
+    // Every thread reads the old value before the all-reduce's barrier.
+    Value old = memref::LoadOp::create(lb, loc, out, outIndices);
     Value identity = identityOf(lb, loc, combiner, acc.getType());
-    auto partial = scf::ForOp::create(lb, loc, lane, count, width, ValueRange{identity},
-                                      [&](OpBuilder &fb, Location, Value flat, ValueRange iter) {
-                                        // The element's indices, the last varying fastest.
-                                        SmallVector<Value> ivs(extents.size());
-                                        Value rest = flat;
-                                        for (size_t d = extents.size(); d-- > 0;) {
-                                          ivs[d] =
-                                              arith::RemUIOp::create(fb, loc, rest, extents[d]);
-                                          rest = arith::DivUIOp::create(fb, loc, rest, extents[d]);
-                                        }
-                                        IRMapping mapping;
-                                        cloneBodyAt(fb, op, ivs, {}, combiner, mapping);
-                                        Operation *sum = fb.clone(*combiner, mapping);
-                                        sum->setOperand(0, iter[0]);
-                                        sum->setOperand(1, mapping.lookupOrDefault(element));
-                                        scf::YieldOp::create(fb, loc, sum->getResult(0));
-                                      });
+    auto partial =
+        scf::ForOp::create(lb, loc, lane, count, width, ValueRange{identity},
+                           [&](OpBuilder &fb, Location, Value flat, ValueRange iter) {
+                             SmallVector<Value> ivs(iterators.size());
+                             for (auto [d, iv] : llvm::zip(outerDims, blockIvs))
+                               ivs[d] = iv;
+                             // The reduced element's indices, the last varying fastest.
+                             Value rest = flat;
+                             for (size_t r = reducedDims.size(); r-- > 0;) {
+                               ivs[reducedDims[r]] =
+                                   arith::RemUIOp::create(fb, loc, rest, reducedExtents[r]);
+                               rest = arith::DivUIOp::create(fb, loc, rest, reducedExtents[r]);
+                             }
+                             IRMapping mapping;
+                             cloneBodyAt(fb, op, ivs, {}, combiner, mapping);
+                             Operation *sum = fb.clone(*combiner, mapping);
+                             sum->setOperand(0, iter[0]);
+                             sum->setOperand(1, mapping.lookupOrDefault(element));
+                             scf::YieldOp::create(fb, loc, sum->getResult(0));
+                           });
     auto total = gpu::AllReduceOp::create(
         lb, loc, partial.getResult(0),
         gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
     Operation *combined = lb.clone(*combiner);
     combined->setOperand(0, old);
     combined->setOperand(1, total);
-    memref::StoreOp::create(lb, loc, combined->getResult(0), out, ValueRange{});
+    memref::StoreOp::create(lb, loc, combined->getResult(0), out, outIndices);
     (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
-    (void)gpu::setMappingAttr(block, {onProcessor(ctx, gpu::Processor::BlockX)});
+    (void)gpu::setMappingAttr(blocks, onBlocks(ctx, blockIvs.size()));
     op.erase();
   }
 
@@ -363,8 +408,9 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
       for (size_t i = 0; i < ops.size();) {
         if (auto generic = dyn_cast<linalg::GenericOp>(ops[i]);
-            generic && generic.hasPureBufferSemantics() && wholeCombiner(generic)) {
-          reduceWhole(generic);
+            generic && generic.hasPureBufferSemantics() && blockCombiner(generic) &&
+            reducedCount(generic) >= blockSize) {
+          reduceByBlocks(generic);
           ++i;
           continue;
         }

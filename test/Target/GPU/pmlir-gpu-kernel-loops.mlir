@@ -439,3 +439,36 @@ func.func @sum_of_squares(%g: memref<97x52xf32>, %out: memref<f32>) {
   }
   return
 }
+
+// -----
+
+// A column's sum over the tokens (a bias's gradient) is a block a column,
+// its threads striding over the tokens; a sum over fewer elements than a
+// block stays one thread's.
+// CHECK-LABEL: func.func @column_sums
+// CHECK: scf.parallel (%[[COL:.*]]) = (%{{.*}}) to (%[[C48:.*]]) step
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: memref.load %{{.*}}[%[[COL]]] : memref<48xf32>
+// CHECK: scf.for %[[FLAT:.*]] = %[[LANE]] to
+// CHECK: gpu.all_reduce add
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[COL]]] : memref<48xf32>
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NOT: gpu.all_reduce
+// CHECK: return
+#tokens = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#column = affine_map<(d0, d1, d2) -> (d2)>
+func.func @column_sums(%g: memref<4x16x48xf32>, %bias: memref<48xf32>, %few: memref<2x3x48xf32>, %bias2: memref<48xf32>) {
+  linalg.generic {indexing_maps = [#tokens, #column], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%g : memref<4x16x48xf32>) outs(%bias : memref<48xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#tokens, #column], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%few : memref<2x3x48xf32>) outs(%bias2 : memref<48xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -66,9 +66,11 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       pass from step to step in registers (and are stored as well), the
       zero fill of each reduction's buffer is folded into it, and only
       allocations, frees and pure ops may sit between the steps;
-    - a reduction of a whole tensor to one value (a loss's sum, the
-      gradients' sum of squares for clipping) is one block whose threads
-      stride over the elements, their partials combined by
+    - another reduction of at least a block's worth of elements into each
+      value (a bias's or a norm weight's gradient summed over the tokens
+      for each column; a whole tensor to one value: a loss's sum, the
+      gradients' sum of squares for clipping) is one block a value, whose
+      threads stride over the reduced elements, their partials combined by
       `gpu.all_reduce`;
     - a scatter into rows (embedding_grad: a sequential loop over tokens
       whose only writes are one parallel loop over a row's columns, every
