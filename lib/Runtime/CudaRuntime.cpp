@@ -176,12 +176,14 @@ cudaEvent_t takeEvent(Gpu &g) {
 }
 
 /// The work enqueued on the stream while it lives, between two events,
-/// when --trace records; nothing otherwise.
+/// when --trace records; nothing otherwise, not even the span's name and
+/// arguments (`describe`: JSON members), which are made only then.
 class GpuSpan {
 public:
-  GpuSpan(Gpu &g, std::string name, const char *category, std::string args = "") : g(g) {
+  template <typename Describe> GpuSpan(Gpu &g, const char *category, Describe describe) : g(g) {
     if (!pmlir::rt::tracing())
       return;
+    auto [name, args] = describe();
     span = {std::move(name), category, std::move(args), takeEvent(g), takeEvent(g)};
     check(cudaEventRecord(span->start, g.stream), "an event for --trace");
   }
@@ -316,9 +318,11 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
   }
   const GemmPlan &plan = it->second;
   float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  GpuSpan traced(g, name, "gemm",
-                 "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
-                     ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch));
+  GpuSpan traced(g, "gemm", [&] {
+    return std::pair(std::string(name),
+                     "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
+                         ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch));
+  });
   check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
                        &plan.algo, g.workspace, g.workspaceBytes, g.stream),
         name);
@@ -487,7 +491,9 @@ extern "C" void pmlir_rt_gpu_free(void *p) {
 
 extern "C" void pmlir_rt_gpu_copy_to_device(void *device, const void *host, size_t bytes) {
   Gpu &g = ready("copy to the device");
-  GpuSpan traced(g, "copy to the device", "copy", "\"bytes\":" + std::to_string(bytes));
+  GpuSpan traced(g, "copy", [&] {
+    return std::pair(std::string("copy to the device"), "\"bytes\":" + std::to_string(bytes));
+  });
   check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, g.stream),
         "copy of " + bytesText(bytes) + " to the device");
 }
@@ -495,7 +501,9 @@ extern "C" void pmlir_rt_gpu_copy_to_device(void *device, const void *host, size
 extern "C" void pmlir_rt_gpu_copy_to_host(void *host, const void *device, size_t bytes) {
   Gpu &g = ready("copy to the host");
   {
-    GpuSpan traced(g, "copy to the host", "copy", "\"bytes\":" + std::to_string(bytes));
+    GpuSpan traced(g, "copy", [&] {
+      return std::pair(std::string("copy to the host"), "\"bytes\":" + std::to_string(bytes));
+    });
     check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, g.stream),
           "copy of " + bytesText(bytes) + " to the host");
   }
@@ -566,18 +574,19 @@ extern "C" void mgpuLaunchKernel(void *kernel, intptr_t gridX, intptr_t gridY, i
   (void)paramsCount;
   if (gridX == 0 || gridY == 0 || gridZ == 0)
     return;
-  std::optional<GpuSpan> traced;
-  if (pmlir::rt::tracing() && gpu)
-    traced.emplace(*gpu, gpu->kernelNames[kernel], "kernel",
-                   "\"grid\":[" + std::to_string(gridX) + "," + std::to_string(gridY) + "," +
-                       std::to_string(gridZ) + "],\"block\":[" + std::to_string(blockX) + "," +
-                       std::to_string(blockY) + "," + std::to_string(blockZ) + "]");
+  Gpu &g = ready("a kernel launch");
+  GpuSpan traced(g, "kernel", [&] {
+    return std::pair(g.kernelNames[kernel],
+                     "\"grid\":[" + std::to_string(gridX) + "," + std::to_string(gridY) + "," +
+                         std::to_string(gridZ) + "],\"block\":[" + std::to_string(blockX) + "," +
+                         std::to_string(blockY) + "," + std::to_string(blockZ) + "]");
+  });
   cudaError_t rc = cudaLaunchKernel(kernel, dim3(gridX, gridY, gridZ), dim3(blockX, blockY, blockZ),
                                     params, sharedBytes, static_cast<cudaStream_t>(stream));
   if (rc != cudaSuccess) {
     std::string name = "a kernel";
-    if (gpu && gpu->kernelNames.count(kernel))
-      name = "kernel " + gpu->kernelNames[kernel];
+    if (g.kernelNames.count(kernel))
+      name = "kernel " + g.kernelNames[kernel];
     fail("launching " + name + " (" + std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
          std::to_string(gridZ) + " blocks of " + std::to_string(blockX) + "x" +
          std::to_string(blockY) + "x" + std::to_string(blockZ) + "): " + cudaGetErrorString(rc));

@@ -245,10 +245,17 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         iterators.back() != utils::IteratorType::reduction ||
         op.getIndexingMapsArray().back() != rowMap(op.getContext(), loops))
       return nullptr;
+    return combinerOf(op);
+  }
+
+  /// The op of a reduction's body that combines the accumulator with the
+  /// element (add, max or min), where the body reads the accumulator only
+  /// there; else null.
+  static Operation *combinerOf(linalg::GenericOp op) {
     Block &body = op.getRegion().front();
-    auto yield = cast<linalg::YieldOp>(body.getTerminator());
     BlockArgument acc = body.getArguments().back();
-    Operation *combiner = yield.getValues()[0].getDefiningOp();
+    Operation *combiner =
+        cast<linalg::YieldOp>(body.getTerminator()).getValues()[0].getDefiningOp();
     if (!combiner || combiner->getNumOperands() != 2 || !acc.hasOneUse() ||
         acc.getUses().begin()->getOwner() != combiner || !allReduceOf(combiner))
       return nullptr;
@@ -274,14 +281,49 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     for (auto [expr, d] : llvm::zip(out.getResults(), parallel))
       if (expr != getAffineDimExpr(d, op.getContext()))
         return nullptr;
-    Block &body = op.getRegion().front();
-    BlockArgument acc = body.getArguments().back();
-    Operation *combiner =
-        cast<linalg::YieldOp>(body.getTerminator()).getValues()[0].getDefiningOp();
-    if (!combiner || combiner->getNumOperands() != 2 || !acc.hasOneUse() ||
-        acc.getUses().begin()->getOwner() != combiner || !allReduceOf(combiner))
-      return nullptr;
-    return combiner;
+    return combinerOf(op);
+  }
+
+  /// The threads of a block over `extent` elements: `block-size`, fewer
+  /// where the extent is a smaller constant.
+  int64_t threadsFor(Value extent) const {
+    std::optional<int64_t> n = getConstantIntValue(extent);
+    return n ? std::max<int64_t>(1, std::min<int64_t>(blockSize, *n)) : blockSize;
+  }
+
+  /// In the threads of a block (`lanes`, `width` of them, this one
+  /// `lane`), the reduction `op` of `count` elements into one value: each
+  /// thread's partial over elements lane, lane + width, ... (their loop
+  /// indices `indicesOf(builder, element)`, inputs in `rowValues` read
+  /// from there), combined by gpu.all_reduce, which every thread gets
+  /// back, and combined with `old`, which each thread read before.
+  static Value reduceInBlock(OpBuilder &lb, linalg::GenericOp op, Operation *combiner, Value old,
+                             Value lane, Value count, Value width,
+                             function_ref<SmallVector<Value>(OpBuilder &, Value)> indicesOf,
+                             const llvm::DenseMap<Value, Value> &rowValues) {
+    Location loc = op.getLoc();
+    BlockArgument acc = op.getRegion().front().getArguments().back();
+    Value element =
+        combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+    Value identity = identityOf(lb, loc, combiner, acc.getType());
+    auto partial =
+        scf::ForOp::create(lb, loc, lane, count, width, ValueRange{identity},
+                           [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
+                             IRMapping mapping;
+                             cloneBodyAt(fb, op, indicesOf(fb, k), rowValues, combiner, mapping);
+                             Operation *sum = fb.clone(*combiner, mapping);
+                             sum->setOperand(0, iter[0]);
+                             sum->setOperand(1, mapping.lookupOrDefault(element));
+                             scf::YieldOp::create(fb, loc, sum->getResult(0));
+                           });
+    auto total = gpu::AllReduceOp::create(
+        lb, loc, partial.getResult(0),
+        gpu::AllReduceOperationAttr::get(op.getContext(), *allReduceOf(combiner)),
+        lb.getUnitAttr());
+    Operation *combined = lb.clone(*combiner);
+    combined->setOperand(0, old);
+    combined->setOperand(1, total);
+    return combined->getResult(0);
   }
 
   /// How many elements a reduction combines into each value: the product of
@@ -297,11 +339,10 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
   /// Such a reduction of at least a block's worth of elements into each
   /// value -> one block for each output value, whose threads stride over
   /// the reduced elements (in row-major order of the reduced dimensions)
-  /// with partials of their own, combined by gpu.all_reduce; fewer elements
-  /// stay one thread's sum each.
-  /// A column's sum over 8192 tokens is then 256 threads' work in a block
-  /// of its own, and the whole gradient's sum of squares one block's,
-  /// instead of one thread's.
+  /// with partials of their own, combined by gpu.all_reduce. A column's
+  /// sum over 8192 tokens is then 256 threads' work in a block of its own,
+  /// and the whole gradient's sum of squares one block's, instead of one
+  /// thread's. (Fewer elements than a block stay one thread's sum each.)
   void reduceByBlocks(linalg::GenericOp op) {
     Operation *combiner = blockCombiner(op);
     MLIRContext *ctx = op.getContext();
@@ -325,10 +366,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       reducedExtents.push_back(extent);
       count = arith::MulIOp::create(b, loc, count, extent);
     }
-    int64_t threads = blockSize;
-    if (std::optional<int64_t> n = getConstantIntValue(count))
-      threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *n));
-    Value width = arith::ConstantIndexOp::create(b, loc, threads);
+    Value width = arith::ConstantIndexOp::create(b, loc, threadsFor(count));
     // A whole tensor to one value: a grid of one block.
     bool whole = outerDims.empty();
     if (whole)
@@ -342,40 +380,25 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
     OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
     Value lane = lanes.getInductionVars()[0];
-    BlockArgument acc = op.getRegion().front().getArguments().back();
-    Value element =
-        combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
     Value out = op.getDpsInits()[0];
     // Every thread reads the old value before the all-reduce's barrier.
     Value old = memref::LoadOp::create(lb, loc, out, outIndices);
-    Value identity = identityOf(lb, loc, combiner, acc.getType());
-    auto partial =
-        scf::ForOp::create(lb, loc, lane, count, width, ValueRange{identity},
-                           [&](OpBuilder &fb, Location, Value flat, ValueRange iter) {
-                             SmallVector<Value> ivs(iterators.size());
-                             for (auto [d, iv] : llvm::zip(outerDims, blockIvs))
-                               ivs[d] = iv;
-                             // The reduced element's indices, the last varying fastest.
-                             Value rest = flat;
-                             for (size_t r = reducedDims.size(); r-- > 0;) {
-                               ivs[reducedDims[r]] =
-                                   arith::RemUIOp::create(fb, loc, rest, reducedExtents[r]);
-                               rest = arith::DivUIOp::create(fb, loc, rest, reducedExtents[r]);
-                             }
-                             IRMapping mapping;
-                             cloneBodyAt(fb, op, ivs, {}, combiner, mapping);
-                             Operation *sum = fb.clone(*combiner, mapping);
-                             sum->setOperand(0, iter[0]);
-                             sum->setOperand(1, mapping.lookupOrDefault(element));
-                             scf::YieldOp::create(fb, loc, sum->getResult(0));
-                           });
-    auto total = gpu::AllReduceOp::create(
-        lb, loc, partial.getResult(0),
-        gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
-    Operation *combined = lb.clone(*combiner);
-    combined->setOperand(0, old);
-    combined->setOperand(1, total);
-    memref::StoreOp::create(lb, loc, combined->getResult(0), out, outIndices);
+    Value value = reduceInBlock(
+        lb, op, combiner, old, lane, count, width,
+        [&](OpBuilder &fb, Value flat) {
+          SmallVector<Value> ivs(iterators.size());
+          for (auto [d, iv] : llvm::zip(outerDims, blockIvs))
+            ivs[d] = iv;
+          // The reduced element's indices, the last varying fastest.
+          Value rest = flat;
+          for (size_t r = reducedDims.size(); r-- > 0;) {
+            ivs[reducedDims[r]] = arith::RemUIOp::create(fb, loc, rest, reducedExtents[r]);
+            rest = arith::DivUIOp::create(fb, loc, rest, reducedExtents[r]);
+          }
+          return ivs;
+        },
+        llvm::DenseMap<Value, Value>());
+    memref::StoreOp::create(lb, loc, value, out, outIndices);
     (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
     (void)gpu::setMappingAttr(blocks, onBlocks(ctx, blockIvs.size()));
     op.erase();
@@ -572,12 +595,10 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       stepsOf.push_back(getValueOrCreateConstantIndexOp(b, loc, ranges[d].stride));
     }
     Value extent = getValueOrCreateConstantIndexOp(b, loc, ranges.back().size);
-    int64_t threads = blockSize;
-    if (std::optional<int64_t> k = getConstantIntValue(ranges.back().size))
-      threads = std::max<int64_t>(1, std::min<int64_t>(blockSize, *k));
+
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value width = arith::ConstantIndexOp::create(b, loc, threads);
+    Value width = arith::ConstantIndexOp::create(b, loc, threadsFor(extent));
     auto rows = scf::ParallelOp::create(b, loc, lower, upper, stepsOf);
     OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
     SmallVector<Value> rowIvs = rows.getInductionVars();
@@ -612,30 +633,12 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       // part of it, is read whole by each thread from here.
       if (&step != &steps.front() && !(&step - 1)->combiner)
         gpu::BarrierOp::create(lb, loc);
-      BlockArgument acc = op.getRegion().front().getArguments().back();
-      Value element =
-          combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
-      Value identity = identityOf(lb, loc, combiner, acc.getType());
       // Every thread reads the row's old value before the block's
       // all-reduce, whose barrier comes before any thread's store.
       Value old = step.start ? step.start : loadAt(lb, loc, out, rowMap(ctx, loops), ivsAt(zero));
-      auto partial =
-          scf::ForOp::create(lb, loc, lane, extent, width, ValueRange{identity},
-                             [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
-                               IRMapping mapping;
-                               cloneBodyAt(fb, op, ivsAt(k), rowValues, combiner, mapping);
-                               Operation *sum = fb.clone(*combiner, mapping);
-                               sum->setOperand(0, iter[0]);
-                               sum->setOperand(1, mapping.lookupOrDefault(element));
-                               scf::YieldOp::create(fb, loc, sum->getResult(0));
-                             });
-      auto total = gpu::AllReduceOp::create(
-          lb, loc, partial.getResult(0),
-          gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
-      Operation *combined = lb.clone(*combiner);
-      combined->setOperand(0, old);
-      combined->setOperand(1, total);
-      Value value = combined->getResult(0);
+      Value value = reduceInBlock(
+          lb, op, combiner, old, lane, extent, width,
+          [&](OpBuilder &, Value k) { return ivsAt(k); }, rowValues);
       memref::StoreOp::create(lb, loc, value, out, ValueRange(rowIvs));
       rowValues[baseOf(out)] = value;
     }
