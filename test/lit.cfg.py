@@ -17,8 +17,15 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "Inputs", "refer
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%pmlir_src", config.pmlir_source_dir))
 config.substitutions.append(("%pmlir_build", config.pmlir_binary_dir))
-# The reference implementations use Debian's python3-torch.
-config.substitutions.append(("%python", "/usr/bin/python3"))
+# The reference implementations use Debian's python3-torch; a machine whose
+# PyTorch lives elsewhere (the GPU machines' bundle, scripts/gpu-check.sh)
+# names its Python in PMLIR_TEST_PYTHON.
+config.substitutions.append(("%python", os.environ.get("PMLIR_TEST_PYTHON", "/usr/bin/python3")))
+
+# The GPU target runs ptxas from the CUDA toolkit CUDA_HOME names (default
+# /usr/local/cuda) when pmlir-run compiles for --device gpu.
+if "CUDA_HOME" in os.environ:
+    config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pmlir_tools_dir, append_path=True)
@@ -35,6 +42,16 @@ try:
     import subprocess
     if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0:
         config.available_features.add("gpu")
+except (OSError, subprocess.SubprocessError):
+    pass
+
+# A mount namespace of one's own (root with CAP_SYS_ADMIN): the GPU bundle's
+# test hides the system's LLVM and MLIR libraries in one.
+try:
+    import subprocess
+    if subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "none", "/mnt"],
+                      capture_output=True, timeout=30).returncode == 0:
+        config.available_features.add("mountns")
 except (OSError, subprocess.SubprocessError):
     pass
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the CPU lowering of each tfm op against PyTorch in float64.
 
-  ops.py PMLIR_RUN WORKDIR [--seed N] [--tol T] [--run-args ARGS]
+  ops.py PMLIR_RUN WORKDIR [--seed N] [--tol T] [--run-args ARGS] [--only NAME]...
 
 Each case is a one-op function on random inputs with odd sizes (7, 13, 97);
 pmlir-run computes it and this script compares ||got - ref|| / ||ref|| with
@@ -184,10 +184,18 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--run-args", default="",
                     help="more pmlir-run arguments (e.g. '--device gpu --precision tf32')")
+    ap.add_argument("--only", action="append", metavar="NAME",
+                    help="run only the case of this name (repeatable)")
     args = ap.parse_args()
     g = torch.Generator().manual_seed(args.seed)
+    selected = list(enumerate(cases(g)))
+    if args.only:
+        unknown = set(args.only) - {case.name for _, case in selected}
+        if unknown:
+            sys.exit(f"ops.py: --only: no case named {', '.join(sorted(unknown))}")
+        selected = [(i, case) for i, case in selected if case.name in args.only]
     failures = 0
-    for i, case in enumerate(cases(g)):
+    for i, case in selected:
         model = f"{args.workdir}/op{i}.mlir"
         with open(model, "w") as f:
             f.write(module_text(case))
