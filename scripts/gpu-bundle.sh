@@ -68,6 +68,16 @@ for t in FileCheck not count; do
   strip -o "$pkg/llvm/bin/$t" "$llvm/bin/$t"
 done
 cp -r "$llvm/utils/lit" "$pkg/llvm/utils/lit"
+cat >"$pkg/llvm/bin/lit.py" <<'EOF'
+# lit, from the bundle's copy of LLVM's lit package.
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "utils", "lit"))
+from lit.main import main  # noqa: E402
+
+main()
+EOF
 find "$pkg/llvm/utils/lit" \( -name __pycache__ -o -name tests -o -name examples \) -prune \
   -exec rm -rf {} +
 
@@ -80,7 +90,7 @@ if [ -z "$mpi_lib" ]; then
 fi
 system='/(ld-linux[^/]*|lib(c|m|dl|rt|pthread|resolv|util|stdc\+\+|gcc_s)\.so[^/]*)$'
 cuda='/lib(cuda|cudart|cublas|cublasLt|nccl|nvidia-ml)\.so[^/]*$'
-binaries=("$pkg"/build/bin/* "$pkg"/build/unittests/* "$pkg"/llvm/bin/*)
+binaries=("$pkg"/build/bin/* "$pkg"/build/unittests/* "$pkg"/llvm/bin/{FileCheck,not,count})
 comm -23 <(resolved "${binaries[@]}") <(
   {
     echo "$mpi_lib"

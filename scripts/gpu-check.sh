@@ -122,9 +122,10 @@ torch.version.cuda, "GPU", torch.cuda.is_available())' 2>&1 | tail -n1)"
   ldd "$bin/pmlir-run" "$pkg/build/unittests/pmlir-rt-collectives-check" | grep '=>' |
     sort -u -k1,1
 } 2>&1 | tee "$out/environment.log"
-if ldd "$bin"/* "$pkg/build/unittests/"* "$pkg/llvm/bin/"* | grep -q 'not found'; then
+elves=("$bin"/* "$pkg/build/unittests/"* "$pkg/llvm/bin/"{FileCheck,not,count})
+if ldd "${elves[@]}" | grep -q 'not found'; then
   say "FAILED: libraries not found:"
-  ldd "$bin"/* "$pkg/build/unittests/"* "$pkg/llvm/bin/"* | grep 'not found' | sort -u
+  ldd "${elves[@]}" | grep 'not found' | sort -u
   exit 1
 fi
 
@@ -198,7 +199,7 @@ fi
 
 # --- (b) Every GPU-gated test -----------------------------------------------
 if wants tests; then
-  step tests "${PMLIR_CHECK_TESTS_SECONDS:-300}" "$python" "$pkg/llvm/utils/lit/lit.py" -v \
+  step tests "${PMLIR_CHECK_TESTS_SECONDS:-300}" "$python" "$pkg/llvm/bin/lit.py" -v \
     -j "$(nproc)" "$pkg/build/test"
   grep -E '^(  Passed|  Failed|  Unsupported|  Timed Out)' "$out/tests.log" | sed 's/^/gpu-check: tests: /'
 fi

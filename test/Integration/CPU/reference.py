@@ -96,7 +96,7 @@ def gpt2_forward(c, w, ids):
     D = H // A
     eps = 1e-5
     x = w["wte.weight"][ids] + w["wpe.weight"][:S]
-    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    mask = torch.ones(S, S, dtype=torch.bool, device=ids.device).tril()
     for i in range(c["layers"]):
         p = f"h.{i}."
         y = F.layer_norm(x, (H,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
@@ -148,11 +148,11 @@ def llama_forward(c, w, ids):
     H, A, K = c["hidden"], c["heads"], c["kv_heads"]
     D, eps, theta = H // A, c.get("rms_eps", 1e-6), c.get("rope_theta", 10000.0)
     x = w["model.embed_tokens.weight"][ids]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
-    freqs = torch.arange(S, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64, device=ids.device) / D))
+    freqs = torch.arange(S, dtype=torch.float64, device=ids.device)[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos(), emb.sin()
-    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    mask = torch.ones(S, S, dtype=torch.bool, device=ids.device).tril()
     for i in range(c["layers"]):
         p = f"model.layers.{i}."
         y = rms_norm(x, w[p + "input_layernorm.weight"], eps)
