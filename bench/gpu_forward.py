@@ -157,12 +157,18 @@ def torch_child(*args):
 
 # ---------------------------------------------------------------------------
 
-def write_ids(path, batch, seq, vocab):
+def write_ids(path, batch, seq, vocab, labels=False):
+    """Random token ids [batch, seq]; with `labels`, the next token of each
+    as a training step's labels."""
     sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
     import torch
     from reference import write_safetensors
     g = torch.Generator().manual_seed(1)
-    write_safetensors(path, {"input_ids": torch.randint(0, vocab, (batch, seq), generator=g)})
+    tokens = torch.randint(0, vocab, (batch, seq + 1), generator=g)
+    tensors = {"input_ids": tokens[:, :-1].contiguous()}
+    if labels:
+        tensors["labels"] = tokens[:, 1:].contiguous()
+    write_safetensors(path, tensors)
 
 
 def kernels_in(pmlir_opt, model):
@@ -206,6 +212,8 @@ def measure(args, work):
     run([gen, "gpt2", *shape, "-o", model])
     run([gen, "gpt2", *shape, "--loss", "-o", loss_model])
     write_ids(ids, batch, seq, GPT2_SMALL["vocab"])
+    batch_ids = os.path.join(work, "batch.safetensors")
+    write_ids(batch_ids, batch, seq, GPT2_SMALL["vocab"], labels=True)
 
     # 1. Forwards.
     print("| precision | pmlir ms | pmlir tokens/s | PyTorch eager tokens/s | pmlir / eager "
@@ -241,7 +249,8 @@ def measure(args, work):
     ours, eager, compiled = [], [], []
     for r in range(args.rounds):
         out = run([prun, loss_model, "--device", "gpu", "--precision", "bf16", "--train",
-                   "--steps", str(args.steps), "--lr", "1e-3", "--weight-decay", "0.01"])
+                   "--inputs", batch_ids, "--steps", str(args.steps), "--lr", "1e-3",
+                   "--weight-decay", "0.01"])
         rates = [float(x) for x in re.findall(r"([\d.]+) tokens/s", out)][1:]
         ours.append(tokens / statistics.median(rates) * 1e3)
         eager.append(torch_child("train", batch, seq, 0, args.steps))

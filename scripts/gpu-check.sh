@@ -117,7 +117,8 @@ export PATH=$bin:$pkg/llvm/bin:$PATH
   say "python $python: $("$python" -c 'import torch; print("torch", torch.__version__, "cuda",
 torch.version.cuda, "GPU", torch.cuda.is_available())' 2>&1 | tail -n1)"
   say "CUDA libraries: $(cd "$pkg/cuda-lib" && for l in *; do echo -n "$l -> $(readlink "$l") "; done)"
-  say "mpirun: $(mpirun --version 2>&1 | head -n1)"
+  say "mpirun: $(mpirun --version 2>&1 | head -n1); $(env | grep -E '^(OMPI_MCA|PMIX_MCA|OPAL)_' |
+    tr '\n' ' ')"
   say "libraries the tools load:"
   ldd "$bin/pmlir-run" "$pkg/build/unittests/pmlir-rt-collectives-check" | grep '=>' |
     sort -u -k1,1

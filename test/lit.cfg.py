@@ -26,6 +26,11 @@ config.substitutions.append(("%python", os.environ.get("PMLIR_TEST_PYTHON", "/us
 # /usr/local/cuda) when pmlir-run compiles for --device gpu.
 if "CUDA_HOME" in os.environ:
     config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
+# OpenMPI's settings from the environment (a container without ssh names
+# its launch agent in OMPI_MCA_plm_rsh_agent, or mpirun refuses to start).
+for name, value in os.environ.items():
+    if name.startswith(("OMPI_MCA_", "OPAL_", "PMIX_MCA_")):
+        config.environment[name] = value
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pmlir_tools_dir, append_path=True)
