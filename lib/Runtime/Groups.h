@@ -57,8 +57,9 @@ int indexIn(const Group &group);
 void checkMpi(int rc, const char *what);
 
 /// Broadcasts `bytes` bytes at `data` from group member 0 to the others
-/// over the group's MPI communicator, under the watchdog: a member that
-/// never comes ends the job with a message naming it.
+/// over the group's MPI communicator, under the watchdog, and returns once
+/// every member has it: a member that never comes ends the job, on every
+/// member that came (the root too), with a message naming it.
 void broadcastBytes(void *data, int bytes, const Group &group, const char *what);
 
 /// pmlir_rt_init's collective timeout in seconds (<= 0: none).

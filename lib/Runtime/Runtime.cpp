@@ -250,6 +250,13 @@ void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const 
   mpiCall(
       what, [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, group.comm); },
       [&](MPI_Request *r) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, group.comm, r); });
+  // The root's broadcast may return before any member has taken the data,
+  // and the root would then wait for a missing member somewhere no watchdog
+  // names it (inside ncclCommInitRank): every member, the root too, waits
+  // here for the whole group.
+  mpiCall(
+      what, [&] { return MPI_Barrier(group.comm); },
+      [&](MPI_Request *r) { return MPI_Ibarrier(group.comm, r); });
 }
 
 namespace {
