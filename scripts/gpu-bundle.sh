@@ -195,7 +195,7 @@ for t in $gated; do
   mkdir -p "$pkg/src/$(dirname "$t")"
   cp "$t" "$pkg/src/$t"
 done
-cp test/Integration/CPU/{reference.py,ops.py,grad_ops.py} "$pkg/src/test/Integration/CPU/"
+cp -r test/Integration/CPU/{reference.py,ops.py,grad_ops.py,Inputs} "$pkg/src/test/Integration/CPU/"
 cp -r models "$pkg/src/"
 cp bench/gpu_forward.py "$pkg/src/bench/"
 # lit's site configuration, its paths relative to the bundle.

@@ -66,6 +66,10 @@ inline std::string symbolName(EntryId id, std::string_view suffix) {
   return name;
 }
 
+/// The entry compiled code calls as `symbol` ("pmlir_rt_all_reduce_f32"),
+/// or null when `symbol` is none of the runtime's.
+const Entry *entryOfSymbol(std::string_view symbol);
+
 /// The element types the typed entries exist for.
 inline const std::vector<DType> &dtypes() {
   static const std::vector<DType> table = {
@@ -73,6 +77,22 @@ inline const std::vector<DType> &dtypes() {
 #include "pmlir/Runtime/RuntimeAbi.def"
   };
   return table;
+}
+
+inline const Entry *entryOfSymbol(std::string_view symbol) {
+  constexpr std::string_view prefix = "pmlir_rt_";
+  if (symbol.substr(0, prefix.size()) != prefix)
+    return nullptr;
+  for (size_t i = 0; i < entries().size(); ++i) {
+    const Entry &e = entries()[i];
+    if (!e.typed && symbolName(EntryId(i), "") == symbol)
+      return &e;
+    if (e.typed)
+      for (const DType &dtype : dtypes())
+        if (symbolName(EntryId(i), dtype.suffix) == symbol)
+          return &e;
+  }
+  return nullptr;
 }
 
 /// The code of the reduction the shard dialect spells `name` ("sum").

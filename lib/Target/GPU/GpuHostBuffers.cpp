@@ -14,6 +14,8 @@
 
 #include "pmlir/Target/GPU/Passes.h"
 
+#include "pmlir/Runtime/RuntimeAbi.h"
+
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/Debug.h"
@@ -38,6 +40,27 @@ bool readsOrWrites(Operation *op) {
   effects.getEffects(instances);
   return llvm::any_of(instances, [](const MemoryEffects::EffectInstance &e) {
     return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect());
+  });
+}
+
+/// Whether `use` is an operand the runtime reads on the host: the mesh axes
+/// (AXES in RuntimeAbi.def) of a call of one of its entries.
+bool readOnHost(OpOperand &use) {
+  auto call = dyn_cast<func::CallOp>(use.getOwner());
+  if (!call)
+    return false;
+  const pmlir::rt::abi::Entry *entry = pmlir::rt::abi::entryOfSymbol(call.getCallee());
+  unsigned index = use.getOperandNumber();
+  return entry && index < entry->params.size() && entry->params[index] == pmlir::rt::abi::AXES;
+}
+
+/// Whether every use of `value` reads it on the host, directly or through a
+/// memref.cast (pmlir-lower-shard-to-runtime casts the axes for each call).
+bool onlyReadOnHost(Value value) {
+  return llvm::all_of(value.getUses(), [](OpOperand &use) {
+    if (auto cast = dyn_cast<memref::CastOp>(use.getOwner()))
+      return onlyReadOnHost(cast.getResult());
+    return readOnHost(use);
   });
 }
 
@@ -84,12 +107,19 @@ struct GpuHostBuffersPass : public pmlir::impl::GpuHostBuffersBase<GpuHostBuffer
           dealloc.erase();
         } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
           // A constant of the program: a device copy for this call, freed
-          // before the function returns.
+          // before the function returns, for the uses that read it on the
+          // device; the runtime reads mesh axes on the host.
+          if (onlyReadOnHost(global.getResult()))
+            continue;
           b.setInsertionPointAfter(global);
           auto device =
               gpu::AllocOp::create(b, loc, global.getType(), tokenType(), ValueRange{next(b, loc)},
                                    ValueRange{}, ValueRange{}, /*hostShared=*/false);
-          global.getResult().replaceAllUsesWith(device.getMemref());
+          global.getResult().replaceUsesWithIf(device.getMemref(), [](OpOperand &use) {
+            if (auto cast = dyn_cast<memref::CastOp>(use.getOwner()))
+              return !onlyReadOnHost(cast.getResult());
+            return !readOnHost(use);
+          });
           token = gpu::MemcpyOp::create(b, loc, tokenType(), ValueRange{device.getAsyncToken()},
                                         device.getMemref(), global.getResult())
                       .getAsyncToken();

@@ -64,6 +64,50 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// The mesh axes a runtime entry takes (AXES in RuntimeAbi.def) are read by
+// the runtime on the host: they stay there, while the same constant read by
+// a kernel gets its device copy.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[G:.*]] = memref.get_global @axes : memref<1xi64>
+// CHECK-NOT: gpu.alloc
+// CHECK: %[[C:.*]] = memref.cast %[[G]] : memref<1xi64> to memref<?xi64>
+// CHECK-NOT: gpu.alloc
+// CHECK: call @pmlir_rt_all_reduce_f32(%{{.*}}, %{{.*}}, %[[C]], %{{.*}})
+// CHECK-LABEL: func.func @both
+// CHECK: %[[G:.*]] = memref.get_global @axes : memref<1xi64>
+// CHECK: %[[D:.*]], %[[T:.*]] = gpu.alloc async
+// CHECK: gpu.memcpy async [%[[T]]] %[[D]], %[[G]]
+// CHECK: %[[C:.*]] = memref.cast %[[G]] : memref<1xi64> to memref<?xi64>
+// CHECK: call @pmlir_rt_index_in_group(%[[C]])
+// CHECK: gpu.launch_func async {{.*}} args(%[[D]] : memref<1xi64>)
+module attributes {gpu.container_module} {
+  memref.global "private" constant @axes : memref<1xi64> = dense<[0]>
+  func.func private @pmlir_rt_all_reduce_f32(memref<?xf32>, memref<?xf32>, memref<?xi64>, i32)
+  func.func private @pmlir_rt_index_in_group(memref<?xi64>) -> i64
+  gpu.module @kernels {
+    gpu.func @read(%a: memref<1xi64>) kernel {
+      gpu.return
+    }
+  }
+  func.func @forward(%x: memref<?xf32>, %y: memref<?xf32>) {
+    %code = arith.constant 0 : i32
+    %a = memref.get_global @axes : memref<1xi64>
+    %axes = memref.cast %a : memref<1xi64> to memref<?xi64>
+    call @pmlir_rt_all_reduce_f32(%x, %y, %axes, %code) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, i32) -> ()
+    return
+  }
+  func.func @both() -> i64 {
+    %c1 = arith.constant 1 : index
+    %a = memref.get_global @axes : memref<1xi64>
+    %axes = memref.cast %a : memref<1xi64> to memref<?xi64>
+    %i = call @pmlir_rt_index_in_group(%axes) : (memref<?xi64>) -> i64
+    gpu.launch_func @kernels::@read blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<1xi64>)
+    return %i : i64
+  }
+}
+
+// -----
+
 // Host work left on device memory has no GPU lowering.
 func.func @forward(%x: memref<8xf32>) {
   %c0 = arith.constant 0 : index
