@@ -221,6 +221,7 @@ git -C "$root" log -1 --format='%H %cd' >"$pkg/VERSION"
 git -C "$root" status --porcelain | sed 's/^/uncommitted: /' >>"$pkg/VERSION"
 
 mkdir -p "$out"
+trap 'rm -rf "$stage" "$out/pmlir-gpu.tar.xz.part"' EXIT
 # x86 code compresses better through xz's branch-address filter.
 tar -C "$stage" -cf - pmlir |
   xz -T0 --x86 --lzma2=preset="${PMLIR_BUNDLE_XZ:-9}" >"$out/pmlir-gpu.tar.xz.part"
@@ -230,6 +231,7 @@ size=$(du -cb "$out/pmlir-gpu.tar.xz" "$out/gpu-check.sh" | tail -n1 | cut -f1)
 echo "gpu-bundle: $out: $((size / 1024 / 1024)) MiB ($(du -sh "$pkg" | cut -f1) unpacked)"
 if [ "$size" -gt "$limit" ]; then
   echo "gpu-bundle: $out is $size bytes, over the ${PMLIR_BUNDLE_LIMIT_MIB:-60} MiB a GPU machine" \
-    "can be sent" >&2
+    "can be sent; nothing written" >&2
+  rm "$out/pmlir-gpu.tar.xz" "$out/gpu-check.sh"
   exit 1
 fi

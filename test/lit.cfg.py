@@ -26,8 +26,9 @@ config.substitutions.append(("%python", os.environ.get("PMLIR_TEST_PYTHON", "/us
 # /usr/local/cuda) when pmlir-run compiles for --device gpu.
 if "CUDA_HOME" in os.environ:
     config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
-# OpenMPI's settings from the environment (a container without ssh names
-# its launch agent in OMPI_MCA_plm_rsh_agent, or mpirun refuses to start).
+# OpenMPI's settings from the environment: a machine without ssh (the lent
+# GPU machines set OMPI_MCA_plm=isolated) launches local ranks only so, and
+# mpirun refuses to start without them.
 for name, value in os.environ.items():
     if name.startswith(("OMPI_MCA_", "OPAL_", "PMIX_MCA_")):
         config.environment[name] = value

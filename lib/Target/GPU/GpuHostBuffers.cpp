@@ -55,7 +55,8 @@ bool readOnHost(OpOperand &use) {
 }
 
 /// Whether every use of `value` reads it on the host, directly or through a
-/// memref.cast (pmlir-lower-shard-to-runtime casts the axes for each call).
+/// memref.cast (pmlir-lower-shard-to-runtime makes one cast of the axes for
+/// each call, so a cast is read either on the host or on the device).
 bool onlyReadOnHost(Value value) {
   return llvm::all_of(value.getUses(), [](OpOperand &use) {
     if (auto cast = dyn_cast<memref::CastOp>(use.getOwner()))
