@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   # toolchain
-  cmake ninja-build g++ ccache lld-22 python3 git clang-format patchelf
+  cmake ninja-build g++ ccache lld-22 python3 git clang-format patchelf xz-utils
   # LLVM/MLIR 22: headers, static libraries, mlir-tblgen, lit and FileCheck
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools zlib1g-dev libzstd-dev
   # safetensors headers; BLAS for the CPU GEMMs; MPI for the multi-rank runtime
