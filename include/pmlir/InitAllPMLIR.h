@@ -12,6 +12,7 @@
 #ifndef PMLIR_INITALLPMLIR_H
 #define PMLIR_INITALLPMLIR_H
 
+#include "pmlir/Compiler/CompilePipeline.h"
 #include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
@@ -44,13 +45,15 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registerGpuLoweringInterfaces(registry);
 }
 
-/// The one place pipelines are registered. Each is built by a function with
-/// an options struct beside its phase: buildShardingPipeline
-/// (lib/Transforms/Sharding/ShardingPipeline.cpp), buildCpuLoweringPipeline
-/// (lib/Target/CPU/CpuPipeline.cpp) and buildGpuLoweringPipeline
-/// (lib/Target/GPU/GpuPipeline.cpp), which pmlir-run calls too, so that it
-/// runs what pmlir-opt prints.
+/// The one place pipelines are registered. pmlir-compile-pipeline
+/// (lib/Compiler/CompilePipeline.cpp) orders a job's phases, as pmlir-run
+/// and pmlir-plan build it, so that they run what pmlir-opt prints; each
+/// phase's own pipeline is built by a function with an options struct beside
+/// it: buildShardingPipeline (lib/Transforms/Sharding/ShardingPipeline.cpp),
+/// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp) and
+/// buildGpuLoweringPipeline (lib/Target/GPU/GpuPipeline.cpp).
 inline void registerAllPipelines() {
+  registerCompilePipeline();
   mlir::PassPipelineRegistration<CpuPipelineOptions>(
       "pmlir-cpu-pipeline",
       "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "

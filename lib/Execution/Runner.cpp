@@ -8,6 +8,7 @@
 
 #include "Job.h"
 
+#include "pmlir/Compiler/CompilePipeline.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Binding.h"
 #include "pmlir/Execution/Launch.h"
@@ -56,12 +57,47 @@ std::string attrText(Attribute attr) {
   return text;
 }
 
-/// `mesh` as a #tfm.mesh (axes in the same order).
-tfm::MeshAttr meshAttrOf(MLIRContext *context, const Mesh &mesh) {
-  SmallVector<StringAttr> axes;
-  for (const std::string &name : mesh.axisNames())
-    axes.push_back(StringAttr::get(context, name));
-  return tfm::MeshAttr::get(context, axes, mesh.axisSizes());
+/// The compile pipeline's options for `o`: the program, its pipelining,
+/// sharding and target as pmlir-run's flags say. The mesh is left to the
+/// caller (a program is sharded only where it has annotations or a recipe).
+void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
+  c.entry = o.entry;
+  c.program = o.train            ? ProgramKind::Train
+              : !o.grads.empty() ? ProgramKind::Gradients
+                                 : ProgramKind::Forward;
+  c.recompute = o.recompute == "full"   ? training::Recompute::Full
+                : o.recompute == "none" ? training::Recompute::None
+                                        : training::Recompute::Selective;
+  c.lr = o.lr;
+  c.beta1 = o.beta1;
+  c.beta2 = o.beta2;
+  c.eps = o.eps;
+  c.weightDecay = o.weightDecay;
+  c.maxGradNorm = o.clipGradNorm;
+  c.gradAccum = o.gradAccum;
+  if (!o.pipelineSchedule.empty()) {
+    c.pipelineSchedule = o.pipelineSchedule;
+    c.pipelineCsv = o.pipelineCsv;
+    c.microbatches = o.microbatches;
+    c.virtualStages = o.virtualStages;
+    c.pipelineSplit = llvm::ArrayRef<int64_t>(o.pipelineSplit);
+  }
+  c.trace = !o.trace.empty();
+  using Options = CompilePipelineOptions;
+  c.recipe = o.recipe == "megatron" ? Options::Recipe::Megatron
+             : o.recipe == "auto"   ? Options::Recipe::Auto
+                                    : Options::Recipe::None;
+  if (o.recipe == "auto") {
+    c.topology = o.topology.empty() ? std::string("cpu") : o.topology;
+    c.memoryBudget = o.memoryBudget;
+  }
+  c.zero = o.zero;
+  c.sequenceParallel = o.sequenceParallel;
+  c.contextAttention = o.cpAttention == "ulysses" ? Options::ContextAttention::Ulysses
+                       : o.cpAttention == "ring"  ? Options::ContextAttention::Ring
+                                                  : Options::ContextAttention::AllGather;
+  c.target = o.device == "gpu" ? CompileTarget::Gpu : CompileTarget::Cpu;
+  c.precision = o.precision;
 }
 
 /// Outputs are checked before any work: a missing directory, or an output
@@ -200,19 +236,20 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
   PassManager pm(&context);
   CompileOptions compile;
   compile.optLevel = o.jitOptLevel;
-  if (o.device == "gpu") {
-    GpuPipelineOptions options;
-    options.entry = signature.name;
-    options.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
-    options.precision = o.precision;
-    buildGpuLoweringPipeline(pm, options);
-    compile.device = true;
-  } else {
-    CpuPipelineOptions options;
-    options.entry = signature.name;
-    options.precision = o.precision;
-    buildCpuLoweringPipeline(pm, options);
-  }
+  compile.device = o.device == "gpu";
+  // The rank's program, lowered for its target: of the compile pipeline,
+  // the last phase, for the function `signature` names.
+  CompilePipelineOptions lowering;
+  fillCompileOptions(o, lowering);
+  lowering.program = ProgramKind::Forward;
+  lowering.entry = signature.name;
+  lowering.pipelineSchedule = "";
+  lowering.from = CompilePhase::Rank;
+  lowering.to = CompilePhase::Lowered;
+  if (compile.device)
+    lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
+  if (failed(buildCompilePipeline(pm, lowering, error)))
+    return nullptr;
   if (failed(configure(pm)) || failed(pm.run(module))) {
     error = "lowering @" + signature.name + " failed";
     return nullptr;
@@ -257,9 +294,7 @@ int Job::run() {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
-  // The mesh as the compiler sees it: shardings and sub-axes resolve on it.
   context.getOrLoadDialect<tfm::TfmDialect>();
-  tfm::MeshAttr meshAttr = mesh ? meshAttrOf(&context, *mesh) : tfm::MeshAttr();
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -270,14 +305,13 @@ int Job::run() {
   if (!entry)
     return failHere("no function @" + o.entry + " in " + o.model);
 
-  // --grads runs the gradient of the entry's loss instead of the entry,
-  // --train a training step built from it.
-  // Pipelining cuts the gradient function (or, for inference, the entry)
-  // into stages on the mesh's pp axis and repeats them per microbatch;
-  // --check compares with the same step or forward unpipelined.
+  // What the job compiles, phase by phase (pmlir-compile-pipeline): the
+  // program (--grads: the gradient of the entry's loss, --train: a training
+  // step; pipelined: cut into stages repeated per microbatch and
+  // scheduled), sharded on the mesh, this rank's pipeline stages, lowered.
+  CompilePipelineOptions phases;
+  fillCompileOptions(o, phases);
   bool pipelined = !o.pipelineSchedule.empty();
-  int64_t pipelineRanks = 1;
-  OwningOpRef<ModuleOp> unpipelined;
   if (pipelined) {
     if (!mesh || mesh->axisIndex("pp") < 0)
       return failHere("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
@@ -286,93 +320,20 @@ int Job::run() {
                       "is not used with it");
     if (o.microbatches < 1 || o.virtualStages < 1)
       return failHere("--microbatches and --virtual-stages must be at least 1");
-    pipelineRanks = mesh->axisSizes()[mesh->axisIndex("pp")];
-    if (o.check && checksHere())
-      unpipelined = module->clone();
+    phases.pipelineRank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
   }
-  // The training step --train builds (pipelined or not: over the
-  // pipeline's microbatches either way).
-  auto trainStepOptions = [&](const std::string &gradient) {
-    OptimizerOptions optimizer;
-    optimizer.entry = gradient;
-    optimizer.name = "train_step";
-    optimizer.keepEntry = false;
-    optimizer.lr = o.lr;
-    optimizer.beta1 = o.beta1;
-    optimizer.beta2 = o.beta2;
-    optimizer.eps = o.eps;
-    optimizer.weightDecay = o.weightDecay;
-    optimizer.maxGradNorm = o.clipGradNorm;
-    optimizer.gradAccum = pipelined ? o.microbatches : o.gradAccum;
-    return optimizer;
-  };
-  // The program pmlir-run runs: the entry, its gradient (--grads), a
-  // training step (--train); pipelined, cut into stages repeated over the
-  // microbatches (a training step repeats its gradient function, a forward
-  // is repeated by pmlir-microbatch) and scheduled.
-  if (!o.grads.empty() || o.train || pipelined) {
-    PassManager pm(&context);
-    ProgramPipelineOptions program;
-    program.autodiff.entry = o.entry;
-    program.autodiff.recompute = o.recompute == "full"   ? training::Recompute::Full
-                                 : o.recompute == "none" ? training::Recompute::None
-                                                         : training::Recompute::Selective;
-    program.gradients = !o.grads.empty();
-    program.train = o.train;
-    program.optimizer = trainStepOptions("");
-    if (pipelined) {
-      program.schedule.schedule = o.pipelineSchedule;
-      program.schedule.ranks = pipelineRanks;
-      program.schedule.microbatches = o.microbatches;
-      program.schedule.virtualStages = o.virtualStages;
-      program.schedule.csvFile = o.pipelineCsv;
-      program.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
-    }
-    std::string name = buildProgramPipeline(pm, program);
-    std::optional<ScopedDiagnosticHandler> quiet;
-    if (rank != 0)
-      quiet.emplace(&context, [](Diagnostic &) { return success(); });
-    if (failed(configure(pm)) || failed(pm.run(*module))) {
-      if (rank == 0)
-        fail(std::string(o.train           ? "building a training step of @"
-                         : o.grads.empty() ? "pipelining @"
-                                           : "differentiating @") +
-             o.entry + " of " + o.model + " failed");
-      if (mesh)
-        pmlir_rt_finalize();
-      return 1;
-    }
-    entry = module->lookupSymbol<func::FuncOp>(name);
-  }
-  if (unpipelined) {
-    // The reference of --check: the same step or forward over the same
-    // microbatches, without stages.
-    PassManager pm(&context);
-    if (o.train) {
-      AutodiffOptions autodiff;
-      autodiff.entry = o.entry;
-      autodiff.name = o.entry + "_grad";
-      autodiff.keepEntry = false;
-      pm.addPass(createAutodiff(autodiff));
-      pm.addPass(createOptimizer(trainStepOptions(autodiff.name)));
-    } else {
-      pm.addPass(createMicrobatch(MicrobatchOptions{o.entry, o.microbatches}));
-    }
-    if (failed(pm.run(*unpipelined)))
-      return failHere(std::string("building the unpipelined ") +
-                      (o.train ? "training step" : "forward") + " of --check failed");
-  }
-  // A pipelined program is sharded on its mesh even without a recipe: its
-  // transfers run on the pp axis.
-  if (pipelined && !(*module)->getAttr(tfm::kMeshAttr))
-    (*module)->setAttr(tfm::kMeshAttr, meshAttr);
 
-  // A global program with a mesh (from the model or --recipe) is sharded
-  // here: recipe, propagation, partition.
+  // A global program with a mesh (from the model, --recipe, or a pipeline,
+  // whose transfers run on the pp axis) is sharded: recipe, propagation,
+  // partition.
   bool partitioned = !module->getOps<shard::GridOp>().empty();
-  bool sharding = !partitioned && (!o.recipe.empty() || (*module)->getAttr(tfm::kMeshAttr));
+  bool sharding = !partitioned && (!o.recipe.empty() || pipelined ||
+                                   (*module)->getAttr(tfm::kMeshAttr));
   if (!o.recipe.empty() && partitioned)
     return failHere("--recipe shards a global program, but " + o.model +
+                    " is already partitioned (it has a shard.grid)");
+  if (pipelined && partitioned)
+    return failHere("--pipeline-schedule cuts a global program into stages, but " + o.model +
                     " is already partitioned (it has a shard.grid)");
   if (sharding && !mesh)
     return failHere(o.recipe.empty() ? o.model + " has a tfm.mesh: run it with --mesh"
@@ -384,6 +345,66 @@ int Job::run() {
     if (given && !sharding)
       return failHere(std::string(flag) +
                       " needs a global program to shard: --recipe, or a model with tfm.mesh");
+  if (sharding) {
+    auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
+    if (have && have != tfm::MeshAttr::get(&context, *mesh))
+      return failHere("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
+    phases.mesh = o.mesh;
+    phases.rankOrder = o.rankOrder;
+    // Causal context parallelism is balanced unless asked otherwise.
+    if (o.recipe == "megatron" && mesh->axisIndex("cp") >= 0 &&
+        mesh->axisSizes()[mesh->axisIndex("cp")] > 1 && o.cpLayout != "contiguous")
+      phases.contextLayout = CompilePipelineOptions::ContextLayout::Balanced;
+  }
+  // Runs the phases after `from` up to `to` on `target`; every rank
+  // compiles the same program, and rank 0 speaks for them.
+  auto runPhases = [&](CompilePipelineOptions &options, CompilePhase from, CompilePhase to,
+                       ModuleOp target, std::string &error) -> LogicalResult {
+    options.from = from;
+    options.to = to;
+    PassManager pm(&context);
+    if (failed(buildCompilePipeline(pm, options, error)))
+      return failure();
+    std::optional<ScopedDiagnosticHandler> quiet;
+    if (rank != 0)
+      quiet.emplace(&context, [](Diagnostic &) { return success(); });
+    return success(succeeded(configure(pm)) && succeeded(pm.run(target)));
+  };
+
+  // --check's reference of a pipelined run: the same step or forward over
+  // the same microbatches, without stages.
+  OwningOpRef<ModuleOp> unpipelined;
+  if (pipelined && o.check && checksHere()) {
+    unpipelined = module->clone();
+    CompilePipelineOptions reference;
+    fillCompileOptions(o, reference);
+    reference.pipelineSchedule = "";
+    if (o.train)
+      reference.gradAccum = o.microbatches;
+    else
+      reference.microbatches = o.microbatches;
+    std::string error;
+    if (failed(runPhases(reference, CompilePhase::Global, CompilePhase::Program, *unpipelined,
+                         error)))
+      return failHere(std::string("building the unpipelined ") +
+                      (o.train ? "training step" : "forward") + " of --check failed" +
+                      (error.empty() ? "" : ": " + error));
+  }
+  // The program.
+  if (!o.grads.empty() || o.train || pipelined) {
+    std::string error;
+    if (failed(runPhases(phases, CompilePhase::Global, CompilePhase::Program, *module, error))) {
+      if (rank == 0)
+        fail(std::string(o.train           ? "building a training step of @"
+                         : o.grads.empty() ? "pipelining @"
+                                           : "differentiating @") +
+             o.entry + " of " + o.model + " failed" + (error.empty() ? "" : ": " + error));
+      if (mesh)
+        pmlir_rt_finalize();
+      return 1;
+    }
+    entry = module->lookupSymbol<func::FuncOp>(compiledEntryName(phases));
+  }
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
   // The sequence length of the token ids, from the global program: a middle
   // pipeline stage reads neither ids nor labels, but --check's reference
@@ -403,51 +424,16 @@ int Job::run() {
       idRangesByName.emplace(name.getValue().str(), range);
   OwningOpRef<ModuleOp> reference;
   if (sharding) {
-    auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
-    if (have && have != meshAttr)
-      return failHere("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
-    (*module)->setAttr(tfm::kMeshAttr, meshAttr);
     if (o.check && checksHere())
       reference = unpipelined ? std::move(unpipelined) : module->clone();
-    PassManager pm(&context);
-    ShardingPipelineOptions options;
-    if (o.recipe == "megatron")
-      options.recipe = ShardingPipelineOptions::Recipe::Megatron;
-    if (o.recipe == "auto") {
-      options.recipe = ShardingPipelineOptions::Recipe::Auto;
-      options.topology = o.topology.empty() ? std::string("cpu") : o.topology;
-      options.memoryBudget = o.memoryBudget;
-      options.rankOrder = o.rankOrder;
-    }
-    options.sequenceParallel = o.sequenceParallel;
-    if (o.cpAttention == "ulysses")
-      options.contextAttention = ShardingPipelineOptions::ContextAttention::Ulysses;
-    else if (o.cpAttention == "ring")
-      options.contextAttention = ShardingPipelineOptions::ContextAttention::Ring;
-    // Causal context parallelism is balanced unless asked otherwise.
-    if (o.recipe == "megatron" && mesh->axisIndex("cp") >= 0 &&
-        mesh->axisSizes()[mesh->axisIndex("cp")] > 1 && o.cpLayout != "contiguous")
-      options.contextLayout = ShardingPipelineOptions::ContextLayout::Balanced;
-    options.zero = o.zero;
-    buildShardingPipeline(pm, options);
-    if (pipelined) {
-      // This rank's program: its pipeline stages in its schedule's order.
-      PipelineLowerOptions lower;
-      lower.entry = o.train ? "train_step" : o.entry;
-      lower.rank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
-      lower.axis = "pp";
-      lower.trace = !o.trace.empty();
-      pm.addPass(createPipelineLower(lower));
-    }
-    // Every rank compiles the same program: rank 0 speaks for them.
-    std::optional<ScopedDiagnosticHandler> quiet;
-    if (rank != 0)
-      quiet.emplace(&context, [](Diagnostic &) { return success(); });
-    if (failed(configure(pm)) || failed(pm.run(*module))) {
+    // The mesh, the sharded program, and this rank's pipeline stages.
+    std::string error;
+    if (failed(runPhases(phases, CompilePhase::Program, CompilePhase::Rank, *module, error))) {
       // Every rank fails alike: rank 0 says why, and all end cleanly (an
       // MPI_Abort racing the others' MPI_Finalize can leave mpirun hanging).
       if (rank == 0)
-        fail("rank 0: sharding " + o.model + " on --mesh " + o.mesh + " failed");
+        fail("rank 0: sharding " + o.model + " on --mesh " + o.mesh + " failed" +
+             (error.empty() ? "" : ": " + error));
       pmlir_rt_finalize();
       return 1;
     }
@@ -458,10 +444,10 @@ int Job::run() {
     // ends the job (MPI_Abort) while the others compile.
     if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty())) {
       PassManager reports(&context);
-      if (!o.commReport.empty())
-        reports.addPass(createCommReport(CommReportOptions{o.commReport}));
-      if (!o.memoryReport.empty())
-        reports.addPass(createMemoryReport(MemoryReportOptions{o.memoryReport}));
+      CompilePipelineOptions written;
+      written.commReport = o.commReport;
+      written.memoryReport = o.memoryReport;
+      addReportPasses(reports, written);
       if (failed(configure(reports)) || failed(reports.run(*module)))
         return failHere("writing the reports failed");
     }
@@ -811,6 +797,10 @@ int exec::runModel(const RunOptions &o) {
                                         "--pipeline-schedule csv");
   if (o.pipelineSchedule.empty() && !o.pipelineSplit.empty())
     return fail("--pipeline-split cuts the stages of --pipeline-schedule");
+  if (o.pipelineSchedule.empty() && (o.microbatches != 1 || o.virtualStages != 1))
+    return fail(std::string(o.microbatches != 1 ? "--microbatches" : "--virtual-stages") +
+                " is for --pipeline-schedule (without one, --grad-accum splits a training "
+                "step)");
   if (!o.pipelineSchedule.empty() && !o.grads.empty())
     return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
                 "not pipelined");

@@ -456,7 +456,7 @@ bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
     error = "dropping the shardings failed";
     return false;
   }
-  auto entry = reference->lookupSymbol<func::FuncOp>("train_step");
+  auto entry = reference->lookupSymbol<func::FuncOp>(training::kTrainStepName);
   std::unique_ptr<JitProgram> program;
   Batch batch;
   if (!entry || !describeEntry(entry, signature, error) ||

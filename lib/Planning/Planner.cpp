@@ -12,6 +12,8 @@
 
 #include "pmlir/Planning/Planner.h"
 
+#include "pmlir/Compiler/CompilePipeline.h"
+
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Pipeline/Pipeline.h"
@@ -181,16 +183,13 @@ void settleStep(Plan &plan) {
   plan.bubbleSeconds = std::max(0.0, plan.stepSeconds - plan.computeSeconds - plan.commSeconds());
 }
 
-/// The mesh attribute of a plan's layout.
+/// The mesh of a plan's layout, and its attribute.
 std::optional<std::pair<pmlir::Mesh, MeshAttr>> meshOf(MLIRContext *context, const Plan &plan,
                                                        std::string &error) {
   std::optional<pmlir::Mesh> mesh = pmlir::Mesh::parse(plan.meshSpec(), "", error);
   if (!mesh)
     return std::nullopt;
-  SmallVector<StringAttr> names;
-  for (const std::string &name : mesh->axisNames())
-    names.push_back(StringAttr::get(context, name));
-  return std::make_pair(*mesh, MeshAttr::get(context, names, mesh->axisSizes()));
+  return std::make_pair(*mesh, MeshAttr::get(context, *mesh));
 }
 
 struct Planner {
@@ -210,53 +209,57 @@ struct Planner {
   /// estimate, and the step is priced again: each pipeline rank ends later
   /// or earlier by the difference in its communication time.
   LogicalResult compile(Plan &plan, std::string &why) {
-    auto mesh = meshOf(context, plan, why);
+    std::optional<pmlir::Mesh> mesh = pmlir::Mesh::parse(plan.meshSpec(), "", why);
     if (!mesh)
       return failure();
-    OwningOpRef<ModuleOp> copy = source.clone();
-    (*copy)->setAttr(tfm::kMeshAttr, mesh->second);
-    PassManager pm(context);
-    ProgramPipelineOptions program;
-    program.autodiff.entry = options.entry;
-    program.train = options.train;
+    CompilePipelineOptions phases;
+    phases.entry = options.entry;
+    phases.program = options.train ? ProgramKind::Train : ProgramKind::Forward;
     if (plan.schedule) {
-      program.schedule.schedule = plan.scheduleName();
-      program.schedule.ranks = plan.pp;
-      program.schedule.microbatches = plan.microbatches;
-      program.schedule.virtualStages = plan.virtualStages;
-      program.splitPoints.assign(plan.splitPoints.begin(), plan.splitPoints.end());
+      phases.pipelineSchedule = plan.scheduleName();
+      phases.microbatches = plan.microbatches;
+      phases.virtualStages = plan.virtualStages;
+      phases.pipelineSplit = llvm::ArrayRef<int64_t>(plan.splitPoints);
     } else if (options.train) {
-      program.optimizer.gradAccum = plan.microbatches;
+      phases.gradAccum = plan.microbatches;
     }
-    std::string entry = buildProgramPipeline(pm, program);
-    ShardingPipelineOptions sharding;
-    sharding.recipe = ShardingPipelineOptions::Recipe::Auto;
-    sharding.topology = options.topologySpec;
+    phases.mesh = plan.meshSpec();
+    phases.recipe = CompilePipelineOptions::Recipe::Auto;
+    phases.topology = options.topologySpec;
     if (std::isfinite(options.memoryBudget))
-      sharding.memoryBudget = std::to_string(static_cast<int64_t>(options.memoryBudget));
-    buildShardingPipeline(pm, sharding);
+      phases.memoryBudget = std::to_string(static_cast<int64_t>(options.memoryBudget));
     std::string diagnostics;
-    {
-      ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
-        if (d.getSeverity() == DiagnosticSeverity::Error)
-          diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
-        return success();
-      });
-      if (failed(pm.run(*copy))) {
+    ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+      return success();
+    });
+    // Runs the phases after `from` up to `to` of the plan's job on `module`.
+    auto runPhases = [&](CompilePhase from, CompilePhase to, ModuleOp module) {
+      phases.from = from;
+      phases.to = to;
+      PassManager pm(context);
+      if (failed(buildCompilePipeline(pm, phases, why)))
+        return failure();
+      if (failed(pm.run(module))) {
         why = diagnostics.empty() ? "the sharding pipeline failed" : diagnostics;
         return failure();
       }
-    }
-    sharding::CostModel model = options.topology.costModel(mesh->first);
+      return success();
+    };
+    OwningOpRef<ModuleOp> copy = source.clone();
+    if (failed(runPhases(CompilePhase::Global, CompilePhase::Sharded, *copy)))
+      return failure();
+    sharding::CostModel model = options.topology.costModel(*mesh);
     std::vector<CommPerAxes> realised(plan.pp);
     for (int64_t r = 0; r < plan.pp; ++r) {
       OwningOpRef<ModuleOp> rankProgram;
       ModuleOp counted = *copy;
       if (plan.schedule) {
         rankProgram = copy->clone();
-        auto func = rankProgram->lookupSymbol<func::FuncOp>(entry);
-        if (!func || failed(pipeline::lowerToPipelineRank(func, r, "pp", /*trace=*/false))) {
-          why = "cutting out pipeline rank " + std::to_string(r) + " failed";
+        phases.pipelineRank = r;
+        if (failed(runPhases(CompilePhase::Sharded, CompilePhase::Rank, *rankProgram))) {
+          why = "cutting out pipeline rank " + std::to_string(r) + " failed: " + why;
           return failure();
         }
         counted = *rankProgram;
@@ -615,7 +618,7 @@ pmlir::planning::planModel(ModuleOp module, const PlannerOptions &options, std::
   if (options.train) {
     training::AutodiffOptions autodiff;
     autodiff.entry = options.entry;
-    autodiff.name = options.entry + "_grad";
+    autodiff.name = training::gradientName(options.entry);
     FailureOr<func::FuncOp> grad = training::buildGradientFunction(entry, autodiff);
     if (failed(grad) || failed(pipeline::partitionIntoStages(*grad, cut))) {
       error = "differentiating @" + options.entry + " failed: " + diagnostics;
@@ -623,7 +626,7 @@ pmlir::planning::planModel(ModuleOp module, const PlannerOptions &options, std::
     }
     training::OptimizerOptions step;
     step.entry = autodiff.name;
-    step.name = "train_step";
+    step.name = training::kTrainStepName.str();
     FailureOr<func::FuncOp> trainStep = training::buildTrainStep(*grad, step);
     if (failed(trainStep)) {
       error = "building a training step of @" + options.entry + " failed: " + diagnostics;

@@ -38,12 +38,12 @@ bool isAxisName(const std::string &name) {
 
 std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rankOrder,
                                 std::string &error) {
-  Mesh mesh;
   if (spec.empty()) {
     error = "empty mesh: expected axes like 'tp=2,dp=2'";
     return std::nullopt;
   }
-  int64_t total = 1;
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
   for (const std::string &item : splitList(spec)) {
     size_t eq = item.find('=');
     std::string name = item.substr(0, eq);
@@ -56,6 +56,37 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
     long long size = std::strtoll(sizeText.c_str(), &end, 10);
     if (sizeText.empty() || *end != '\0' || size < 1 || size > kMaxMeshDevices) {
       error = "mesh axis '" + name + "': size '" + sizeText + "' is not a positive integer";
+      return std::nullopt;
+    }
+    names.push_back(name);
+    sizes.push_back(size);
+  }
+  return create(names, sizes, rankOrder.empty() ? std::vector<std::string>{} : splitList(rankOrder),
+                error);
+}
+
+std::optional<Mesh> Mesh::create(const std::vector<std::string> &names,
+                                 const std::vector<int64_t> &sizes,
+                                 const std::vector<std::string> &rankOrder, std::string &error) {
+  Mesh mesh;
+  std::string spec;
+  for (size_t i = 0; i < names.size() && i < sizes.size(); ++i)
+    spec += (spec.empty() ? "" : ",") + names[i] + "=" + std::to_string(sizes[i]);
+  if (names.empty() || names.size() != sizes.size()) {
+    error = "empty mesh: expected axes like 'tp=2,dp=2'";
+    return std::nullopt;
+  }
+  int64_t total = 1;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string &name = names[i];
+    int64_t size = sizes[i];
+    if (!isAxisName(name)) {
+      error = "mesh axis '" + name + "': expected a name of letters, digits and '_'";
+      return std::nullopt;
+    }
+    if (size < 1 || size > kMaxMeshDevices) {
+      error = "mesh axis '" + name + "': size '" + std::to_string(size) +
+              "' is not a positive integer";
       return std::nullopt;
     }
     if (mesh.axisIndex(name) >= 0) {
@@ -72,7 +103,10 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
   }
 
   if (!rankOrder.empty()) {
-    for (const std::string &name : splitList(rankOrder)) {
+    std::string orderText;
+    for (const std::string &name : rankOrder)
+      orderText += (orderText.empty() ? "" : ",") + name;
+    for (const std::string &name : rankOrder) {
       int axis = mesh.axisIndex(name);
       if (axis < 0) {
         error = "rank order names '" + name + "', which is not an axis of the mesh '" + spec + "'";
@@ -85,15 +119,11 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
       mesh.order.push_back(axis);
     }
     if (mesh.order.size() != mesh.names.size()) {
-      error = "rank order '" + rankOrder + "' must name every axis of the mesh '" + spec + "'";
+      error = "rank order '" + orderText + "' must name every axis of the mesh '" + spec + "'";
       return std::nullopt;
     }
   } else {
-    // Megatron's tp-cp-ep-dp-pp: tensor parallel ranks are neighbours.
-    static const char *const megatron[] = {"tp", "cp", "ep", "dp", "pp"};
-    for (const char *name : megatron)
-      if (int axis = mesh.axisIndex(name); axis >= 0)
-        mesh.order.push_back(axis);
+    mesh.order = defaultRankOrder(mesh.names);
     for (size_t i = 0; i < mesh.names.size(); ++i)
       if (std::find(mesh.order.begin(), mesh.order.end(), int(i)) == mesh.order.end()) {
         error = "mesh axis '" + mesh.names[i] +
@@ -110,6 +140,34 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
     stride *= mesh.sizes[axis];
   }
   return mesh;
+}
+
+std::vector<int> Mesh::defaultRankOrder(const std::vector<std::string> &names) {
+  // Megatron's tp-cp-ep-dp-pp: tensor parallel ranks are neighbours.
+  static const char *const megatron[] = {"tp", "cp", "ep", "dp", "pp"};
+  std::vector<int> order;
+  for (const char *name : megatron)
+    if (auto it = std::find(names.begin(), names.end(), name); it != names.end())
+      order.push_back(static_cast<int>(it - names.begin()));
+  return order;
+}
+
+bool Mesh::hasDefaultRankOrder() const { return order == defaultRankOrder(names); }
+
+std::string Mesh::spec() const {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (text.empty() ? "" : ",") + names[i] + "=" + std::to_string(sizes[i]);
+  return text;
+}
+
+std::string Mesh::rankOrderSpec() const {
+  if (hasDefaultRankOrder())
+    return "";
+  std::string text;
+  for (int axis : order)
+    text += (text.empty() ? "" : ",") + names[axis];
+  return text;
 }
 
 int64_t Mesh::numRanks() const {

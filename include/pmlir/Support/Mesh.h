@@ -111,6 +111,22 @@ public:
   static std::optional<Mesh> parse(const std::string &spec,
                                    const std::string &rankOrder,
                                    std::string &error);
+  /// The mesh of axes `names` with `sizes`, in `rankOrder` (axis names,
+  /// fastest first; empty: the default order, as parse says). On failure
+  /// returns nullopt and sets `error`.
+  static std::optional<Mesh> create(const std::vector<std::string> &names,
+                                    const std::vector<int64_t> &sizes,
+                                    const std::vector<std::string> &rankOrder,
+                                    std::string &error);
+  /// The default rank order of axes `names` (indices of tp, cp, ep, dp, pp
+  /// among them, in that order); other names have no place in it.
+  static std::vector<int> defaultRankOrder(const std::vector<std::string> &names);
+
+  /// The mesh as parse reads it ("dp=2,tp=2"), and its rank order ("" when
+  /// it is the default).
+  std::string spec() const;
+  std::string rankOrderSpec() const;
+  bool hasDefaultRankOrder() const;
 
   /// Axes in the order written in the spec; that order is the axis index
   /// the IR's grid uses.

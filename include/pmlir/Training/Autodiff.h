@@ -37,6 +37,10 @@ enum class Recompute {
   Full,
 };
 
+/// The name pmlir-run, the compile pipeline and the planner give the
+/// gradient function of `entry`.
+inline std::string gradientName(llvm::StringRef entry) { return (entry + "_grad").str(); }
+
 struct AutodiffOptions {
   /// The function to differentiate and the name of the one built.
   std::string entry = "forward";

@@ -44,6 +44,8 @@ struct OptimizerOptions {
 /// The name of the optimizer state argument `kind` ("exp_avg",
 /// "exp_avg_sq") of the parameter named `param`.
 std::string optimizerStateName(llvm::StringRef param, llvm::StringRef kind);
+/// The name of the training step a job builds and runs.
+inline constexpr llvm::StringLiteral kTrainStepName = "train_step";
 /// The name of the step counter argument and result.
 inline constexpr llvm::StringLiteral kStepName = "step";
 

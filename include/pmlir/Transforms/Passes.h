@@ -104,6 +104,10 @@ struct ProgramPipelineOptions {
   /// Pipelined where schedule.schedule is not empty: ranks, microbatches,
   /// virtual stages and the schedule.
   PipelineScheduleOptions schedule{/*schedule=*/""};
+  /// Without a schedule, a forward repeated over this many microbatches
+  /// (pmlir-microbatch; 0: not), as the pipelined forward over the
+  /// schedule's (a step accumulates over optimizer.gradAccum instead).
+  int64_t microbatches = 0;
   /// The first layer of stages 1, 2, ... (empty: balanced by FLOPs).
   llvm::SmallVector<int64_t> splitPoints;
 };

@@ -142,6 +142,33 @@ def MemoryReport : Pass<"pmlir-memory-report", "mlir::ModuleOp"> {
 // Sharding
 //===----------------------------------------------------------------------===//
 
+def AttachMesh : Pass<"pmlir-attach-mesh", "mlir::ModuleOp"> {
+  let summary = "puts the mesh a global program is sharded over on the module";
+  let description = [{
+    The one way a mesh enters a module: `mesh` ("dp=2,tp=2", axes in the
+    order of the partitioned program's grid) and `rank-order` (axis names,
+    fastest first; default tp, cp, ep, dp, pp) become the module's
+    `tfm.mesh`, the rank order in it where it is not the default. A module
+    that has a `tfm.mesh` already keeps it if it is the same mesh, and is
+    refused otherwise.
+
+    ```mlir
+    // pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2 rank-order=dp,tp"
+    module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2, rank_order = [dp, tp]>} { ... }
+    ```
+
+    Diagnostics: an empty or malformed mesh, an axis with no default place
+    in the rank order and none given, a rank order that does not name every
+    axis once, a module with another mesh.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "the mesh's axes and sizes, as pmlir-run --mesh (\"dp=2,tp=2\")">,
+    Option<"rankOrder", "rank-order", "std::string", /*default=*/"\"\"",
+           "the axes fastest first, as pmlir-run --rank-order (default: tp, cp, ep, dp, pp)">,
+  ];
+}
+
 def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {
   let summary = "completes the shardings of a global program from a few annotations";
   let description = [{

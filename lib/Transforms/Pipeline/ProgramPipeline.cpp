@@ -11,6 +11,8 @@
 
 #include "pmlir/Transforms/Passes.h"
 
+#include "pmlir/Training/Optimizer.h"
+
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -20,7 +22,7 @@ std::string pmlir::buildProgramPipeline(OpPassManager &pm, const ProgramPipeline
   std::string name = options.autodiff.entry;
   if (options.gradients || options.train) {
     AutodiffOptions autodiff = options.autodiff;
-    autodiff.name = name = options.autodiff.entry + "_grad";
+    autodiff.name = name = training::gradientName(options.autodiff.entry);
     autodiff.keepEntry = false;
     pm.addPass(createAutodiff(autodiff));
   }
@@ -34,14 +36,15 @@ std::string pmlir::buildProgramPipeline(OpPassManager &pm, const ProgramPipeline
   if (options.train) {
     OptimizerOptions optimizer = options.optimizer;
     optimizer.entry = name;
-    optimizer.name = name = "train_step";
+    optimizer.name = name = training::kTrainStepName.str();
     optimizer.keepEntry = false;
     // A pipelined step accumulates over the pipeline's microbatches.
     if (pipelined)
       optimizer.gradAccum = options.schedule.microbatches;
     pm.addPass(createOptimizer(optimizer));
-  } else if (pipelined) {
-    pm.addPass(createMicrobatch(MicrobatchOptions{name, options.schedule.microbatches}));
+  } else if (pipelined || options.microbatches > 0) {
+    pm.addPass(createMicrobatch(
+        MicrobatchOptions{name, pipelined ? options.schedule.microbatches : options.microbatches}));
   }
   if (pipelined)
     pm.addPass(createPipelineSchedule(options.schedule));

@@ -123,10 +123,18 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       module.emitError() << "auto-sharding: " << error;
       return std::nullopt;
     }
-    std::string spec;
-    for (auto [name, size] : llvm::zip(mesh.getAxes(), mesh.getSizes()))
-      spec += (spec.empty() ? "" : ",") + name.getValue().str() + "=" + std::to_string(size);
-    std::optional<pmlir::Mesh> placed = pmlir::Mesh::parse(spec, rankOrder, error);
+    // The mesh's own rank order, unless the rank-order option replaces it.
+    if (!rankOrder.empty()) {
+      SmallVector<StringAttr> order;
+      for (StringRef name : llvm::split(StringRef(rankOrder), ','))
+        order.push_back(StringAttr::get(&getContext(), name));
+      mesh = MeshAttr::getChecked([&] { return module.emitError() << "auto-sharding: "; },
+                                  &getContext(), mesh.getAxes(), mesh.getSizes(),
+                                  ArrayRef<StringAttr>(order));
+      if (!mesh)
+        return std::nullopt;
+    }
+    std::optional<pmlir::Mesh> placed = mesh.toMesh(error);
     if (!placed) {
       module.emitError() << "auto-sharding places mesh " << mesh << " on the topology: " << error;
       return std::nullopt;

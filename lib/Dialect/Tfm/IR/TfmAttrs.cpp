@@ -29,14 +29,48 @@ void TfmDialect::registerAttributes() {
 // MeshAttr: #tfm.mesh<dp = 2, tp = 4>
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// `order` (axis names, fastest first), or nothing where it is the
+/// default order of `axes`: one attribute for one mesh.
+SmallVector<StringAttr> normalRankOrder(ArrayRef<StringAttr> axes, ArrayRef<StringAttr> order) {
+  std::vector<std::string> names;
+  for (StringAttr axis : axes)
+    names.push_back(axis.getValue().str());
+  std::vector<int> defaults = pmlir::Mesh::defaultRankOrder(names);
+  bool isDefault = defaults.size() == order.size();
+  for (size_t i = 0; isDefault && i < order.size(); ++i)
+    isDefault = axes[defaults[i]] == order[i];
+  return isDefault ? SmallVector<StringAttr>() : SmallVector<StringAttr>(order);
+}
+
+} // namespace
+
 Attribute MeshAttr::parse(AsmParser &parser, Type) {
-  SmallVector<StringAttr> axes;
+  SmallVector<StringAttr> axes, order;
   SmallVector<int64_t> sizes;
+  bool orderSeen = false;
   auto parseAxis = [&]() -> ParseResult {
     std::string name;
     int64_t size = 0;
-    if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
-        parser.parseInteger(size))
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual())
+      return failure();
+    // `rank_order = [tp, dp]`, after the axes.
+    if (name == "rank_order" && succeeded(parser.parseOptionalLSquare())) {
+      if (orderSeen)
+        return parser.emitError(parser.getCurrentLocation(), "rank_order is given twice");
+      orderSeen = true;
+      return parser.parseCommaSeparatedList([&]() -> ParseResult {
+        std::string axis;
+        if (parser.parseKeywordOrString(&axis))
+          return failure();
+        order.push_back(parser.getBuilder().getStringAttr(axis));
+        return success();
+      }) ? failure() : parser.parseRSquare();
+    }
+    if (orderSeen)
+      return parser.emitError(parser.getCurrentLocation(), "mesh axes come before rank_order");
+    if (parser.parseInteger(size))
       return failure();
     axes.push_back(parser.getBuilder().getStringAttr(name));
     sizes.push_back(size);
@@ -44,7 +78,8 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseAxis))
     return {};
-  return parser.getChecked<MeshAttr>(parser.getContext(), axes, sizes);
+  return parser.getChecked<MeshAttr>(parser.getContext(), axes, sizes,
+                                     normalRankOrder(axes, order));
 }
 
 void MeshAttr::print(AsmPrinter &printer) const {
@@ -53,7 +88,33 @@ void MeshAttr::print(AsmPrinter &printer) const {
     printer.printKeywordOrString(std::get<0>(axis).getValue());
     printer << " = " << std::get<1>(axis);
   });
+  if (!getRankOrder().empty()) {
+    printer << ", rank_order = [";
+    llvm::interleaveComma(getRankOrder(), printer,
+                          [&](StringAttr axis) { printer.printKeywordOrString(axis.getValue()); });
+    printer << "]";
+  }
   printer << ">";
+}
+
+MeshAttr MeshAttr::get(MLIRContext *context, const pmlir::Mesh &mesh) {
+  SmallVector<StringAttr> axes, order;
+  for (const std::string &name : mesh.axisNames())
+    axes.push_back(StringAttr::get(context, name));
+  if (!mesh.hasDefaultRankOrder())
+    for (int axis : mesh.rankOrder())
+      order.push_back(axes[axis]);
+  return get(context, axes, mesh.axisSizes(), order);
+}
+
+std::optional<pmlir::Mesh> MeshAttr::toMesh(std::string &error) const {
+  std::vector<std::string> names, order;
+  for (StringAttr axis : getAxes())
+    names.push_back(axis.getValue().str());
+  for (StringAttr axis : getRankOrder())
+    order.push_back(axis.getValue().str());
+  return pmlir::Mesh::create(names, std::vector<int64_t>(getSizes().begin(), getSizes().end()),
+                             order, error);
 }
 
 LogicalResult HeadTailAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t ranks,
@@ -68,7 +129,8 @@ LogicalResult HeadTailAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               ArrayRef<StringAttr> axes, ArrayRef<int64_t> sizes) {
+                               ArrayRef<StringAttr> axes, ArrayRef<int64_t> sizes,
+                               ArrayRef<StringAttr> rankOrder) {
   if (axes.empty())
     return emitError() << "a mesh needs at least one axis";
   llvm::StringSet<> seen;
@@ -87,6 +149,18 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (__builtin_mul_overflow(devices, size, &devices) || devices > pmlir::kMaxMeshDevices)
       return emitError() << "a mesh of more than " << pmlir::kMaxMeshDevices
                          << " devices (2^20) is not supported";
+  if (!rankOrder.empty()) {
+    llvm::StringSet<> ordered;
+    for (StringAttr name : rankOrder) {
+      if (!seen.contains(name.getValue()))
+        return emitError() << "mesh rank_order names '" << name.getValue()
+                           << "', which is not an axis of the mesh";
+      if (!ordered.insert(name.getValue()).second)
+        return emitError() << "mesh rank_order names '" << name.getValue() << "' twice";
+    }
+    if (ordered.size() != seen.size())
+      return emitError() << "mesh rank_order must name every axis of the mesh";
+  }
   return success();
 }
 

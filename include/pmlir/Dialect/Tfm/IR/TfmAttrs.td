@@ -23,15 +23,37 @@ def Tfm_MeshAttr : Tfm_Attr<"Mesh", "mesh"> {
     the part of it the grid's `tfm.grid_axes` names where shardings use
     sub-axes; `pmlir-run --mesh` must list the same axes and sizes).
 
+    The ranks are laid out on the axes in a rank order, fastest-varying
+    axis first: by default tp, cp, ep, dp, pp (Megatron's tp-cp-ep-dp-pp,
+    tensor-parallel ranks neighbours), or as `rank_order` lists it (every
+    axis once; needed where an axis has another name). `pmlir-attach-mesh`
+    puts it on a module.
+
     ```mlir
     module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>} { ... }
+    module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [dp, tp]>} { ... }
     ```
   }];
   let parameters = (ins ArrayRefParameter<"::mlir::StringAttr", "axis names">:$axes,
-                        ArrayRefParameter<"int64_t", "axis sizes">:$sizes);
+                        ArrayRefParameter<"int64_t", "axis sizes">:$sizes,
+                        OptionalArrayRefParameter<"::mlir::StringAttr",
+                          "axis names, fastest first (empty: the default order)">:$rankOrder);
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<::mlir::StringAttr>":$axes,
+                     "::llvm::ArrayRef<int64_t>":$sizes), [{
+      return $_get($_ctxt, axes, sizes, ::llvm::ArrayRef<::mlir::StringAttr>());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// `mesh` as an attribute: its axes in order, and its rank order where it
+    /// is not the default.
+    static MeshAttr get(::mlir::MLIRContext *context, const ::pmlir::Mesh &mesh);
+    /// The mesh this attribute describes, or std::nullopt with `error` set
+    /// (an axis with no default place in the rank order and none given).
+    std::optional<::pmlir::Mesh> toMesh(std::string &error) const;
+
     /// Index of the whole axis `name`, or -1 (also for a sub-axis name).
     int64_t axisIndex(::llvm::StringRef name) const;
     /// Size of axis or sub-axis `name` (1 when the mesh has no such axis).

@@ -1,0 +1,188 @@
+//===- CompilePipeline.cpp - The one pipeline from a model to a rank's code ===//
+//
+// Part of pmlir.
+//
+// The only place that orders the passes of a job: each phase is built by
+// its own builder (the program, sharding, and target pipelines), and this
+// file decides which of them run, with which options, in which order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Compiler/CompilePipeline.h"
+
+#include "pmlir/Conversion/Passes.h"
+#include "pmlir/Support/Mesh.h"
+#include "pmlir/Target/CPU/Passes.h"
+#include "pmlir/Target/GPU/Passes.h"
+#include "pmlir/Training/Optimizer.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-compile-pipeline"
+
+using namespace mlir;
+
+namespace pmlir {
+
+std::string compiledEntryName(const CompilePipelineOptions &options) {
+  switch (options.program) {
+  case ProgramKind::Train:
+    return training::kTrainStepName.str();
+  case ProgramKind::Gradients:
+    return training::gradientName(options.entry);
+  case ProgramKind::Forward:
+    return options.entry;
+  }
+  llvm_unreachable("a program kind");
+}
+
+namespace {
+
+bool pipelined(const CompilePipelineOptions &options) {
+  return !options.pipelineSchedule.empty();
+}
+
+ProgramPipelineOptions programOptionsOf(const CompilePipelineOptions &o, int64_t pipelineRanks) {
+  ProgramPipelineOptions program;
+  program.autodiff.entry = o.entry;
+  program.autodiff.recompute = o.recompute;
+  program.gradients = o.program == ProgramKind::Gradients;
+  program.train = o.program == ProgramKind::Train;
+  OptimizerOptions &optimizer = program.optimizer;
+  optimizer.lr = o.lr;
+  optimizer.beta1 = o.beta1;
+  optimizer.beta2 = o.beta2;
+  optimizer.eps = o.eps;
+  optimizer.weightDecay = o.weightDecay;
+  optimizer.maxGradNorm = o.maxGradNorm;
+  optimizer.gradAccum = o.gradAccum;
+  if (pipelined(o)) {
+    program.schedule.schedule = o.pipelineSchedule;
+    program.schedule.ranks = pipelineRanks;
+    program.schedule.microbatches = std::max<int64_t>(1, o.microbatches);
+    program.schedule.virtualStages = o.virtualStages;
+    program.schedule.csvFile = o.pipelineCsv;
+    program.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
+  } else {
+    program.microbatches = o.microbatches;
+  }
+  return program;
+}
+
+void addShardingPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
+  AttachMeshOptions attach;
+  attach.mesh = o.mesh;
+  attach.rankOrder = o.rankOrder;
+  pm.addPass(createAttachMesh(attach));
+  ShardingPipelineOptions sharding;
+  sharding.recipe = o.recipe;
+  sharding.topology = o.topology;
+  sharding.memoryBudget = o.memoryBudget;
+  sharding.zero = o.zero;
+  sharding.sequenceParallel = o.sequenceParallel;
+  sharding.contextAttention = o.contextAttention;
+  sharding.contextLayout = o.contextLayout;
+  buildShardingPipeline(pm, sharding);
+}
+
+void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
+  if (o.target == CompileTarget::Gpu) {
+    GpuPipelineOptions gpu;
+    gpu.entry = compiledEntryName(o);
+    gpu.chip = o.chip;
+    gpu.precision = o.precision;
+    gpu.format = o.gpuFormat;
+    buildGpuLoweringPipeline(pm, gpu);
+    return;
+  }
+  CpuPipelineOptions cpu;
+  cpu.entry = compiledEntryName(o);
+  cpu.precision = o.precision;
+  buildCpuLoweringPipeline(pm, cpu);
+}
+
+} // namespace
+
+void addReportPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
+  if (!o.commReport.empty())
+    pm.addPass(createCommReport(CommReportOptions{o.commReport}));
+  if (!o.memoryReport.empty())
+    pm.addPass(createMemoryReport(MemoryReportOptions{o.memoryReport}));
+}
+
+LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &o,
+                                   std::string &error) {
+  // A phase's passes run when the input is before it and the output at or
+  // after it.
+  auto runs = [&](CompilePhase phase) { return o.from < phase && phase <= o.to; };
+  if (o.to < o.from) {
+    error = "pmlir-compile-pipeline: phase 'to' comes before phase 'from'";
+    return failure();
+  }
+  // Without a mesh the program runs unsharded (on one process, or the same
+  // on every rank). A pipeline's stages go to the ranks of the mesh's pp
+  // axis.
+  bool sharded = !o.mesh.empty();
+  int64_t pipelineRanks = 1;
+  if (sharded) {
+    std::optional<Mesh> mesh = Mesh::parse(o.mesh, o.rankOrder, error);
+    if (!mesh) {
+      error = "pmlir-compile-pipeline: mesh '" + o.mesh + "': " + error;
+      return failure();
+    }
+    if (int pp = mesh->axisIndex("pp"); pp >= 0)
+      pipelineRanks = mesh->axisSizes()[pp];
+    else if (pipelined(o)) {
+      error = "pmlir-compile-pipeline: pipeline-schedule needs a pp axis in the mesh";
+      return failure();
+    }
+  } else if (pipelined(o)) {
+    error = "pmlir-compile-pipeline: pipeline-schedule needs a mesh with a pp axis";
+    return failure();
+  }
+  LLVM_DEBUG(llvm::dbgs() << "compile pipeline for @" << compiledEntryName(o) << ", phases "
+                          << static_cast<int>(o.from.getValue()) << " to "
+                          << static_cast<int>(o.to.getValue()) << "\n");
+  if (runs(CompilePhase::Program))
+    buildProgramPipeline(pm, programOptionsOf(o, pipelineRanks));
+  if (runs(CompilePhase::Sharded) && sharded)
+    addShardingPasses(pm, o);
+  if (runs(CompilePhase::Rank)) {
+    if (pipelined(o)) {
+      PipelineLowerOptions lower;
+      lower.entry = compiledEntryName(o);
+      lower.rank = o.pipelineRank;
+      lower.axis = "pp";
+      lower.trace = o.trace;
+      pm.addPass(createPipelineLower(lower));
+    }
+    addReportPasses(pm, o);
+  }
+  if (runs(CompilePhase::Lowered))
+    addLoweringPasses(pm, o);
+  return success();
+}
+
+void registerCompilePipeline() {
+  registerPassPipeline(
+      "pmlir-compile-pipeline",
+      "every pass of a job, in phases (global, program, sharded, rank, lowered): the program "
+      "(forward, gradients, training step; pipeline stages and schedule), the mesh and its "
+      "sharding, one pipeline rank, the target; what pmlir-run compiles (see "
+      "CompilePipeline.cpp)",
+      [](OpPassManager &pm, StringRef text, function_ref<LogicalResult(const Twine &)> onError) {
+        CompilePipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        if (failed(buildCompilePipeline(pm, options, error)))
+          return onError(error);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> describe) {
+        describe(CompilePipelineOptions());
+      });
+}
+
+} // namespace pmlir
