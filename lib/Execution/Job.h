@@ -158,8 +158,12 @@ private:
       return o.configurePassManager(pm);
     return mlir::success();
   }
-  /// Lowers `module` with pmlir-cpu-pipeline for the entry and JIT-compiles
-  /// it; `emit` writes the lowered module first.
+  /// Lowers `module` for the job's target with its function `entry` as the
+  /// entry (the compile pipeline's last phase); `emit` writes the lowered
+  /// module to --emit-compiled.
+  LogicalResult lower(ModuleOp module, const std::string &entry, bool emit,
+                      std::string &error) const;
+  /// Lowers `module` for the entry and JIT-compiles it.
   std::unique_ptr<JitProgram> compile(ModuleOp module, const EntrySignature &signature, bool emit,
                                       std::string &error) const;
   /// A result of the program as a whole tensor on rank 0.

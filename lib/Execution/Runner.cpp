@@ -231,28 +231,23 @@ bool checkGrids(ModuleOp module, const std::optional<Mesh> &mesh, const std::str
 
 namespace pmlir::exec {
 
-std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
-                                         bool emit, std::string &error) const {
+LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
+                         std::string &error) const {
   PassManager pm(&context);
-  CompileOptions compile;
-  compile.optLevel = o.jitOptLevel;
-  compile.device = o.device == "gpu";
-  // The rank's program, lowered for its target: of the compile pipeline,
-  // the last phase, for the function `signature` names.
   CompilePipelineOptions lowering;
   fillCompileOptions(o, lowering);
   lowering.program = ProgramKind::Forward;
-  lowering.entry = signature.name;
+  lowering.entry = entry;
   lowering.pipelineSchedule = "";
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
-  if (compile.device)
+  if (o.device == "gpu")
     lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
   if (failed(buildCompilePipeline(pm, lowering, error)))
-    return nullptr;
+    return failure();
   if (failed(configure(pm)) || failed(pm.run(module))) {
-    error = "lowering @" + signature.name + " failed";
-    return nullptr;
+    error = "lowering @" + entry + " failed";
+    return failure();
   }
   if (emit && !o.emitCompiled.empty()) {
     std::string text;
@@ -260,8 +255,18 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
     module.print(os);
     os << "\n";
     if (!writeOutputFile(o.emitCompiled, text, error))
-      return nullptr;
+      return failure();
   }
+  return success();
+}
+
+std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
+                                         bool emit, std::string &error) const {
+  if (failed(lower(module, signature.name, emit, error)))
+    return nullptr;
+  CompileOptions compile;
+  compile.optLevel = o.jitOptLevel;
+  compile.device = o.device == "gpu";
   return JitProgram::create(module, signature, compile, error);
 }
 
@@ -279,14 +284,16 @@ int Job::run() {
     }
     maybeHang(launcherRank(), "start-up");
     char text[512];
-    // A GPU program's collectives read and write device memory: NCCL's.
-    std::string backendName = o.backend.empty() ? (o.device == "gpu" ? "nccl" : "mpi") : o.backend;
+    // A GPU program's collectives read and write device memory: NCCL's (a
+    // job that only compiles runs none, and needs no GPU).
+    std::string backendName =
+        o.backend.empty() ? (o.device == "gpu" && !o.compileOnly ? "nccl" : "mpi") : o.backend;
     pmlir_rt_backend backend = backendName == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
     if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
   }
-  if (o.device == "gpu") {
+  if (o.device == "gpu" && !o.compileOnly) {
     char text[512];
     if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
       return failHere("--device gpu: " + std::string(text));
@@ -451,6 +458,15 @@ int Job::run() {
       if (failed(configure(reports)) || failed(reports.run(*module)))
         return failHere("writing the reports failed");
     }
+  }
+
+  if (o.compileOnly) {
+    std::string error;
+    if (failed(lower(*module, entry.getSymName().str(), rank == 0, error)))
+      return failHere(error);
+    if (mesh)
+      pmlir_rt_finalize();
+    return 0;
   }
 
   if (pipelined) {
@@ -788,6 +804,18 @@ int exec::runModel(const RunOptions &o) {
     return fail("--device gpu runs the collectives on device memory: --backend nccl, not mpi");
   if (!o.trace.empty() && o.mesh.empty())
     return fail("--trace writes the ranks' spans: it needs --mesh");
+  if (o.compileOnly) {
+    if (o.device == "gpu" && o.gpuChip.empty())
+      return fail("--compile-only with --device gpu asks no GPU which chip it is: give "
+                  "--gpu-chip (e.g. sm_90)");
+    for (auto [given, flag] :
+         {std::pair<bool, const char *>{!o.output.empty(), "--output"},
+          {!o.grads.empty(), "--grads"}, {!o.save.empty(), "--save"},
+          {!o.trace.empty(), "--trace"}, {o.check, "--check"}, {o.repeat > 0, "--repeat"},
+          {o.print, "--print"}})
+      if (given)
+        return fail(std::string(flag) + " needs a run: --compile-only runs nothing");
+  }
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   if ((o.pipelineSchedule == "csv") != !o.pipelineCsv.empty())

@@ -6,7 +6,7 @@
 // stage sums (the tied wte gradient, summed over the microbatches first, and
 // the loss) become pp all-reduces.
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=pp=2" \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
 // RUN:       --pmlir-optimizer="entry=grad grad-accum=2" --pmlir-pipeline-schedule="schedule=1f1b microbatches=2" \
 // RUN:       --pmlir-sharding-pipeline -o %t.mlir
@@ -53,7 +53,7 @@
 // each microbatch's logits to rank 0 as soon as it has them and returns
 // nothing; rank 0 receives them after its own forwards and joins them.
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=pp=2" \
 // RUN:   | pmlir-opt --pmlir-pipeline-partition="stages=2" --pmlir-microbatch="microbatches=2" \
 // RUN:       --pmlir-pipeline-schedule="schedule=1f1b microbatches=2" --pmlir-sharding-pipeline -o %t-forward.mlir
 // RUN: pmlir-opt %t-forward.mlir --pmlir-pipeline-lower="entry=forward rank=0 trace=true" | FileCheck %s --check-prefix=FORWARD0

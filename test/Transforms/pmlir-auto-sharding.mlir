@@ -67,6 +67,10 @@
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | not pmlir-opt --pmlir-auto-sharding -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: error: auto-sharding places mesh #tfm.mesh<tp = 2, sp = 2> on the topology: mesh axis 'sp' has no default place in the rank order (tp, cp, ep, dp, pp); give one with --rank-order
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | pmlir-opt --pmlir-auto-sharding="rank-order=tp,sp" -o /dev/null
+// The mesh's own rank order places it; the option replaces it.
+// RUN: sed 's/tp = 2/tp = 2, sp = 2, rank_order = [tp, sp]/' %s | pmlir-opt --pmlir-auto-sharding -o /dev/null
+// RUN: sed 's/tp = 2/tp = 2, sp = 2, rank_order = [tp, sp]/' %s | not pmlir-opt --pmlir-auto-sharding="rank-order=tp" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PARTORDER
+// PARTORDER: error: auto-sharding: mesh rank_order must name every axis of the mesh
 
 // A sharding the program carries is kept, and the plan is chosen around
 // it: fc2's weight pinned column-parallel stays so (fc1 then gives it its
@@ -83,8 +87,8 @@
 // sums over microbatches and the gradient norm's sum over parameters.
 // RUN: pmlir-gen gpt2 --layers 3 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 --loss -o %t.l3.mlir
 // RUN: pmlir-gen gpt2 --layers 7 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 --loss -o %t.l7.mlir
-// RUN: sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' %t.l3.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=3 split-points=1,2" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l3.json" -o /dev/null
-// RUN: sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' %t.l7.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=7 split-points=1,2,3,4,5,6" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l7.json" -o /dev/null
+// RUN: pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" %t.l3.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=3 split-points=1,2" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l3.json" -o /dev/null
+// RUN: pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" %t.l7.mlir | pmlir-opt --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-pipeline-partition="entry=forward_grad stages=7 split-points=1,2,3,4,5,6" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false grad-accum=2" --pmlir-auto-sharding="report=%t.l7.json" -o /dev/null
 // RUN: grep -E '"(variables|strategies|edges)"' %t.l3.json > %t.l3.size
 // RUN: grep -E '"(variables|strategies|edges)"' %t.l7.json > %t.l7.size
 // RUN: diff %t.l3.size %t.l7.size

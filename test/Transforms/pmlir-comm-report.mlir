@@ -6,7 +6,7 @@
 // its split needs no slicing).
 
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
 // RUN:       --pmlir-comm-report=output=%t.gpt2.json -o %t.gpt2.mlir
 // RUN: FileCheck %s --check-prefix=GPT2 < %t.gpt2.json
@@ -49,7 +49,7 @@
 
 // Llama (8 query heads, 2 kv heads): no biases, the same count.
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
 // RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=LLAMA
 // LLAMA: "totals": {
@@ -64,7 +64,7 @@
 // tp = 4 on 8 heads and an FFN of 176: 5 all-reduces of 2*16*64 f32; in a
 // ring of 4 each rank sends 2 * 3/4 of each tensor.
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
 // RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=TP4
 // TP4: "totals": {
@@ -78,7 +78,7 @@
 // 50 GB/s and 10 us over tp, 6 * 10 us + 12288 B / 50 GB/s = 60.24576 us.
 // Without links, 100 GB/s and 5 us: 6 * 5 us + 12288 B / 100 GB/s.
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
 // RUN:       --pmlir-comm-report=links=tp=50:10,dp=1:1 -o /dev/null | FileCheck %s --check-prefix=LINKS
 // LINKS: "kind": "all_reduce",
@@ -88,7 +88,7 @@
 // LINKS-NEXT: "count": 5,
 // LINKS-NEXT: "seconds": 0.000301228{{[0-9]*}},
 // RUN: pmlir-gen llama --layers 2 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition \
 // RUN:       --pmlir-comm-report -o /dev/null | FileCheck %s --check-prefix=DEFAULT-LINKS
 // DEFAULT-LINKS: "seconds": 3.01228{{[0-9]*}}e-05,

@@ -5,7 +5,7 @@
 // with no offset, and nothing is gathered.
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ulysses \
 // RUN:   | FileCheck %s --check-prefix=PINNED
 // PINNED-LABEL: func.func @forward
@@ -16,7 +16,7 @@
 // PINNED: tfm.sharding_constraint %[[O]] to <{{\[\[}}], ["tp"], ["cp"], []]> : tensor<2x4x16x16xf32>
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-attention=ulysses" \
 // RUN:   | FileCheck %s --check-prefix=FORWARD --implicit-check-not=shard.all_gather
 // FORWARD-LABEL: func.func @forward
@@ -30,7 +30,7 @@
 // and value gradients go back to sequence shards by all_to_all, complete,
 // where the all-gather variant reduce-scatters sums pending over cp.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-sharding-pipeline="recipe=megatron context-attention=ulysses" \
 // RUN:   | FileCheck %s --check-prefix=BACKWARD
 // BACKWARD-LABEL: func.func @grad
@@ -43,23 +43,23 @@
 // Bad input: heads that tp × cp does not divide (Llama's two kv heads on
 // tp = 2 × cp = 2), no cp axis, no shardings yet.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 64 --vocab 96 --seq 8 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2,tp=2" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ulysses 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=KV-HEADS
 // KV-HEADS: error: 'tfm.attention' op has 2 heads of keys, which Ulysses attention cannot split over tp × cp = 4 devices (it trades the sequence split for a heads split)
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | not pmlir-opt --pmlir-context-parallel-attention=attention=ulysses 2>&1 | FileCheck %s --check-prefix=NO-CP
 // NO-CP: error: context-parallel attention splits the sequence over mesh axis 'cp', which mesh #tfm.mesh<tp = 2> does not have
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | not pmlir-opt --pmlir-context-parallel-attention=attention=ulysses 2>&1 | FileCheck %s --check-prefix=UNPROPAGATED
 // UNPROPAGATED: error: 'tfm.attention' op has no result shardings: context-parallel attention runs after pmlir-sharding-propagation
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | not pmlir-opt --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=rings 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: unknown context-parallel attention 'rings' (known: allgather, ring, ulysses)
 
@@ -67,7 +67,7 @@
 // to sequence shards, complete: the partition reduce-scatters them at the
 // op. The forward attention keeps what propagation gave it.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=ring \
 // RUN:   | FileCheck %s --check-prefix=RING
 // RING-LABEL: func.func @grad

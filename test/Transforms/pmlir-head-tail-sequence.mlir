@@ -83,13 +83,13 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 // The pipeline on GPT-2 (sequence 10, cp = 2): allgather keeps the order on
 // the rank's queries (offset by its block), Ulysses on the whole sequence.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-layout=balanced" \
 // RUN:   | FileCheck %s --check-prefix=ALLGATHER
 // ALLGATHER: tfm.head_tail_axis = "cp"
 // ALLGATHER: tfm.attention %{{.*}} causal query_offset %{{.*}} head_tail <ranks = 2, length = 10> scale {{.*}} : tensor<2x4x5x16xf32>, tensor<2x4x10x16xf32>
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-layout=balanced context-attention=ulysses" \
 // RUN:   | FileCheck %s --check-prefix=ULYSSES
 // ULYSSES: tfm.attention %{{.*}} causal head_tail <ranks = 2, length = 10> scale {{.*}} : tensor<2x2x10x16xf32>

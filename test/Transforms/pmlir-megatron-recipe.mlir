@@ -3,7 +3,7 @@
 // embedding's, each [B, S, H]; the rest follows the annotated weights.
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=GPT2
 // GPT2: tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], []]>
 // GPT2: tfm.name = "wte.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
@@ -31,7 +31,7 @@
 // is needed whole by the next norm anyway, so each block's output is
 // reduced before the residual add.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=LLAMA
 // LLAMA: tfm.name = "model.layers.0.self_attn.q_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // LLAMA: tfm.name = "model.layers.0.self_attn.o_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
@@ -50,7 +50,7 @@
 // shards of ceil(97 / 2) = 49 rows: the embedding and the tied LM head are
 // vocab-parallel.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition 2>&1 | FileCheck %s --check-prefix=UNEVEN
 // UNEVEN-NOT: warning
 // UNEVEN: tensor<49x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.global_type = tensor<97x64xf32>, tfm.name = "wte.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>}
@@ -61,7 +61,7 @@
 // With the loss, the vocab-split logits are never gathered (Megatron's
 // vocab-parallel cross entropy).
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition 2>&1 | FileCheck %s --check-prefix=LOSS
 // LOSS: %[[LOGITS:.*]] = tfm.matmul {{.*}} transpose_rhs : tensor<1x16x64xf32>, tensor<49x64xf32> -> tensor<1x16x49xf32>
 // LOSS-NOT: shard.all_gather %[[LOGITS]]
@@ -79,15 +79,15 @@
 // v_proj split over the major part of tp (the sub-axis "tp:(1)2" of a tp of
 // 4), the query group over its minor part.
 // RUN: pmlir-gen llama --layers 1 --hidden 48 --heads 6 --kv-heads 3 --ffn 64 --vocab 96 --seq 8 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=HEADS
 // HEADS: error: 'tfm.attention' op has 6 query heads, which tp = 4 does not divide (Megatron splits attention by heads)
 // RUN: pmlir-gen llama --layers 1 --hidden 48 --heads 6 --kv-heads 3 --ffn 64 --vocab 96 --seq 8 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=KV
 // KV: error: 'tfm.attention' op has 3 key/value heads; tp = 2 must divide them or be a multiple of them
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 64 --vocab 96 --seq 8 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=FEWKV
 // FEWKV-NOT: warning
 // FEWKV: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.global_type = tensor<16x64xf32>, tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp:(1)2"], []]>}
@@ -101,7 +101,7 @@
 // device runs its query heads against the one kv head, and nothing is
 // gathered.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 1 --ffn 64 --vocab 96 --seq 8 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=MQA
 // MQA-NOT: error
 // MQA: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], []]>}
@@ -120,7 +120,7 @@
 // and all of the keys and values, gathered over cp, from its block's
 // global position on.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron | FileCheck %s --check-prefix=CP
 // CP: tensor<2x8xi64> {tfm.dims = ["batch", "seq"], tfm.global_type = tensor<2x16xi64>, tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"]]>}
 // CP: tfm.arange start = 0 plus %{{.*}} : tensor<8xi64>
@@ -130,6 +130,6 @@
 
 // A sequence cp does not divide is refused: sequence shards are not padded.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 15 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=CP-UNEVEN
 // CP-UNEVEN: error: argument #0 ('input_ids') has a sequence of 15, which cp = 2 does not divide (context parallelism splits the sequence into equal shards)

@@ -9,7 +9,7 @@
 // input 2 x 4096: 21504 elements = 86016 bytes.
 
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron memory-report=-" -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=TP
 // TP: "activation_bytes_per_rank": 172032,
@@ -27,7 +27,7 @@
 // TP: "sequence_parallel": false
 
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron sequence-parallel=1 memory-report=-" -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=SP
 // SP: "activation_bytes_per_rank": 139264,
@@ -46,7 +46,7 @@
 // (2048) and ln_f (128) whole: 2 x 25184 + 5248 = 55616 elements = 222464
 // bytes; whole, 11776 of them. Unsharded: 108288 elements = 433152 bytes.
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron memory-report=-" -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=PARAMS
 // PARAMS: "parameters": {
@@ -58,7 +58,7 @@
 // A vocabulary of 97 on tp = 2 is padded to 2 x 49 rows: a rank holds 64
 // elements (256 bytes) more of wte than its share, 128 bytes over the ideal.
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 64 --heads 4 --vocab 97 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron memory-report=-" -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=PADDED
 // PADDED: "parameters": {

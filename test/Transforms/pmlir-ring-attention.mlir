@@ -5,7 +5,7 @@
 // rank's index), combined by the online softmax.
 
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-attention=ring" \
 // RUN:   | FileCheck %s --check-prefix=FORWARD
 // FORWARD-LABEL: func.func @forward
@@ -30,7 +30,7 @@
 // again with their key and value gradients, which come home at the end:
 // no reduce-scatter of them is left.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-sharding-pipeline="recipe=megatron context-attention=ring" \
 // RUN:   | FileCheck %s --check-prefix=BACKWARD
 // BACKWARD-LABEL: func.func @grad
@@ -50,7 +50,7 @@
 // full blocks, chosen by where the keys come from: an earlier rank's head
 // chunk for every query, or a later rank's chunks for the tail queries.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-attention=ring context-layout=balanced" \
 // RUN:   | FileCheck %s --check-prefix=BALANCED
 // BALANCED-LABEL: func.func @forward
@@ -77,7 +77,7 @@
 // The backward in head-tail order: the same blocks' gradients, the head
 // key gradient added into the rows of the head chunk.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 --loss \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-sharding-pipeline="recipe=megatron context-attention=ring context-layout=balanced" \
 // RUN:   | FileCheck %s --check-prefix=BALANCED-BACKWARD
 // BALANCED-BACKWARD-LABEL: func.func @grad
@@ -92,10 +92,10 @@
 
 // Bad input: no cp axis, not partitioned.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | not pmlir-opt --pmlir-ring-attention 2>&1 | FileCheck %s --check-prefix=NO-CP
 // NO-CP: error: ring attention passes keys and values around mesh axis 'cp', which mesh #tfm.mesh<tp = 2> does not have
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | not pmlir-opt --pmlir-ring-attention 2>&1 | FileCheck %s --check-prefix=GLOBAL
 // GLOBAL: error: ring attention runs on a partitioned program (shard.grid @mesh); run pmlir-partition first

@@ -105,7 +105,7 @@ module {
 // all-gather before the QKV projections (the three share it), one before
 // fc1, one before the LM head.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron sequence-parallel=1 comm-report=%t.gpt2.json" \
 // RUN:   | FileCheck %s --check-prefix=GPT2
 // RUN: FileCheck %s --check-prefix=GPT2-COMM < %t.gpt2.json
@@ -151,7 +151,7 @@ module {
 // GPT2-COMM-NEXT: "wire_bytes_per_rank": 6144
 // GPT2-COMM-NOT: all_reduce
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron comm-report=-" -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=NO-SP
 // NO-SP: "total": {
@@ -164,7 +164,7 @@ module {
 // are reduce-scattered, the residual stream is a sequence shard, each norm
 // runs on it and is gathered for the projections after it.
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 4 --ffn 176 --vocab 100 --seq 16 --batch 2 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron sequence-parallel=1" | FileCheck %s --check-prefix=LLAMA
 // LLAMA: %[[E:.*]] = shard.reduce_scatter {{.*}} scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x4x64xf32>
 // LLAMA-NEXT: %[[N1:.*]] = tfm.rmsnorm %[[E]], {{.*}} : tensor<2x4x64xf32>, tensor<64xf32>
@@ -183,6 +183,6 @@ module {
 
 // A refusal at module level names the cause without printing the module.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | not pmlir-opt --pmlir-sequence-parallel 2>&1 | FileCheck %s --check-prefix=UNPARTITIONED --implicit-check-not=builtin.module
 // UNPARTITIONED: error: sequence parallelism runs on a partitioned program

@@ -149,7 +149,12 @@ static llvm::cl::opt<std::string> memoryReportFile(
 static llvm::cl::opt<std::string>
     emitCompiled("emit-compiled",
                  llvm::cl::desc("write the module handed to the JIT (the LLVM dialect, as "
-                                "pmlir-opt --pmlir-cpu-pipeline prints it) to this file"));
+                                "pmlir-opt --pmlir-compile-pipeline prints it) to this file"));
+static llvm::cl::opt<bool> compileOnly(
+    "compile-only",
+    llvm::cl::desc("compile (writing --emit-compiled and the reports) and stop: nothing is "
+                   "bound or run, and --device gpu needs no GPU (give --gpu-chip)"),
+    llvm::cl::init(false));
 static llvm::cl::opt<std::string> gradsFile(
     "grads",
     llvm::cl::desc("differentiate the loss of the entry (pmlir-autodiff) and write the loss and "
@@ -376,6 +381,7 @@ static int runMain(int argc, char **argv) {
   options.jitOptLevel = jitOptLevel;
   options.threads = threads;
   options.emitCompiled = emitCompiled;
+  options.compileOnly = compileOnly;
   options.hangRank = testHangRank;
   options.hangAt = testHangAt;
   options.relaunch.push_back(llvm::sys::fs::getMainExecutable(argv[0], (void *)&runMain));

@@ -113,6 +113,9 @@ struct RunOptions {
   unsigned jitOptLevel = 2;
   /// Write the module handed to the JIT (the LLVM dialect) here.
   std::string emitCompiled;
+  /// Compile (writing emitCompiled and the reports) and stop before any
+  /// binding, JIT or run; a GPU program needs gpuChip instead of a GPU.
+  bool compileOnly = false;
 
   /// How to start this same run on every rank (the command line that
   /// launched it, its first word the executable).

@@ -167,6 +167,7 @@ def AttachMesh : Pass<"pmlir-attach-mesh", "mlir::ModuleOp"> {
     Option<"rankOrder", "rank-order", "std::string", /*default=*/"\"\"",
            "the axes fastest first, as pmlir-run --rank-order (default: tp, cp, ep, dp, pp)">,
   ];
+  let dependentDialects = ["pmlir::tfm::TfmDialect"];
 }
 
 def ShardingPropagation : Pass<"pmlir-sharding-propagation", "mlir::ModuleOp"> {

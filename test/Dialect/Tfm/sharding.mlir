@@ -46,6 +46,37 @@ func.func @unknown_key(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []
 
 // -----
 
+// A rank order round-trips; the default one (tp fastest) prints nothing.
+// CHECK: module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [dp, tp]>}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [dp, tp]>} {}
+
+// -----
+
+// CHECK: module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4>}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [tp, dp]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh rank_order names 'pp', which is not an axis of the mesh}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [pp, dp]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh rank_order names 'dp' twice}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [dp, dp]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh rank_order must name every axis of the mesh}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 4, rank_order = [dp]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axes come before rank_order}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, rank_order = [tp, dp], tp = 4>} {}
+
+// -----
+
 // expected-error @+1 {{mesh axis 'dp' is listed twice}}
 module attributes {tfm.mesh = #tfm.mesh<dp = 2, dp = 4>} {}
 
