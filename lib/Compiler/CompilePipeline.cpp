@@ -39,9 +39,7 @@ std::string compiledEntryName(const CompilePipelineOptions &options) {
 
 namespace {
 
-bool pipelined(const CompilePipelineOptions &options) {
-  return !options.pipelineSchedule.empty();
-}
+bool pipelined(const CompilePipelineOptions &options) { return !options.pipelineSchedule.empty(); }
 
 ProgramPipelineOptions programOptionsOf(const CompilePipelineOptions &o, int64_t pipelineRanks) {
   ProgramPipelineOptions program;

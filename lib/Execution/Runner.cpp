@@ -334,8 +334,8 @@ int Job::run() {
   // whose transfers run on the pp axis) is sharded: recipe, propagation,
   // partition.
   bool partitioned = !module->getOps<shard::GridOp>().empty();
-  bool sharding = !partitioned && (!o.recipe.empty() || pipelined ||
-                                   (*module)->getAttr(tfm::kMeshAttr));
+  bool sharding =
+      !partitioned && (!o.recipe.empty() || pipelined || (*module)->getAttr(tfm::kMeshAttr));
   if (!o.recipe.empty() && partitioned)
     return failHere("--recipe shards a global program, but " + o.model +
                     " is already partitioned (it has a shard.grid)");
@@ -391,8 +391,8 @@ int Job::run() {
     else
       reference.microbatches = o.microbatches;
     std::string error;
-    if (failed(runPhases(reference, CompilePhase::Global, CompilePhase::Program, *unpipelined,
-                         error)))
+    if (failed(
+            runPhases(reference, CompilePhase::Global, CompilePhase::Program, *unpipelined, error)))
       return failHere(std::string("building the unpipelined ") +
                       (o.train ? "training step" : "forward") + " of --check failed" +
                       (error.empty() ? "" : ": " + error));
@@ -808,11 +808,13 @@ int exec::runModel(const RunOptions &o) {
     if (o.device == "gpu" && o.gpuChip.empty())
       return fail("--compile-only with --device gpu asks no GPU which chip it is: give "
                   "--gpu-chip (e.g. sm_90)");
-    for (auto [given, flag] :
-         {std::pair<bool, const char *>{!o.output.empty(), "--output"},
-          {!o.grads.empty(), "--grads"}, {!o.save.empty(), "--save"},
-          {!o.trace.empty(), "--trace"}, {o.check, "--check"}, {o.repeat > 0, "--repeat"},
-          {o.print, "--print"}})
+    for (auto [given, flag] : {std::pair<bool, const char *>{!o.output.empty(), "--output"},
+                               {!o.grads.empty(), "--grads"},
+                               {!o.save.empty(), "--save"},
+                               {!o.trace.empty(), "--trace"},
+                               {o.check, "--check"},
+                               {o.repeat > 0, "--repeat"},
+                               {o.print, "--print"}})
       if (given)
         return fail(std::string(flag) + " needs a run: --compile-only runs nothing");
   }

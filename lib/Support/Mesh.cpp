@@ -85,8 +85,8 @@ std::optional<Mesh> Mesh::create(const std::vector<std::string> &names,
       return std::nullopt;
     }
     if (size < 1 || size > kMaxMeshDevices) {
-      error = "mesh axis '" + name + "': size '" + std::to_string(size) +
-              "' is not a positive integer";
+      error =
+          "mesh axis '" + name + "': size '" + std::to_string(size) + "' is not a positive integer";
       return std::nullopt;
     }
     if (mesh.axisIndex(name) >= 0) {

@@ -54,8 +54,7 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                                              clEnumValN(CompilePhase::Sharded, "sharded", ""),
                                              clEnumValN(CompilePhase::Rank, "rank", ""))};
   Option<CompilePhase> to{
-      *this, "to", llvm::cl::desc("the phase to stop after"),
-      llvm::cl::init(CompilePhase::Lowered),
+      *this, "to", llvm::cl::desc("the phase to stop after"), llvm::cl::init(CompilePhase::Lowered),
       llvm::cl::values(
           clEnumValN(CompilePhase::Program, "program",
                      "the job's program (forward, gradients or training step; stages)"),
@@ -110,8 +109,8 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                      "schedule, a forward is repeated over them (pmlir-microbatch) where this "
                      "is above 0"),
       llvm::cl::init(0)};
-  Option<int64_t> virtualStages{*this, "virtual-stages",
-                                llvm::cl::desc("stages per pipeline rank"), llvm::cl::init(1)};
+  Option<int64_t> virtualStages{*this, "virtual-stages", llvm::cl::desc("stages per pipeline rank"),
+                                llvm::cl::init(1)};
   ListOption<int64_t> pipelineSplit{
       *this, "pipeline-split",
       llvm::cl::desc("the first layer of stages 1, 2, ... (default: balanced by FLOPs)")};
@@ -138,8 +137,8 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
   Option<std::string> topology{*this, "topology",
                                llvm::cl::desc("recipe=auto: a topology preset or a JSON file"),
                                llvm::cl::init("cpu")};
-  Option<std::string> memoryBudget{
-      *this, "memory-budget", llvm::cl::desc("recipe=auto: bytes a device may hold")};
+  Option<std::string> memoryBudget{*this, "memory-budget",
+                                   llvm::cl::desc("recipe=auto: bytes a device may hold")};
   Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage of a training step (0 to 3)"),
                        llvm::cl::init(0)};
   Option<bool> sequenceParallel{*this, "sequence-parallel",
@@ -158,17 +157,16 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                        clEnumValN(ContextLayout::Balanced, "balanced", "head-tail"))};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the rank's collectives to this JSON file")};
-  Option<std::string> memoryReport{
-      *this, "memory-report", llvm::cl::desc("write the activation bytes to this JSON file")};
+  Option<std::string> memoryReport{*this, "memory-report",
+                                   llvm::cl::desc("write the activation bytes to this JSON file")};
 
   //===--- The target ---===//
   Option<CompileTarget> target{
-      *this, "target", llvm::cl::desc("where the program runs"),
-      llvm::cl::init(CompileTarget::Cpu),
+      *this, "target", llvm::cl::desc("where the program runs"), llvm::cl::init(CompileTarget::Cpu),
       llvm::cl::values(clEnumValN(CompileTarget::Cpu, "cpu", "pmlir-cpu-pipeline"),
                        clEnumValN(CompileTarget::Gpu, "gpu", "pmlir-gpu-pipeline"))};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("f32, tf32 (GPU) or bf16"), llvm::cl::init("f32")};
+  Option<std::string> precision{*this, "precision", llvm::cl::desc("f32, tf32 (GPU) or bf16"),
+                                llvm::cl::init("f32")};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};
   Option<std::string> gpuFormat{

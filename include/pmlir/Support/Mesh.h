@@ -116,8 +116,7 @@ public:
   /// returns nullopt and sets `error`.
   static std::optional<Mesh> create(const std::vector<std::string> &names,
                                     const std::vector<int64_t> &sizes,
-                                    const std::vector<std::string> &rankOrder,
-                                    std::string &error);
+                                    const std::vector<std::string> &rankOrder, std::string &error);
   /// The default rank order of axes `names` (indices of tp, cp, ep, dp, pp
   /// among them, in that order); other names have no place in it.
   static std::vector<int> defaultRankOrder(const std::vector<std::string> &names);

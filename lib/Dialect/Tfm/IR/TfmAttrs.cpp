@@ -66,7 +66,9 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
           return failure();
         order.push_back(parser.getBuilder().getStringAttr(axis));
         return success();
-      }) ? failure() : parser.parseRSquare();
+      })
+                 ? failure()
+                 : parser.parseRSquare();
     }
     if (orderSeen)
       return parser.emitError(parser.getCurrentLocation(), "mesh axes come before rank_order");
