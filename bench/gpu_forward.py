@@ -46,7 +46,7 @@ GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=10
 def run(cmd):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr}")
+        sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stdout}{out.stderr}")
     return out.stdout
 
 

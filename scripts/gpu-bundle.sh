@@ -8,7 +8,8 @@
 # OUTDIR/pmlir-gpu.tar.xz the tools (stripped), every shared library they
 #                         load that such a machine lacks, lit with FileCheck,
 #                         not and count, the models, the GPU-gated tests with
-#                         their PyTorch references, and bench/gpu_forward.py
+#                         their PyTorch references, bench/gpu_forward.py and
+#                         bench/gpu_profile.py
 #
 # Builds build/ with CUDA first (the build must have found a CUDA toolkit and
 # NCCL); --no-build packs what the build holds (the suite's test of the
@@ -197,7 +198,7 @@ for t in $gated; do
 done
 cp -r test/Integration/CPU/{reference.py,ops.py,grad_ops.py,Inputs} "$pkg/src/test/Integration/CPU/"
 cp -r models "$pkg/src/"
-cp bench/gpu_forward.py "$pkg/src/bench/"
+cp bench/gpu_forward.py bench/gpu_profile.py "$pkg/src/bench/"
 # lit's site configuration, its paths relative to the bundle.
 cat >"$pkg/build/test/lit.site.cfg.py" <<'EOF'
 # The bundle's lit site configuration (scripts/gpu-bundle.sh): paths inside

@@ -2,7 +2,7 @@
 # pmlir's GPU check, run on a GPU machine from the folder scripts/gpu-bundle.sh
 # wrote (it is copied there beside pmlir-gpu.tar.xz):
 #
-#   ./gpu-check.sh [--no-gpu-ok] [--keep-going] [--steps smoke,tests,bench]
+#   ./gpu-check.sh [--no-gpu-ok] [--keep-going] [--steps smoke,tests,bench,profile]
 #                  [--bench-args "ARGS"] OUTDIR
 #
 # Unpacks the bundle, prints the GPU, driver and library versions it finds and
@@ -16,18 +16,21 @@
 #   tests  (150 s) every GPU-gated lit test (test/Integration/GPU, the NCCL
 #                  backend's test), lit's summary last
 #   bench  (270 s) bench/gpu_forward.py (its tables in OUTDIR/bench.md)
+#   profile (90 s) bench/gpu_profile.py: a traced bf16 GPT-2 small training
+#                  step, its GPU time by kernel (OUTDIR/profile.md, the
+#                  trace in OUTDIR/train-trace.json)
 # so that the whole check ends within 8 minutes (on an H200: 16 s, 50 s and
-# 214 s). --bench-args replaces the benchmark's arguments (default
-# "--rounds 1 --repeat 10 --steps 4").
+# 214 s before the profile step). --bench-args replaces the benchmark's
+# arguments (default "--rounds 1 --repeat 10 --steps 4").
 # The exit status is 0 when every step that ran passed. With --no-gpu-ok, a
 # machine without a usable GPU prints pmlir-run's "no GPU" error and exits 0:
 # that proves the bundle complete on a machine without one.
-# Limits can be changed with PMLIR_CHECK_{SMOKE,TESTS,BENCH}_SECONDS.
+# Limits can be changed with PMLIR_CHECK_{SMOKE,TESTS,BENCH,PROFILE}_SECONDS.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 # One round of the benchmark fits the step's limit; more rounds give ranges.
-no_gpu_ok=0 keep_going=0 steps=smoke,tests,bench out=""
+no_gpu_ok=0 keep_going=0 steps=smoke,tests,bench,profile out=""
 bench_args="--rounds 1 --repeat 10 --steps 4"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -42,12 +45,12 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -z "$out" ]; then
-  echo "usage: ./gpu-check.sh [--no-gpu-ok] [--keep-going] [--steps smoke,tests,bench]" \
+  echo "usage: ./gpu-check.sh [--no-gpu-ok] [--keep-going] [--steps smoke,tests,bench,profile]" \
     "[--bench-args ARGS] OUTDIR" >&2
   exit 2
 fi
 for s in ${steps//,/ }; do
-  case $s in smoke | tests | bench) ;; *) echo "gpu-check: unknown step '$s'" >&2; exit 2 ;; esac
+  case $s in smoke | tests | bench | profile) ;; *) echo "gpu-check: unknown step '$s'" >&2; exit 2 ;; esac
 done
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
@@ -219,6 +222,14 @@ if wants bench; then
     --build "$pkg/build" $bench_args
   grep '^|' "$out/bench.log" >"$out/bench.md"
   cat "$out/bench.log"
+fi
+
+# --- (d) The training step's profile ----------------------------------------
+if wants profile; then
+  step profile "${PMLIR_CHECK_PROFILE_SECONDS:-90}" "$python" "$pkg/src/bench/gpu_profile.py" \
+    --build "$pkg/build" --keep-trace "$out/train-trace.json"
+  cp "$out/profile.log" "$out/profile.md"
+  cat "$out/profile.log"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -131,6 +131,9 @@ struct Gpu {
   cudaMemPool_t pool = nullptr;
   size_t inUse = 0, peak = 0;
   std::unordered_map<void *, size_t> sizes;
+  /// pmlir_rt_gpu_shutdown ran: every buffer is freed, the context may be
+  /// gone.
+  bool shutDown = false;
   cublasLtHandle_t blas = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = size_t(32) << 20;
@@ -157,6 +160,8 @@ Gpu *gpu = nullptr;
 Gpu &ready(const char *what) {
   if (!gpu)
     fail(std::string(what) + ": the GPU runtime is not initialized (pmlir_rt_gpu_init)");
+  if (gpu->shutDown)
+    fail(std::string(what) + ": the GPU runtime has shut down at the end of the run");
   return *gpu;
 }
 
@@ -475,7 +480,9 @@ extern "C" void *pmlir_rt_gpu_alloc(size_t bytes, const char *what) {
 }
 
 extern "C" void pmlir_rt_gpu_free(void *p) {
-  if (!p || !gpu)
+  // After the shutdown the buffer is already freed (and the context may be
+  // destroyed): a program's destructor frees its buffers after the run.
+  if (!p || !gpu || gpu->shutDown)
     return;
   Gpu &g = *gpu;
   {
@@ -511,8 +518,24 @@ extern "C" void pmlir_rt_gpu_copy_to_host(void *host, const void *device, size_t
 }
 
 extern "C" void pmlir_rt_gpu_synchronize(void) {
-  if (gpu)
+  if (gpu && !gpu->shutDown)
     synchronize(*gpu, "the GPU's work");
+}
+
+extern "C" void pmlir_rt_gpu_shutdown(void) {
+  if (!gpu || gpu->shutDown)
+    return;
+  Gpu &g = *gpu;
+  synchronize(g, "the GPU's work at the end of the run");
+  {
+    std::lock_guard<std::mutex> guard(g.lock);
+    for (auto [p, bytes] : g.sizes)
+      check(cudaFreeAsync(p, g.stream), "cudaFreeAsync at the end of the run");
+    g.sizes.clear();
+    g.inUse = 0;
+  }
+  check(cudaStreamSynchronize(g.stream), "the frees at the end of the run");
+  g.shutDown = true;
 }
 
 extern "C" size_t pmlir_rt_gpu_bytes_in_use(void) { return gpu ? gpu->inUse : 0; }

@@ -40,6 +40,7 @@ extern "C" void pmlir_rt_gpu_copy_to_host(void *, const void *, size_t) {
   unavailable("a copy to the host");
 }
 extern "C" void pmlir_rt_gpu_synchronize(void) {}
+extern "C" void pmlir_rt_gpu_shutdown(void) {}
 extern "C" size_t pmlir_rt_gpu_bytes_in_use(void) { return 0; }
 extern "C" size_t pmlir_rt_gpu_peak_bytes(void) { return 0; }
 

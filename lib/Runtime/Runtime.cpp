@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Runtime/GpuRuntime.h"
 
 #include "Backend.h"
 #include "Groups.h"
@@ -457,6 +458,7 @@ extern "C" void pmlir_rt_finalize(void) {
         "the end of the run", [&] { return MPI_Barrier(all.comm); },
         [&](MPI_Request *r) { return MPI_Ibarrier(all.comm, r); });
   }
+  pmlir_rt_gpu_shutdown();
   state->backend.reset();
   tearDown();
 }

@@ -57,6 +57,12 @@ void pmlir_rt_gpu_copy_to_host(void *host, const void *device, size_t bytes);
 /* Returns when everything issued on the rank's stream is done. */
 void pmlir_rt_gpu_synchronize(void);
 
+/* The end of a run on a mesh (pmlir_rt_finalize calls it before the
+ * collective backend and MPI end, which may take the CUDA context with
+ * them): waits for the stream and frees every buffer still allocated;
+ * frees after it are no-ops and allocations fail. */
+void pmlir_rt_gpu_shutdown(void);
+
 /* Device memory in use by the pool and its peak, in bytes. */
 size_t pmlir_rt_gpu_bytes_in_use(void);
 size_t pmlir_rt_gpu_peak_bytes(void);
