@@ -4,7 +4,9 @@
 //
 // Row reductions, with the elementwise work before and after them over the
 // same rows, become one block a row; another reduction of many elements
-// into each value one block a value; a scatter into rows one thread a
+// into each value one block a value, or, where that leaves the GPU idle (a
+// whole tensor to one value), a block a slice of each value's elements and
+// a second kernel over the slices' partials; a scatter into rows one thread a
 // column. Every other linalg op on
 // buffers becomes a parallel loop over its parallel dimensions (outermost)
 // with its reductions sequential inside. A host function still reads and
@@ -296,7 +298,8 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
   /// thread's partial over elements lane, lane + width, ... (their loop
   /// indices `indicesOf(builder, element)`, inputs in `rowValues` read
   /// from there), combined by gpu.all_reduce, which every thread gets
-  /// back, and combined with `old`, which each thread read before.
+  /// back, and combined with `old`, which each thread read before (where
+  /// `old` is null: the block's total itself).
   static Value reduceInBlock(OpBuilder &lb, linalg::GenericOp op, Operation *combiner, Value old,
                              Value lane, Value count, Value width,
                              function_ref<SmallVector<Value>(OpBuilder &, Value)> indicesOf,
@@ -320,10 +323,29 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         lb, loc, partial.getResult(0),
         gpu::AllReduceOperationAttr::get(op.getContext(), *allReduceOf(combiner)),
         lb.getUnitAttr());
-    Operation *combined = lb.clone(*combiner);
-    combined->setOperand(0, old);
-    combined->setOperand(1, total);
+    if (!old)
+      return total;
+    return combine(lb, combiner, old, total);
+  }
+
+  /// `combiner` (add, max or min) applied to `lhs` and `rhs`.
+  static Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
+    Operation *combined = b.clone(*combiner);
+    combined->setOperand(0, lhs);
+    combined->setOperand(1, rhs);
     return combined->getResult(0);
+  }
+
+  /// The slices each value's elements are cut into, one block a slice, for
+  /// a reduction of `count` elements into each of `values` values (both
+  /// static; 0 where one is not): enough blocks to fill `reduction-blocks`,
+  /// at least 16 blocks' worth of threads' elements a slice; 1 for no cut.
+  int64_t slicesFor(int64_t values, int64_t count, int64_t width) const {
+    if (reductionBlocks <= 0 || values <= 0 || count <= 0 || values >= reductionBlocks)
+      return 1;
+    int64_t wanted = llvm::divideCeil(reductionBlocks, values);
+    int64_t most = count / (16 * width);
+    return std::max<int64_t>(1, std::min(wanted, most));
   }
 
   /// How many elements a reduction combines into each value: the product of
@@ -367,6 +389,30 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       count = arith::MulIOp::create(b, loc, count, extent);
     }
     Value width = arith::ConstantIndexOp::create(b, loc, threadsFor(count));
+    // The reduced element at `flat` (row-major over the reduced dimensions)
+    // for the value at the block's `outerIvs`: the loop indices.
+    auto indicesAt = [&](OpBuilder &fb, ValueRange outerIvs, Value flat) {
+      SmallVector<Value> ivs(iterators.size());
+      for (auto [d, iv] : llvm::zip(outerDims, outerIvs))
+        ivs[d] = iv;
+      // The reduced element's indices, the last varying fastest.
+      Value rest = flat;
+      for (size_t r = reducedDims.size(); r-- > 0;) {
+        ivs[reducedDims[r]] = arith::RemUIOp::create(fb, loc, rest, reducedExtents[r]);
+        rest = arith::DivUIOp::create(fb, loc, rest, reducedExtents[r]);
+      }
+      return ivs;
+    };
+    int64_t staticCount = reducedCount(op);
+    int64_t values = 1;
+    for (Value extent : outerUpper) {
+      std::optional<int64_t> n = getConstantIntValue(extent);
+      values = n && values > 0 ? values * *n : 0;
+    }
+    if (int64_t slices = slicesFor(values, staticCount, threadsFor(count)); slices > 1) {
+      reduceBySlices(op, combiner, outerUpper, staticCount, slices, width, indicesAt);
+      return;
+    }
     // A whole tensor to one value: a grid of one block.
     bool whole = outerDims.empty();
     if (whole)
@@ -386,21 +432,102 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     Value value = reduceInBlock(
         lb, op, combiner, old, lane, count, width,
         [&](OpBuilder &fb, Value flat) {
-          SmallVector<Value> ivs(iterators.size());
-          for (auto [d, iv] : llvm::zip(outerDims, blockIvs))
-            ivs[d] = iv;
-          // The reduced element's indices, the last varying fastest.
-          Value rest = flat;
-          for (size_t r = reducedDims.size(); r-- > 0;) {
-            ivs[reducedDims[r]] = arith::RemUIOp::create(fb, loc, rest, reducedExtents[r]);
-            rest = arith::DivUIOp::create(fb, loc, rest, reducedExtents[r]);
-          }
-          return ivs;
+          return indicesAt(fb, whole ? ValueRange() : ValueRange(blockIvs), flat);
         },
         llvm::DenseMap<Value, Value>());
     memref::StoreOp::create(lb, loc, value, out, outIndices);
     (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
     (void)gpu::setMappingAttr(blocks, onBlocks(ctx, blockIvs.size()));
+    op.erase();
+  }
+
+  /// The reduction `op` (its `combiner`; `count` elements into each value
+  /// at indices below `outerUpper`), each value's elements cut into
+  /// `slices` slices of consecutive elements -> two kernels and a buffer
+  /// of partials between them: blocks over (value, slice) write each
+  /// slice's partial (`width` threads striding over it, gpu.all_reduce),
+  /// then a block a value combines its partials in slice order and the
+  /// value the output held. The sum of a slice and the sum of the partials
+  /// are each in a fixed order, so the result is the same from run to run.
+  void reduceBySlices(linalg::GenericOp op, Operation *combiner, ArrayRef<Value> outerUpper,
+                      int64_t count, int64_t slices, Value width,
+                      function_ref<SmallVector<Value>(OpBuilder &, ValueRange, Value)> indicesAt) {
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    OpBuilder b(op);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value out = op.getDpsInits()[0];
+    Type accType = cast<MemRefType>(out.getType()).getElementType();
+    SmallVector<int64_t> partialShape;
+    for (Value extent : outerUpper)
+      partialShape.push_back(*getConstantIntValue(extent));
+    partialShape.push_back(slices);
+    Value partials = memref::AllocOp::create(b, loc, MemRefType::get(partialShape, accType));
+    int64_t chunk = llvm::divideCeil(count, slices);
+    Value chunkValue = arith::ConstantIndexOp::create(b, loc, chunk);
+    Value countValue = arith::ConstantIndexOp::create(b, loc, count);
+
+    // Kernel 1: a block a slice of a value.
+    SmallVector<Value> upper(outerUpper);
+    upper.push_back(arith::ConstantIndexOp::create(b, loc, slices));
+    SmallVector<Value> lower(upper.size(), zero), steps(upper.size(), one);
+    auto sliceBlocks = scf::ParallelOp::create(b, loc, lower, upper, steps);
+    {
+      OpBuilder bb = OpBuilder::atBlockBegin(sliceBlocks.getBody());
+      SmallVector<Value> ivs = sliceBlocks.getInductionVars();
+      ValueRange valueIvs = ValueRange(ivs).drop_back();
+      Value slice = ivs.back();
+      auto lanes =
+          scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
+      OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
+      Value begin = arith::MulIOp::create(lb, loc, slice, chunkValue);
+      Value end = arith::MinUIOp::create(lb, loc, arith::AddIOp::create(lb, loc, begin, chunkValue),
+                                         countValue);
+      Value first = arith::AddIOp::create(lb, loc, begin, lanes.getInductionVars()[0]);
+      Value partial = reduceInBlock(
+          lb, op, combiner, /*old=*/Value(), first, end, width,
+          [&](OpBuilder &fb, Value flat) { return indicesAt(fb, valueIvs, flat); },
+          llvm::DenseMap<Value, Value>());
+      memref::StoreOp::create(lb, loc, partial, partials, ivs);
+      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
+      (void)gpu::setMappingAttr(sliceBlocks, onBlocks(ctx, ivs.size()));
+    }
+
+    // Kernel 2: a block a value, its threads striding over the partials.
+    bool whole = outerUpper.empty();
+    SmallVector<Value> valueUpper(outerUpper);
+    if (whole)
+      valueUpper.push_back(one);
+    SmallVector<Value> valueLower(valueUpper.size(), zero), valueSteps(valueUpper.size(), one);
+    auto valueBlocks = scf::ParallelOp::create(b, loc, valueLower, valueUpper, valueSteps);
+    {
+      OpBuilder bb = OpBuilder::atBlockBegin(valueBlocks.getBody());
+      SmallVector<Value> ivs = valueBlocks.getInductionVars();
+      SmallVector<Value> outIndices = whole ? SmallVector<Value>() : ivs;
+      int64_t threads = std::min<int64_t>(blockSize, slices);
+      Value partialWidth = arith::ConstantIndexOp::create(bb, loc, threads);
+      auto lanes = scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{partialWidth},
+                                           ValueRange{one});
+      OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
+      Value old = memref::LoadOp::create(lb, loc, out, outIndices);
+      Value identity = identityOf(lb, loc, combiner, accType);
+      auto partial = scf::ForOp::create(
+          lb, loc, lanes.getInductionVars()[0], upper.back(), partialWidth, ValueRange{identity},
+          [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
+            SmallVector<Value> at(outIndices);
+            at.push_back(k);
+            Value p = memref::LoadOp::create(fb, loc, partials, at);
+            scf::YieldOp::create(fb, loc, combine(fb, combiner, iter[0], p));
+          });
+      auto total = gpu::AllReduceOp::create(
+          lb, loc, partial.getResult(0),
+          gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
+      memref::StoreOp::create(lb, loc, combine(lb, combiner, old, total), out, outIndices);
+      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
+      (void)gpu::setMappingAttr(valueBlocks, onBlocks(ctx, ivs.size()));
+    }
+    memref::DeallocOp::create(b, loc, partials);
     op.erase();
   }
 

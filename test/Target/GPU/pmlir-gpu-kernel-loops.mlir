@@ -409,22 +409,40 @@ func.func @host_uses_read(%x: memref<f32>) -> f32 {
 // -----
 
 // A reduction of a whole tensor to one value (a gradient's sum of squares
-// for clipping) is one block: its threads stride over the elements in
-// row-major order, their partials combined by gpu.all_reduce.
+// for clipping) of many elements runs on many blocks: the elements (in
+// row-major order) are cut into slices of consecutive elements, 9 here
+// (5044 elements, at least 16 x 32 a slice), a block a slice writing its
+// partial to a buffer of partials; then one block combines the partials in
+// slice order with the value the output held.
 // CHECK-LABEL: func.func @sum_of_squares
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: %[[PARTS:.*]] = memref.alloc() : memref<9xf32>
+// CHECK: scf.parallel (%[[SLICE:.*]]) = (%{{.*}}) to (%[[C9:.*]]) step
 // CHECK: scf.parallel (%[[LANE:.*]]) =
-// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[] : memref<f32>
-// CHECK: %[[PART:.*]] = scf.for %[[FLAT:.*]] = %[[LANE]] to
+// CHECK: %[[BEGIN:.*]] = arith.muli %[[SLICE]], %[[CHUNK:.*]] : index
+// CHECK: %[[NEXT:.*]] = arith.addi %[[BEGIN]], %[[CHUNK]]
+// CHECK: %[[END:.*]] = arith.minui %[[NEXT]], %{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[LANE]]
+// CHECK: %[[PART:.*]] = scf.for %[[FLAT:.*]] = %[[FIRST]] to %[[END]] step
 // CHECK: arith.remui %[[FLAT]]
 // CHECK: arith.divui %[[FLAT]]
 // CHECK: arith.mulf
-// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[PART]] uniform
-// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
-// CHECK: memref.store %[[SUM]], %{{.*}}[] : memref<f32>
+// CHECK: %[[SLICESUM:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK-NOT: memref.load %{{.*}}[] : memref<f32>
+// CHECK: memref.store %[[SLICESUM]], %[[PARTS]][%[[SLICE]]] : memref<9xf32>
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK: scf.parallel
+// CHECK: scf.parallel (%[[LANE2:.*]]) = (%{{.*}}) to (%[[W:.*]]) step
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[] : memref<f32>
+// CHECK: %[[P:.*]] = scf.for %[[K:.*]] = %[[LANE2]] to %[[C9]] step %[[W]]
+// CHECK: memref.load %[[PARTS]][%[[K]]] : memref<9xf32>
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[P]] uniform
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
+// CHECK: memref.store %[[SUM]], %{{.*}}[] : memref<f32>
+// CHECK: memref.dealloc %[[PARTS]]
 // LAUNCH-LABEL: func.func @sum_of_squares
+// LAUNCH: gpu.launch
+// LAUNCH: gpu.all_reduce add
 // LAUNCH: gpu.launch
 // LAUNCH: gpu.all_reduce add
 #all = affine_map<(d0, d1) -> (d0, d1)>
@@ -435,6 +453,67 @@ func.func @sum_of_squares(%g: memref<97x52xf32>, %out: memref<f32>) {
   ^bb0(%in: f32, %acc: f32):
     %sq = arith.mulf %in, %in : f32
     %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A whole tensor of fewer elements than two slices is one block: its
+// threads stride over the elements, their partials combined by
+// gpu.all_reduce.
+// CHECK-LABEL: func.func @small_sum
+// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: scf.parallel (%[[LANE:.*]]) =
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[] : memref<f32>
+// CHECK: %[[PART:.*]] = scf.for %[[FLAT:.*]] = %[[LANE]] to
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
+// CHECK: memref.store %[[SUM]], %{{.*}}[] : memref<f32>
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NOT: gpu.all_reduce
+// CHECK: return
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#none = affine_map<(d0, d1) -> ()>
+func.func @small_sum(%g: memref<31x32xf32>, %out: memref<f32>) {
+  linalg.generic {indexing_maps = [#all, #none], iterator_types = ["reduction", "reduction"]}
+      ins(%g : memref<31x32xf32>) outs(%out : memref<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Few values of many elements each (a max over 4096 tokens of 3 columns):
+// each value's elements in slices, 8 of them (512 elements each), on a
+// grid of slices (block_x) by values (block_y); then a block a value over
+// its 8 partials, combined with max.
+// CHECK-LABEL: func.func @few_columns
+// CHECK: %[[PARTS:.*]] = memref.alloc() : memref<3x8xf32>
+// CHECK: scf.parallel (%[[COL:.*]], %[[SLICE:.*]]) =
+// CHECK: gpu.all_reduce maximumf
+// CHECK: memref.store %{{.*}}, %[[PARTS]][%[[COL]], %[[SLICE]]] : memref<3x8xf32>
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = block_y{{.*}}>, #gpu.loop_dim_map<processor = block_x
+// CHECK: scf.parallel (%[[COL2:.*]]) =
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[%[[COL2]]] : memref<3xf32>
+// CHECK: memref.load %[[PARTS]][%[[COL2]], %{{.*}}] : memref<3x8xf32>
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce maximumf
+// CHECK: %[[MAX:.*]] = arith.maximumf %[[OLD]], %[[TOTAL]]
+// CHECK: memref.store %[[MAX]], %{{.*}}[%[[COL2]]] : memref<3xf32>
+// CHECK: memref.dealloc %[[PARTS]]
+#tokens = affine_map<(d0, d1) -> (d0, d1)>
+#column = affine_map<(d0, d1) -> (d1)>
+func.func @few_columns(%g: memref<4096x3xf32>, %out: memref<3xf32>) {
+  linalg.generic {indexing_maps = [#tokens, #column], iterator_types = ["reduction", "parallel"]}
+      ins(%g : memref<4096x3xf32>) outs(%out : memref<3xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.maximumf %acc, %in : f32
     linalg.yield %s : f32
   }
   return

@@ -71,7 +71,14 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       for each column; a whole tensor to one value: a loss's sum, the
       gradients' sum of squares for clipping) is one block a value, whose
       threads stride over the reduced elements, their partials combined by
-      `gpu.all_reduce`;
+      `gpu.all_reduce`. Where that makes fewer blocks than
+      `reduction-blocks` and each value has many elements (at least 16
+      times a block's threads a slice), each value's elements are cut
+      into slices, one block a slice (two kernels: the first writes each
+      slice's partial to a buffer of its own, the second combines a
+      value's partials, in order, in one block): a whole tensor's sum runs
+      on the whole GPU instead of one multiprocessor, and its result does
+      not depend on the order blocks finish in;
     - a scatter into rows (embedding_grad: a sequential loop over tokens
       whose only writes are one parallel loop over a row's columns, every
       access to the rows it writes in each thread's own column) runs one
@@ -115,6 +122,9 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
            "threads a block along a loop's innermost dimension">,
+    Option<"reductionBlocks", "reduction-blocks", "int64_t", "1024",
+           "blocks a reduction into few values is spread over, by slices of "
+           "each value's elements (0: one block a value)">,
   ];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
