@@ -89,18 +89,30 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     GpuPipelineOptions gpu;
     gpu.entry = compiledEntryName(o);
     gpu.chip = o.chip;
-    gpu.precision = o.precision;
+    gpu.precision = precisionName(o.precision).str();
     gpu.format = o.gpuFormat;
     buildGpuLoweringPipeline(pm, gpu);
     return;
   }
   CpuPipelineOptions cpu;
   cpu.entry = compiledEntryName(o);
-  cpu.precision = o.precision;
+  cpu.precision = precisionName(o.precision).str();
   buildCpuLoweringPipeline(pm, cpu);
 }
 
 } // namespace
+
+llvm::StringRef precisionName(Precision precision) {
+  switch (precision) {
+  case Precision::F32:
+    return "f32";
+  case Precision::TF32:
+    return "tf32";
+  case Precision::BF16:
+    return "bf16";
+  }
+  llvm_unreachable("a precision without a name");
+}
 
 void addReportPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   if (!o.commReport.empty())

@@ -65,9 +65,7 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
   c.program = o.train            ? ProgramKind::Train
               : !o.grads.empty() ? ProgramKind::Gradients
                                  : ProgramKind::Forward;
-  c.recompute = o.recompute == "full"   ? training::Recompute::Full
-                : o.recompute == "none" ? training::Recompute::None
-                                        : training::Recompute::Selective;
+  c.recompute = o.recompute;
   c.lr = o.lr;
   c.beta1 = o.beta1;
   c.beta2 = o.beta2;
@@ -83,20 +81,15 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
     c.pipelineSplit = llvm::ArrayRef<int64_t>(o.pipelineSplit);
   }
   c.trace = !o.trace.empty();
-  using Options = CompilePipelineOptions;
-  c.recipe = o.recipe == "megatron" ? Options::Recipe::Megatron
-             : o.recipe == "auto"   ? Options::Recipe::Auto
-                                    : Options::Recipe::None;
-  if (o.recipe == "auto") {
+  c.recipe = o.recipe;
+  if (o.recipe == RunOptions::Recipe::Auto) {
     c.topology = o.topology.empty() ? std::string("cpu") : o.topology;
     c.memoryBudget = o.memoryBudget;
   }
   c.zero = o.zero;
   c.sequenceParallel = o.sequenceParallel;
-  c.contextAttention = o.cpAttention == "ulysses" ? Options::ContextAttention::Ulysses
-                       : o.cpAttention == "ring"  ? Options::ContextAttention::Ring
-                                                  : Options::ContextAttention::AllGather;
-  c.target = o.device == "gpu" ? CompileTarget::Gpu : CompileTarget::Cpu;
+  c.contextAttention = o.cpAttention.value_or(RunOptions::ContextAttention::AllGather);
+  c.target = o.device;
   c.precision = o.precision;
 }
 
@@ -241,7 +234,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.pipelineSchedule = "";
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
-  if (o.device == "gpu")
+  if (o.device == CompileTarget::Gpu)
     lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
   if (failed(buildCompilePipeline(pm, lowering, error)))
     return failure();
@@ -266,7 +259,7 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
     return nullptr;
   CompileOptions compile;
   compile.optLevel = o.jitOptLevel;
-  compile.device = o.device == "gpu";
+  compile.device = o.device == CompileTarget::Gpu;
   return JitProgram::create(module, signature, compile, error);
 }
 
@@ -286,14 +279,14 @@ int Job::run() {
     char text[512];
     // A GPU program's collectives read and write device memory: NCCL's (a
     // job that only compiles runs none, and needs no GPU).
-    std::string backendName =
-        o.backend.empty() ? (o.device == "gpu" && !o.compileOnly ? "nccl" : "mpi") : o.backend;
-    pmlir_rt_backend backend = backendName == "nccl" ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI;
+    pmlir_rt_backend backend =
+        o.backend.value_or(o.device == CompileTarget::Gpu && !o.compileOnly ? PMLIR_RT_BACKEND_NCCL
+                                                                            : PMLIR_RT_BACKEND_MPI);
     if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
   }
-  if (o.device == "gpu" && !o.compileOnly) {
+  if (o.device == CompileTarget::Gpu && !o.compileOnly) {
     char text[512];
     if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
       return failHere("--device gpu: " + std::string(text));
@@ -334,17 +327,17 @@ int Job::run() {
   // whose transfers run on the pp axis) is sharded: recipe, propagation,
   // partition.
   bool partitioned = !module->getOps<shard::GridOp>().empty();
-  bool sharding =
-      !partitioned && (!o.recipe.empty() || pipelined || (*module)->getAttr(tfm::kMeshAttr));
-  if (!o.recipe.empty() && partitioned)
+  bool recipe = o.recipe != RunOptions::Recipe::None;
+  bool sharding = !partitioned && (recipe || pipelined || (*module)->getAttr(tfm::kMeshAttr));
+  if (recipe && partitioned)
     return failHere("--recipe shards a global program, but " + o.model +
                     " is already partitioned (it has a shard.grid)");
   if (pipelined && partitioned)
     return failHere("--pipeline-schedule cuts a global program into stages, but " + o.model +
                     " is already partitioned (it has a shard.grid)");
   if (sharding && !mesh)
-    return failHere(o.recipe.empty() ? o.model + " has a tfm.mesh: run it with --mesh"
-                                     : "--recipe needs --mesh");
+    return failHere(!recipe ? o.model + " has a tfm.mesh: run it with --mesh"
+                            : "--recipe needs --mesh");
   for (auto [given, flag] : {std::pair<bool, const char *>{o.check, "--check"},
                              {o.sequenceParallel, "--sequence-parallel"},
                              {!o.commReport.empty(), "--comm-report"},
@@ -359,8 +352,9 @@ int Job::run() {
     phases.mesh = o.mesh;
     phases.rankOrder = o.rankOrder;
     // Causal context parallelism is balanced unless asked otherwise.
-    if (o.recipe == "megatron" && mesh->axisIndex("cp") >= 0 &&
-        mesh->axisSizes()[mesh->axisIndex("cp")] > 1 && o.cpLayout != "contiguous")
+    if (o.recipe == RunOptions::Recipe::Megatron && mesh->axisIndex("cp") >= 0 &&
+        mesh->axisSizes()[mesh->axisIndex("cp")] > 1 &&
+        o.cpLayout != RunOptions::ContextLayout::Contiguous)
       phases.contextLayout = CompilePipelineOptions::ContextLayout::Balanced;
   }
   // Runs the phases after `from` up to `to` on `target`; every rank
@@ -765,47 +759,40 @@ int exec::printGroups(const std::string &meshSpec, const std::string &rankOrder)
 int exec::runModel(const RunOptions &o) {
   if (!o.rankOrder.empty() && o.mesh.empty())
     return fail("--rank-order needs --mesh");
-  if (!o.recipe.empty() && o.recipe != "megatron" && o.recipe != "auto")
-    return fail("unknown --recipe '" + o.recipe + "' (known: megatron, auto)");
-  if (!o.recipe.empty() && o.mesh.empty())
+  bool recipe = o.recipe != RunOptions::Recipe::None;
+  if (recipe && o.mesh.empty())
     return fail("--recipe needs --mesh");
-  if (o.recipe != "auto" && (!o.topology.empty() || !o.memoryBudget.empty()))
+  if (o.recipe != RunOptions::Recipe::Auto && (!o.topology.empty() || !o.memoryBudget.empty()))
     return fail(std::string(o.topology.empty() ? "--memory-budget" : "--topology") +
                 " is for auto-sharding: it needs --recipe auto");
   // Whether a recipe shards the model over a mesh with a cp axis.
   auto shardsOverCp = [&]() {
     std::string error;
     std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
-    return !o.recipe.empty() && parsed && llvm::is_contained(parsed->axisNames(), "cp");
+    return recipe && parsed && llvm::is_contained(parsed->axisNames(), "cp");
   };
-  if (!o.cpAttention.empty()) {
-    if (o.cpAttention != "allgather" && o.cpAttention != "ring" && o.cpAttention != "ulysses")
-      return fail("unknown --cp-attention '" + o.cpAttention +
-                  "' (known: ring, allgather, ulysses)");
-    if (o.cpAttention == "ring" && o.recompute == "none")
+  if (o.cpAttention) {
+    if (o.cpAttention == RunOptions::ContextAttention::Ring &&
+        o.recompute == training::Recompute::None)
       return fail("--cp-attention ring computes attention a key block at a time and keeps no "
                   "probabilities: --recompute none does not go with it");
     if (!shardsOverCp())
       return fail("--cp-attention splits attention over the mesh's context-parallel axis 'cp': "
                   "it needs --mesh with a cp axis and --recipe");
   }
-  if (!o.cpLayout.empty()) {
-    if (o.cpLayout != "balanced" && o.cpLayout != "contiguous")
-      return fail("unknown --cp-layout '" + o.cpLayout + "' (known: balanced, contiguous)");
-    if (!shardsOverCp())
-      return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
-                  "it needs --mesh with a cp axis and --recipe");
-  }
-  if (!o.backend.empty() && o.backend != "mpi" && o.backend != "nccl")
-    return fail("unknown --backend '" + o.backend + "' (known: mpi, nccl)");
-  if (o.backend == "nccl" && o.mesh.empty())
-    return fail("--backend " + o.backend + " needs --mesh: one process runs no collectives");
-  if (o.device == "gpu" && o.backend == "mpi")
+  if (o.cpLayout && !shardsOverCp())
+    return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
+                "it needs --mesh with a cp axis and --recipe");
+  if (o.backend == PMLIR_RT_BACKEND_NCCL && o.mesh.empty())
+    return fail("--backend nccl needs --mesh: one process runs no collectives");
+  if (o.precision == Precision::TF32 && o.device != CompileTarget::Gpu)
+    return fail("--precision tf32 needs --device gpu: a CPU has no TF32 arithmetic");
+  if (o.device == CompileTarget::Gpu && o.backend == PMLIR_RT_BACKEND_MPI)
     return fail("--device gpu runs the collectives on device memory: --backend nccl, not mpi");
   if (!o.trace.empty() && o.mesh.empty())
     return fail("--trace writes the ranks' spans: it needs --mesh");
   if (o.compileOnly) {
-    if (o.device == "gpu" && o.gpuChip.empty())
+    if (o.device == CompileTarget::Gpu && o.gpuChip.empty())
       return fail("--compile-only with --device gpu asks no GPU which chip it is: give "
                   "--gpu-chip (e.g. sm_90)");
     for (auto [given, flag] : {std::pair<bool, const char *>{!o.output.empty(), "--output"},
@@ -862,7 +849,7 @@ int exec::runModel(const RunOptions &o) {
       return fail("--zero shards a training step's model state: it needs --train");
     if (o.zero < 1 || o.zero > 3)
       return fail("--zero takes a ZeRO stage, 1, 2 or 3, got " + std::to_string(o.zero));
-    if (o.mesh.empty() || o.recipe.empty())
+    if (o.mesh.empty() || !recipe)
       return fail("--zero shards over the mesh's data-parallel axis: it needs --mesh with a dp "
                   "axis and --recipe");
     std::string error;
@@ -871,8 +858,6 @@ int exec::runModel(const RunOptions &o) {
       return fail("--zero shards the model state over the data-parallel axis 'dp', which --mesh " +
                   o.mesh + " does not have");
   }
-  if (o.recompute != "none" && o.recompute != "selective" && o.recompute != "full")
-    return fail("unknown --recompute '" + o.recompute + "' (known: none, selective, full)");
   std::string error;
   if (!checkOutputs(o, error))
     return fail(error);

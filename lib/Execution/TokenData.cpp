@@ -14,12 +14,8 @@ using namespace pmlir::exec;
 
 TokenData::~TokenData() = default;
 
-std::unique_ptr<TokenData> TokenData::open(const std::string &path, const std::string &dtype,
-                                           int64_t seq, std::string &error) {
-  if (dtype != "uint16" && dtype != "int32") {
-    error = "unknown --data-dtype '" + dtype + "' (known: uint16, int32)";
-    return nullptr;
-  }
+std::unique_ptr<TokenData> TokenData::open(const std::string &path, TokenDtype dtype, int64_t seq,
+                                           std::string &error) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
@@ -27,12 +23,12 @@ std::unique_ptr<TokenData> TokenData::open(const std::string &path, const std::s
     return nullptr;
   }
   std::unique_ptr<TokenData> data(new TokenData());
-  data->wideIds = dtype == "int32";
+  data->wideIds = dtype == TokenDtype::Int32;
   size_t width = data->wideIds ? 4 : 2;
   size_t bytes = (*buffer)->getBufferSize();
   if (bytes % width != 0) {
     error = "--data '" + path + "' holds " + std::to_string(bytes) + " bytes, no whole number of " +
-            dtype + " token ids";
+            (data->wideIds ? "int32" : "uint16") + " token ids";
     return nullptr;
   }
   data->buffer = std::move(*buffer);

@@ -15,17 +15,28 @@
 #ifndef PMLIR_EXECUTION_RUNNER_H
 #define PMLIR_EXECUTION_RUNNER_H
 
+#include "pmlir/Compiler/CompilePipeline.h"
+#include "pmlir/Execution/TokenData.h"
+#include "pmlir/Runtime/Runtime.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pmlir::exec {
 
+/// What pmlir-run runs and how. RunFlags (RunFlags.h) binds each of
+/// pmlir-run's flags to one of these fields.
 struct RunOptions {
+  using Recipe = ShardingPipelineOptions::Recipe;
+  using ContextAttention = ShardingPipelineOptions::ContextAttention;
+  using ContextLayout = ShardingPipelineOptions::ContextLayout;
+
   std::string model;
   std::string entry = "forward";
   std::string weights, inputs, output;
@@ -37,29 +48,29 @@ struct RunOptions {
   std::string mesh, rankOrder;
   /// Seconds a collective may wait before the job ends (<= 0: no limit).
   double timeout = 60;
-  /// Where the collectives run on a mesh: "mpi" (host memory), or "nccl"
-  /// (one GPU per rank; host buffers are staged through it). Empty: "nccl"
-  /// with --device gpu, else "mpi".
-  std::string backend;
-  /// Where the program runs: "cpu" (pmlir-cpu-pipeline) or "gpu"
+  /// Where the collectives run on a mesh: MPI (host memory), or NCCL (one
+  /// GPU per rank; host buffers are staged through it). None: NCCL with a
+  /// GPU device, else MPI.
+  std::optional<pmlir_rt_backend> backend;
+  /// Where the program runs: the CPU (pmlir-cpu-pipeline) or a GPU
   /// (pmlir-gpu-pipeline, one GPU per rank).
-  std::string device = "cpu";
-  /// With device "gpu": the chip the kernels are compiled for (empty: the
-  /// rank's GPU's). The precision: "f32", "tf32" (GPU: f32 GEMMs on tensor
-  /// cores) or "bf16" (pmlir-store-bf16).
-  std::string gpuChip, precision = "f32";
-  /// Shard a global program with this recipe ("", "megatron" or "auto":
-  /// pmlir-auto-sharding on `topology` within `memoryBudget`).
-  std::string recipe;
+  CompileTarget device = CompileTarget::Cpu;
+  /// With a GPU device: the chip the kernels are compiled for (empty: the
+  /// rank's GPU's).
+  std::string gpuChip;
+  Precision precision = Precision::F32;
+  /// Shard a global program with this recipe (auto: pmlir-auto-sharding
+  /// on `topology` within `memoryBudget`).
+  Recipe recipe = Recipe::None;
   /// ("": the "cpu" preset, the device's memory).
   std::string topology, memoryBudget;
   bool sequenceParallel = false;
-  /// Attention over a sequence split on the cp axis: "allgather", "ring"
-  /// or "ulysses" ("": allgather).
-  std::string cpAttention;
-  /// The order of a sequence split on the cp axis: "balanced" (head-tail,
-  /// pmlir-head-tail-sequence) or "contiguous" ("": balanced where cp > 1).
-  std::string cpLayout;
+  /// Attention over a sequence split on the cp axis (none given:
+  /// all-gather).
+  std::optional<ContextAttention> cpAttention;
+  /// The order of a sequence split on the cp axis (none given: balanced,
+  /// head-tail, where cp > 1).
+  std::optional<ContextLayout> cpLayout;
   std::string commReport, memoryReport;
   /// Write a Chrome trace of every rank's work (pipeline fragments, host
   /// steps) and communication here.
@@ -71,8 +82,8 @@ struct RunOptions {
   /// Differentiate the entry's loss (pmlir-autodiff) and write the loss and
   /// each parameter's gradient here instead of running the entry.
   std::string grads;
-  /// What the backward pass recomputes: "none", "selective" or "full".
-  std::string recompute = "selective";
+  /// What the backward pass recomputes.
+  training::Recompute recompute = training::Recompute::Selective;
 
   /// Train: build a training step of the entry's loss (pmlir-autodiff,
   /// pmlir-optimizer) and run it `steps` times, on the batch of --inputs
@@ -95,11 +106,14 @@ struct RunOptions {
   int64_t microbatches = 1, virtualStages = 1;
   /// The first layer of stages 1, 2, ... (empty: balanced by FLOPs).
   std::vector<int64_t> pipelineSplit;
-  std::string data, dataDtype = "uint16";
+  std::string data;
+  TokenDtype dataDtype = TokenDtype::UInt16;
   /// Write the parameters (and, beside them, the optimizer state) here at
   /// the end; start from such a checkpoint.
   std::string save, resume;
 
+  /// Print the process groups of each axis of `mesh` and stop.
+  bool printGroups = false;
   /// Print shape, mean, std and the first values of the result.
   bool print = false;
   /// After a warm-up, run this many times and print the median time.

@@ -25,14 +25,18 @@ class MemoryBuffer;
 
 namespace pmlir::exec {
 
+/// How a token file stores its ids: nanoGPT's uint16, or int32 for
+/// vocabularies past 65,536.
+enum class TokenDtype { UInt16, Int32 };
+
 class TokenData {
 public:
   ~TokenData();
-  /// Maps `path` of token ids of `dtype` ("uint16" or "int32"). Fails with
-  /// a message naming the file on a dtype it does not know, a size that is
-  /// no whole number of ids, or fewer than `seq` + 1 tokens (one window).
-  static std::unique_ptr<TokenData> open(const std::string &path, const std::string &dtype,
-                                         int64_t seq, std::string &error);
+  /// Maps `path` of token ids of `dtype`. Fails with a message naming the
+  /// file on a size that is no whole number of ids, or fewer than `seq` + 1
+  /// tokens (one window).
+  static std::unique_ptr<TokenData> open(const std::string &path, TokenDtype dtype, int64_t seq,
+                                         std::string &error);
   int64_t tokens() const { return count; }
   /// The number of windows of seq + 1 tokens, one token apart at their ends.
   int64_t windows() const { return (count - 1) / seq; }

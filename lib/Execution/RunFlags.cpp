@@ -1,0 +1,337 @@
+//===- RunFlags.cpp - pmlir-run's flags, each bound to its field ----------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Execution/RunFlags.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace pmlir;
+using namespace pmlir::exec;
+namespace cl = llvm::cl;
+
+namespace {
+
+/// The tool errors name (the one RunFlags was made for).
+std::string toolName = "pmlir-run";
+
+/// Parses a choice among named alternatives; a name it does not know is
+/// refused with the names it knows.
+template <typename T> class ChoiceParser : public cl::parser<T> {
+public:
+  using cl::parser<T>::parser;
+
+  bool parse(cl::Option &flag, llvm::StringRef, llvm::StringRef arg, T &value) {
+    llvm::SmallVector<llvm::StringRef> known;
+    for (const auto &alternative : this->Values) {
+      if (alternative.Name == arg) {
+        value = alternative.V.getValue();
+        return false;
+      }
+      known.push_back(alternative.Name);
+    }
+    llvm::WithColor::error(llvm::errs(), toolName)
+        << "unknown --" << flag.ArgStr << " '" << arg << "' (known: " << llvm::join(known, ", ")
+        << ")\n";
+    return true;
+  }
+};
+
+/// The sections of --help, in the order a user needs them (LLVM lists
+/// categories by name).
+struct Categories {
+  cl::OptionCategory run{"Run: the model, its arguments and results"};
+  cl::OptionCategory mesh{"Mesh and parallelism"};
+  cl::OptionCategory training{"Training"};
+  cl::OptionCategory pipeline{"Pipeline parallelism"};
+  cl::OptionCategory device{"Device and precision"};
+  cl::OptionCategory reports{"Output and reports"};
+  cl::OptionCategory debugging{"Debugging"};
+};
+
+Categories &categories() {
+  static Categories all;
+  return all;
+}
+
+constexpr int kMaxThreads = 1024;
+
+} // namespace
+
+RunFlags::~RunFlags() = default;
+
+RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9,0.999") {
+  toolName = tool.str();
+  Categories &c = categories();
+  // libLLVM registers a `threads` option (its own thread pools'), which
+  // pmlir-run's --threads replaces.
+  if (cl::Option *theirs = cl::getRegisteredOptions().lookup("threads"))
+    theirs->removeArgument();
+
+  // A flag bound to the field it sets.
+  auto bind = [&](const char *name, auto &field, auto &&...modifiers) -> cl::Option * {
+    using T = std::remove_reference_t<decltype(field)>;
+    flags.push_back(std::make_unique<cl::opt<T, true>>(llvm::StringRef(name), cl::location(field),
+                                                       modifiers...));
+    return flags.back().get();
+  };
+  // A choice bound to the field it sets, its alternatives named once.
+  auto choose = [&](const char *name, auto &field, auto values, auto &&...modifiers) {
+    using T = std::remove_reference_t<decltype(field)>;
+    flags.push_back(std::make_unique<cl::opt<T, true, ChoiceParser<T>>>(
+        llvm::StringRef(name), cl::location(field), values, modifiers...));
+  };
+  // A choice whose absence means something of its own (the field stays
+  // empty).
+  auto chooseOptional = [&](const char *name, auto &field, auto values, auto &&...modifiers) {
+    using T = typename std::remove_reference_t<decltype(field)>::value_type;
+    flags.push_back(std::make_unique<cl::opt<T, false, ChoiceParser<T>>>(
+        llvm::StringRef(name), values, cl::callback([&field](const T &value) { field = value; }),
+        modifiers...));
+  };
+
+  //===--- Run ---===//
+  flags.push_back(std::make_unique<cl::opt<std::string, true>>(
+      cl::Positional, cl::location(o.model), cl::desc("MODEL.mlir"), cl::cat(c.run)));
+  bind("weights", o.weights, cl::desc("weights (safetensors)"), cl::value_desc("file"),
+       cl::cat(c.run));
+  bind("init-missing", o.initMissing,
+       cl::desc("with --weights: give weights the file lacks the seeded init (a warning lists "
+                "them) instead of refusing the run"),
+       cl::cat(c.run));
+  bind("seed", o.seed, cl::desc("seed of the init of weights without --weights"), cl::cat(c.run));
+  bind("inputs", o.inputs, cl::desc("inputs (safetensors)"), cl::value_desc("file"),
+       cl::cat(c.run));
+  bind("entry", o.entry, cl::desc("entry function (default: forward)"), cl::cat(c.run));
+  bind("output", o.output, cl::desc("write the results here (safetensors)"), cl::value_desc("file"),
+       cl::cat(c.run));
+  bind("print", o.print, cl::desc("print shape, mean, std and first values of each result"),
+       cl::cat(c.run));
+  bind("repeat", o.repeat, cl::desc("after a warm-up, run N times and print the median time"),
+       cl::value_desc("N"), cl::cat(c.run));
+  threadsFlag = bind("threads", o.threads,
+                     cl::desc("threads of the CPU's GEMMs, 1 to 1024 (default: all cores)"),
+                     cl::value_desc("N"), cl::cat(c.run));
+
+  //===--- Mesh and parallelism ---===//
+  bind("mesh", o.mesh, cl::desc("device mesh: named axes with sizes, e.g. tp=2,dp=2,pp=4"),
+       cl::cat(c.mesh));
+  bind("rank-order", o.rankOrder,
+       cl::desc("mesh axes from fastest- to slowest-varying rank (default: tp, cp, ep, dp, pp "
+                "as present)"),
+       cl::cat(c.mesh));
+  bind("print-groups", o.printGroups,
+       cl::desc("print the process groups of each mesh axis, one line per group, and exit"),
+       cl::cat(c.mesh));
+  using Recipe = RunOptions::Recipe;
+  choose("recipe", o.recipe,
+         cl::values(clEnumValN(Recipe::Megatron, "megatron",
+                               "Megatron-LM's tensor parallelism on axis tp, batch on dp"),
+                    clEnumValN(Recipe::Auto, "auto",
+                               "pmlir-auto-sharding's integer program on --topology")),
+         cl::desc("shard the global model with a recipe on --mesh, then propagate and partition"),
+         cl::cat(c.mesh));
+  bind("topology", o.topology,
+       cl::desc("--recipe auto: the hardware, a preset (cpu, h100) or a JSON file (default: "
+                "cpu)"),
+       cl::cat(c.mesh));
+  bind("memory-budget", o.memoryBudget,
+       cl::desc("--recipe auto: bytes a device may hold, as 12GiB (default: the topology's)"),
+       cl::cat(c.mesh));
+  bind("sequence-parallel", o.sequenceParallel,
+       cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
+                "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"),
+       cl::cat(c.mesh));
+  using Attention = RunOptions::ContextAttention;
+  chooseOptional(
+      "cp-attention", o.cpAttention,
+      cl::values(
+          clEnumValN(Attention::AllGather, "allgather",
+                     "keys and values gathered over cp (the default)"),
+          clEnumValN(Attention::Ring, "ring", "key/value blocks passed around cp, online softmax"),
+          clEnumValN(Attention::Ulysses, "ulysses", "heads split over cp, all-to-all in and out")),
+      cl::desc("with a cp axis in --mesh: attention over the split sequence"), cl::cat(c.mesh));
+  using Layout = RunOptions::ContextLayout;
+  chooseOptional("cp-layout", o.cpLayout,
+                 cl::values(clEnumValN(Layout::Balanced, "balanced",
+                                       "each rank a chunk from the front and one from the back: "
+                                       "equal causal attention work (the default)"),
+                            clEnumValN(Layout::Contiguous, "contiguous", "each rank one block")),
+                 cl::desc("with a cp axis in --mesh: the order of the split sequence"),
+                 cl::cat(c.mesh));
+  bind("zero", o.zero,
+       cl::desc("ZeRO stage on the mesh's dp axis: 1 shards the optimizer state, 2 the "
+                "gradients too, 3 the parameters too"),
+       cl::cat(c.mesh));
+  bind("check", o.check,
+       cl::desc("also run the unsharded program and print the relative error of the sharded "
+                "output; exit 1 past --tolerance"),
+       cl::cat(c.mesh));
+  bind("tolerance", o.tolerance, cl::desc("largest relative error --check accepts (1e-5)"),
+       cl::cat(c.mesh));
+  bind("timeout", o.timeout,
+       cl::desc("on a mesh: end the job when one collective waits longer than this many "
+                "seconds (0: no limit; 60)"),
+       cl::cat(c.mesh));
+  chooseOptional("backend", o.backend,
+                 cl::values(clEnumValN(PMLIR_RT_BACKEND_MPI, "mpi", "host memory"),
+                            clEnumValN(PMLIR_RT_BACKEND_NCCL, "nccl",
+                                       "one GPU per rank; host buffers are staged through it")),
+                 cl::desc("on a mesh: where the collectives run (default: nccl with --device "
+                          "gpu, else mpi)"),
+                 cl::cat(c.mesh));
+
+  //===--- Training ---===//
+  bind("train", o.train,
+       cl::desc("train: build a training step of the entry's loss (pmlir-autodiff, "
+                "pmlir-optimizer) and run it --steps times; one line per step"),
+       cl::cat(c.training));
+  bind("steps", o.steps, cl::desc("training steps (1)"), cl::cat(c.training));
+  bind("lr", o.lr, cl::desc("AdamW's learning rate (1e-3)"), cl::cat(c.training));
+  bind("weight-decay", o.weightDecay, cl::desc("AdamW's decoupled weight decay (0.01)"),
+       cl::cat(c.training));
+  flags.push_back(std::make_unique<cl::opt<std::string, true>>(
+      "betas", cl::location(betas), cl::desc("AdamW's betas, 'beta1,beta2' (0.9,0.999)"),
+      cl::cat(c.training)));
+  bind("eps", o.eps, cl::desc("AdamW's epsilon (1e-8)"), cl::cat(c.training));
+  bind("clip-grad-norm", o.clipGradNorm,
+       cl::desc("clip the gradients to this global L2 norm (0: no clipping)"), cl::cat(c.training));
+  bind("grad-accum", o.gradAccum,
+       cl::desc("microbatches per step, each of the model's batch size; the gradients are "
+                "their mean"),
+       cl::cat(c.training));
+  using training::Recompute;
+  choose(
+      "recompute", o.recompute,
+      cl::values(clEnumValN(Recompute::None, "none", "keep every activation"),
+                 clEnumValN(Recompute::Selective, "selective", "the attention core (the default)"),
+                 clEnumValN(Recompute::Full, "full", "each layer")),
+      cl::desc("what the backward pass recomputes instead of keeping"), cl::cat(c.training));
+  bind("grads", o.grads,
+       cl::desc("differentiate the loss of the entry (pmlir-autodiff) and write the loss and "
+                "each parameter's gradient, under the parameter's name, to this file "
+                "(safetensors)"),
+       cl::value_desc("file"), cl::cat(c.training));
+  bind("data", o.data,
+       cl::desc("train on consecutive windows of seq + 1 tokens of this flat file of token ids "
+                "(nanoGPT's .bin) instead of --inputs"),
+       cl::value_desc("file"), cl::cat(c.training));
+  choose("data-dtype", o.dataDtype,
+         cl::values(clEnumValN(TokenDtype::UInt16, "uint16", "nanoGPT's (the default)"),
+                    clEnumValN(TokenDtype::Int32, "int32", "")),
+         cl::desc("--data's ids"), cl::cat(c.training));
+  bind("save", o.save,
+       cl::desc("write the trained parameters here (safetensors, Hugging Face names) and the "
+                "optimizer state beside it (X.optimizer.safetensors)"),
+       cl::value_desc("file"), cl::cat(c.training));
+  bind("resume", o.resume, cl::desc("continue from a checkpoint --save wrote (on any mesh)"),
+       cl::value_desc("file"), cl::cat(c.training));
+
+  //===--- Pipeline parallelism ---===//
+  bind("pipeline-schedule", o.pipelineSchedule,
+       cl::desc("pipeline the training step (--train) or the forward over the mesh's pp axis "
+                "with this schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or csv "
+                "(--pipeline-csv); a forward runs the schedule's forwards alone"),
+       cl::cat(c.pipeline));
+  bind("pipeline-csv", o.pipelineCsv,
+       cl::desc("with --pipeline-schedule csv: each pipeline rank's actions, one line per rank "
+                "(torch.distributed.pipelining's CSV, e.g. 0F0,0F1,0B0,0B1)"),
+       cl::value_desc("file"), cl::cat(c.pipeline));
+  bind("microbatches", o.microbatches,
+       cl::desc("with --pipeline-schedule: microbatches per step or forward, each of the "
+                "model's batch size (a step's loss and gradients are their mean, a forward's "
+                "logits those of the whole batch)"),
+       cl::cat(c.pipeline));
+  bind("virtual-stages", o.virtualStages,
+       cl::desc("with --pipeline-schedule interleaved-1f1b: stages per pipeline rank (zb-v: 2)"),
+       cl::cat(c.pipeline));
+  flags.push_back(std::make_unique<cl::list<int64_t, std::vector<int64_t>>>(
+      "pipeline-split", cl::location(o.pipelineSplit),
+      cl::desc("with --pipeline-schedule: the first layer of stages 1, 2, ... (as pmlir-plan "
+               "prints it; default: balanced by FLOPs)"),
+      cl::CommaSeparated, cl::cat(c.pipeline)));
+
+  //===--- Device and precision ---===//
+  choose("device", o.device,
+         cl::values(clEnumValN(CompileTarget::Cpu, "cpu", "the CPU (the default)"),
+                    clEnumValN(CompileTarget::Gpu, "gpu",
+                               "pmlir-gpu-pipeline: cuBLASLt GEMMs and generated kernels, one "
+                               "GPU per rank, NCCL collectives")),
+         cl::desc("where the program runs"), cl::cat(c.device));
+  bind("gpu-chip", o.gpuChip,
+       cl::desc("with --device gpu: the GPU the kernels are compiled for (default: the rank's, "
+                "e.g. sm_90)"),
+       cl::cat(c.device));
+  choose("precision", o.precision,
+         cl::values(
+             clEnumValN(Precision::F32, "f32", "(the default)"),
+             clEnumValN(Precision::TF32, "tf32", "with --device gpu: f32 GEMMs on tensor cores"),
+             clEnumValN(Precision::BF16, "bf16",
+                        "tensors between kernels and GEMM operands stored in bf16; "
+                        "arithmetic, GEMM sums and statistics in f32")),
+         cl::desc("the arithmetic"), cl::cat(c.device));
+
+  //===--- Output and reports ---===//
+  bind("comm-report", o.commReport,
+       cl::desc("write the collectives of the partitioned program to this JSON file"),
+       cl::value_desc("file"), cl::cat(c.reports));
+  bind("memory-report", o.memoryReport,
+       cl::desc("write the activation bytes each layer keeps for the backward pass, per rank, "
+                "to this JSON file"),
+       cl::value_desc("file"), cl::cat(c.reports));
+  bind("trace", o.trace,
+       cl::desc("with --mesh: write a Chrome trace (Perfetto) of every rank's pipeline work, "
+                "steps and communication (and, with --device gpu, its kernels) to this JSON "
+                "file"),
+       cl::value_desc("file"), cl::cat(c.reports));
+  bind("emit-compiled", o.emitCompiled,
+       cl::desc("write the module handed to the JIT (the LLVM dialect, as pmlir-opt "
+                "--pmlir-compile-pipeline prints it) to this file"),
+       cl::value_desc("file"), cl::cat(c.reports));
+  bind("compile-only", o.compileOnly,
+       cl::desc("compile (writing --emit-compiled and the reports) and stop: nothing is bound "
+                "or run, and --device gpu needs no GPU (give --gpu-chip)"),
+       cl::cat(c.reports));
+
+  //===--- Debugging ---===//
+  bind("jit-opt-level", o.jitOptLevel,
+       cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 unrolls into "
+                "blocks that compile several times slower and run no faster (2)"),
+       cl::cat(c.debugging));
+  // Fault injection for the fault tests: rank R stops (sleeps until
+  // killed) at a phase, so that the others' timeouts can be seen to name
+  // it.
+  bind("test-hang-rank", o.hangRank, cl::Hidden, cl::cat(c.debugging));
+  bind("test-hang-at", o.hangAt, cl::Hidden, cl::desc("start-up, step, check or output"),
+       cl::cat(c.debugging));
+}
+
+void RunFlags::hideOtherOptions() {
+  Categories &c = categories();
+  for (auto &entry : cl::getRegisteredOptions())
+    if (entry.first.starts_with("mlir-"))
+      entry.second->addCategory(c.debugging);
+  cl::HideUnrelatedOptions(
+      {&c.run, &c.mesh, &c.training, &c.pipeline, &c.device, &c.reports, &c.debugging});
+}
+
+bool RunFlags::finish(std::string &error) {
+  llvm::StringRef first, second;
+  std::tie(first, second) = llvm::StringRef(betas).split(',');
+  if (first.trim().getAsDouble(options.beta1) || second.trim().getAsDouble(options.beta2)) {
+    error = "--betas expects two numbers 'beta1,beta2', got '" + betas + "'";
+    return false;
+  }
+  if (threadsFlag->getNumOccurrences() && (options.threads <= 0 || options.threads > kMaxThreads)) {
+    error = "--threads expects a number of threads from 1 to " + std::to_string(kMaxThreads);
+    return false;
+  }
+  if (options.jitOptLevel > 3) {
+    error = "--jit-opt-level expects 0, 1, 2 or 3, got " + std::to_string(options.jitOptLevel);
+    return false;
+  }
+  return true;
+}
