@@ -89,30 +89,18 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     GpuPipelineOptions gpu;
     gpu.entry = compiledEntryName(o);
     gpu.chip = o.chip;
-    gpu.precision = precisionName(o.precision).str();
+    gpu.precision = o.precision;
     gpu.format = o.gpuFormat;
     buildGpuLoweringPipeline(pm, gpu);
     return;
   }
   CpuPipelineOptions cpu;
   cpu.entry = compiledEntryName(o);
-  cpu.precision = precisionName(o.precision).str();
+  cpu.precision = o.precision;
   buildCpuLoweringPipeline(pm, cpu);
 }
 
 } // namespace
-
-llvm::StringRef precisionName(Precision precision) {
-  switch (precision) {
-  case Precision::F32:
-    return "f32";
-  case Precision::TF32:
-    return "tf32";
-  case Precision::BF16:
-    return "bf16";
-  }
-  llvm_unreachable("a precision without a name");
-}
 
 void addReportPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   if (!o.commReport.empty())

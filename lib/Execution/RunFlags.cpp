@@ -265,14 +265,8 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("with --device gpu: the GPU the kernels are compiled for (default: the rank's, "
                 "e.g. sm_90)"),
        cl::cat(c.device));
-  choose("precision", o.precision,
-         cl::values(
-             clEnumValN(Precision::F32, "f32", "(the default)"),
-             clEnumValN(Precision::TF32, "tf32", "with --device gpu: f32 GEMMs on tensor cores"),
-             clEnumValN(Precision::BF16, "bf16",
-                        "tensors between kernels and GEMM operands stored in bf16; "
-                        "arithmetic, GEMM sums and statistics in f32")),
-         cl::desc("the arithmetic"), cl::cat(c.device));
+  choose("precision", o.precision, precisionValues(), cl::desc("the arithmetic"),
+         cl::cat(c.device));
 
   //===--- Output and reports ---===//
   bind("comm-report", o.commReport,

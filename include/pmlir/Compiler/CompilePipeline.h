@@ -24,6 +24,7 @@
 #ifndef PMLIR_COMPILER_COMPILEPIPELINE_H
 #define PMLIR_COMPILER_COMPILEPIPELINE_H
 
+#include "pmlir/Support/Precision.h"
 #include "pmlir/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -39,15 +40,6 @@ enum class ProgramKind { Forward, Gradients, Train };
 
 /// Where the program runs.
 enum class CompileTarget { Cpu, Gpu };
-
-/// The arithmetic of a program: f32; tf32 (on a GPU: f32 GEMMs on tensor
-/// cores); bf16 (tensors between kernels and GEMM operands stored in bf16,
-/// arithmetic, GEMM sums and statistics in f32: pmlir-store-bf16).
-enum class Precision { F32, TF32, BF16 };
-
-/// The name the lowering pipelines' `precision` options take ("f32",
-/// "tf32", "bf16").
-llvm::StringRef precisionName(Precision precision);
 
 struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipelineOptions> {
   using Recipe = ShardingPipelineOptions::Recipe;
@@ -174,11 +166,8 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       *this, "target", llvm::cl::desc("where the program runs"), llvm::cl::init(CompileTarget::Cpu),
       llvm::cl::values(clEnumValN(CompileTarget::Cpu, "cpu", "pmlir-cpu-pipeline"),
                        clEnumValN(CompileTarget::Gpu, "gpu", "pmlir-gpu-pipeline"))};
-  Option<Precision> precision{
-      *this, "precision", llvm::cl::desc("the arithmetic"), llvm::cl::init(Precision::F32),
-      llvm::cl::values(clEnumValN(Precision::F32, "f32", ""),
-                       clEnumValN(Precision::TF32, "tf32", "target=gpu: f32 GEMMs on tensor cores"),
-                       clEnumValN(Precision::BF16, "bf16", "bf16 storage, f32 arithmetic"))};
+  Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
+                              llvm::cl::init(Precision::F32), precisionValues()};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};
   Option<std::string> gpuFormat{

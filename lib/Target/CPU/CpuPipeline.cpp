@@ -36,7 +36,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
   pm.addPass(createFuseElementwise());
-  if (options.precision == "bf16")
+  if (options.precision == Precision::BF16)
     pm.addPass(createStoreBf16());
   pm.addPass(createSelectCpuKernels(SelectCpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());
@@ -49,7 +49,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // bf16 <-> f32 as integer shifts and rounding: x86 has no instructions
   // for them, and LLVM's fallbacks call into a libgcc that may lack them.
-  if (options.precision == "bf16") {
+  if (options.precision == Precision::BF16) {
     arith::ArithExpandOpsPassOptions expand;
     expand.includeBf16 = true;
     pm.addPass(arith::createArithExpandOpsPass(expand));

@@ -40,9 +40,10 @@ struct SelectCpuKernelsPass : public pmlir::impl::SelectCpuKernelsBase<SelectCpu
   using SelectCpuKernelsBase::SelectCpuKernelsBase;
 
   void runOnOperation() override {
-    if (precision != "f32" && precision != "bf16") {
-      getOperation()->emitError() << "pmlir-select-cpu-kernels: precision '" << precision
-                                  << "' is neither f32 nor bf16";
+    if (precision == pmlir::Precision::TF32) {
+      getOperation()->emitError() << "pmlir-select-cpu-kernels: precision '"
+                                  << pmlir::precisionName(precision)
+                                  << "' is neither f32 nor bf16 (a CPU has no TF32 arithmetic)";
       return signalPassFailure();
     }
     getOperation()->walk([&](linalg::GenericOp op) {

@@ -68,7 +68,7 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
   pm.addPass(createFuseElementwise(FuseElementwiseOptions{/*transposes=*/true}));
-  if (options.precision == "bf16")
+  if (options.precision == Precision::BF16)
     pm.addPass(createStoreBf16());
   pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());

@@ -29,11 +29,6 @@ struct SelectGpuKernelsPass : public pmlir::impl::SelectGpuKernelsBase<SelectGpu
   using SelectGpuKernelsBase::SelectGpuKernelsBase;
 
   void runOnOperation() override {
-    if (precision != "f32" && precision != "tf32" && precision != "bf16") {
-      getOperation()->emitError() << "pmlir-select-gpu-kernels: precision '" << precision
-                                  << "' is none of f32, tf32 and bf16";
-      return signalPassFailure();
-    }
     getOperation()->walk([&](linalg::GenericOp op) {
       std::optional<pmlir::GemmShape> gemm = pmlir::matchGemm(op);
       std::string types = gemm ? gemm->types() : "";
@@ -41,7 +36,7 @@ struct SelectGpuKernelsPass : public pmlir::impl::SelectGpuKernelsBase<SelectGpu
         return;
       // An f32 GEMM computes in the mode `precision` asks (f32 but for
       // tf32); bf16 operands are named by their types.
-      if (types == "f32" && precision == "tf32")
+      if (types == "f32" && precision == pmlir::Precision::TF32)
         types = "tf32";
       std::string kernel = "pmlir_gpu_matmul_" + types + "_" + gemm->suffix();
       LLVM_DEBUG(llvm::dbgs() << kernel << " for the contraction at " << op.getLoc() << "\n");

@@ -43,7 +43,7 @@ func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tenso
 // STORED: linalg.generic {{.*}}library_call = "pmlir_matmul_bf16_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x8xbf16>)
 // STORED: linalg.generic {{.*}}library_call = "pmlir_matmul_bf16f32_r22_t00"{{.*}} outs(%{{.*}} : tensor<3x4xf32>)
 // RUN: not pmlir-opt %s --pmlir-select-cpu-kernels=precision=tf32 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: pmlir-select-cpu-kernels: precision 'tf32' is neither f32 nor bf16
+// BAD: error: pmlir-select-cpu-kernels: precision 'tf32' is neither f32 nor bf16 (a CPU has no TF32 arithmetic)
 func.func @bf16(%x: tensor<3x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<3x8xbf16> {
   %0 = tfm.matmul %x, %w : tensor<3x16xbf16>, tensor<16x8xbf16> -> tensor<3x8xbf16>
   return %0 : tensor<3x8xbf16>

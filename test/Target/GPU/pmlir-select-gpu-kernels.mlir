@@ -10,7 +10,7 @@
 // CHECK: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_f32_r32_t01"
 // TF32-LABEL: func @matmul_transpose_rhs
 // TF32: linalg.generic {{.*}}library_call = "pmlir_gpu_matmul_tf32_r32_t01"
-// BAD: error: pmlir-select-gpu-kernels: precision 'fp8' is none of f32, tf32 and bf16
+// BAD: for the --precision option: Cannot find option named 'fp8'
 func.func @matmul_transpose_rhs(%x: tensor<2x3x16xf32>, %w: tensor<8x16xf32>) -> tensor<2x3x8xf32> {
   %0 = tfm.matmul %x, %w transpose_rhs : tensor<2x3x16xf32>, tensor<8x16xf32> -> tensor<2x3x8xf32>
   return %0 : tensor<2x3x8xf32>

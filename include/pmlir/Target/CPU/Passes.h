@@ -11,6 +11,8 @@
 #ifndef PMLIR_TARGET_CPU_PASSES_H
 #define PMLIR_TARGET_CPU_PASSES_H
 
+#include "pmlir/Support/Precision.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -30,10 +32,9 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<std::string> entry{*this, "entry",
                             llvm::cl::desc("the function callers enter through its C interface"),
                             llvm::cl::init("forward")};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("f32, or bf16 (tensors between kernels and GEMM "
-                                               "operands stored in bf16, arithmetic in f32)"),
-                                llvm::cl::init("f32")};
+  Option<Precision> precision{*this, "precision",
+                              llvm::cl::desc("the arithmetic (f32 or bf16: a CPU has no tf32)"),
+                              llvm::cl::init(Precision::F32), precisionValues()};
 };
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:

@@ -41,8 +41,8 @@ def SelectCpuKernels : Pass<"pmlir-select-cpu-kernels"> {
     After: the same op with `library_call = "pmlir_matmul_f32_r32_t00"`.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"f32\"",
-           "the program's precision: f32, or bf16 (tensors stored in bf16)">,
+    Option<"precision", "precision", "pmlir::Precision", "pmlir::Precision::F32",
+           "the program's precision (f32 or bf16: a CPU has no tf32)", "pmlir::precisionValues()">,
   ];
 }
 

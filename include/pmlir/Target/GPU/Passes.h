@@ -13,6 +13,8 @@
 #ifndef PMLIR_TARGET_GPU_PASSES_H
 #define PMLIR_TARGET_GPU_PASSES_H
 
+#include "pmlir/Support/Precision.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,11 +44,8 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features (the PTX ISA version)"),
                                llvm::cl::init("+ptx80")};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("f32, tf32 (f32 GEMMs on tensor cores) or bf16 "
-                                               "(tensors between kernels and GEMM operands "
-                                               "stored in bf16, arithmetic in f32)"),
-                                llvm::cl::init("f32")};
+  Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
+                              llvm::cl::init(Precision::F32), precisionValues()};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("the CUDA toolkit's directory, for ptxas and libdevice (default: "

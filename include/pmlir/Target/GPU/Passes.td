@@ -36,8 +36,8 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
     `library_call = "pmlir_gpu_matmul_tf32_r32_t00"`.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"f32\"",
-           "the program's precision: f32, tf32 (f32 GEMMs on tensor cores) or bf16 (tensors stored in bf16)">,
+    Option<"precision", "precision", "pmlir::Precision", "pmlir::Precision::F32",
+           "the program's precision", "pmlir::precisionValues()">,
   ];
 }
 
