@@ -39,7 +39,9 @@ std::string compiledEntryName(const CompilePipelineOptions &options) {
 
 namespace {
 
-bool pipelined(const CompilePipelineOptions &options) { return !options.pipelineSchedule.empty(); }
+bool pipelined(const CompilePipelineOptions &options) {
+  return options.pipelineSchedule != pipe::ScheduleKind::None;
+}
 
 ProgramPipelineOptions programOptionsOf(const CompilePipelineOptions &o, int64_t pipelineRanks) {
   ProgramPipelineOptions program;

@@ -127,7 +127,7 @@ private:
     std::vector<int64_t> axes;
     if (mesh)
       for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
-        if (o.pipelineSchedule.empty() || mesh->axisNames()[a] != "pp")
+        if (o.pipelineSchedule == pipe::ScheduleKind::None || mesh->axisNames()[a] != "pp")
           axes.push_back(static_cast<int64_t>(a));
     return axes;
   }

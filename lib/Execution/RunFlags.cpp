@@ -231,11 +231,11 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::value_desc("file"), cl::cat(c.training));
 
   //===--- Pipeline parallelism ---===//
-  bind("pipeline-schedule", o.pipelineSchedule,
-       cl::desc("pipeline the training step (--train) or the forward over the mesh's pp axis "
-                "with this schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or csv "
-                "(--pipeline-csv); a forward runs the schedule's forwards alone"),
-       cl::cat(c.pipeline));
+  choose("pipeline-schedule", o.pipelineSchedule, pipe::scheduleKindValues(),
+         cl::desc("pipeline the training step (--train) or the forward over the mesh's pp axis "
+                  "with this schedule (csv: --pipeline-csv's); a forward runs the schedule's "
+                  "forwards alone"),
+         cl::cat(c.pipeline));
   bind("pipeline-csv", o.pipelineCsv,
        cl::desc("with --pipeline-schedule csv: each pipeline rank's actions, one line per rank "
                 "(torch.distributed.pipelining's CSV, e.g. 0F0,0F1,0B0,0B1)"),

@@ -73,7 +73,7 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
   c.weightDecay = o.weightDecay;
   c.maxGradNorm = o.clipGradNorm;
   c.gradAccum = o.gradAccum;
-  if (!o.pipelineSchedule.empty()) {
+  if (o.pipelineSchedule != pipe::ScheduleKind::None) {
     c.pipelineSchedule = o.pipelineSchedule;
     c.pipelineCsv = o.pipelineCsv;
     c.microbatches = o.microbatches;
@@ -231,7 +231,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   fillCompileOptions(o, lowering);
   lowering.program = ProgramKind::Forward;
   lowering.entry = entry;
-  lowering.pipelineSchedule = "";
+  lowering.pipelineSchedule = pipe::ScheduleKind::None;
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
   if (o.device == CompileTarget::Gpu)
@@ -311,7 +311,7 @@ int Job::run() {
   // scheduled), sharded on the mesh, this rank's pipeline stages, lowered.
   CompilePipelineOptions phases;
   fillCompileOptions(o, phases);
-  bool pipelined = !o.pipelineSchedule.empty();
+  bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
   if (pipelined) {
     if (!mesh || mesh->axisIndex("pp") < 0)
       return failHere("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
@@ -379,7 +379,7 @@ int Job::run() {
     unpipelined = module->clone();
     CompilePipelineOptions reference;
     fillCompileOptions(o, reference);
-    reference.pipelineSchedule = "";
+    reference.pipelineSchedule = pipe::ScheduleKind::None;
     if (o.train)
       reference.gradAccum = o.microbatches;
     else
@@ -807,18 +807,19 @@ int exec::runModel(const RunOptions &o) {
   }
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
-  if ((o.pipelineSchedule == "csv") != !o.pipelineCsv.empty())
+  bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
+  if ((o.pipelineSchedule == pipe::ScheduleKind::Csv) != !o.pipelineCsv.empty())
     return fail(o.pipelineCsv.empty() ? "--pipeline-schedule csv reads its actions from "
                                         "--pipeline-csv FILE"
                                       : "--pipeline-csv gives the actions of "
                                         "--pipeline-schedule csv");
-  if (o.pipelineSchedule.empty() && !o.pipelineSplit.empty())
+  if (!pipelined && !o.pipelineSplit.empty())
     return fail("--pipeline-split cuts the stages of --pipeline-schedule");
-  if (o.pipelineSchedule.empty() && (o.microbatches != 1 || o.virtualStages != 1))
+  if (!pipelined && (o.microbatches != 1 || o.virtualStages != 1))
     return fail(std::string(o.microbatches != 1 ? "--microbatches" : "--virtual-stages") +
                 " is for --pipeline-schedule (without one, --grad-accum splits a training "
                 "step)");
-  if (!o.pipelineSchedule.empty() && !o.grads.empty())
+  if (pipelined && !o.grads.empty())
     return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
                 "not pipelined");
   if (!o.grads.empty() && !o.output.empty())

@@ -231,7 +231,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     return failHere("@" + signature.name + " is no training step (pmlir-optimizer's)");
   std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   Batch batch;
-  bool pipelined = !o.pipelineSchedule.empty();
+  bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
   if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error, pipelined))
     return failHere(error);
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;

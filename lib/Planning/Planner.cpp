@@ -216,7 +216,7 @@ struct Planner {
     phases.entry = options.entry;
     phases.program = options.train ? ProgramKind::Train : ProgramKind::Forward;
     if (plan.schedule) {
-      phases.pipelineSchedule = plan.scheduleName();
+      phases.pipelineSchedule = *plan.schedule;
       phases.microbatches = plan.microbatches;
       phases.virtualStages = plan.virtualStages;
       phases.pipelineSplit = llvm::ArrayRef<int64_t>(plan.splitPoints);

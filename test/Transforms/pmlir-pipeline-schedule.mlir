@@ -70,7 +70,9 @@
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/none.csv microbatches=2" 2>&1 | FileCheck %s --check-prefix=NO-FILE
 // NO-FILE: error: pmlir-pipeline-schedule: cannot read the schedule '{{.*}}none.csv':
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: pmlir-pipeline-schedule: unknown schedule 'zb-h2' (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv)
+// UNKNOWN: for the --schedule option: Cannot find option named 'zb-h2'
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=none" 2>&1 | FileCheck %s --check-prefix=NONE
+// NONE: error: pmlir-pipeline-schedule: schedule=none schedules nothing: give a generator or csv
 // RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=gpipe" \
 // RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: pmlir-pipeline-schedule: the module already has a pipe.schedule

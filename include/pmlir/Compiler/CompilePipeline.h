@@ -96,11 +96,10 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       llvm::cl::init(1)};
 
   //===--- Pipeline parallelism ---===//
-  Option<std::string> pipelineSchedule{
+  Option<pipe::ScheduleKind> pipelineSchedule{
       *this, "pipeline-schedule",
-      llvm::cl::desc("stages on the mesh's pp axis, run in this schedule: gpipe, 1f1b, "
-                     "interleaved-1f1b, zb-h1, zb-v or csv (empty: none)"),
-      llvm::cl::init("")};
+      llvm::cl::desc("stages on the mesh's pp axis, run in this schedule"),
+      llvm::cl::init(pipe::ScheduleKind::None), pipe::scheduleKindValues()};
   Option<std::string> pipelineCsv{
       *this, "pipeline-csv",
       llvm::cl::desc("pipeline-schedule=csv: torch.distributed.pipelining's CSV")};

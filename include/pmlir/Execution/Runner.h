@@ -97,11 +97,11 @@ struct RunOptions {
   double clipGradNorm = 0;
   int64_t gradAccum = 1;
   /// Pipeline parallelism on the mesh's pp axis, of the training step or
-  /// (without train) the forward: the schedule (gpipe, 1f1b,
-  /// interleaved-1f1b, zb-h1, csv; empty: none), its microbatches (each of
-  /// the model's batch size) and stages per pipeline rank.
-  std::string pipelineSchedule;
-  /// With pipelineSchedule "csv": torch.distributed.pipelining's CSV.
+  /// (without train) the forward: the schedule (None: no pipeline), its
+  /// microbatches (each of the model's batch size) and stages per pipeline
+  /// rank.
+  pipe::ScheduleKind pipelineSchedule = pipe::ScheduleKind::None;
+  /// With pipelineSchedule Csv: torch.distributed.pipelining's CSV.
   std::string pipelineCsv;
   int64_t microbatches = 1, virtualStages = 1;
   /// The first layer of stages 1, 2, ... (empty: balanced by FLOPs).

@@ -8,6 +8,7 @@
 #define PMLIR_TRANSFORMS_PASSES_H
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Dialect/Pipe/Schedule.h"
 #include "pmlir/Training/Autodiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -101,9 +102,9 @@ struct ProgramPipelineOptions {
   bool train = false;
   /// The step's hyperparameters and gradAccum (without pipelining).
   OptimizerOptions optimizer;
-  /// Pipelined where schedule.schedule is not empty: ranks, microbatches,
+  /// Pipelined where schedule.schedule is not None: ranks, microbatches,
   /// virtual stages and the schedule.
-  PipelineScheduleOptions schedule{/*schedule=*/""};
+  PipelineScheduleOptions schedule{/*schedule=*/pipe::ScheduleKind::None};
   /// Without a schedule, a forward repeated over this many microbatches
   /// (pmlir-microbatch; 0: not), as the pipelined forward over the
   /// schedule's (a step accumulates over optimizer.gradAccum instead).

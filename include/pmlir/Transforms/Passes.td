@@ -831,8 +831,10 @@ def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv">,
+    Option<"schedule", "schedule", "pmlir::pipe::ScheduleKind",
+           /*default=*/"pmlir::pipe::ScheduleKind::OneFOneB",
+           "a generator (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v) or csv",
+           "pmlir::pipe::scheduleKindValues()">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "pipeline ranks (default: the stages over virtual-stages)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1", "microbatches per step">,

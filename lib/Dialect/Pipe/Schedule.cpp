@@ -89,6 +89,10 @@ std::optional<Action> Action::parse(std::string_view text) {
 
 std::string_view pmlir::pipe::scheduleKindName(ScheduleKind kind) {
   switch (kind) {
+  case ScheduleKind::None:
+    return "none";
+  case ScheduleKind::Csv:
+    return "csv";
   case ScheduleKind::GPipe:
     return "gpipe";
   case ScheduleKind::OneFOneB:
@@ -101,6 +105,25 @@ std::string_view pmlir::pipe::scheduleKindName(ScheduleKind kind) {
     return "zb-v";
   }
   return "?";
+}
+
+bool pmlir::pipe::isGenerated(ScheduleKind kind) {
+  return kind != ScheduleKind::None && kind != ScheduleKind::Csv;
+}
+
+llvm::cl::ValuesClass pmlir::pipe::scheduleKindValues() {
+  return llvm::cl::values(
+      clEnumValN(ScheduleKind::None, "none", "no pipeline"),
+      clEnumValN(ScheduleKind::GPipe, "gpipe", "all forwards, then all backwards"),
+      clEnumValN(ScheduleKind::OneFOneB, "1f1b", "one forward, one backward"),
+      clEnumValN(ScheduleKind::Interleaved1F1B, "interleaved-1f1b",
+                 "1F1B over several stages a rank (virtual stages)"),
+      clEnumValN(ScheduleKind::ZeroBubbleH1, "zb-h1",
+                 "1F1B with the backward split into input and weight gradients"),
+      clEnumValN(ScheduleKind::ZeroBubbleV, "zb-v",
+                 "zero-bubble V: two stages a rank, a microbatch down the ranks and back"),
+      clEnumValN(ScheduleKind::Csv, "csv",
+                 "each rank's actions from torch.distributed.pipelining's CSV"));
 }
 
 std::optional<ScheduleKind> pmlir::pipe::parseScheduleKind(std::string_view name) {
@@ -188,6 +211,10 @@ std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ra
     return std::nullopt;
   }
   std::string name(scheduleKindName(kind));
+  if (!isGenerated(kind)) {
+    error = "schedule " + name + " is no generator (a csv schedule is read from its file)";
+    return std::nullopt;
+  }
   if (kind == ScheduleKind::ZeroBubbleV && virtualStages != 2) {
     error = "schedule zb-v runs two stages per rank (rank r holds stages r and 2 ranks - 1 - r), "
             "not " +
@@ -652,6 +679,8 @@ std::optional<double> pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t rank
     return idle / (m * (F + I + W) + idle);
   }
   case ScheduleKind::ZeroBubbleV:
+  case ScheduleKind::None:
+  case ScheduleKind::Csv:
     return std::nullopt;
   }
   return 0;

@@ -50,21 +50,19 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
                   "pmlir-pipeline-partition first");
     std::string error;
     std::optional<pipe::Schedule> built;
-    if (schedule == "csv") {
+    if (schedule == pipe::ScheduleKind::None)
+      return fail("schedule=none schedules nothing: give a generator or csv");
+    if (schedule == pipe::ScheduleKind::Csv) {
       auto file = llvm::MemoryBuffer::getFile(csvFile);
       if (!file)
         return fail("cannot read the schedule '" + csvFile + "': " + file.getError().message());
       built = pipe::parseScheduleCsv((*file)->getBuffer().str(), stages, microbatches, error);
     } else {
-      std::optional<pipe::ScheduleKind> kind = pipe::parseScheduleKind(schedule);
-      if (!kind)
-        return fail("unknown schedule '" + schedule +
-                    "' (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or csv)");
       int64_t p = ranks > 0 ? ranks : stages / virtualStages;
       if (p * virtualStages != stages)
         return fail("the program has " + Twine(stages) + " stages, not " + Twine(p) + " ranks x " +
                     Twine(virtualStages) + " virtual stages");
-      built = pipe::buildSchedule(*kind, p, virtualStages, microbatches, error);
+      built = pipe::buildSchedule(schedule, p, virtualStages, microbatches, error);
     }
     if (built && ranks > 0 && built->ranks != ranks)
       return fail("the schedule has " + Twine(built->ranks) + " ranks, not " + Twine(ranks));
@@ -79,7 +77,7 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
         if (std::optional<uint64_t> micro = fragment.getMicrobatch())
           programMicrobatches = std::max<int64_t>(programMicrobatches, *micro + 1);
       }
-    if (built && !backward && schedule != "csv")
+    if (built && !backward && schedule != pipe::ScheduleKind::Csv)
       built = built->forwardOnly();
     if (built && !pipe::verifySchedule(*built, error))
       built.reset();
@@ -111,8 +109,8 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
         actions.push_back(b.getStringAttr(a.str()));
       lists.push_back(b.getArrayAttr(actions));
     }
-    pipe::ScheduleOp::create(b, module.getLoc(), schedule, built->ranks, built->stages,
-                             built->microbatches, b.getArrayAttr(lists));
+    pipe::ScheduleOp::create(b, module.getLoc(), pipe::scheduleKindName(schedule), built->ranks,
+                             built->stages, built->microbatches, b.getArrayAttr(lists));
   }
 };
 

@@ -18,7 +18,7 @@
 using namespace mlir;
 
 std::string pmlir::buildProgramPipeline(OpPassManager &pm, const ProgramPipelineOptions &options) {
-  bool pipelined = !options.schedule.schedule.empty();
+  bool pipelined = options.schedule.schedule != pipe::ScheduleKind::None;
   std::string name = options.autodiff.entry;
   if (options.gradients || options.train) {
     AutodiffOptions autodiff = options.autodiff;

@@ -17,6 +17,8 @@
 #ifndef PMLIR_DIALECT_PIPE_SCHEDULE_H
 #define PMLIR_DIALECT_PIPE_SCHEDULE_H
 
+#include "llvm/Support/CommandLine.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,11 +56,21 @@ struct Action {
   }
 };
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleV };
+/// How a program's stages are scheduled on the pipeline ranks: not at all
+/// (None), by one of the generators (buildSchedule), or as a CSV file of
+/// actions says (Csv, parseScheduleCsv).
+enum class ScheduleKind { None, GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleV, Csv };
 
-/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v".
+/// "none", "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "csv".
 std::string_view scheduleKindName(ScheduleKind kind);
+/// A generator's kind by its name (none and csv are no generators).
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
+/// Whether buildSchedule builds schedules of `kind`.
+bool isGenerated(ScheduleKind kind);
+
+/// The alternatives of an option that picks a schedule, each with its
+/// name.
+llvm::cl::ValuesClass scheduleKindValues();
 
 struct Schedule {
   int64_t ranks = 1;  ///< pipeline ranks (the pp axis' size)

@@ -37,7 +37,7 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
   }];
   let options = [
     Option<"precision", "precision", "pmlir::Precision", "pmlir::Precision::F32",
-           "the program's precision", "pmlir::precisionValues()">,
+           "the program's precision: f32, tf32 (f32 GEMMs on tensor cores) or bf16", "pmlir::precisionValues()">,
   ];
 }
 
