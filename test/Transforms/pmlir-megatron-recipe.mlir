@@ -111,9 +111,9 @@
 // A mesh with neither tp nor dp is refused, not silently replicated, and
 // the module-level error does not print the module.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
-// RUN:   | sed 's/^module {/module attributes {tfm.mesh = #tfm.mesh<x = 2>} {/' \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=x=2 rank-order=x" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
-// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel) and 'cp' (context parallel), and mesh #tfm.mesh<x = 2> has none of them
+// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel) and 'cp' (context parallel), and mesh #tfm.mesh<x = 2, rank_order = [x]> has none of them
 
 // Context parallelism: the token ids' sequence on cp, and propagation
 // carries it through the model; each attention reads its queries' shard
