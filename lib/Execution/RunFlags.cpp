@@ -40,8 +40,7 @@ public:
   }
 };
 
-/// The sections of --help, in the order a user needs them (LLVM lists
-/// categories by name).
+/// The sections of --help (LLVM lists them by name).
 struct Categories {
   cl::OptionCategory run{"Run: the model, its arguments and results"};
   cl::OptionCategory mesh{"Mesh and parallelism"};
