@@ -76,20 +76,6 @@ std::optional<std::vector<int64_t>> globalShapeOf(Attribute attr) {
   return std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end());
 }
 
-Role roleOf(tfm::ArgumentRole role) {
-  switch (role) {
-  case tfm::ArgumentRole::Param:
-    return Role::Param;
-  case tfm::ArgumentRole::Input:
-    return Role::Input;
-  case tfm::ArgumentRole::Label:
-    return Role::Label;
-  case tfm::ArgumentRole::OptimizerState:
-    return Role::OptimizerState;
-  }
-  llvm_unreachable("unknown argument role");
-}
-
 } // namespace
 
 bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::string &error,
@@ -165,7 +151,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
       error = "argument '" + spec.name + "' has unsupported element type";
       return false;
     }
-    spec.role = roleOf(tfm::argumentRole(entry, i));
+    spec.role = tfm::argumentRole(entry, i);
     std::string bad;
     spec.sharding = shardingOf(entry.getArgAttr(i, tfm::kShardingAttr), bad);
     if (!bad.empty()) {

@@ -14,6 +14,7 @@
 #ifndef PMLIR_EXECUTION_BINDING_H
 #define PMLIR_EXECUTION_BINDING_H
 
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Support/Layout.h"
 #include "pmlir/Support/Mesh.h"
 #include "pmlir/Support/SafeTensors.h"
@@ -29,8 +30,8 @@ namespace pmlir::exec {
 
 enum class ElementKind { F32, I32, I64 };
 
-/// What an argument is, as argumentRole() decides it.
-enum class Role { Param, Input, Label, OptimizerState };
+/// What an argument is, as tfm::argumentRole() decides it.
+using Role = tfm::ArgumentRole;
 
 /// A tensor of the entry function as binding and assembly need it.
 struct TensorSpec {

@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -37,31 +38,9 @@ void TfmDialect::initialize() {
 // Argument roles
 //===----------------------------------------------------------------------===//
 
-StringRef pmlir::tfm::stringifyArgumentRole(ArgumentRole role) {
-  switch (role) {
-  case ArgumentRole::Param:
-    return "param";
-  case ArgumentRole::Input:
-    return "input";
-  case ArgumentRole::Label:
-    return "label";
-  case ArgumentRole::OptimizerState:
-    return "optimizer_state";
-  }
-  llvm_unreachable("unknown argument role");
-}
-
-std::optional<ArgumentRole> pmlir::tfm::parseArgumentRole(StringRef text) {
-  for (ArgumentRole role : {ArgumentRole::Param, ArgumentRole::Input, ArgumentRole::Label,
-                            ArgumentRole::OptimizerState})
-    if (text == stringifyArgumentRole(role))
-      return role;
-  return std::nullopt;
-}
-
 ArgumentRole pmlir::tfm::argumentRole(FunctionOpInterface func, unsigned index) {
   if (auto role = func.getArgAttrOfType<StringAttr>(index, kRoleAttr))
-    if (std::optional<ArgumentRole> parsed = parseArgumentRole(role.getValue()))
+    if (std::optional<ArgumentRole> parsed = symbolizeArgumentRole(role.getValue()))
       return *parsed;
   auto name = func.getArgAttrOfType<StringAttr>(index, kNameAttr);
   if (!name)
@@ -81,11 +60,14 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned regio
   if (attr.getName() != kRoleAttr)
     return success();
   auto text = dyn_cast<StringAttr>(attr.getValue());
-  if (!text || !parseArgumentRole(text.getValue()))
-    return op->emitOpError() << "argument #" << index
-                             << ": tfm.role must be one of \"param\", "
-                                "\"input\", \"label\", \"optimizer_state\", got "
-                             << attr.getValue();
+  if (!text || !symbolizeArgumentRole(text.getValue())) {
+    SmallVector<std::string> names;
+    for (uint32_t value = 0; value <= getMaxEnumValForArgumentRole(); ++value)
+      if (std::optional<ArgumentRole> role = symbolizeArgumentRole(value))
+        names.push_back(("\"" + stringifyArgumentRole(*role) + "\"").str());
+    return op->emitOpError() << "argument #" << index << ": tfm.role must be one of "
+                             << llvm::join(names, ", ") << ", got " << attr.getValue();
+  }
   return success();
 }
 

@@ -48,16 +48,11 @@ inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
 /// needs it where shards are padded (a split the devices do not divide),
 /// as the local shape then does not tell the global one.
 inline constexpr llvm::StringLiteral kGlobalTypeAttr = "tfm.global_type";
-/// Argument attribute saying what an argument is: "param", "input",
-/// "label" or "optimizer_state". Read it through argumentRole().
+/// Argument attribute saying what an argument is: an ArgumentRole's name
+/// (TfmOps.td: "param", "input", "label", "optimizer_state";
+/// stringifyArgumentRole, symbolizeArgumentRole). Read it through
+/// argumentRole().
 inline constexpr llvm::StringLiteral kRoleAttr = "tfm.role";
-
-enum class ArgumentRole { Param, Input, Label, OptimizerState };
-
-/// The spelling of `role` in tfm.role.
-llvm::StringRef stringifyArgumentRole(ArgumentRole role);
-/// `text` as a role, or std::nullopt.
-std::optional<ArgumentRole> parseArgumentRole(llvm::StringRef text);
 
 /// What argument `index` of `func` is: its tfm.role, or for programs
 /// written without roles, an input if it has no tfm.name, else a label if

@@ -34,6 +34,19 @@ def Tfm_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::pmlir::tfm";
 }
 
+// What a function argument is: its `tfm.role` (a string attribute, the
+// case's name) and, in C++, the one enum every layer reads it as
+// (tfm::argumentRole decides it for arguments without one).
+def Tfm_ArgumentRole : I32EnumAttr<"ArgumentRole", "what a function argument is", [
+      I32EnumAttrCase<"Param", 0, "param">,
+      I32EnumAttrCase<"Input", 1, "input">,
+      I32EnumAttrCase<"Label", 2, "label">,
+      I32EnumAttrCase<"OptimizerState", 3, "optimizer_state">
+    ]> {
+  let cppNamespace = "::pmlir::tfm";
+  let genSpecializedAttr = 0;
+}
+
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tfm_Dialect, mnemonic, traits>;
 
