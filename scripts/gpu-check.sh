@@ -19,9 +19,9 @@
 #   profile (90 s) bench/gpu_profile.py: a traced bf16 GPT-2 small training
 #                  step, its GPU time by kernel (OUTDIR/profile.md, the
 #                  trace in OUTDIR/train-trace.json)
-# so that the whole check ends within 8 minutes (on an H200: 16 s, 50 s and
-# 214 s before the profile step). --bench-args replaces the benchmark's
-# arguments (default "--rounds 1 --repeat 10 --steps 4").
+# so that the whole check ends within 8 minutes (on an H200: 21 s, 56 s,
+# 243 s and 44 s). --bench-args replaces the benchmark's arguments (default
+# "--rounds 1 --repeat 10 --steps 4").
 # The exit status is 0 when every step that ran passed. With --no-gpu-ok, a
 # machine without a usable GPU prints pmlir-run's "no GPU" error and exits 0:
 # that proves the bundle complete on a machine without one.
