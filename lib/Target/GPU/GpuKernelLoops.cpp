@@ -319,10 +319,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
                              sum->setOperand(1, mapping.lookupOrDefault(element));
                              scf::YieldOp::create(fb, loc, sum->getResult(0));
                            });
-    auto total = gpu::AllReduceOp::create(
-        lb, loc, partial.getResult(0),
-        gpu::AllReduceOperationAttr::get(op.getContext(), *allReduceOf(combiner)),
-        lb.getUnitAttr());
+    Value total = allReduceInBlock(lb, loc, partial.getResult(0), combiner);
     if (!old)
       return total;
     return combine(lb, combiner, old, total);
@@ -334,6 +331,39 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     combined->setOperand(0, lhs);
     combined->setOperand(1, rhs);
     return combined->getResult(0);
+  }
+
+  /// The block's threads' `partial`s combined by `combiner`
+  /// (gpu.all_reduce: shuffles and a barrier; every thread gets it back).
+  static Value allReduceInBlock(OpBuilder &lb, Location loc, Value partial, Operation *combiner) {
+    return gpu::AllReduceOp::create(
+        lb, loc, partial, gpu::AllReduceOperationAttr::get(lb.getContext(), *allReduceOf(combiner)),
+        lb.getUnitAttr());
+  }
+
+  /// A kernel's loops: a grid of blocks over `extents` (one block where
+  /// there are none: a whole tensor to one value), `width` threads each,
+  /// mapped (blocks by onBlocks, threads on thread_x). `body` builds each
+  /// thread's work from its block's indices (none for the one block) and
+  /// its lane.
+  static void emitBlocks(OpBuilder &b, Location loc, ArrayRef<Value> extents, Value width,
+                         function_ref<void(OpBuilder &, ValueRange, Value)> body) {
+    MLIRContext *ctx = b.getContext();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> upper(extents);
+    if (upper.empty())
+      upper.push_back(one);
+    SmallVector<Value> lower(upper.size(), zero), steps(upper.size(), one);
+    auto blocks = scf::ParallelOp::create(b, loc, lower, upper, steps);
+    OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
+    auto lanes =
+        scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
+    OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
+    body(lb, extents.empty() ? ValueRange() : ValueRange(blocks.getInductionVars()),
+         lanes.getInductionVars()[0]);
+    (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
+    (void)gpu::setMappingAttr(blocks, onBlocks(ctx, upper.size()));
   }
 
   /// The slices each value's elements are cut into, one block a slice, for
@@ -367,12 +397,10 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
   /// thread's. (Fewer elements than a block stay one thread's sum each.)
   void reduceByBlocks(linalg::GenericOp op) {
     Operation *combiner = blockCombiner(op);
-    MLIRContext *ctx = op.getContext();
     Location loc = op.getLoc();
     OpBuilder b(op);
     SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     SmallVector<Value> outerUpper, reducedExtents;
     SmallVector<unsigned> outerDims, reducedDims;
@@ -413,31 +441,17 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       reduceBySlices(op, combiner, outerUpper, staticCount, slices, width, indicesAt);
       return;
     }
-    // A whole tensor to one value: a grid of one block.
-    bool whole = outerDims.empty();
-    if (whole)
-      outerUpper.push_back(one);
-    SmallVector<Value> lower(outerUpper.size(), zero), steps(outerUpper.size(), one);
-    auto blocks = scf::ParallelOp::create(b, loc, lower, outerUpper, steps);
-    OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
-    SmallVector<Value> blockIvs = blocks.getInductionVars();
-    SmallVector<Value> outIndices = whole ? SmallVector<Value>() : blockIvs;
-    auto lanes =
-        scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
-    OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
-    Value lane = lanes.getInductionVars()[0];
+    // A block a value (one block for a whole tensor to one value).
     Value out = op.getDpsInits()[0];
-    // Every thread reads the old value before the all-reduce's barrier.
-    Value old = memref::LoadOp::create(lb, loc, out, outIndices);
-    Value value = reduceInBlock(
-        lb, op, combiner, old, lane, count, width,
-        [&](OpBuilder &fb, Value flat) {
-          return indicesAt(fb, whole ? ValueRange() : ValueRange(blockIvs), flat);
-        },
-        llvm::DenseMap<Value, Value>());
-    memref::StoreOp::create(lb, loc, value, out, outIndices);
-    (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
-    (void)gpu::setMappingAttr(blocks, onBlocks(ctx, blockIvs.size()));
+    emitBlocks(b, loc, outerUpper, width, [&](OpBuilder &lb, ValueRange outIndices, Value lane) {
+      // Every thread reads the old value before the all-reduce's barrier.
+      Value old = memref::LoadOp::create(lb, loc, out, outIndices);
+      Value value = reduceInBlock(
+          lb, op, combiner, old, lane, count, width,
+          [&](OpBuilder &fb, Value flat) { return indicesAt(fb, outIndices, flat); },
+          llvm::DenseMap<Value, Value>());
+      memref::StoreOp::create(lb, loc, value, out, outIndices);
+    });
     op.erase();
   }
 
@@ -452,11 +466,8 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
   void reduceBySlices(linalg::GenericOp op, Operation *combiner, ArrayRef<Value> outerUpper,
                       int64_t count, int64_t slices, Value width,
                       function_ref<SmallVector<Value>(OpBuilder &, ValueRange, Value)> indicesAt) {
-    MLIRContext *ctx = op.getContext();
     Location loc = op.getLoc();
     OpBuilder b(op);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value out = op.getDpsInits()[0];
     Type accType = cast<MemRefType>(out.getType()).getElementType();
     SmallVector<int64_t> partialShape;
@@ -469,64 +480,38 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     Value countValue = arith::ConstantIndexOp::create(b, loc, count);
 
     // Kernel 1: a block a slice of a value.
-    SmallVector<Value> upper(outerUpper);
-    upper.push_back(arith::ConstantIndexOp::create(b, loc, slices));
-    SmallVector<Value> lower(upper.size(), zero), steps(upper.size(), one);
-    auto sliceBlocks = scf::ParallelOp::create(b, loc, lower, upper, steps);
-    {
-      OpBuilder bb = OpBuilder::atBlockBegin(sliceBlocks.getBody());
-      SmallVector<Value> ivs = sliceBlocks.getInductionVars();
-      ValueRange valueIvs = ValueRange(ivs).drop_back();
-      Value slice = ivs.back();
-      auto lanes =
-          scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{width}, ValueRange{one});
-      OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
-      Value begin = arith::MulIOp::create(lb, loc, slice, chunkValue);
+    SmallVector<Value> sliceExtents(outerUpper);
+    sliceExtents.push_back(arith::ConstantIndexOp::create(b, loc, slices));
+    emitBlocks(b, loc, sliceExtents, width, [&](OpBuilder &lb, ValueRange ivs, Value lane) {
+      Value begin = arith::MulIOp::create(lb, loc, ivs.back(), chunkValue);
       Value end = arith::MinUIOp::create(lb, loc, arith::AddIOp::create(lb, loc, begin, chunkValue),
                                          countValue);
-      Value first = arith::AddIOp::create(lb, loc, begin, lanes.getInductionVars()[0]);
+      Value first = arith::AddIOp::create(lb, loc, begin, lane);
       Value partial = reduceInBlock(
           lb, op, combiner, /*old=*/Value(), first, end, width,
-          [&](OpBuilder &fb, Value flat) { return indicesAt(fb, valueIvs, flat); },
+          [&](OpBuilder &fb, Value flat) { return indicesAt(fb, ivs.drop_back(), flat); },
           llvm::DenseMap<Value, Value>());
       memref::StoreOp::create(lb, loc, partial, partials, ivs);
-      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
-      (void)gpu::setMappingAttr(sliceBlocks, onBlocks(ctx, ivs.size()));
-    }
+    });
 
     // Kernel 2: a block a value, its threads striding over the partials.
-    bool whole = outerUpper.empty();
-    SmallVector<Value> valueUpper(outerUpper);
-    if (whole)
-      valueUpper.push_back(one);
-    SmallVector<Value> valueLower(valueUpper.size(), zero), valueSteps(valueUpper.size(), one);
-    auto valueBlocks = scf::ParallelOp::create(b, loc, valueLower, valueUpper, valueSteps);
-    {
-      OpBuilder bb = OpBuilder::atBlockBegin(valueBlocks.getBody());
-      SmallVector<Value> ivs = valueBlocks.getInductionVars();
-      SmallVector<Value> outIndices = whole ? SmallVector<Value>() : ivs;
-      int64_t threads = std::min<int64_t>(blockSize, slices);
-      Value partialWidth = arith::ConstantIndexOp::create(bb, loc, threads);
-      auto lanes = scf::ParallelOp::create(bb, loc, ValueRange{zero}, ValueRange{partialWidth},
-                                           ValueRange{one});
-      OpBuilder lb = OpBuilder::atBlockBegin(lanes.getBody());
-      Value old = memref::LoadOp::create(lb, loc, out, outIndices);
-      Value identity = identityOf(lb, loc, combiner, accType);
-      auto partial = scf::ForOp::create(
-          lb, loc, lanes.getInductionVars()[0], upper.back(), partialWidth, ValueRange{identity},
-          [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
-            SmallVector<Value> at(outIndices);
-            at.push_back(k);
-            Value p = memref::LoadOp::create(fb, loc, partials, at);
-            scf::YieldOp::create(fb, loc, combine(fb, combiner, iter[0], p));
-          });
-      auto total = gpu::AllReduceOp::create(
-          lb, loc, partial.getResult(0),
-          gpu::AllReduceOperationAttr::get(ctx, *allReduceOf(combiner)), lb.getUnitAttr());
-      memref::StoreOp::create(lb, loc, combine(lb, combiner, old, total), out, outIndices);
-      (void)gpu::setMappingAttr(lanes, {onProcessor(ctx, gpu::Processor::ThreadX)});
-      (void)gpu::setMappingAttr(valueBlocks, onBlocks(ctx, ivs.size()));
-    }
+    Value partialWidth =
+        arith::ConstantIndexOp::create(b, loc, std::min<int64_t>(blockSize, slices));
+    emitBlocks(
+        b, loc, outerUpper, partialWidth, [&](OpBuilder &lb, ValueRange outIndices, Value lane) {
+          Value old = memref::LoadOp::create(lb, loc, out, outIndices);
+          Value identity = identityOf(lb, loc, combiner, accType);
+          auto partial = scf::ForOp::create(
+              lb, loc, lane, sliceExtents.back(), partialWidth, ValueRange{identity},
+              [&](OpBuilder &fb, Location, Value k, ValueRange iter) {
+                SmallVector<Value> at(outIndices);
+                at.push_back(k);
+                Value p = memref::LoadOp::create(fb, loc, partials, at);
+                scf::YieldOp::create(fb, loc, combine(fb, combiner, iter[0], p));
+              });
+          Value total = allReduceInBlock(lb, loc, partial.getResult(0), combiner);
+          memref::StoreOp::create(lb, loc, combine(lb, combiner, old, total), out, outIndices);
+        });
     memref::DeallocOp::create(b, loc, partials);
     op.erase();
   }
