@@ -142,6 +142,7 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      splitReductions(func);
       fuseRows(func);
       if (failed(toParallelLoops(func)))
         return signalPassFailure();
@@ -152,6 +153,80 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         return signalPassFailure();
       if (failed(tileAndMap(func)))
         return signalPassFailure();
+    }
+  }
+
+  /// A reduction into several buffers whose values do not depend on one
+  /// another (a loss's sum and its count of tokens) -> one reduction a
+  /// buffer, each with the body's ops its value needs: each is then one
+  /// reduction into one value, which runs on blocks of threads (below)
+  /// instead of one thread. Each input is read once a reduction.
+  void splitReductions(func::FuncOp func) {
+    SmallVector<linalg::GenericOp> generics;
+    func.walk([&](linalg::GenericOp op) {
+      if (op.hasPureBufferSemantics() && op.getNumDpsInits() > 1 && op.getNumReductionLoops() > 0)
+        generics.push_back(op);
+    });
+    for (linalg::GenericOp op : generics) {
+      Block &body = op.getRegion().front();
+      unsigned inputs = op.getNumDpsInputs();
+      auto yield = cast<linalg::YieldOp>(body.getTerminator());
+      // Each value's ops in the body, which may read no other
+      // accumulator; the outputs distinct buffers that no input reads.
+      SmallVector<SetVector<Operation *>> needs(op.getNumDpsInits());
+      bool independent = true;
+      llvm::DenseSet<Value> outputs;
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (!outputs.insert(baseOf(init.get())).second)
+          independent = false;
+      for (OpOperand *input : op.getDpsInputOperands())
+        if (outputs.contains(baseOf(input->get())))
+          independent = false;
+      for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+        SmallVector<Value> work{value};
+        while (!work.empty() && independent) {
+          Value v = work.pop_back_val();
+          if (auto arg = dyn_cast<BlockArgument>(v)) {
+            if (arg.getOwner() == &body && arg.getArgNumber() >= inputs &&
+                arg.getArgNumber() != inputs + i)
+              independent = false;
+            continue;
+          }
+          Operation *def = v.getDefiningOp();
+          if (def->getBlock() != &body)
+            continue;
+          if (def->getNumRegions() != 0) {
+            independent = false;
+            continue;
+          }
+          if (needs[i].insert(def))
+            llvm::append_range(work, def->getOperands());
+        }
+      }
+      if (!independent)
+        continue;
+      OpBuilder b(op);
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      SmallVector<Value> ins = op.getDpsInputs();
+      for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
+        SmallVector<AffineMap> ownMaps(ArrayRef<AffineMap>(maps).take_front(inputs));
+        ownMaps.push_back(maps[inputs + i]);
+        linalg::GenericOp::create(
+            b, op.getLoc(), ins, ValueRange{init}, ownMaps, op.getIteratorTypesArray(),
+            [&, i = i](OpBuilder &nb, Location loc, ValueRange args) {
+              IRMapping mapping;
+              for (unsigned k = 0; k < inputs; ++k)
+                mapping.map(body.getArgument(k), args[k]);
+              mapping.map(body.getArgument(inputs + i), args.back());
+              // In the body's order, which defines before use.
+              for (Operation &bodyOp : body.without_terminator())
+                if (needs[i].contains(&bodyOp))
+                  nb.clone(bodyOp, mapping);
+              linalg::YieldOp::create(nb, loc,
+                                      ValueRange{mapping.lookupOrDefault(yield.getValues()[i])});
+            });
+      }
+      op.erase();
     }
   }
 
@@ -889,9 +964,25 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       });
       if (!legal || written.empty())
         continue;
+      // The rows the tokens write, where every access to the written
+      // buffers is in one row a token (a subview of one row, at the same
+      // offsets): that row is its owner's, a group of rows by their index
+      // modulo the groups, each group's threads skipping the other groups'
+      // tokens. Each element is still summed by one thread in token order.
+      int64_t rows = ShapedType::kDynamic;
+      Value rowKey = sharedRowOffset(loop, columns, written, rows);
+      int64_t groups = 1;
+      if (rowKey && scatterRowGroups > 1)
+        groups = ShapedType::isDynamic(rows) ? scatterRowGroups
+                                             : std::min<int64_t>(scatterRowGroups, rows);
       OpBuilder b(loop);
       Location loc = loop.getLoc();
       SmallVector<Value> lower, upper, steps;
+      if (groups > 1) {
+        lower.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+        upper.push_back(arith::ConstantIndexOp::create(b, loc, groups));
+        steps.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+      }
       for (unsigned d = 0; d < rank; ++d) {
         auto constant = [&](Value v) {
           return arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(v)).getResult();
@@ -906,17 +997,83 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
       auto copy = cast<scf::ForOp>(ob.clone(*loop, mapping));
       auto moved = cast<scf::ParallelOp>(mapping.lookup(columns.getOperation()));
       // The parallel loop's body in place of it, at the outer loop's
-      // indices.
-      for (auto [iv, column] : llvm::zip(moved.getInductionVars(), outer.getInductionVars()))
+      // indices (after the group's, where the rows are grouped), under
+      // "the token's row is the group's" where they are.
+      SmallVector<Value> outerIvs = outer.getInductionVars();
+      for (auto [iv, column] :
+           llvm::zip(moved.getInductionVars(), ArrayRef(outerIvs).drop_front(groups > 1 ? 1 : 0)))
         iv.replaceAllUsesWith(column);
+      Block *into = moved->getBlock();
+      Block::iterator at(moved);
+      if (groups > 1) {
+        OpBuilder gb(moved);
+        Location l = moved.getLoc();
+        Value key = mapping.lookupOrDefault(rowKey);
+        Value group =
+            arith::RemUIOp::create(gb, l, key, arith::ConstantIndexOp::create(gb, l, groups));
+        Value owned =
+            arith::CmpIOp::create(gb, l, arith::CmpIPredicate::eq, group, outerIvs.front());
+        auto ifOwned = scf::IfOp::create(gb, l, owned, /*withElseRegion=*/false);
+        into = ifOwned.thenBlock();
+        at = Block::iterator(into->getTerminator());
+      }
       Block *body = moved.getBody();
       body->getTerminator()->erase();
-      moved->getBlock()->getOperations().splice(Block::iterator(moved), body->getOperations());
+      into->getOperations().splice(at, body->getOperations());
       moved.erase();
       (void)copy;
       loop.erase();
-      LLVM_DEBUG(llvm::dbgs() << "a scatter into rows by columns at " << loc << "\n");
+      LLVM_DEBUG(llvm::dbgs() << "a scatter into rows by columns at " << loc << ", its rows in "
+                              << groups << " groups\n");
     }
+  }
+
+  /// The row offset every access to `written` in `loop` shares, where each
+  /// is through a subview one row high (every dimension but the last of
+  /// size 1) at the same offsets, one of them a value defined outside
+  /// `columns`: the row a token writes, and in `rows` the extent of its
+  /// dimension where it is static. Null where there is none.
+  static Value sharedRowOffset(scf::ForOp loop, scf::ParallelOp columns,
+                               const llvm::DenseSet<Value> &written, int64_t &rows) {
+    std::optional<SmallVector<OpFoldResult>> offsets;
+    MemRefType source;
+    bool shared = true;
+    auto see = [&](Value memref) {
+      if (!written.contains(baseOf(memref)))
+        return;
+      auto subview = memref.getDefiningOp<memref::SubViewOp>();
+      if (!subview || columns->isAncestor(subview)) {
+        shared = false;
+        return;
+      }
+      ArrayRef<int64_t> sizes = subview.getStaticSizes();
+      if (llvm::any_of(sizes.drop_back(), [](int64_t size) { return size != 1; })) {
+        shared = false;
+        return;
+      }
+      SmallVector<OpFoldResult> leading = subview.getMixedOffsets();
+      leading.pop_back();
+      if (!offsets) {
+        offsets = leading;
+        source = subview.getSourceType();
+      } else if (*offsets != leading) {
+        shared = false;
+      }
+    };
+    loop.getBody()->walk([&](Operation *op) {
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        see(load.getMemRef());
+      else if (auto store = dyn_cast<memref::StoreOp>(op))
+        see(store.getMemRef());
+    });
+    if (!shared || !offsets)
+      return {};
+    for (int64_t d = static_cast<int64_t>(offsets->size()) - 1; d >= 0; --d)
+      if (auto value = dyn_cast<Value>((*offsets)[d])) {
+        rows = source.getDimSize(d);
+        return value;
+      }
+    return {};
   }
 
   /// A scalar read outside the parallel loops, with the pure scalar work on

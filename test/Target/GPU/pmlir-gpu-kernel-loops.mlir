@@ -329,14 +329,22 @@ func.func @rank_four(%x: memref<2x16x4x16xf32>, %y: memref<2x4x16x16xf32>) {
 // -----
 
 // A scatter into rows (embedding_grad: for each token, its row of the
-// table += its gradient row) runs one thread a column, each walking the
-// tokens in order, instead of one thread for everything.
+// table += its gradient row) runs one thread a column and group of rows
+// (the row index modulo the groups: min(32, 10 rows) of them), each
+// walking the tokens in order and adding those of its group's rows,
+// instead of one thread for everything.
 // CHECK-LABEL: func.func @scatter_rows
-// CHECK: scf.parallel
-// CHECK: scf.parallel
+// CHECK: scf.parallel (%[[ROWS:.*]], %{{.*}}) =
+// CHECK: scf.parallel (%[[ROW0:.*]], %{{.*}}) =
+// CHECK: %[[OUTER:.*]] = arith.addi %[[ROW0]], %[[ROWS]] : index
+// CHECK: %[[GROUP:.*]] = arith.divsi %[[OUTER]], %{{.*}} : index
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: memref.load %{{.*}}[%[[T]]] : memref<6xi64>
+// CHECK: %[[ROW:.*]] = arith.index_cast
 // CHECK: scf.if
+// CHECK: %[[OF:.*]] = arith.remui %[[ROW]], %{{.*}} : index
+// CHECK: %[[MINE:.*]] = arith.cmpi eq, %[[OF]], %[[GROUP]] : index
+// CHECK: scf.if %[[MINE]]
 // CHECK: arith.addf
 // CHECK: memref.store
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = sequential{{.*}}>, #gpu.loop_dim_map<processor = thread_x{{.*}}>]}
@@ -363,6 +371,93 @@ func.func @scatter_rows(%ids: memref<6xi64>, %grad: memref<6x64xf32>, %table: me
         linalg.yield %sum : f32
       }
     }
+  }
+  return
+}
+
+// -----
+
+// A scatter whose token also reads another row of the table it writes
+// (here the row after it) is not split into groups of rows: another
+// group's thread may be writing that row. One thread a column walks the
+// tokens.
+// CHECK-LABEL: func.func @scatter_reading_another_row
+// CHECK-NOT: arith.remui
+// CHECK: scf.for
+// CHECK-NOT: arith.remui
+// CHECK: arith.addf
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @scatter_reading_another_row(%ids: memref<6xi64>, %table: memref<10x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c9 = arith.constant 9 : index
+  scf.for %t = %c0 to %c6 step %c1 {
+    %id = memref.load %ids[%t] : memref<6xi64>
+    %row = arith.index_cast %id : i64 to index
+    %in = arith.cmpi ult, %row, %c9 : index
+    scf.if %in {
+      %next = arith.addi %row, %c1 : index
+      %to = memref.subview %table[%row, 0] [1, 64] [1, 1] : memref<10x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      %from = memref.subview %table[%next, 0] [1, 64] [1, 1] : memref<10x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+          ins(%from : memref<1x64xf32, strided<[64, 1], offset: ?>>) outs(%to : memref<1x64xf32, strided<[64, 1], offset: ?>>) {
+      ^bb0(%g: f32, %o: f32):
+        %sum = arith.addf %o, %g : f32
+        linalg.yield %sum : f32
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// A reduction into two values that do not depend on each other (a loss's
+// sum over the tokens that count and the count of them) is two reductions,
+// each one block a value, instead of one thread for both.
+// CHECK-LABEL: func.func @two_independent_sums
+// CHECK: gpu.all_reduce add
+// CHECK: memref.store %{{.*}}, %arg2[]
+// CHECK: gpu.all_reduce add
+// CHECK: memref.store %{{.*}}, %arg3[]
+// CHECK-NOT: gpu.all_reduce
+#tok = affine_map<(d0) -> (d0)>
+#one = affine_map<(d0) -> ()>
+func.func @two_independent_sums(%loss: memref<512xf32>, %labels: memref<512xi64>, %sum: memref<f32>, %count: memref<f32>) {
+  linalg.generic {indexing_maps = [#tok, #tok, #one, #one], iterator_types = ["reduction"]}
+      ins(%loss, %labels : memref<512xf32>, memref<512xi64>) outs(%sum, %count : memref<f32>, memref<f32>) {
+  ^bb0(%l: f32, %label: i64, %s: f32, %c: f32):
+    %ignored = arith.constant -100 : i64
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %counts = arith.cmpi ne, %label, %ignored : i64
+    %kept = arith.select %counts, %l, %zero : f32
+    %s2 = arith.addf %s, %kept : f32
+    %n = arith.select %counts, %one, %zero : f32
+    %c2 = arith.addf %c, %n : f32
+    linalg.yield %s2, %c2 : f32, f32
+  }
+  return
+}
+
+// -----
+
+// Where one value reads the other's accumulator, the reduction stays one:
+// its threads could not split it.
+// CHECK-LABEL: func.func @dependent_sums_stay_one
+// CHECK-NOT: gpu.all_reduce
+// CHECK: scf.for
+// CHECK-NOT: gpu.all_reduce
+#tok = affine_map<(d0) -> (d0)>
+#one = affine_map<(d0) -> ()>
+func.func @dependent_sums_stay_one(%x: memref<512xf32>, %sum: memref<f32>, %running: memref<f32>) {
+  linalg.generic {indexing_maps = [#tok, #one, #one], iterator_types = ["reduction"]}
+      ins(%x : memref<512xf32>) outs(%sum, %running : memref<f32>, memref<f32>) {
+  ^bb0(%v: f32, %s: f32, %r: f32):
+    %s2 = arith.addf %s, %v : f32
+    %r2 = arith.addf %r, %s2 : f32
+    linalg.yield %s2, %r2 : f32, f32
   }
   return
 }

@@ -49,6 +49,10 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
     bufferization (the GEMMs already library calls) this pass leaves each
     host function (a `func.func` outside `gpu.module`) with `scf.parallel`
     loops, which become kernels, and nothing else that touches memory:
+    - a reduction into several buffers whose values do not depend on one
+      another (a loss's sum and its count of tokens) is first one
+      reduction a buffer, each with the body's ops its value needs, so
+      that each is a reduction into one value (below);
     - each linalg op becomes one `scf.parallel` over its parallel
       dimensions, put outermost, with its reduction dimensions as `scf.for`
       loops inside (each thread's own sum: a norm's weight gradient sums
@@ -83,7 +87,12 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
       whose only writes are one parallel loop over a row's columns, every
       access to the rows it writes in each thread's own column) runs one
       thread a column, each walking the tokens in order: the same sums in
-      the same order;
+      the same order. Where every access is in one row a token (a subview
+      one row high, as embedding_grad's), the rows are split into
+      `scatter-row-groups` groups by row index modulo the groups, a thread
+      a column and group, which skips the other groups' tokens: each
+      element is still summed by one thread in token order, and the
+      scatter fills that many more blocks;
     - `memref.copy` becomes a parallel loop of loads and stores;
     - a scalar read (`memref.load` outside any parallel loop, and the pure
       arithmetic on it: AdamW's step and gradient norm) is sunk into each
@@ -125,6 +134,10 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
     Option<"reductionBlocks", "reduction-blocks", "int64_t", "1024",
            "blocks a reduction into few values is spread over, by slices of "
            "each value's elements (0: one block a value)">,
+    Option<"scatterRowGroups", "scatter-row-groups", "int64_t", "32",
+           "groups a scatter into rows splits its rows into, by row index "
+           "modulo the groups, each its own blocks (1: every row in one; "
+           "each group's threads read every token's row index)">,
   ];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
