@@ -606,9 +606,11 @@ struct Lowering {
   /// A pipeline fragment's start or end, for the trace: the runtime call
   /// with the work's code, the stage and the microbatch.
   template <typename MarkOp> LogicalResult lowerWorkMark(MarkOp op, EntryId id) {
-    std::optional<int> work = pmlir::rt::abi::workCode(op.getKind().str());
+    std::optional<int> work =
+        pmlir::rt::abi::workCode(pmlir::pipe::stringifyActionKind(op.getKind()));
     if (!work)
-      return op.emitOpError() << "marks work of kind \"" << op.getKind()
+      return op.emitOpError() << "marks work of kind \""
+                              << pmlir::pipe::stringifyActionKind(op.getKind())
                               << "\", which the runtime does not trace";
     OpBuilder b(op);
     Location loc = op.getLoc();

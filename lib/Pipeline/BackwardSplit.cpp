@@ -172,7 +172,8 @@ LogicalResult BackwardSplitter::run() {
   auto emitFragment = [&](bool input) {
     Location loc = fragment.getLoc();
     auto part = pipe::FragmentOp::create(b, loc, TypeRange(), fragment.getStage(),
-                                         input ? pipe::kBackwardInput : pipe::kBackwardWeight,
+                                         input ? pipe::ActionKind::BackwardInput
+                                               : pipe::ActionKind::BackwardWeight,
                                          fragment.getMicrobatchAttr());
     OpBuilder inner = OpBuilder::atBlockBegin(b.createBlock(&part.getBody()));
     b.setInsertionPoint(fragment);
@@ -203,7 +204,8 @@ LogicalResult BackwardSplitter::run() {
 
 LogicalResult pmlir::pipeline::splitBackwardFragments(func::FuncOp func) {
   for (auto fragment : llvm::to_vector(func.front().getOps<pipe::FragmentOp>()))
-    if (fragment.getKind() == pipe::kBackward && failed(BackwardSplitter(fragment).run()))
+    if (fragment.getKind() == pipe::ActionKind::Backward &&
+        failed(BackwardSplitter(fragment).run()))
       return failure();
   return success();
 }

@@ -65,7 +65,7 @@ private:
   OpBuilder b;
   IRMapping mapping;
   bool tail = false;
-  std::map<std::tuple<int64_t, std::string, int64_t>, pipe::FragmentOp> fragments;
+  std::map<std::tuple<int64_t, pipe::ActionKind, int64_t>, pipe::FragmentOp> fragments;
   DenseMap<Operation *, int64_t> tags;
   DenseSet<Operation *> sent;
   /// Arguments the rank's fragments read.
@@ -131,9 +131,10 @@ FailureOr<Value> RankBuilder::materialize(Value v, Operation *forOp) {
   Operation *def = v.getDefiningOp();
   if (auto fragment = dyn_cast<pipe::FragmentOp>(def))
     return forOp->emitOpError() << "reads a result of stage " << fragment.getStage() << "'s "
-                                << fragment.getKind() << " of microbatch "
-                                << fragment.getMicrobatch().value_or(0) << " before pipeline rank "
-                                << rank << "'s schedule runs that fragment";
+                                << pipe::stringifyActionKind(fragment.getKind())
+                                << " of microbatch " << fragment.getMicrobatch().value_or(0)
+                                << " before pipeline rank " << rank
+                                << "'s schedule runs that fragment";
   if (auto transfer = dyn_cast<pipe::TransferOp>(def)) {
     if (rankOf(transfer.getTo()) != rank)
       return forOp->emitOpError() << "reads a transfer to stage " << transfer.getTo()
@@ -238,11 +239,12 @@ LogicalResult RankBuilder::run() {
   Block &body = func.front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto fragment : body.getOps<pipe::FragmentOp>()) {
-    auto key = std::make_tuple(fragment.getStage(), fragment.getKind().str(),
+    auto key = std::make_tuple(fragment.getStage(), fragment.getKind(),
                                fragment.getMicrobatch().value_or(0));
     if (!fragments.try_emplace(key, fragment).second)
       return fragment.emitOpError() << "repeats stage " << fragment.getStage() << "'s "
-                                    << fragment.getKind() << " of microbatch " << std::get<2>(key);
+                                    << pipe::stringifyActionKind(fragment.getKind())
+                                    << " of microbatch " << std::get<2>(key);
   }
   int64_t tag = kFirstTransferTag;
   for (auto transfer : body.getOps<pipe::TransferOp>())
@@ -277,10 +279,10 @@ LogicalResult RankBuilder::run() {
   Operation *firstOld = &*b.getInsertionPoint();
   bool split = schedule.splitsBackward();
   auto fragmentOf = [&](const pipe::Action &a, bool backward) -> pipe::FragmentOp {
-    std::string kind = !backward                                    ? pipe::kForward.str()
-                       : a.kind == pipe::ActionKind::BackwardWeight ? pipe::kBackwardWeight.str()
-                       : split                                      ? pipe::kBackwardInput.str()
-                                                                    : pipe::kBackward.str();
+    pipe::ActionKind kind = !backward                                    ? pipe::ActionKind::Forward
+                            : a.kind == pipe::ActionKind::BackwardWeight ? a.kind
+                            : split ? pipe::ActionKind::BackwardInput
+                                    : pipe::ActionKind::Backward;
     auto it = fragments.find({a.stage, kind, a.microbatch});
     return it == fragments.end() ? pipe::FragmentOp() : it->second;
   };

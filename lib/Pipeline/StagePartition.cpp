@@ -280,9 +280,9 @@ LogicalResult pmlir::pipeline::partitionIntoStages(func::FuncOp func,
               return !inside.contains(top);
             }))
           outputs.push_back(r);
-    auto fragment =
-        pipe::FragmentOp::create(b, ret.getLoc(), ValueRange(outputs).getTypes(), stage,
-                                 kind == Forward ? pipe::kForward : pipe::kBackward, IntegerAttr());
+    auto fragment = pipe::FragmentOp::create(
+        b, ret.getLoc(), ValueRange(outputs).getTypes(), stage,
+        kind == Forward ? pipe::ActionKind::Forward : pipe::ActionKind::Backward, IntegerAttr());
     Block *block = b.createBlock(&fragment.getBody());
     for (Operation *op : ops)
       op->moveBefore(block, block->end());

@@ -48,7 +48,7 @@ std::string Plan::meshSpec() const {
 }
 
 std::string Plan::scheduleName() const {
-  return schedule ? std::string(pipe::scheduleKindName(*schedule)) : "-";
+  return schedule ? pipe::stringifyScheduleKind(*schedule).str() : "-";
 }
 
 namespace {
@@ -340,7 +340,7 @@ struct Planner {
       auto fragment = op->getParentOfType<pipe::FragmentOp>();
       if (!fragment)
         costs.step[stage].add(cost);
-      else if (fragment.getKind() == "F")
+      else if (fragment.getKind() == pipe::ActionKind::Forward)
         costs.forward[stage].add(cost);
       else
         costs.backward[stage].add(cost);

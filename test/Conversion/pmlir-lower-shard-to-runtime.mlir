@@ -284,7 +284,7 @@ func.func @work_marks_call_the_tracer(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown_work(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'pipe.work_begin' op has kind "X"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
-  pipe.work_begin stage 1 "X" microbatch 2
+  // expected-error @+1 {{'pipe.work_begin' op has kind "RECV_B"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
+  pipe.work_begin stage 1 "RECV_B" microbatch 2
   return %x : tensor<4xf32>
 }

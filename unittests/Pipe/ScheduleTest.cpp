@@ -39,7 +39,7 @@ TEST(ScheduleTest, GPipeAndOneFOneBBubbleIsTheFormula) {
       Simulation sim = simulate(build(kind, p, 1, m), costs);
       ASSERT_FALSE(sim.deadlocked) << sim.deadlock;
       EXPECT_NEAR(sim.bubble, *formulaBubble(kind, p, 1, m, costs), 1e-12)
-          << scheduleKindName(kind) << " p=" << p << " m=" << m;
+          << stringifyScheduleKind(kind).str() << " p=" << p << " m=" << m;
       EXPECT_DOUBLE_EQ(sim.makespan, (m + p - 1) * 3.0);
     }
 }

@@ -18,14 +18,9 @@
 
 using namespace pmlir::pipe;
 
-namespace {
+#include "pmlir/Dialect/Pipe/IR/PipeEnums.cpp.inc"
 
-constexpr std::pair<ActionKind, std::string_view> kKindNames[] = {
-    {ActionKind::SendForward, "SEND_F"},  {ActionKind::RecvForward, "RECV_F"},
-    {ActionKind::SendBackward, "SEND_B"}, {ActionKind::RecvBackward, "RECV_B"},
-    {ActionKind::Forward, "F"},           {ActionKind::Backward, "B"},
-    {ActionKind::BackwardInput, "I"},     {ActionKind::BackwardWeight, "W"},
-};
+namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
@@ -51,20 +46,13 @@ bool isBackwardKind(ActionKind k) {
 
 } // namespace
 
-std::string_view pmlir::pipe::actionKindName(ActionKind kind) {
-  for (auto [k, name] : kKindNames)
-    if (k == kind)
-      return name;
-  return "?";
-}
-
 bool pmlir::pipe::isCompute(ActionKind kind) {
   return kind == ActionKind::Forward || kind == ActionKind::Backward ||
          kind == ActionKind::BackwardInput || kind == ActionKind::BackwardWeight;
 }
 
 std::string Action::str() const {
-  return std::to_string(stage) + std::string(actionKindName(kind)) + std::to_string(microbatch);
+  return std::to_string(stage) + stringifyActionKind(kind).str() + std::to_string(microbatch);
 }
 
 std::optional<Action> Action::parse(std::string_view text) {
@@ -76,8 +64,10 @@ std::optional<Action> Action::parse(std::string_view text) {
   if (!stage)
     return std::nullopt;
   std::string_view rest = text.substr(digits);
-  for (auto [kind, name] : kKindNames) {
-    if (rest.substr(0, name.size()) != name)
+  for (uint32_t value = 0; value <= getMaxEnumValForActionKind(); ++value) {
+    ActionKind kind = static_cast<ActionKind>(value);
+    llvm::StringRef name = stringifyActionKind(kind);
+    if (llvm::StringRef(rest.substr(0, name.size())) != name)
       continue;
     std::optional<int64_t> microbatch = parseCount(rest.substr(name.size()));
     if (!microbatch)
@@ -87,52 +77,32 @@ std::optional<Action> Action::parse(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view pmlir::pipe::scheduleKindName(ScheduleKind kind) {
-  switch (kind) {
-  case ScheduleKind::None:
-    return "none";
-  case ScheduleKind::Csv:
-    return "csv";
-  case ScheduleKind::GPipe:
-    return "gpipe";
-  case ScheduleKind::OneFOneB:
-    return "1f1b";
-  case ScheduleKind::Interleaved1F1B:
-    return "interleaved-1f1b";
-  case ScheduleKind::ZeroBubbleH1:
-    return "zb-h1";
-  case ScheduleKind::ZeroBubbleV:
-    return "zb-v";
-  }
-  return "?";
-}
-
 bool pmlir::pipe::isGenerated(ScheduleKind kind) {
   return kind != ScheduleKind::None && kind != ScheduleKind::Csv;
 }
 
 llvm::cl::ValuesClass pmlir::pipe::scheduleKindValues() {
-  return llvm::cl::values(
-      clEnumValN(ScheduleKind::None, "none", "no pipeline"),
-      clEnumValN(ScheduleKind::GPipe, "gpipe", "all forwards, then all backwards"),
-      clEnumValN(ScheduleKind::OneFOneB, "1f1b", "one forward, one backward"),
-      clEnumValN(ScheduleKind::Interleaved1F1B, "interleaved-1f1b",
-                 "1F1B over several stages a rank (virtual stages)"),
-      clEnumValN(ScheduleKind::ZeroBubbleH1, "zb-h1",
-                 "1F1B with the backward split into input and weight gradients"),
-      clEnumValN(ScheduleKind::ZeroBubbleV, "zb-v",
-                 "zero-bubble V: two stages a rank, a microbatch down the ranks and back"),
-      clEnumValN(ScheduleKind::Csv, "csv",
-                 "each rank's actions from torch.distributed.pipelining's CSV"));
+  auto value = [](ScheduleKind kind, llvm::StringRef description) {
+    return llvm::cl::OptionEnumValue{stringifyScheduleKind(kind), static_cast<int>(kind),
+                                     description};
+  };
+  return llvm::cl::ValuesClass{
+      value(ScheduleKind::None, "no pipeline"),
+      value(ScheduleKind::GPipe, "all forwards, then all backwards"),
+      value(ScheduleKind::OneFOneB, "one forward, one backward"),
+      value(ScheduleKind::Interleaved1F1B, "1F1B over several stages a rank (virtual stages)"),
+      value(ScheduleKind::ZeroBubbleH1,
+            "1F1B with the backward split into input and weight gradients"),
+      value(ScheduleKind::ZeroBubbleV,
+            "zero-bubble V: two stages a rank, a microbatch down the ranks and back"),
+      value(ScheduleKind::Csv, "each rank's actions from torch.distributed.pipelining's CSV")};
 }
 
 std::optional<ScheduleKind> pmlir::pipe::parseScheduleKind(std::string_view name) {
-  for (ScheduleKind kind :
-       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved1F1B,
-        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
-    if (scheduleKindName(kind) == name)
-      return kind;
-  return std::nullopt;
+  std::optional<ScheduleKind> kind = symbolizeScheduleKind(name);
+  if (!kind || !isGenerated(*kind))
+    return std::nullopt;
+  return kind;
 }
 
 bool Schedule::splitsBackward() const {
@@ -210,7 +180,7 @@ std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ra
             std::to_string(microbatches) + ")";
     return std::nullopt;
   }
-  std::string name(scheduleKindName(kind));
+  std::string name = stringifyScheduleKind(kind).str();
   if (!isGenerated(kind)) {
     error = "schedule " + name + " is no generator (a csv schedule is read from its file)";
     return std::nullopt;
@@ -481,8 +451,8 @@ bool pmlir::pipe::verifySchedule(const Schedule &schedule, std::string &error) {
       for (ActionKind kind : needed)
         if (!seen.count({s, int(kind), k})) {
           error = "no rank runs " + Action{s, kind, k}.str() + " (stage " + std::to_string(s) +
-                  "'s " + std::string(actionKindName(kind)) + " of microbatch " +
-                  std::to_string(k) + ")";
+                  "'s " + stringifyActionKind(kind).str() + " of microbatch " + std::to_string(k) +
+                  ")";
           return false;
         }
   if (!transfers)

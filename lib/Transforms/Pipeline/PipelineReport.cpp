@@ -44,7 +44,7 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
     }
     int64_t virtualStages = schedule.stages / schedule.ranks;
     llvm::json::Object report{
-        {"schedule", op.getKind()},
+        {"schedule", pipe::stringifyScheduleKind(op.getKind())},
         {"ranks", schedule.ranks},
         {"stages", schedule.stages},
         {"microbatches", schedule.microbatches},
@@ -55,9 +55,9 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
         {"makespan", sim.makespan},
         {"bubble", sim.bubble},
     };
-    if (std::optional<pipe::ScheduleKind> kind = pipe::parseScheduleKind(op.getKind().str()))
-      if (std::optional<double> formula = pipe::formulaBubble(*kind, schedule.ranks, virtualStages,
-                                                              schedule.microbatches, costs))
+    if (pipe::isGenerated(op.getKind()))
+      if (std::optional<double> formula = pipe::formulaBubble(
+              op.getKind(), schedule.ranks, virtualStages, schedule.microbatches, costs))
         report["formula_bubble"] = *formula;
     llvm::json::Array busy, peak, timeline;
     for (double t : sim.busy)

@@ -73,7 +73,7 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     int64_t programMicrobatches = 0;
     for (func::FuncOp func : pipelined)
       for (auto fragment : func.front().getOps<pipe::FragmentOp>()) {
-        backward |= fragment.getKind() != pipe::kForward;
+        backward |= fragment.getKind() != pipe::ActionKind::Forward;
         if (std::optional<uint64_t> micro = fragment.getMicrobatch())
           programMicrobatches = std::max<int64_t>(programMicrobatches, *micro + 1);
       }
@@ -109,8 +109,8 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
         actions.push_back(b.getStringAttr(a.str()));
       lists.push_back(b.getArrayAttr(actions));
     }
-    pipe::ScheduleOp::create(b, module.getLoc(), pipe::scheduleKindName(schedule), built->ranks,
-                             built->stages, built->microbatches, b.getArrayAttr(lists));
+    pipe::ScheduleOp::create(b, module.getLoc(), schedule, built->ranks, built->stages,
+                             built->microbatches, b.getArrayAttr(lists));
   }
 };
 

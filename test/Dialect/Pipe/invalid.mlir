@@ -1,12 +1,27 @@
 // RUN: pmlir-opt %s -split-input-file -verify-diagnostics
 
-func.func @bad_kind(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{has kind "X"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
+func.func @unknown_kind(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{unknown kind "X" (known: F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)}}
   %f = pipe.fragment stage 0 "X" : tensor<2xf32> {
     pipe.yield %x : tensor<2xf32>
   }
   return %f : tensor<2xf32>
 }
+
+// -----
+
+func.func @transfer_kind(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{has kind "SEND_F"; a fragment is F (forward), B (backward), I (input gradient) or W (weight gradient)}}
+  %f = pipe.fragment stage 0 "SEND_F" : tensor<2xf32> {
+    pipe.yield %x : tensor<2xf32>
+  }
+  return %f : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown kind "1F1B" (known: none, gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, csv)}}
+pipe.schedule "1F1B" ranks 1 stages 1 microbatches 1 [["0F0", "0B0"]]
 
 // -----
 

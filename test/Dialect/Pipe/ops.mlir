@@ -1,5 +1,7 @@
 // RUN: pmlir-opt %s | pmlir-opt | FileCheck %s
-// Round trip of every pipe op.
+// RUN: pmlir-opt %s --mlir-print-op-generic | pmlir-opt | FileCheck %s
+// Round trip of every pipe op, also through the generic form, where the
+// kinds are attributes of their own (#pipe<schedule_kind "1f1b">).
 
 // CHECK-LABEL: func.func @two_stages
 func.func @two_stages(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<f32>) {

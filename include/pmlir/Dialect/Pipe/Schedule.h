@@ -17,6 +17,7 @@
 #ifndef PMLIR_DIALECT_PIPE_SCHEDULE_H
 #define PMLIR_DIALECT_PIPE_SCHEDULE_H
 
+#include "mlir/IR/DialectImplementation.h"
 #include "llvm/Support/CommandLine.h"
 
 #include <cstdint>
@@ -25,21 +26,15 @@
 #include <string_view>
 #include <vector>
 
+// ActionKind (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B) and ScheduleKind
+// (none, gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, csv), with their
+// stringify* and symbolize*: PipeEnums.td.
+#include "pmlir/Dialect/Pipe/IR/PipeEnums.h.inc"
+
 namespace pmlir::pipe {
 
-enum class ActionKind {
-  Forward,        ///< F: a stage's forward on one microbatch
-  Backward,       ///< B: its whole backward (input and weight gradients)
-  BackwardInput,  ///< I: the input gradient alone (zero-bubble schedules)
-  BackwardWeight, ///< W: the weight gradient alone, after I
-  SendForward,    ///< SEND_F: the forward's outputs to the next stage
-  RecvForward,    ///< RECV_F: the previous stage's outputs, before F
-  SendBackward,   ///< SEND_B: the input gradient to the previous stage
-  RecvBackward,   ///< RECV_B: the next stage's input gradient, before B or I
-};
-
-/// The action kind's name in torch.distributed.pipelining's format.
-std::string_view actionKindName(ActionKind kind);
+/// Forward, backward, input gradient or weight gradient: a fragment's
+/// work, as against a transfer.
 bool isCompute(ActionKind kind);
 
 struct Action {
@@ -56,13 +51,10 @@ struct Action {
   }
 };
 
-/// How a program's stages are scheduled on the pipeline ranks: not at all
-/// (None), by one of the generators (buildSchedule), or as a CSV file of
-/// actions says (Csv, parseScheduleCsv).
-enum class ScheduleKind { None, GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleV, Csv };
-
-/// "none", "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "csv".
-std::string_view scheduleKindName(ScheduleKind kind);
+/// A ScheduleKind says how a program's stages are scheduled on the
+/// pipeline ranks: not at all (None), by one of the generators
+/// (buildSchedule), or as a CSV file of actions says (Csv,
+/// parseScheduleCsv).
 /// A generator's kind by its name (none and csv are no generators).
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
 /// Whether buildSchedule builds schedules of `kind`.

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace pmlir;
@@ -15,11 +17,47 @@ using namespace pmlir::pipe;
 
 #include "pmlir/Dialect/Pipe/IR/PipeDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "pmlir/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+
 void PipeDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "pmlir/Dialect/Pipe/IR/PipeOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pmlir/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+      >();
+}
+
+// The ops spell a kind as its name in quotes ("F", "1f1b"), as when the
+// kinds were strings: the ops' text did not change when they became enums.
+
+static unsigned maxValueOf(ActionKind) { return getMaxEnumValForActionKind(); }
+static unsigned maxValueOf(ScheduleKind) { return getMaxEnumValForScheduleKind(); }
+
+template <typename KindAttr>
+static ParseResult parseQuotedKind(OpAsmParser &parser, KindAttr &kind) {
+  using Kind = decltype(std::declval<KindAttr>().getValue());
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseString(&name))
+    return failure();
+  if (std::optional<Kind> value = symbolizeEnum<Kind>(name)) {
+    kind = KindAttr::get(parser.getContext(), *value);
+    return success();
+  }
+  SmallVector<StringRef> known;
+  for (unsigned value = 0; value <= maxValueOf(Kind()); ++value)
+    known.push_back(stringifyEnum(static_cast<Kind>(value)));
+  return parser.emitError(loc) << "unknown kind \"" << name
+                               << "\" (known: " << llvm::join(known, ", ") << ")";
+}
+
+template <typename KindAttr>
+static void printQuotedKind(OpAsmPrinter &printer, Operation *, KindAttr kind) {
+  printer.printString(stringifyEnum(kind.getValue()));
 }
 
 #define GET_OP_CLASSES
@@ -45,10 +83,10 @@ std::optional<int64_t> pmlir::pipe::stageOf(Value v) {
   return std::nullopt;
 }
 
-/// Fails on `op` unless `kind` names a fragment's kind.
-static LogicalResult verifyWorkKind(Operation *op, StringRef kind) {
-  if (kind != kForward && kind != kBackward && kind != kBackwardInput && kind != kBackwardWeight)
-    return op->emitOpError() << "has kind \"" << kind
+/// Fails on `op` unless `kind` is a fragment's kind.
+static LogicalResult verifyWorkKind(Operation *op, ActionKind kind) {
+  if (!isCompute(kind))
+    return op->emitOpError() << "has kind \"" << stringifyActionKind(kind)
                              << "\"; a fragment is F (forward), B (backward), I (input gradient) "
                                 "or W (weight gradient)";
   return success();

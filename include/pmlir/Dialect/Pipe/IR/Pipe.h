@@ -23,6 +23,9 @@
 
 #include "pmlir/Dialect/Pipe/IR/PipeDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "pmlir/Dialect/Pipe/IR/PipeAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Pipe/IR/PipeOps.h.inc"
 
@@ -35,10 +38,6 @@ inline constexpr llvm::StringLiteral kStagesAttr = "pipe.stages";
 /// a stage sum's first stage, or that of the first operand of a top-level
 /// op that has one. std::nullopt for arguments and values of no stage.
 std::optional<int64_t> stageOf(mlir::Value v);
-
-/// The fragment kinds.
-inline constexpr llvm::StringLiteral kForward = "F", kBackward = "B", kBackwardInput = "I",
-                                     kBackwardWeight = "W";
 
 /// Argument `i` of `func` in a program that repeats it over `k`
 /// microbatches: an input or label gains a leading dimension of `k`

@@ -7,7 +7,9 @@
 #ifndef PMLIR_DIALECT_PIPE_IR_PIPEOPS_TD
 #define PMLIR_DIALECT_PIPE_IR_PIPEOPS_TD
 
+include "pmlir/Dialect/Pipe/IR/PipeEnums.td"
 include "pmlir/Dialect/Tfm/IR/TfmInterfaces.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -16,6 +18,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Pipe_Dialect : Dialect {
   let name = "pipe";
   let cppNamespace = "::pmlir::pipe";
+  let useDefaultAttributePrinterParser = 1;
   let summary = "Pipeline stages, transfers and schedules of tfm programs";
   let description = [{
     The `pipe` dialect cuts a global tfm program (a model, its gradient
@@ -45,6 +48,11 @@ def Pipe_Dialect : Dialect {
 class Pipe_Op<string mnemonic, list<Trait> traits = []>
     : Op<Pipe_Dialect, mnemonic, traits>;
 
+// The kinds as attributes (`#pipe<action_kind F>` in the generic form; the
+// ops print them as the quoted names they always had: "F", "1f1b").
+def Pipe_ActionKindAttr : EnumAttr<Pipe_Dialect, Pipe_ActionKind, "action_kind">;
+def Pipe_ScheduleKindAttr : EnumAttr<Pipe_Dialect, Pipe_ScheduleKind, "schedule_kind">;
+
 def Pipe_FragmentOp : Pipe_Op<"fragment", [SingleBlockImplicitTerminator<"YieldOp">,
                                            RecursiveMemoryEffects,
                                            Tfm_InlineBody]> {
@@ -65,12 +73,12 @@ def Pipe_FragmentOp : Pipe_Op<"fragment", [SingleBlockImplicitTerminator<"YieldO
     }
     ```
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage, StrAttr:$kind,
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage, Pipe_ActionKindAttr:$kind,
                    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$microbatch);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `stage` $stage $kind (`microbatch` $microbatch^)? (`:` type($results)^)? attr-dict-with-keyword $body
+    `stage` $stage custom<QuotedKind>($kind) (`microbatch` $microbatch^)? (`:` type($results)^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
 }
@@ -141,12 +149,12 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule"> {
         [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
     ```
   }];
-  let arguments = (ins StrAttr:$kind, ConfinedAttr<I64Attr, [IntPositive]>:$ranks,
+  let arguments = (ins Pipe_ScheduleKindAttr:$kind, ConfinedAttr<I64Attr, [IntPositive]>:$ranks,
                    ConfinedAttr<I64Attr, [IntPositive]>:$stages,
                    ConfinedAttr<I64Attr, [IntPositive]>:$microbatches,
                    TypedArrayAttrBase<StrArrayAttr, "per-rank action lists">:$actions);
   let assemblyFormat = [{
-    $kind `ranks` $ranks `stages` $stages `microbatches` $microbatches $actions attr-dict
+    custom<QuotedKind>($kind) `ranks` $ranks `stages` $stages `microbatches` $microbatches $actions attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -168,9 +176,9 @@ class Pipe_WorkMarkOp<string mnemonic, string edge>
     pipe.work_begin stage 1 "F" microbatch 3
     ```
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage, StrAttr:$kind,
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage, Pipe_ActionKindAttr:$kind,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch);
-  let assemblyFormat = "`stage` $stage $kind `microbatch` $microbatch attr-dict";
+  let assemblyFormat = "`stage` $stage custom<QuotedKind>($kind) `microbatch` $microbatch attr-dict";
   let hasVerifier = 1;
 }
 
