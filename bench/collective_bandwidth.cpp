@@ -113,7 +113,10 @@ int main(int argc, char **argv) {
   int ranks = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::string mesh = "dp=" + std::to_string(ranks);
+  // One axis, dp, over every rank.
+  const char *axisNames[] = {"dp"};
+  int64_t axisSizes[] = {ranks};
+  pmlir_rt_mesh mesh = {1, axisNames, axisSizes, nullptr};
   std::string backendName = flag(argc, argv, "--backend", "mpi");
   bool nccl = backendName == "nccl";
   if (!nccl && backendName != "mpi") {
@@ -124,7 +127,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   char error[256];
-  if (pmlir_rt_init(mesh.c_str(), "", 0, nccl ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI, error,
+  if (pmlir_rt_init(&mesh, 0, nccl ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI, error,
                     sizeof(error))) {
     std::fprintf(stderr, "pmlir-collective-bandwidth: %s\n", error);
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -47,9 +47,10 @@ std::string pmlir::GemmShape::types() const {
   return "";
 }
 
-std::string pmlir::GemmShape::suffix() const {
-  return "r" + std::to_string(outRank) + std::to_string(rhsRank) + "_t" +
-         (lhsTransposed ? "1" : "0") + (rhsTransposed ? "1" : "0");
+std::string pmlir::GemmShape::kernel(rt::abi::GemmFamily family, llvm::StringRef types) const {
+  if (!rt::abi::hasGemmKernel(family, types, outRank, rhsRank))
+    return "";
+  return rt::abi::gemmKernelName(family, types, outRank, rhsRank, lhsTransposed, rhsTransposed);
 }
 
 std::optional<pmlir::GemmShape> pmlir::matchGemm(linalg::GenericOp op) {

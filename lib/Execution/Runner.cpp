@@ -17,6 +17,7 @@
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Runtime/RuntimeMesh.h"
 #include "pmlir/Sharding/Grid.h"
 #include "pmlir/Support/Mesh.h"
 #include "pmlir/Support/OutputFile.h"
@@ -174,47 +175,29 @@ bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &s
   return true;
 }
 
-/// Grid axis i is mesh axis i, or the part of the mesh that the grid's
-/// tfm.grid_axes names: the run's mesh must have those axes and parts.
-bool checkGrids(ModuleOp module, const std::optional<Mesh> &mesh, const std::string &spec,
-                std::string &error) {
+/// Each shard.grid must be the run's mesh, or the parts of it that its
+/// tfm.grid_axes names (Grid::declaredBy decides; its diagnostics give way
+/// to one message in terms of --mesh).
+bool checkGrids(MLIRContext &context, ModuleOp module, const std::optional<Mesh> &mesh,
+                const std::string &spec, std::string &error) {
+  tfm::MeshAttr meshAttr = mesh ? tfm::MeshAttr::get(&context, *mesh) : tfm::MeshAttr();
+  ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
   WalkResult bad = module.walk([&](shard::GridOp grid) {
-    llvm::ArrayRef<int64_t> shape = grid.getShape();
-    std::string got;
-    for (int64_t d : shape)
-      got += (got.empty() ? "" : "x") + std::to_string(d);
-    if (!mesh) {
-      error = "grid @" + grid.getSymName().str() + " has shape " + got +
-              "; run it with a --mesh of those axis sizes";
-      return WalkResult::interrupt();
-    }
-    auto names = grid->getAttrOfType<ArrayAttr>(pmlir::sharding::kGridAxesAttr);
-    if (!names) {
-      if (std::vector<int64_t>(shape.begin(), shape.end()) == mesh->axisSizes())
-        return WalkResult::advance();
-      error = "grid @" + grid.getSymName().str() + " has shape " + got + ", but --mesh " + spec +
-              " has other axis sizes";
-      return WalkResult::interrupt();
-    }
-    std::vector<pmlir::SubAxis> parts;
-    std::string listed;
-    for (Attribute name : names) {
-      auto text = dyn_cast<StringAttr>(name);
-      std::optional<pmlir::SubAxis> part =
-          text ? mesh->subAxis(text.getValue().str()) : std::nullopt;
-      listed += (listed.empty() ? "" : ", ") + (text ? text.getValue().str() : std::string("?"));
-      if (part)
-        parts.push_back(*part);
-    }
-    std::string cutError;
-    std::optional<std::vector<pmlir::SubAxis>> tiled =
-        parts.size() == names.size()
-            ? pmlir::cutAxes(mesh->axisNames(), mesh->axisSizes(), parts, cutError)
-            : std::nullopt;
-    if (tiled && *tiled == parts)
+    if (meshAttr && succeeded(sharding::Grid::declaredBy(grid, meshAttr)))
       return WalkResult::advance();
-    error = "grid @" + grid.getSymName().str() + " runs on the parts " + listed +
-            " of a mesh, but --mesh " + spec + " is not cut into them";
+    std::string got;
+    for (int64_t d : grid.getShape())
+      got += (got.empty() ? "" : "x") + std::to_string(d);
+    auto names = grid->getAttrOfType<ArrayAttr>(sharding::kGridAxesAttr);
+    std::string listed;
+    for (Attribute name : names ? names.getValue() : ArrayRef<Attribute>())
+      listed += (listed.empty() ? "" : ", ") +
+                (isa<StringAttr>(name) ? cast<StringAttr>(name).str() : std::string("?"));
+    std::string at = "grid @" + grid.getSymName().str();
+    error = !meshAttr ? at + " has shape " + got + "; run it with a --mesh of those axis sizes"
+            : !names  ? at + " has shape " + got + ", but --mesh " + spec + " has other axis sizes"
+                      : at + " runs on the parts " + listed + " of a mesh, but --mesh " + spec +
+                           " is not cut into them";
     return WalkResult::interrupt();
   });
   return !bad.wasInterrupted();
@@ -282,7 +265,7 @@ int Job::run() {
     pmlir_rt_backend backend =
         o.backend.value_or(o.device == CompileTarget::Gpu && !o.compileOnly ? PMLIR_RT_BACKEND_NCCL
                                                                             : PMLIR_RT_BACKEND_MPI);
-    if (pmlir_rt_init(o.mesh.c_str(), o.rankOrder.c_str(), o.timeout, backend, text, sizeof(text)))
+    if (pmlir_rt_init(rt::RuntimeMesh(*mesh).get(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
   }
@@ -484,7 +467,7 @@ int Job::run() {
                              mesh->coordinates(rank), error, result.parts))
       return failHere("result '" + result.name + "' of @" + signature.name + " " + error);
   }
-  if (!checkGrids(*module, mesh, o.mesh, error))
+  if (!checkGrids(context, *module, mesh, o.mesh, error))
     return failHere(error);
 
   std::string weightsPath = o.resume.empty() ? o.weights : o.resume;

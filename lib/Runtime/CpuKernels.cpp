@@ -156,38 +156,38 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
 
 } // namespace
 
-// T names the operand and result types: f32, bf16 (bf16 operands and
-// result), bf16f32 (bf16 operands, an f32 result); bf16 travels as its
-// bits (uint16_t).
-#define PMLIR_MATMUL_OF(T, IN, OUT, KERNEL, L, R, TA, TB)                                          \
+// The GEMM family of RuntimeAbi.def (PMLIR_RT_CPU_GEMM's types times its
+// ranks and the four transposes): f32 operands through matmul, bf16 ones
+// (their bits, uint16_t) through matmulBf16.
+namespace {
+template <typename In, typename Out, int L, int R, bool TA, bool TB>
+void gemm(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
+          StridedMemRefType<Out, L> *out, bool accumulate) {
+  if constexpr (std::is_same_v<In, float>)
+    matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
+  else
+    matmulBf16<L, R, TA, TB>(lhs, rhs, out, accumulate);
+}
+} // namespace
+#define PMLIR_MATMUL(T, IN, OUT, L, R, TA, TB)                                                     \
   extern "C" void _mlir_ciface_pmlir_matmul_##T##_r##L##R##_t##TA##TB(                             \
       StridedMemRefType<IN, L> *lhs, StridedMemRefType<IN, R> *rhs,                                \
       StridedMemRefType<OUT, L> *out, bool accumulate) {                                           \
-    KERNEL<L, R, TA, TB>(lhs, rhs, out, accumulate);                                               \
+    gemm<IN, OUT, L, R, TA, TB>(lhs, rhs, out, accumulate);                                        \
   }
-#define PMLIR_MATMUL(L, R, TA, TB)                                                                 \
-  PMLIR_MATMUL_OF(f32, float, float, matmul, L, R, TA, TB)                                         \
-  PMLIR_MATMUL_OF(bf16, uint16_t, uint16_t, matmulBf16, L, R, TA, TB)                              \
-  PMLIR_MATMUL_OF(bf16f32, uint16_t, float, matmulBf16, L, R, TA, TB)
-#define PMLIR_MATMUL_TRANSPOSES(L, R)                                          \
-  PMLIR_MATMUL(L, R, 0, 0)                                                     \
-  PMLIR_MATMUL(L, R, 0, 1) PMLIR_MATMUL(L, R, 1, 0) PMLIR_MATMUL(L, R, 1, 1)
+#define PMLIR_MATMUL_TRANSPOSES(T, IN, OUT, L, R)                                                  \
+  PMLIR_MATMUL(T, IN, OUT, L, R, 0, 0)                                                             \
+  PMLIR_MATMUL(T, IN, OUT, L, R, 0, 1)                                                             \
+  PMLIR_MATMUL(T, IN, OUT, L, R, 1, 0) PMLIR_MATMUL(T, IN, OUT, L, R, 1, 1)
+#define PMLIR_RT_CPU_GEMM(T, IN, OUT) PMLIR_RT_FOR_GEMM_RANKS(PMLIR_MATMUL_TRANSPOSES, T, IN, OUT)
+#include "pmlir/Runtime/RuntimeAbi.def"
 
-PMLIR_MATMUL_TRANSPOSES(2, 2)
-PMLIR_MATMUL_TRANSPOSES(3, 2)
-PMLIR_MATMUL_TRANSPOSES(3, 3)
-PMLIR_MATMUL_TRANSPOSES(4, 2)
-PMLIR_MATMUL_TRANSPOSES(4, 4)
-
-#define PMLIR_SYMBOL_OF(T, L, R, TA, TB)                                                           \
+#define PMLIR_SYMBOL(T, L, R, TA, TB)                                                              \
   {"_mlir_ciface_pmlir_matmul_" #T "_r" #L#R "_t" #TA #TB,                                         \
    reinterpret_cast<void *>(&_mlir_ciface_pmlir_matmul_##T##_r##L##R##_t##TA##TB)},
-#define PMLIR_SYMBOL(L, R, TA, TB)                                                                 \
-  PMLIR_SYMBOL_OF(f32, L, R, TA, TB)                                                               \
-  PMLIR_SYMBOL_OF(bf16, L, R, TA, TB) PMLIR_SYMBOL_OF(bf16f32, L, R, TA, TB)
-#define PMLIR_SYMBOLS(L, R)                                                    \
-  PMLIR_SYMBOL(L, R, 0, 0)                                                     \
-  PMLIR_SYMBOL(L, R, 0, 1) PMLIR_SYMBOL(L, R, 1, 0) PMLIR_SYMBOL(L, R, 1, 1)
+#define PMLIR_SYMBOL_TRANSPOSES(T, IN, OUT, L, R)                                                  \
+  PMLIR_SYMBOL(T, L, R, 0, 0)                                                                      \
+  PMLIR_SYMBOL(T, L, R, 0, 1) PMLIR_SYMBOL(T, L, R, 1, 0) PMLIR_SYMBOL(T, L, R, 1, 1)
 
 /// Bound as `memrefCopy`, which MLIR's memref-to-LLVM lowering calls for copies
 /// between strided buffers (an insert_slice into a strided view): copies
@@ -229,10 +229,9 @@ static void copyStrided(int64_t elementSize, UnrankedMemRefType<char> *src,
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void) {
   static const pmlir_rt_symbol symbols[] = {
-      PMLIR_SYMBOLS(2, 2) PMLIR_SYMBOLS(3, 2) PMLIR_SYMBOLS(3, 3)
-          PMLIR_SYMBOLS(4, 2) PMLIR_SYMBOLS(4, 4){
-              "memrefCopy", reinterpret_cast<void *>(&copyStrided)},
-      {nullptr, nullptr}};
+#define PMLIR_RT_CPU_GEMM(T, IN, OUT) PMLIR_RT_FOR_GEMM_RANKS(PMLIR_SYMBOL_TRANSPOSES, T, IN, OUT)
+#include "pmlir/Runtime/RuntimeAbi.def"
+      {"memrefCopy", reinterpret_cast<void *>(&copyStrided)}, {nullptr, nullptr}};
   return symbols;
 }
 

@@ -648,53 +648,44 @@ extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
 // The GEMM kernels and the symbol table
 //===----------------------------------------------------------------------===//
 
-// P names the operand and result types and the compute mode: f32 and tf32
-// on f32, bf16 (a bf16 result) and bf16f32 (an f32 result) on bf16
-// operands (their bits, uint16_t), every sum in fp32.
-#define PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, TA, TB)                                        \
+// The GEMM family of RuntimeAbi.def (PMLIR_RT_GPU_GEMM's types and compute
+// modes times its ranks and the four transposes): f32 and tf32 on f32, bf16
+// (a bf16 result) and bf16f32 (an f32 result) on bf16 operands (their bits,
+// uint16_t), every sum in fp32.
+#define PMLIR_GPU_MATMUL(P, IN, OUT, COMPUTE, L, R, TA, TB)                                        \
   extern "C" void _mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB(                         \
       StridedMemRefType<IN, L> *lhs, StridedMemRefType<IN, R> *rhs,                                \
       StridedMemRefType<OUT, L> *out, bool accumulate) {                                           \
     matmul<L, R, TA, TB>("pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB, COMPUTE, lhs, rhs, out,    \
                          accumulate);                                                              \
   }
-#define PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, L, R)                                               \
-  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 0, 0)                                                \
-  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 0, 1)                                                \
-  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 1, 0)                                                \
-  PMLIR_GPU_MATMUL(P, COMPUTE, IN, OUT, L, R, 1, 1)
-#define PMLIR_GPU_MATMUL_RANKS(P, COMPUTE, IN, OUT)                                                \
-  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 2, 2)                                                     \
-  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 3, 2)                                                     \
-  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 3, 3)                                                     \
-  PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 4, 2) PMLIR_GPU_MATMULS(P, COMPUTE, IN, OUT, 4, 4)
-
-PMLIR_GPU_MATMUL_RANKS(f32, CUBLAS_COMPUTE_32F, float, float)
-PMLIR_GPU_MATMUL_RANKS(tf32, CUBLAS_COMPUTE_32F_FAST_TF32, float, float)
-PMLIR_GPU_MATMUL_RANKS(bf16, CUBLAS_COMPUTE_32F, uint16_t, uint16_t)
-PMLIR_GPU_MATMUL_RANKS(bf16f32, CUBLAS_COMPUTE_32F, uint16_t, float)
+#define PMLIR_GPU_MATMULS(P, IN, OUT, COMPUTE, L, R)                                               \
+  PMLIR_GPU_MATMUL(P, IN, OUT, COMPUTE, L, R, 0, 0)                                                \
+  PMLIR_GPU_MATMUL(P, IN, OUT, COMPUTE, L, R, 0, 1)                                                \
+  PMLIR_GPU_MATMUL(P, IN, OUT, COMPUTE, L, R, 1, 0)                                                \
+  PMLIR_GPU_MATMUL(P, IN, OUT, COMPUTE, L, R, 1, 1)
+#define PMLIR_RT_GPU_GEMM(P, IN, OUT, COMPUTE)                                                     \
+  PMLIR_RT_FOR_GEMM_RANKS(PMLIR_GPU_MATMULS, P, IN, OUT, COMPUTE)
+#include "pmlir/Runtime/RuntimeAbi.def"
 
 #define PMLIR_GPU_SYMBOL(P, L, R, TA, TB)                                                          \
   {"_mlir_ciface_pmlir_gpu_matmul_" #P "_r" #L#R "_t" #TA #TB,                                     \
    reinterpret_cast<void *>(&_mlir_ciface_pmlir_gpu_matmul_##P##_r##L##R##_t##TA##TB)},
-#define PMLIR_GPU_SYMBOLS(P, L, R)                                                                 \
+#define PMLIR_GPU_SYMBOLS(P, IN, OUT, COMPUTE, L, R)                                               \
   PMLIR_GPU_SYMBOL(P, L, R, 0, 0)                                                                  \
   PMLIR_GPU_SYMBOL(P, L, R, 0, 1) PMLIR_GPU_SYMBOL(P, L, R, 1, 0) PMLIR_GPU_SYMBOL(P, L, R, 1, 1)
-#define PMLIR_GPU_SYMBOL_RANKS(P)                                                                  \
-  PMLIR_GPU_SYMBOLS(P, 2, 2)                                                                       \
-  PMLIR_GPU_SYMBOLS(P, 3, 2)                                                                       \
-  PMLIR_GPU_SYMBOLS(P, 3, 3) PMLIR_GPU_SYMBOLS(P, 4, 2) PMLIR_GPU_SYMBOLS(P, 4, 4)
 #define PMLIR_MGPU_SYMBOL(NAME) {#NAME, reinterpret_cast<void *>(&NAME)},
 
 extern "C" const pmlir_rt_symbol *pmlir_rt_gpu_symbols(void) {
   static const pmlir_rt_symbol symbols[] = {
-      PMLIR_GPU_SYMBOL_RANKS(f32) PMLIR_GPU_SYMBOL_RANKS(tf32) PMLIR_GPU_SYMBOL_RANKS(bf16)
-          PMLIR_GPU_SYMBOL_RANKS(bf16f32) PMLIR_MGPU_SYMBOL(mgpuModuleLoad)
-              PMLIR_MGPU_SYMBOL(mgpuModuleLoadJIT) PMLIR_MGPU_SYMBOL(mgpuModuleUnload)
-                  PMLIR_MGPU_SYMBOL(mgpuModuleGetFunction) PMLIR_MGPU_SYMBOL(mgpuLaunchKernel)
-                      PMLIR_MGPU_SYMBOL(mgpuStreamCreate) PMLIR_MGPU_SYMBOL(mgpuStreamDestroy)
-                          PMLIR_MGPU_SYMBOL(mgpuStreamSynchronize) PMLIR_MGPU_SYMBOL(mgpuMemAlloc)
-                              PMLIR_MGPU_SYMBOL(mgpuMemFree)
-                                  PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr, nullptr}};
+#define PMLIR_RT_GPU_GEMM(P, IN, OUT, COMPUTE)                                                     \
+  PMLIR_RT_FOR_GEMM_RANKS(PMLIR_GPU_SYMBOLS, P, IN, OUT, COMPUTE)
+#include "pmlir/Runtime/RuntimeAbi.def"
+      PMLIR_MGPU_SYMBOL(mgpuModuleLoad) PMLIR_MGPU_SYMBOL(mgpuModuleLoadJIT)
+          PMLIR_MGPU_SYMBOL(mgpuModuleUnload) PMLIR_MGPU_SYMBOL(mgpuModuleGetFunction)
+              PMLIR_MGPU_SYMBOL(mgpuLaunchKernel) PMLIR_MGPU_SYMBOL(mgpuStreamCreate)
+                  PMLIR_MGPU_SYMBOL(mgpuStreamDestroy) PMLIR_MGPU_SYMBOL(mgpuStreamSynchronize)
+                      PMLIR_MGPU_SYMBOL(mgpuMemAlloc) PMLIR_MGPU_SYMBOL(mgpuMemFree)
+                          PMLIR_MGPU_SYMBOL(mgpuMemcpy){nullptr, nullptr}};
   return symbols;
 }

@@ -360,7 +360,7 @@ static void tearDown() {
     MPI_Finalize();
 }
 
-extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double timeoutSeconds,
+extern "C" int pmlir_rt_init(const pmlir_rt_mesh *meshAxes, double timeoutSeconds,
                              pmlir_rt_backend backend, char *error, size_t errorSize) {
   auto setError = [&](const std::string &message) {
     if (error && errorSize)
@@ -369,9 +369,24 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double
   };
   if (state)
     return setError("pmlir_rt_init called twice");
+  if (!meshAxes || meshAxes->num_axes < 1 || !meshAxes->axis_names || !meshAxes->axis_sizes)
+    return setError("pmlir_rt_init: no mesh (no axes)");
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::vector<std::string> rankOrder;
+  for (int i = 0; i < meshAxes->num_axes; ++i) {
+    names.push_back(meshAxes->axis_names[i] ? meshAxes->axis_names[i] : "");
+    sizes.push_back(meshAxes->axis_sizes[i]);
+  }
+  for (int i = 0; meshAxes->rank_order && i < meshAxes->num_axes; ++i) {
+    int axis = meshAxes->rank_order[i];
+    if (axis < 0 || axis >= meshAxes->num_axes)
+      return setError("pmlir_rt_init: rank order names axis " + std::to_string(axis) + " of " +
+                      std::to_string(meshAxes->num_axes));
+    rankOrder.push_back(names[axis]);
+  }
   std::string message;
-  std::optional<Mesh> mesh =
-      Mesh::parse(meshSpec ? meshSpec : "", rankOrder ? rankOrder : "", message);
+  std::optional<Mesh> mesh = Mesh::create(names, sizes, rankOrder, message);
   if (!mesh)
     return setError(message);
 
@@ -415,7 +430,7 @@ extern "C" int pmlir_rt_init(const char *meshSpec, const char *rankOrder, double
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     state->rank = rank;
     if (size != state->mesh->numRanks())
-      return "mesh '" + std::string(meshSpec) + "' has " + std::to_string(state->mesh->numRanks()) +
+      return "mesh '" + state->mesh->spec() + "' has " + std::to_string(state->mesh->numRanks()) +
              " ranks but the job has " + std::to_string(size) + " (mpirun -np)";
     if (size != state->ranks)
       state->board.reset(); // not the launcher's numbering: rows would lie

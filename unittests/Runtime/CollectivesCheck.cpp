@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Runtime/RuntimeMesh.h"
 #ifdef PMLIR_HAS_NCCL
 #include <cuda_runtime.h>
 #endif
@@ -375,14 +376,20 @@ int main(int argc, char **argv) {
                  buffers.c_str());
     return 1;
   }
+  std::string message;
+  std::optional<Mesh> parsed = Mesh::parse(meshSpec, order, message);
+  if (!parsed) {
+    std::fprintf(stderr, "pmlir-rt-collectives-check: --mesh '%s': %s\n", meshSpec.c_str(),
+                 message.c_str());
+    return 1;
+  }
+  Mesh mesh = *parsed;
   char error[512];
-  if (pmlir_rt_init(meshSpec.c_str(), order.c_str(), timeout, backend, error, sizeof(error))) {
+  if (pmlir_rt_init(pmlir::rt::RuntimeMesh(mesh).get(), timeout, backend, error, sizeof(error))) {
     std::fprintf(stderr, "pmlir-rt-collectives-check: %s\n", error);
     return 1;
   }
   onDevice = buffers == "device";
-  std::string message;
-  Mesh mesh = *Mesh::parse(meshSpec, order, message);
   int64_t rank = pmlir_rt_rank();
 
   int64_t failRank = std::atoll(flag(argc, argv, "--fail-rank", "-1").c_str());

@@ -12,6 +12,8 @@
 #ifndef PMLIR_CONVERSION_CONTRACTION_H
 #define PMLIR_CONVERSION_CONTRACTION_H
 
+#include "pmlir/Runtime/RuntimeAbi.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <optional>
@@ -30,9 +32,11 @@ struct GemmShape {
   unsigned outRank, rhsRank;
   bool lhsTransposed, rhsTransposed;
 
-  /// "r<out rank><rhs rank>_t<lhs transposed><rhs transposed>", the tail of
-  /// a kernel's name: "r32_t00".
-  std::string suffix() const;
+  /// The kernel of the runtime's GEMM `family` (RuntimeAbi.def) on
+  /// operands and result of `types` ("f32", "tf32", "bf16", "bf16f32") for
+  /// this shape, "pmlir_matmul_f32_r32_t00"; "" where the family has none
+  /// (types or ranks it lacks): the contraction then stays a loop nest.
+  std::string kernel(rt::abi::GemmFamily family, llvm::StringRef types) const;
 
   /// The operand and result types as a kernel names them: "f32" (f32
   /// operands and result), "bf16" (bf16 operands and result, f32 sums),

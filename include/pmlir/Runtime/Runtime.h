@@ -53,15 +53,26 @@ typedef enum {
   PMLIR_RT_BACKEND_NCCL = 1,
 } pmlir_rt_backend;
 
-/* Starts MPI (unless it is up) and the mesh `mesh` ("tp=2,dp=2") with
- * `rank_order` ("" for the default, else every axis, fastest first), and the
- * collectives of `backend` (NCCL: rank i of a host takes visible GPU i mod
- * the visible count). The job must have exactly as many ranks as the mesh. A
- * collective that waits longer than `timeout_seconds` (<= 0: no limit) ends
- * the job. Returns 0, or non-zero with a message in `error` on every rank
- * (a backend that cannot start on one rank starts on none). */
-int pmlir_rt_init(const char *mesh, const char *rank_order, double timeout_seconds,
-                  pmlir_rt_backend backend, char *error, size_t error_size);
+/* A mesh: `num_axes` axes, axis i named `axis_names[i]` with
+ * `axis_sizes[i]` devices; ranks count through the axes `rank_order[0]`,
+ * `rank_order[1]`, ... (axis indices, fastest first, every axis once; NULL
+ * for the default order: tp, cp, ep, dp, pp). */
+typedef struct {
+  int num_axes;
+  const char *const *axis_names;
+  const int64_t *axis_sizes;
+  const int *rank_order;
+} pmlir_rt_mesh;
+
+/* Starts MPI (unless it is up), the mesh `mesh` and the collectives of
+ * `backend` (NCCL: rank i of a host takes visible GPU i mod the visible
+ * count). The job must have exactly as many ranks as the mesh. A collective
+ * that waits longer than `timeout_seconds` (<= 0: no limit) ends the job.
+ * Returns 0, or non-zero with a message in `error` on every rank (a mesh
+ * that is no mesh, or a backend that cannot start on one rank, starts on
+ * none). */
+int pmlir_rt_init(const pmlir_rt_mesh *mesh, double timeout_seconds, pmlir_rt_backend backend,
+                  char *error, size_t error_size);
 /* Waits for the collectives issued so far, then for every rank, and ends
  * the runtime. */
 void pmlir_rt_finalize(void);

@@ -113,6 +113,43 @@ inline std::optional<int> workCode(std::string_view name) {
   return std::nullopt;
 }
 
+/// The runtimes' GEMM families (the table's PMLIR_RT_CPU_GEMM, _GPU_GEMM).
+enum class GemmFamily { Cpu, Gpu };
+
+/// The prefix of the family's kernels: "pmlir_matmul", "pmlir_gpu_matmul".
+inline std::string_view gemmPrefix(GemmFamily family) {
+  return family == GemmFamily::Cpu ? "pmlir_matmul" : "pmlir_gpu_matmul";
+}
+
+/// Whether the family has a kernel on operands and a result of `types`
+/// ("f32", "bf16f32", ...) with a result of rank `outRank` and a rhs of
+/// rank `rhsRank`.
+inline bool hasGemmKernel(GemmFamily family, std::string_view types, unsigned outRank,
+                          unsigned rhsRank) {
+  bool typed = false;
+  if (family == GemmFamily::Cpu) {
+#define PMLIR_RT_CPU_GEMM(TYPES, IN, OUT) typed |= types == #TYPES;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  } else {
+#define PMLIR_RT_GPU_GEMM(TYPES, IN, OUT, COMPUTE) typed |= types == #TYPES;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  }
+#define PMLIR_RT_GEMM_RANKS_ARE(UNUSED, OUT_RANK, RHS_RANK)                                        \
+  if (typed && outRank == OUT_RANK && rhsRank == RHS_RANK)                                         \
+    return true;
+  PMLIR_RT_FOR_GEMM_RANKS(PMLIR_RT_GEMM_RANKS_ARE, 0)
+#undef PMLIR_RT_GEMM_RANKS_ARE
+  return false;
+}
+
+/// The kernel's symbol (without `_mlir_ciface_`): "pmlir_matmul_f32_r32_t01".
+inline std::string gemmKernelName(GemmFamily family, std::string_view types, unsigned outRank,
+                                  unsigned rhsRank, bool lhsTransposed, bool rhsTransposed) {
+  return std::string(gemmPrefix(family)) + "_" + std::string(types) + "_r" +
+         std::to_string(outRank) + std::to_string(rhsRank) + "_t" + (lhsTransposed ? "1" : "0") +
+         (rhsTransposed ? "1" : "0");
+}
+
 } // namespace pmlir::rt::abi
 
 #endif // PMLIR_RUNTIME_RUNTIMEABI_H

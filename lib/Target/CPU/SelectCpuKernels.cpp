@@ -26,14 +26,12 @@ using namespace mlir;
 
 namespace {
 
-/// The BLAS kernel of a contraction generic, or "" where it is none:
-/// pmlir_matmul_<types>_r<lhs rank><rhs rank>_t<lhs transposed><rhs transposed>.
+/// The BLAS kernel of a contraction generic, or "" where the runtime's
+/// GEMM family (RuntimeAbi.def) has none for its types and ranks (it stays
+/// a loop nest): pmlir_matmul_<types>_r<out rank><rhs rank>_t<A><B>.
 std::string kernelOf(linalg::GenericOp op) {
   std::optional<pmlir::GemmShape> gemm = pmlir::matchGemm(op);
-  std::string types = gemm ? gemm->types() : "";
-  if (types.empty())
-    return "";
-  return "pmlir_matmul_" + types + "_" + gemm->suffix();
+  return gemm ? gemm->kernel(pmlir::rt::abi::GemmFamily::Cpu, gemm->types()) : "";
 }
 
 struct SelectCpuKernelsPass : public pmlir::impl::SelectCpuKernelsBase<SelectCpuKernelsPass> {

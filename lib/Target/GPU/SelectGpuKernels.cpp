@@ -31,14 +31,17 @@ struct SelectGpuKernelsPass : public pmlir::impl::SelectGpuKernelsBase<SelectGpu
   void runOnOperation() override {
     getOperation()->walk([&](linalg::GenericOp op) {
       std::optional<pmlir::GemmShape> gemm = pmlir::matchGemm(op);
-      std::string types = gemm ? gemm->types() : "";
-      if (types.empty())
+      if (!gemm)
         return;
       // An f32 GEMM computes in the mode `precision` asks (f32 but for
       // tf32); bf16 operands are named by their types.
+      std::string types = gemm->types();
       if (types == "f32" && precision == pmlir::Precision::TF32)
         types = "tf32";
-      std::string kernel = "pmlir_gpu_matmul_" + types + "_" + gemm->suffix();
+      // None in the runtime's GEMM family (RuntimeAbi.def): a kernel loop.
+      std::string kernel = gemm->kernel(pmlir::rt::abi::GemmFamily::Gpu, types);
+      if (kernel.empty())
+        return;
       LLVM_DEBUG(llvm::dbgs() << kernel << " for the contraction at " << op.getLoc() << "\n");
       op.setLibraryCallAttr(StringAttr::get(op.getContext(), kernel));
     });

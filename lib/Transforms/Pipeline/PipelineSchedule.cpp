@@ -106,7 +106,7 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     for (const auto &list : built->actions) {
       SmallVector<Attribute> actions;
       for (const pipe::Action &a : list)
-        actions.push_back(b.getStringAttr(a.str()));
+        actions.push_back(pipe::ActionAttr::get(b.getContext(), a.stage, a.kind, a.microbatch));
       lists.push_back(b.getArrayAttr(actions));
     }
     pipe::ScheduleOp::create(b, module.getLoc(), schedule, built->ranks, built->stages,

@@ -61,3 +61,9 @@ pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "1F0", "0B0"], ["1B
 
 // expected-error @+1 {{rank 1's action "1Z0" is no <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>}}
 pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "0B0"], ["1F0", "1Z0"]]
+
+// -----
+
+// The generic form holds each action as a #pipe.action.
+// expected-error @+1 {{rank 0's action #pipe.action<0, F, -1> names a negative stage or microbatch}}
+"pipe.schedule"() <{actions = [[#pipe.action<0, F, -1>, #pipe.action<0, B, 0>]], kind = #pipe<schedule_kind csv>, microbatches = 1 : i64, ranks = 1 : i64, stages = 1 : i64}> : () -> ()

@@ -76,3 +76,15 @@ func.func @not_kernels(%x: tensor<3x16xf16>, %w: tensor<16x8xf16>, %a: tensor<3x
   } -> tensor<3x8xf32>
   return %0, %1 : tensor<3x8xf16>, tensor<3x8xf32>
 }
+
+// -----
+
+// A GEMM of ranks the runtime's GEMM family (RuntimeAbi.def) has no
+// kernel for (a result of rank 5) stays a loop nest instead of naming a
+// kernel that does not exist.
+// CHECK-LABEL: func @no_kernel_of_these_ranks
+// CHECK-NOT: library_call
+func.func @no_kernel_of_these_ranks(%x: tensor<2x2x2x3x16xf32>, %w: tensor<16x8xf32>) -> tensor<2x2x2x3x8xf32> {
+  %0 = tfm.matmul %x, %w : tensor<2x2x2x3x16xf32>, tensor<16x8xf32> -> tensor<2x2x2x3x8xf32>
+  return %0 : tensor<2x2x2x3x8xf32>
+}

@@ -59,3 +59,16 @@ func.func @f16(%x: tensor<3x16xf16>, %w: tensor<16x8xf16>) -> tensor<3x8xf16> {
   %0 = tfm.matmul %x, %w : tensor<3x16xf16>, tensor<16x8xf16> -> tensor<3x8xf16>
   return %0 : tensor<3x8xf16>
 }
+
+// -----
+
+// So do GEMMs of ranks the runtime's GEMM family (RuntimeAbi.def) has no
+// cuBLASLt kernel for (a result of rank 5), in every precision.
+// CHECK-LABEL: func @no_kernel_of_these_ranks
+// CHECK-NOT: library_call
+// TF32-LABEL: func @no_kernel_of_these_ranks
+// TF32-NOT: library_call
+func.func @no_kernel_of_these_ranks(%x: tensor<2x2x2x3x16xf32>, %w: tensor<16x8xf32>) -> tensor<2x2x2x3x8xf32> {
+  %0 = tfm.matmul %x, %w : tensor<2x2x2x3x16xf32>, tensor<16x8xf32> -> tensor<2x2x2x3x8xf32>
+  return %0 : tensor<2x2x2x3x8xf32>
+}

@@ -60,6 +60,50 @@ static void printQuotedKind(OpAsmPrinter &printer, Operation *, KindAttr kind) {
   printer.printString(stringifyEnum(kind.getValue()));
 }
 
+// A schedule's actions as torch.distributed.pipelining writes them, a list
+// of quoted actions a rank: [["0F0", "0B0"], ["1F0", "1B0"]].
+
+static ParseResult parseActionLists(OpAsmParser &parser, ArrayAttr &lists) {
+  MLIRContext *ctx = parser.getContext();
+  SmallVector<Attribute> ranks;
+  auto parseRank = [&]() -> ParseResult {
+    SmallVector<Attribute> actions;
+    auto parseAction = [&]() -> ParseResult {
+      SMLoc loc = parser.getCurrentLocation();
+      std::string text;
+      if (parser.parseString(&text))
+        return failure();
+      std::optional<Action> action = Action::parse(text);
+      if (!action)
+        return parser.emitError(loc)
+               << "rank " << ranks.size() << "'s action \"" << text
+               << "\" is no <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>";
+      actions.push_back(ActionAttr::get(ctx, action->stage, action->kind, action->microbatch));
+      return success();
+    };
+    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseAction))
+      return failure();
+    ranks.push_back(ArrayAttr::get(ctx, actions));
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseRank))
+    return failure();
+  lists = ArrayAttr::get(ctx, ranks);
+  return success();
+}
+
+static void printActionLists(OpAsmPrinter &printer, Operation *, ArrayAttr lists) {
+  printer << '[';
+  llvm::interleaveComma(lists, printer, [&](Attribute list) {
+    printer << '[';
+    llvm::interleaveComma(cast<ArrayAttr>(list), printer, [&](Attribute action) {
+      printer.printString(cast<ActionAttr>(action).getAction().str());
+    });
+    printer << ']';
+  });
+  printer << ']';
+}
+
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Pipe/IR/PipeOps.cpp.inc"
 
@@ -135,8 +179,7 @@ Schedule ScheduleOp::getSchedule() {
   for (Attribute list : getActions()) {
     schedule.actions.emplace_back();
     for (Attribute a : cast<ArrayAttr>(list))
-      if (std::optional<Action> action = Action::parse(cast<StringAttr>(a).getValue().str()))
-        schedule.actions.back().push_back(*action);
+      schedule.actions.back().push_back(cast<ActionAttr>(a).getAction());
   }
   schedule.placeStages();
   return schedule;
@@ -151,9 +194,9 @@ LogicalResult ScheduleOp::verify() {
                          << " ranks, which do not divide them";
   for (auto [r, list] : llvm::enumerate(getActions()))
     for (Attribute a : cast<ArrayAttr>(list))
-      if (!Action::parse(cast<StringAttr>(a).getValue().str()))
+      if (auto action = cast<ActionAttr>(a); action.getStage() < 0 || action.getMicrobatch() < 0)
         return emitOpError() << "rank " << r << "'s action " << a
-                             << " is no <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>";
+                             << " names a negative stage or microbatch";
   Schedule schedule = getSchedule();
   std::string error;
   if (!verifySchedule(schedule, error))

@@ -53,6 +53,28 @@ class Pipe_Op<string mnemonic, list<Trait> traits = []>
 def Pipe_ActionKindAttr : EnumAttr<Pipe_Dialect, Pipe_ActionKind, "action_kind">;
 def Pipe_ScheduleKindAttr : EnumAttr<Pipe_Dialect, Pipe_ScheduleKind, "schedule_kind">;
 
+def Pipe_ActionAttr : AttrDef<Pipe_Dialect, "Action"> {
+  let mnemonic = "action";
+  let summary = "one action of a pipeline rank: a kind of work on a stage and a microbatch";
+  let description = [{
+    `#pipe.action<1, F, 3>` runs stage 1's forward on microbatch 3; the
+    pipe.schedule op prints it as torch.distributed.pipelining does, "1F3".
+  }];
+  let parameters = (ins "int64_t":$stage, EnumParameter<Pipe_ActionKind>:$kind,
+                    "int64_t":$microbatch);
+  let assemblyFormat = "`<` $stage `,` $kind `,` $microbatch `>`";
+  let extraClassDeclaration = [{
+    /// The action as the schedules' plain C++ holds it.
+    ::pmlir::pipe::Action getAction() const {
+      return {getStage(), getKind(), getMicrobatch()};
+    }
+  }];
+}
+
+def Pipe_ActionListsAttr
+    : TypedArrayAttrBase<TypedArrayAttrBase<Pipe_ActionAttr, "a pipeline rank's actions">,
+                         "each pipeline rank's actions">;
+
 def Pipe_FragmentOp : Pipe_Op<"fragment", [SingleBlockImplicitTerminator<"YieldOp">,
                                            RecursiveMemoryEffects,
                                            Tfm_InlineBody]> {
@@ -136,9 +158,9 @@ def Pipe_StageSumOp : Pipe_Op<"stage_sum", [Pure, Tfm_ShardingRuleOpInterface,
 def Pipe_ScheduleOp : Pipe_Op<"schedule"> {
   let summary = "each pipeline rank's actions, in order";
   let description = [{
-    `actions[r]` is rank `r`'s list in torch.distributed.pipelining's
-    format: `<stage><kind><microbatch>` with kind F, B, I, W, SEND_F,
-    RECV_F, SEND_B or RECV_B. `kind` names the generator (gpipe, 1f1b,
+    `actions[r]` is rank `r`'s list of `#pipe.action`s, written in
+    torch.distributed.pipelining's format: `<stage><kind><microbatch>` with
+    kind F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B. `kind` names the generator (gpipe, 1f1b,
     interleaved-1f1b, zb-h1, zb-v) or `csv` for a schedule read from a file.
     A stage lives on the first rank whose list names it. The verifier checks
     that every stage's work runs once per microbatch on its rank and, with
@@ -152,9 +174,10 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule"> {
   let arguments = (ins Pipe_ScheduleKindAttr:$kind, ConfinedAttr<I64Attr, [IntPositive]>:$ranks,
                    ConfinedAttr<I64Attr, [IntPositive]>:$stages,
                    ConfinedAttr<I64Attr, [IntPositive]>:$microbatches,
-                   TypedArrayAttrBase<StrArrayAttr, "per-rank action lists">:$actions);
+                   Pipe_ActionListsAttr:$actions);
   let assemblyFormat = [{
-    custom<QuotedKind>($kind) `ranks` $ranks `stages` $stages `microbatches` $microbatches $actions attr-dict
+    custom<QuotedKind>($kind) `ranks` $ranks `stages` $stages `microbatches` $microbatches
+    custom<ActionLists>($actions) attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
