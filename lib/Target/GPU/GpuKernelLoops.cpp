@@ -142,7 +142,6 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      splitReductions(func);
       fuseRows(func);
       if (failed(toParallelLoops(func)))
         return signalPassFailure();
@@ -153,80 +152,6 @@ struct GpuKernelLoopsPass : public pmlir::impl::GpuKernelLoopsBase<GpuKernelLoop
         return signalPassFailure();
       if (failed(tileAndMap(func)))
         return signalPassFailure();
-    }
-  }
-
-  /// A reduction into several buffers whose values do not depend on one
-  /// another (a loss's sum and its count of tokens) -> one reduction a
-  /// buffer, each with the body's ops its value needs: each is then one
-  /// reduction into one value, which runs on blocks of threads (below)
-  /// instead of one thread. Each input is read once a reduction.
-  void splitReductions(func::FuncOp func) {
-    SmallVector<linalg::GenericOp> generics;
-    func.walk([&](linalg::GenericOp op) {
-      if (op.hasPureBufferSemantics() && op.getNumDpsInits() > 1 && op.getNumReductionLoops() > 0)
-        generics.push_back(op);
-    });
-    for (linalg::GenericOp op : generics) {
-      Block &body = op.getRegion().front();
-      unsigned inputs = op.getNumDpsInputs();
-      auto yield = cast<linalg::YieldOp>(body.getTerminator());
-      // Each value's ops in the body, which may read no other
-      // accumulator; the outputs distinct buffers that no input reads.
-      SmallVector<SetVector<Operation *>> needs(op.getNumDpsInits());
-      bool independent = true;
-      llvm::DenseSet<Value> outputs;
-      for (OpOperand &init : op.getDpsInitsMutable())
-        if (!outputs.insert(baseOf(init.get())).second)
-          independent = false;
-      for (OpOperand *input : op.getDpsInputOperands())
-        if (outputs.contains(baseOf(input->get())))
-          independent = false;
-      for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-        SmallVector<Value> work{value};
-        while (!work.empty() && independent) {
-          Value v = work.pop_back_val();
-          if (auto arg = dyn_cast<BlockArgument>(v)) {
-            if (arg.getOwner() == &body && arg.getArgNumber() >= inputs &&
-                arg.getArgNumber() != inputs + i)
-              independent = false;
-            continue;
-          }
-          Operation *def = v.getDefiningOp();
-          if (def->getBlock() != &body)
-            continue;
-          if (def->getNumRegions() != 0) {
-            independent = false;
-            continue;
-          }
-          if (needs[i].insert(def))
-            llvm::append_range(work, def->getOperands());
-        }
-      }
-      if (!independent)
-        continue;
-      OpBuilder b(op);
-      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-      SmallVector<Value> ins = op.getDpsInputs();
-      for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
-        SmallVector<AffineMap> ownMaps(ArrayRef<AffineMap>(maps).take_front(inputs));
-        ownMaps.push_back(maps[inputs + i]);
-        linalg::GenericOp::create(
-            b, op.getLoc(), ins, ValueRange{init}, ownMaps, op.getIteratorTypesArray(),
-            [&, i = i](OpBuilder &nb, Location loc, ValueRange args) {
-              IRMapping mapping;
-              for (unsigned k = 0; k < inputs; ++k)
-                mapping.map(body.getArgument(k), args[k]);
-              mapping.map(body.getArgument(inputs + i), args.back());
-              // In the body's order, which defines before use.
-              for (Operation &bodyOp : body.without_terminator())
-                if (needs[i].contains(&bodyOp))
-                  nb.clone(bodyOp, mapping);
-              linalg::YieldOp::create(nb, loc,
-                                      ValueRange{mapping.lookupOrDefault(yield.getValues()[i])});
-            });
-      }
-      op.erase();
     }
   }
 

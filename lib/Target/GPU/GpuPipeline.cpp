@@ -71,6 +71,7 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   if (options.precision == Precision::BF16)
     pm.addPass(createStoreBf16());
   pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
+  pm.addPass(createGpuSplitReductions());
   pm.addPass(createCanonicalizerPass());
   buildBufferizationPipeline(pm, options.entry);
   pm.addPass(createLinalgToLibraryCalls());

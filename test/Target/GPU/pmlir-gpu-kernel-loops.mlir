@@ -413,57 +413,6 @@ func.func @scatter_reading_another_row(%ids: memref<6xi64>, %table: memref<10x64
 
 // -----
 
-// A reduction into two values that do not depend on each other (a loss's
-// sum over the tokens that count and the count of them) is two reductions,
-// each one block a value, instead of one thread for both.
-// CHECK-LABEL: func.func @two_independent_sums
-// CHECK: gpu.all_reduce add
-// CHECK: memref.store %{{.*}}, %arg2[]
-// CHECK: gpu.all_reduce add
-// CHECK: memref.store %{{.*}}, %arg3[]
-// CHECK-NOT: gpu.all_reduce
-#tok = affine_map<(d0) -> (d0)>
-#one = affine_map<(d0) -> ()>
-func.func @two_independent_sums(%loss: memref<512xf32>, %labels: memref<512xi64>, %sum: memref<f32>, %count: memref<f32>) {
-  linalg.generic {indexing_maps = [#tok, #tok, #one, #one], iterator_types = ["reduction"]}
-      ins(%loss, %labels : memref<512xf32>, memref<512xi64>) outs(%sum, %count : memref<f32>, memref<f32>) {
-  ^bb0(%l: f32, %label: i64, %s: f32, %c: f32):
-    %ignored = arith.constant -100 : i64
-    %zero = arith.constant 0.0 : f32
-    %one = arith.constant 1.0 : f32
-    %counts = arith.cmpi ne, %label, %ignored : i64
-    %kept = arith.select %counts, %l, %zero : f32
-    %s2 = arith.addf %s, %kept : f32
-    %n = arith.select %counts, %one, %zero : f32
-    %c2 = arith.addf %c, %n : f32
-    linalg.yield %s2, %c2 : f32, f32
-  }
-  return
-}
-
-// -----
-
-// Where one value reads the other's accumulator, the reduction stays one:
-// its threads could not split it.
-// CHECK-LABEL: func.func @dependent_sums_stay_one
-// CHECK-NOT: gpu.all_reduce
-// CHECK: scf.for
-// CHECK-NOT: gpu.all_reduce
-#tok = affine_map<(d0) -> (d0)>
-#one = affine_map<(d0) -> ()>
-func.func @dependent_sums_stay_one(%x: memref<512xf32>, %sum: memref<f32>, %running: memref<f32>) {
-  linalg.generic {indexing_maps = [#tok, #one, #one], iterator_types = ["reduction"]}
-      ins(%x : memref<512xf32>) outs(%sum, %running : memref<f32>, memref<f32>) {
-  ^bb0(%v: f32, %s: f32, %r: f32):
-    %s2 = arith.addf %s, %v : f32
-    %r2 = arith.addf %r, %s2 : f32
-    linalg.yield %s2, %r2 : f32, f32
-  }
-  return
-}
-
-// -----
-
 // A sequential loop whose updates cross columns (each token's row added
 // reversed) keeps its order in one thread.
 // CHECK-LABEL: func.func @crossing_columns_stay_sequential

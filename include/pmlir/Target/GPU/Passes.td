@@ -41,6 +41,36 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
   ];
 }
 
+def GpuSplitReductions : Pass<"pmlir-gpu-split-reductions"> {
+  let summary = "splits a reduction into several independent values into one reduction a value";
+  let description = [{
+    `pmlir-gpu-kernel-loops` runs a reduction into one value on blocks of
+    threads, one into several values in one thread, in order. A
+    `linalg.generic` on tensors with several results and reduction loops
+    whose yielded values do not read one another's accumulators (a loss's
+    sum over the tokens that count, and the count of them) becomes one
+    generic a result, each with the body's ops its value needs. Each input
+    is then read once a result; nothing else changes. A reduction whose
+    values depend on one another stays one.
+
+    Before:
+    ```mlir
+    %s, %n = linalg.generic {iterator_types = ["reduction"], ...}
+        ins(%loss, %labels : ...) outs(%zero, %zero : tensor<f32>, tensor<f32>) {
+      ... linalg.yield %sum, %count : f32, f32
+    }
+    ```
+    After:
+    ```mlir
+    %s = linalg.generic {iterator_types = ["reduction"], ...}
+        ins(%loss, %labels : ...) outs(%zero : tensor<f32>) { ... linalg.yield %sum : f32 }
+    %n = linalg.generic {iterator_types = ["reduction"], ...}
+        ins(%loss, %labels : ...) outs(%zero : tensor<f32>) { ... linalg.yield %count : f32 }
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
   let summary = "makes every loop and memory access of host functions a parallel loop for a kernel";
   let description = [{
@@ -49,10 +79,6 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
     bufferization (the GEMMs already library calls) this pass leaves each
     host function (a `func.func` outside `gpu.module`) with `scf.parallel`
     loops, which become kernels, and nothing else that touches memory:
-    - a reduction into several buffers whose values do not depend on one
-      another (a loss's sum and its count of tokens) is first one
-      reduction a buffer, each with the body's ops its value needs, so
-      that each is a reduction into one value (below);
     - each linalg op becomes one `scf.parallel` over its parallel
       dimensions, put outermost, with its reduction dimensions as `scf.for`
       loops inside (each thread's own sum: a norm's weight gradient sums
