@@ -71,13 +71,18 @@ using mlir::PassManager;
 /// One run on this process: one rank of a mesh, or the whole job.
 class Job {
 public:
-  Job(const RunOptions &options, MLIRContext &context) : o(options), context(context) {}
+  /// `mesh` is --mesh parsed (nullopt without one, or with `meshError`
+  /// where it does not parse): the one parse of it in the process.
+  Job(const RunOptions &options, MLIRContext &context, std::optional<Mesh> mesh,
+      std::string meshError)
+      : o(options), context(context), mesh(std::move(mesh)), meshError(std::move(meshError)) {}
   int run();
 
 private:
   const RunOptions &o;
   MLIRContext &context;
   std::optional<Mesh> mesh;
+  std::string meshError;
   int64_t rank = 0;
   std::unique_ptr<SafeTensorsFile> weights, inputs, state;
   /// --data: the token file a training run reads its batches from.

@@ -249,9 +249,8 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
 int Job::run() {
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
   if (!o.mesh.empty()) {
-    std::string error;
-    if (!(mesh = Mesh::parse(o.mesh, o.rankOrder, error)))
-      return fail(error);
+    if (!mesh)
+      return fail(meshError);
     if (!underMpirun()) {
       // The ranks' output goes through mpirun: they learn from here
       // whether it ends on a terminal (a progress bar) or not.
@@ -748,11 +747,15 @@ int exec::runModel(const RunOptions &o) {
   if (o.recipe != RunOptions::Recipe::Auto && (!o.topology.empty() || !o.memoryBudget.empty()))
     return fail(std::string(o.topology.empty() ? "--memory-budget" : "--topology") +
                 " is for auto-sharding: it needs --recipe auto");
+  // --mesh, parsed once for the checks here and the job (which reports a
+  // mesh that does not parse, after the checks of the files).
+  std::optional<Mesh> mesh;
+  std::string meshError;
+  if (!o.mesh.empty())
+    mesh = Mesh::parse(o.mesh, o.rankOrder, meshError);
   // Whether a recipe shards the model over a mesh with a cp axis.
   auto shardsOverCp = [&]() {
-    std::string error;
-    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
-    return recipe && parsed && llvm::is_contained(parsed->axisNames(), "cp");
+    return recipe && mesh && llvm::is_contained(mesh->axisNames(), "cp");
   };
   if (o.cpAttention) {
     if (o.cpAttention == RunOptions::ContextAttention::Ring &&
@@ -836,9 +839,7 @@ int exec::runModel(const RunOptions &o) {
     if (o.mesh.empty() || !recipe)
       return fail("--zero shards over the mesh's data-parallel axis: it needs --mesh with a dp "
                   "axis and --recipe");
-    std::string error;
-    std::optional<Mesh> parsed = Mesh::parse(o.mesh, o.rankOrder, error);
-    if (parsed && !llvm::is_contained(parsed->axisNames(), "dp"))
+    if (mesh && !llvm::is_contained(mesh->axisNames(), "dp"))
       return fail("--zero shards the model state over the data-parallel axis 'dp', which --mesh " +
                   o.mesh + " does not have");
   }
@@ -854,6 +855,6 @@ int exec::runModel(const RunOptions &o) {
   if (!checkModelInput(o.model, registry, !underMpirun(), error))
     return fail(error);
   MLIRContext context(registry);
-  Job job(o, context);
+  Job job(o, context, std::move(mesh), std::move(meshError));
   return job.run();
 }

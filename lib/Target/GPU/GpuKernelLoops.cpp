@@ -7,7 +7,7 @@
 // into each value one block a value, or, where that leaves the GPU idle (a
 // whole tensor to one value), a block a slice of each value's elements and
 // a second kernel over the slices' partials; a scatter into rows one thread a
-// column. Every other linalg op on
+// column and group of rows. Every other linalg op on
 // buffers becomes a parallel loop over its parallel dimensions (outermost)
 // with its reductions sequential inside. A host function still reads and
 // writes memory in places: copies, scalar reads before a loop (AdamW's step
