@@ -51,10 +51,10 @@ struct Action {
   }
 };
 
-/// A ScheduleKind says how a program's stages are scheduled on the
-/// pipeline ranks: not at all (None), by one of the generators
-/// (buildSchedule), or as a CSV file of actions says (Csv,
-/// parseScheduleCsv).
+// A ScheduleKind says how a program's stages are scheduled on the pipeline
+// ranks: not at all (None), by one of the generators (buildSchedule), or as
+// a CSV file of actions says (Csv, parseScheduleCsv).
+
 /// A generator's kind by its name (none and csv are no generators).
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
 /// Whether buildSchedule builds schedules of `kind`.
