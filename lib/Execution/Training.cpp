@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 using namespace mlir;
@@ -38,6 +39,22 @@ std::string exec::optimizerStatePath(const std::string &parameters) {
 }
 
 namespace {
+
+/// The steps a training run has taken, from its `step` argument (f32: 0, or
+/// a resumed checkpoint's): a whole number from 0 to 2^24, the last count an
+/// f32 holds exactly, or nullopt with `error` naming it. A checkpoint's step
+/// is trusted no further: it picks the data window a step reads.
+std::optional<int64_t> stepsTaken(float step, std::string &error) {
+  constexpr float kLast = 16777216.0f; // 2^24
+  if (!(step >= 0.0f && step <= kLast) || std::floor(step) != step) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", step);
+    error = "its optimizer step " + std::string(text) +
+            " is not a whole number of steps from 0 to 16777216";
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(step);
+}
 
 /// Where a training step's batches go: its token ids and labels arguments,
 /// this rank's blocks of them, and the global batch they are cut from.
@@ -237,7 +254,10 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
   int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
   // The steps already taken: a checkpoint's, or none.
-  int64_t done = static_cast<int64_t>(*static_cast<const float *>(args[stepArg].data));
+  std::optional<int64_t> taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error);
+  if (!taken)
+    return failHere("--resume " + o.resume + ": " + error);
+  int64_t done = *taken;
 
   bool terminal = rank == 0 && outputIsTerminal();
   std::vector<float> losses;
@@ -467,7 +487,10 @@ bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
     return false;
   TokenData *data = tokens.get();
   int64_t stepArg = argumentNamed(signature, training::kStepName);
-  int64_t done = static_cast<int64_t>(*static_cast<const float *>(args[stepArg].data));
+  std::optional<int64_t> taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error);
+  if (!taken)
+    return false;
+  int64_t done = *taken;
   program->bind(args);
   int64_t lossAt = resultNamed(signature, "loss");
   for (int64_t i = 0; i < steps; ++i) {
