@@ -95,7 +95,7 @@ def argument_shardings(ir):
     held = {"parameters": 0, "state": 0}
     for m in HEADER_ARG.finditer(ir[start:end]):
         name = re.search(r'tfm\.name = "([^"]+)"', m.group(3))
-        role = re.search(r'tfm\.role = "([^"]+)"', m.group(3))
+        role = re.search(r'tfm\.role = (?:"|#tfm<role )(\w+)', m.group(3))
         if not name or not role or role.group(1) not in ("param", "optimizer_state"):
             continue
         *dims, dtype = m.group(2).split("x")
@@ -123,7 +123,7 @@ def pin_data_parallel(path, out, batch_axes):
         name = re.search(r'tfm\.name = "([^"]+)"', attrs).group(1)
         if name in ("input_ids", "labels"):
             dims = [batch_axes] + ["[]"] * (rank - 1)
-        elif 'tfm.role = "param"' in attrs:
+        elif re.search(r'tfm\.role = (?:"param"|#tfm<role param>)', attrs):
             dims = ["[]"] * rank
         else:
             return m.group(0)

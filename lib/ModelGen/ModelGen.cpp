@@ -325,7 +325,7 @@ private:
     return b.getDictionaryAttr(
         {b.getNamedAttr(tfm::kNameAttr, b.getStringAttr(name)),
          b.getNamedAttr(tfm::kDimsAttr, b.getArrayAttr(dimAttrs)),
-         b.getNamedAttr(tfm::kRoleAttr, b.getStringAttr(tfm::stringifyArgumentRole(role)))});
+         b.getNamedAttr(tfm::kRoleAttr, tfm::ArgumentRoleAttr::get(b.getContext(), role))});
   }
 
   llvm::StringMap<Value> byName;

@@ -141,8 +141,7 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
                 StringAttr::get(context, optimizerStateName(name ? name.getValue() : "", kind)));
       if (auto dims = grad.getArgAttr(p, kDimsAttr))
         attrs.set(kDimsAttr, dims);
-      attrs.set(kRoleAttr,
-                StringAttr::get(context, stringifyArgumentRole(ArgumentRole::OptimizerState)));
+      attrs.set(kRoleAttr, ArgumentRoleAttr::get(context, ArgumentRole::OptimizerState));
       attrs.set(kShardedLikeAttr, indexAttr(context, p));
       argTypes.push_back(grad.getArgumentTypes()[p]);
       argAttrs.push_back(attrs.getDictionary(context));
@@ -152,8 +151,7 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   {
     NamedAttrList attrs;
     attrs.set(kNameAttr, StringAttr::get(context, kStepName));
-    attrs.set(kRoleAttr,
-              StringAttr::get(context, stringifyArgumentRole(ArgumentRole::OptimizerState)));
+    attrs.set(kRoleAttr, ArgumentRoleAttr::get(context, ArgumentRole::OptimizerState));
     argTypes.push_back(scalar);
     argAttrs.push_back(attrs.getDictionary(context));
   }

@@ -5,16 +5,16 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=GPT2
-// GPT2: tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], []]>
-// GPT2: tfm.name = "wte.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// GPT2: tfm.name = "input_ids", tfm.role = #tfm<role input>, tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], []]>
+// GPT2: tfm.name = "wte.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // The fused QKV weight and bias are made of q, k and v parts, each split
 // over tp: a device holds its heads of all three.
-// GPT2: tfm.name = "h.0.attn.c_attn.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], parts = [1, 3]>
-// GPT2: tfm.name = "h.0.attn.c_attn.bias", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]], parts = [3]>
-// GPT2: tfm.name = "h.0.attn.c_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
-// GPT2: tfm.name = "h.0.mlp.c_fc.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
-// GPT2: tfm.name = "h.0.mlp.c_fc.bias", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]]>
-// GPT2: tfm.name = "h.0.mlp.c_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// GPT2: tfm.name = "h.0.attn.c_attn.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], parts = [1, 3]>
+// GPT2: tfm.name = "h.0.attn.c_attn.bias", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]], parts = [3]>
+// GPT2: tfm.name = "h.0.attn.c_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// GPT2: tfm.name = "h.0.mlp.c_fc.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// GPT2: tfm.name = "h.0.mlp.c_fc.bias", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"]]>
+// GPT2: tfm.name = "h.0.mlp.c_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // GPT2-SAME: -> (tensor<2x16x96xf32> {{{.*}}tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], [], ["tp"]]>})
 // GPT2: tfm.embedding {{.*}}pending = ["tp"]>]} : {{.*}} -> tensor<2x16x64xf32>
 // The fused QKV weight's parts come out of its split each split over tp.
@@ -33,10 +33,10 @@
 // RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 176 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=LLAMA
-// LLAMA: tfm.name = "model.layers.0.self_attn.q_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
-// LLAMA: tfm.name = "model.layers.0.self_attn.o_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
-// LLAMA: tfm.name = "model.layers.0.mlp.down_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
-// LLAMA: tfm.name = "lm_head.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// LLAMA: tfm.name = "model.layers.0.self_attn.q_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
+// LLAMA: tfm.name = "model.layers.0.self_attn.o_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// LLAMA: tfm.name = "model.layers.0.mlp.down_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// LLAMA: tfm.name = "lm_head.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // LLAMA: tfm.embedding {{.*}}pending = ["tp"]>]}
 // LLAMA: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []]>]}
 // LLAMA: tfm.split_heads {{.*}} heads = 2 {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], ["tp"], [], []]>]}
@@ -53,7 +53,7 @@
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation --pmlir-partition 2>&1 | FileCheck %s --check-prefix=UNEVEN
 // UNEVEN-NOT: warning
-// UNEVEN: tensor<49x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.global_type = tensor<97x64xf32>, tfm.name = "wte.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>}
+// UNEVEN: tensor<49x64xf32> {tfm.dims = ["vocab", "hidden"], tfm.global_type = tensor<97x64xf32>, tfm.name = "wte.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>}
 // UNEVEN-SAME: -> (tensor<2x16x49xf32> {tfm.global_type = tensor<2x16x97xf32>, tfm.sharding = #tfm.sharding<{{\[\[}}], [], ["tp"]]>})
 // UNEVEN: tfm.embedding {{.*}} rows_from {{.*}} : tensor<49x64xf32>
 // UNEVEN: tfm.matmul {{.*}} transpose_rhs : tensor<2x16x64xf32>, tensor<49x64xf32> -> tensor<2x16x49xf32>
@@ -90,7 +90,7 @@
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=FEWKV
 // FEWKV-NOT: warning
-// FEWKV: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.global_type = tensor<16x64xf32>, tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"tp:(1)2"], []]>}
+// FEWKV: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.global_type = tensor<16x64xf32>, tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp:(1)2"], []]>}
 // FEWKV: %[[Q:.*]] = tfm.split_heads {{.*}} heads = 2 : tensor<2x8x16xf32> -> tensor<2x2x8x8xf32>
 // FEWKV: %[[K:.*]] = tfm.split_heads {{.*}} heads = 1 : tensor<2x8x8xf32> -> tensor<2x1x8x8xf32>
 // FEWKV: tfm.attention {{.*}} : tensor<2x2x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x2x8x8xf32>
@@ -104,7 +104,7 @@
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=4" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron 2>&1 | FileCheck %s --check-prefix=MQA
 // MQA-NOT: error
-// MQA: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}], []]>}
+// MQA: tensor<8x64xf32> {tfm.dims = ["out", "in"], tfm.name = "model.layers.0.self_attn.k_proj.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], []]>}
 // MQA: tfm.attention {{.*}} : tensor<2x2x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x2x8x8xf32>
 // MQA-NOT: shard.all_gather
 
@@ -122,7 +122,7 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline=recipe=megatron | FileCheck %s --check-prefix=CP
-// CP: tensor<2x8xi64> {tfm.dims = ["batch", "seq"], tfm.global_type = tensor<2x16xi64>, tfm.name = "input_ids", tfm.role = "input", tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"]]>}
+// CP: tensor<2x8xi64> {tfm.dims = ["batch", "seq"], tfm.global_type = tensor<2x16xi64>, tfm.name = "input_ids", tfm.role = #tfm<role input>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"]]>}
 // CP: tfm.arange start = 0 plus %{{.*}} : tensor<8xi64>
 // CP: %[[K:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 2 : tensor<2x2x8x16xf32> -> tensor<2x2x16x16xf32>
 // CP: %[[V:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 2 : tensor<2x2x8x16xf32> -> tensor<2x2x16x16xf32>

@@ -15,7 +15,7 @@
 // RUN:   | FileCheck %s --check-prefix=ONE
 
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: tensor<3x2x4xi64> {tfm.dims = ["microbatch", "batch", "seq"], tfm.name = "input_ids", tfm.role = "input"}
+// CHECK-SAME: tensor<3x2x4xi64> {tfm.dims = ["microbatch", "batch", "seq"], tfm.name = "input_ids", tfm.role = #tfm<role input>}
 // CHECK-SAME: -> tensor<6x4x11xf32>
 // CHECK: %[[IDS0:.*]] = tfm.microbatch %arg0 index = 0 : tensor<3x2x4xi64> -> tensor<2x4xi64>
 // CHECK: tfm.embedding %arg1[%[[IDS0]]]

@@ -25,8 +25,8 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 // STAGE3: %arg2: tensor<16x32xf32> {tfm.name = "w", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], ["tp"{{\]\]}}>}
 // STAGE3-SAME: %arg3: tensor<32xf32> {tfm.name = "g", tfm.role = "param", tfm.sharding = #tfm.sharding<{{\[\[}}"dp"{{\]\]}}>}
 // The optimizer state takes the ZeRO sharding at every stage.
-// COMMON: tfm.name = "w.exp_avg", tfm.role = "optimizer_state", tfm.sharded_like = 2 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], ["tp"{{\]\]}}>
-// COMMON: tfm.name = "g.exp_avg", tfm.role = "optimizer_state", tfm.sharded_like = 3 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}"dp"{{\]\]}}>
+// COMMON: tfm.name = "w.exp_avg", tfm.role = #tfm<role optimizer_state>, tfm.sharded_like = 2 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}"dp"], ["tp"{{\]\]}}>
+// COMMON: tfm.name = "g.exp_avg", tfm.role = #tfm<role optimizer_state>, tfm.sharded_like = 3 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}"dp"{{\]\]}}>
 // COMMON: tfm.name = "w.exp_avg_sq", {{.*}} tfm.sharding = #tfm.sharding<{{\[\["dp"\], \["tp"\]\]}}>
 
 // Stage 3 gathers the parameter right before its use.

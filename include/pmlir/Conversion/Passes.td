@@ -30,7 +30,7 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
 
     Before:
     ```mlir
-    func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input"}) -> ...
+    func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = #tfm<role input>}) -> ...
     ```
     After:
     ```mlir

@@ -792,9 +792,9 @@ def Microbatch : Pass<"pmlir-microbatch", "mlir::ModuleOp"> {
 
     ```mlir
     // before: stage 1 returns the logits of a batch of 2
-    func.func @forward(%ids: tensor<2x16xi64> {tfm.role = "input"}, ...) -> tensor<2x16x97xf32>
+    func.func @forward(%ids: tensor<2x16xi64> {tfm.role = #tfm<role input>}, ...) -> tensor<2x16x97xf32>
     // after, microbatches=4
-    func.func @forward(%ids: tensor<4x2x16xi64> {tfm.role = "input"}, ...) -> tensor<8x16x97xf32> {
+    func.func @forward(%ids: tensor<4x2x16xi64> {tfm.role = #tfm<role input>}, ...) -> tensor<8x16x97xf32> {
       %ids0 = tfm.microbatch %ids index = 0 : tensor<4x2x16xi64> -> tensor<2x16xi64>
       %f0 = pipe.fragment stage 0 "F" microbatch 0 : tensor<2x16x64xf32> { ... }
       ...
@@ -947,9 +947,9 @@ def Optimizer : Pass<"pmlir-optimizer", "mlir::ModuleOp"> {
     buffers, which the compiled step updates in place.
 
     ```mlir
-    func.func @train_step(%ids: tensor<2x16xi64>, ..., %w: tensor<64x256xf32> {tfm.role = "param"},
+    func.func @train_step(%ids: tensor<2x16xi64>, ..., %w: tensor<64x256xf32> {tfm.role = #tfm<role param>},
         ..., %w_m: tensor<64x256xf32> {tfm.name = "h.0.mlp.c_fc.weight.exp_avg", ...},
-        ..., %step: tensor<f32> {tfm.name = "step", tfm.role = "optimizer_state"})
+        ..., %step: tensor<f32> {tfm.name = "step", tfm.role = #tfm<role optimizer_state>})
         -> (tensor<f32> {tfm.name = "loss"}, tensor<f32> {tfm.name = "grad_norm"}, ...,
             tensor<64x256xf32> {tfm.name = "h.0.mlp.c_fc.weight", tfm.updates = 12 : i64}, ...)
     ```

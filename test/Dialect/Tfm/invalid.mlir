@@ -555,14 +555,14 @@ func.func @cross_entropy_combine_parts(%p: tensor<2x7x3xf32>, %y: tensor<2x7xi64
 
 // -----
 
-// expected-error @+1 {{argument #1: tfm.role must be one of "param", "input", "label", "optimizer_state", got "weight"}}
+// expected-error @+1 {{argument #1: tfm.role must be one of param, input, label, optimizer_state (#tfm<role param> or "param"), got "weight"}}
 func.func @unknown_role(%x: tensor<4xf32> {tfm.role = "input"}, %w: tensor<4xf32> {tfm.role = "weight"}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{argument #0: tfm.role must be one of "param", "input", "label", "optimizer_state", got 1 : i64}}
+// expected-error @+1 {{argument #0: tfm.role must be one of param, input, label, optimizer_state (#tfm<role param> or "param"), got 1 : i64}}
 func.func @role_not_a_string(%x: tensor<4xf32> {tfm.role = 1}) {
   return
 }

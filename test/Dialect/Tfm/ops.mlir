@@ -3,6 +3,18 @@
 // RUN: pmlir-opt %s | pmlir-opt | FileCheck %s
 // RUN: pmlir-opt %s --mlir-print-op-generic | pmlir-opt | FileCheck %s
 
+// An argument's role is an attribute of its own or, as programs written
+// before it had it, the role's name.
+// CHECK-LABEL: func @argument_roles
+// CHECK-SAME: {tfm.role = #tfm<role input>}
+// CHECK-SAME: {tfm.role = #tfm<role optimizer_state>}
+// CHECK-SAME: {tfm.role = "param"}
+func.func @argument_roles(%ids: tensor<2xi64> {tfm.role = #tfm<role input>},
+                          %m: tensor<4xf32> {tfm.role = #tfm<role optimizer_state>},
+                          %w: tensor<4xf32> {tfm.role = "param"}) {
+  return
+}
+
 // CHECK-LABEL: func @embedding_of_token_ids
 func.func @embedding_of_token_ids(%table: tensor<97x16xf32>, %ids: tensor<2x7xi64>) -> tensor<2x7x16xf32> {
   // CHECK: tfm.embedding %{{.*}}[%{{.*}}] : tensor<97x16xf32>, tensor<2x7xi64> -> tensor<2x7x16xf32>

@@ -38,10 +38,17 @@ void TfmDialect::initialize() {
 // Argument roles
 //===----------------------------------------------------------------------===//
 
+std::optional<ArgumentRole> pmlir::tfm::argumentRoleOf(Attribute attr) {
+  if (auto role = dyn_cast_or_null<ArgumentRoleAttr>(attr))
+    return role.getValue();
+  if (auto text = dyn_cast_or_null<StringAttr>(attr))
+    return symbolizeArgumentRole(text.getValue());
+  return std::nullopt;
+}
+
 ArgumentRole pmlir::tfm::argumentRole(FunctionOpInterface func, unsigned index) {
-  if (auto role = func.getArgAttrOfType<StringAttr>(index, kRoleAttr))
-    if (std::optional<ArgumentRole> parsed = symbolizeArgumentRole(role.getValue()))
-      return *parsed;
+  if (std::optional<ArgumentRole> role = argumentRoleOf(func.getArgAttr(index, kRoleAttr)))
+    return *role;
   auto name = func.getArgAttrOfType<StringAttr>(index, kNameAttr);
   if (!name)
     return ArgumentRole::Input;
@@ -59,14 +66,14 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned regio
                                                    NamedAttribute attr) {
   if (attr.getName() != kRoleAttr)
     return success();
-  auto text = dyn_cast<StringAttr>(attr.getValue());
-  if (!text || !symbolizeArgumentRole(text.getValue())) {
+  if (!argumentRoleOf(attr.getValue())) {
     SmallVector<std::string> names;
     for (uint32_t value = 0; value <= getMaxEnumValForArgumentRole(); ++value)
       if (std::optional<ArgumentRole> role = symbolizeArgumentRole(value))
-        names.push_back(("\"" + stringifyArgumentRole(*role) + "\"").str());
+        names.push_back(stringifyArgumentRole(*role).str());
     return op->emitOpError() << "argument #" << index << ": tfm.role must be one of "
-                             << llvm::join(names, ", ") << ", got " << attr.getValue();
+                             << llvm::join(names, ", ") << " (#tfm<role " << names.front()
+                             << "> or \"" << names.front() << "\"), got " << attr.getValue();
   }
   return success();
 }

@@ -48,11 +48,15 @@ inline constexpr llvm::StringLiteral kShardingAttr = "tfm.sharding";
 /// needs it where shards are padded (a split the devices do not divide),
 /// as the local shape then does not tell the global one.
 inline constexpr llvm::StringLiteral kGlobalTypeAttr = "tfm.global_type";
-/// Argument attribute saying what an argument is: an ArgumentRole's name
-/// (TfmOps.td: "param", "input", "label", "optimizer_state";
-/// stringifyArgumentRole, symbolizeArgumentRole). Read it through
-/// argumentRole().
+/// Argument attribute saying what an argument is: an ArgumentRoleAttr
+/// (`#tfm<role param>`; TfmOps.td's cases param, input, label,
+/// optimizer_state), or, as programs written before it have it, the case's
+/// name as a string ("param"). Read it through argumentRole().
 inline constexpr llvm::StringLiteral kRoleAttr = "tfm.role";
+
+/// The role `attr` (a tfm.role's value) names: an ArgumentRoleAttr or the
+/// name of one of its cases; nullopt for anything else.
+std::optional<ArgumentRole> argumentRoleOf(mlir::Attribute attr);
 
 /// What argument `index` of `func` is: its tfm.role, or for programs
 /// written without roles, an input if it has no tfm.name, else a label if

@@ -34,9 +34,10 @@ def Tfm_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::pmlir::tfm";
 }
 
-// What a function argument is: its `tfm.role` (a string attribute, the
-// case's name) and, in C++, the one enum every layer reads it as
-// (tfm::argumentRole decides it for arguments without one).
+// What a function argument is: its `tfm.role` (`#tfm<role param>`; the
+// case's name as a string, `"param"`, is read alike) and, in C++, the one
+// enum every layer reads it as (tfm::argumentRole decides it for arguments
+// without one).
 def Tfm_ArgumentRole : I32EnumAttr<"ArgumentRole", "what a function argument is", [
       I32EnumAttrCase<"Param", 0, "param">,
       I32EnumAttrCase<"Input", 1, "input">,
@@ -46,6 +47,7 @@ def Tfm_ArgumentRole : I32EnumAttr<"ArgumentRole", "what a function argument is"
   let cppNamespace = "::pmlir::tfm";
   let genSpecializedAttr = 0;
 }
+def Tfm_ArgumentRoleAttr : EnumAttr<Tfm_Dialect, Tfm_ArgumentRole, "role">;
 
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tfm_Dialect, mnemonic, traits>;
