@@ -37,11 +37,12 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
     MLIRContext *context = &getContext();
     module.walk([&](func::FuncOp f) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        for (StringRef name :
-             {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr, kShardedLikeAttr})
+        for (StringRef name : {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr,
+                               kHeadTailDimAttr, kShardedLikeAttr})
           f.removeArgAttr(i, name);
       for (unsigned i = 0; i < f.getNumResults(); ++i)
-        for (StringRef name : {kNameAttr, kShardingAttr, kGlobalTypeAttr, kShardedLikeAttr})
+        for (StringRef name :
+             {kNameAttr, kShardingAttr, kGlobalTypeAttr, kHeadTailDimAttr, kShardedLikeAttr})
           f.removeResultAttr(i, StringAttr::get(context, name));
     });
     auto entryFunc = module.lookupSymbol<func::FuncOp>(entry);

@@ -89,9 +89,9 @@ std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
 size_t widthOf(ElementKind element) { return element == ElementKind::I64 ? 8 : 4; }
 
 /// Binds one argument; `missing` collects parameters the weights lack.
-bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, const Mesh *mesh,
-             const std::vector<int64_t> &coordinates, const BindOptions &options, BoundArgument &a,
-             std::vector<std::string> &missing, std::string &error) {
+bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
+             const BindOptions &options, BoundArgument &a, std::vector<std::string> &missing,
+             std::string &error) {
   std::string where = " of @" + entry;
   auto failWith = [&](const std::string &message) {
     error = message;
@@ -102,14 +102,10 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
   size_t width = widthOf(spec.element);
 
   // A sharded argument: bind the global tensor, then keep this rank's block.
-  std::optional<BlockLayout> layout;
-  if (spec.sharding) {
-    if (!mesh)
-      return failWith("argument '" + a.name + "' is sharded (tfm.sharding); run it with --mesh");
-    if (!(layout = BlockLayout::decode(*mesh, *spec.sharding, a.shape, spec.global, coordinates,
-                                       error, spec.parts)))
-      return failWith("argument '" + a.name + "' " + error);
-  }
+  const std::optional<BlockLayout> &layout = spec.block;
+  if (spec.sharding && !layout)
+    return failWith("argument '" + a.name + "' of @" + entry +
+                    " is sharded (tfm.sharding) but was not laid out on a mesh");
   std::vector<int64_t> shape = layout ? layout->shape : a.shape;
   std::string perRank = layout ? ", " + formatDims(a.shape) + " per rank" : "";
   int64_t n = elementCount(shape);
@@ -243,15 +239,40 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry, con
 
 } // namespace
 
+std::optional<BlockLayout> exec::blockOf(const TensorSpec &spec, const Mesh &mesh,
+                                         const std::vector<int64_t> &coordinates,
+                                         std::string &error) {
+  return BlockLayout::decode(mesh, *spec.sharding, spec.shape, spec.global, coordinates, error,
+                             spec.parts, spec.headTailDim);
+}
+
+bool exec::layOut(std::vector<TensorSpec> &specs, const char *kind, const std::string &entry,
+                  const Mesh *mesh, const std::vector<int64_t> &coordinates, std::string &error) {
+  for (TensorSpec &spec : specs) {
+    spec.block.reset();
+    if (!spec.sharding)
+      continue;
+    std::string what = std::string(kind) + " '" + spec.name + "' of @" + entry;
+    if (!mesh) {
+      error = what + " is sharded (tfm.sharding); run it with --mesh";
+      return false;
+    }
+    if (!(spec.block = blockOf(spec, *mesh, coordinates, error))) {
+      error = what + " " + error;
+      return false;
+    }
+  }
+  return true;
+}
+
 bool exec::bindArguments(const std::vector<TensorSpec> &args, const std::string &entry,
-                         const Mesh *mesh, const std::vector<int64_t> &coordinates,
                          const BindOptions &options, std::vector<BoundArgument> &bound,
                          std::string &error) {
   std::vector<std::string> missing;
   bound.clear();
   bound.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    if (!bindOne(args[i], i, entry, mesh, coordinates, options, bound[i], missing, error))
+    if (!bindOne(args[i], i, entry, options, bound[i], missing, error))
       return false;
   if (!missing.empty()) {
     std::string list;

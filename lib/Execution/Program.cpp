@@ -68,6 +68,19 @@ std::vector<int64_t> partsOf(Attribute attr) {
   return std::vector<int64_t>(sharding.getParts().begin(), sharding.getParts().end());
 }
 
+/// The dimension a tfm.head_tail_dim names (nullopt: none); a negative
+/// one sets `error`.
+std::optional<size_t> headTailDimOf(Attribute attr, std::string &error) {
+  auto dim = dyn_cast_or_null<IntegerAttr>(attr);
+  if (!dim)
+    return std::nullopt;
+  if (dim.getInt() < 0) {
+    error = "has tfm.head_tail_dim " + std::to_string(dim.getInt()) + ", which is no dimension";
+    return std::nullopt;
+  }
+  return static_cast<size_t>(dim.getInt());
+}
+
 std::optional<std::vector<int64_t>> globalShapeOf(Attribute attr) {
   auto type = dyn_cast_or_null<TypeAttr>(attr);
   auto tensor = type ? dyn_cast<RankedTensorType>(type.getValue()) : RankedTensorType();
@@ -107,6 +120,8 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     result.shape.assign(resultType.getShape().begin(), resultType.getShape().end());
     std::string bad;
     result.sharding = shardingOf(entry.getResultAttr(i, tfm::kShardingAttr), bad);
+    if (bad.empty())
+      result.headTailDim = headTailDimOf(entry.getResultAttr(i, tfm::kHeadTailDimAttr), bad);
     if (!bad.empty()) {
       error = which + where + " " + bad;
       return false;
@@ -154,6 +169,8 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     spec.role = tfm::argumentRole(entry, i);
     std::string bad;
     spec.sharding = shardingOf(entry.getArgAttr(i, tfm::kShardingAttr), bad);
+    if (bad.empty())
+      spec.headTailDim = headTailDimOf(entry.getArgAttr(i, tfm::kHeadTailDimAttr), bad);
     if (!bad.empty()) {
       error = "argument '" + spec.name + "' " + bad;
       return false;

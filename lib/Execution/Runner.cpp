@@ -420,9 +420,6 @@ int Job::run() {
       pmlir_rt_finalize();
       return 1;
     }
-    // Each rank binds its chunks of a sequence in head-tail order.
-    if (auto axis = (*module)->getAttrOfType<StringAttr>(tfm::kHeadTailAxisAttr))
-      mesh->setHeadTailAxis(axis.getValue().str());
     // The reports, written by rank 0 alone: a failure there is its own, and
     // ends the job (MPI_Abort) while the others compile.
     if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty())) {
@@ -456,16 +453,11 @@ int Job::run() {
   EntrySignature signature;
   if (!describeEntry(entry, signature, error, /*mayReturnNothing=*/pipelined))
     return failHere(error);
-  for (const TensorSpec &result : signature.results) {
-    if (!result.sharding)
-      continue;
-    if (!mesh)
-      return failHere("result '" + result.name + "' of @" + signature.name +
-                      " is sharded (tfm.sharding); run it with --mesh");
-    if (!BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
-                             mesh->coordinates(rank), error, result.parts))
-      return failHere("result '" + result.name + "' of @" + signature.name + " " + error);
-  }
+  // Where this rank's blocks lie, once for the entry function.
+  std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
+  const Mesh *onMesh = mesh ? &*mesh : nullptr;
+  if (!layOut(signature.results, "result", signature.name, onMesh, coordinates, error))
+    return failHere(error);
   if (!checkGrids(context, *module, mesh, o.mesh, error))
     return failHere(error);
 
@@ -481,10 +473,9 @@ int Job::run() {
   // One rank speaks for all about the files.
   if (rank == 0)
     bind.warn = [](const std::string &message) { warn(message); };
-  std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   std::vector<BoundArgument> args;
-  if (!bindArguments(signature.arguments, signature.name, mesh ? &*mesh : nullptr, coordinates,
-                     bind, args, error) ||
+  if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
+      !bindArguments(signature.arguments, signature.name, bind, args, error) ||
       !checkIds(idRanges, signature, args, error))
     return failHere(error);
 
@@ -520,11 +511,7 @@ int Job::run() {
     int64_t jobTokens = 1;
     if (!signature.results.empty()) {
       const TensorSpec &result = signature.results.front();
-      std::optional<BlockLayout> resultLayout;
-      if (result.sharding)
-        resultLayout = BlockLayout::decode(*mesh, *result.sharding, result.shape, result.global,
-                                           coordinates, error, result.parts);
-      std::vector<int64_t> resultGlobal = resultLayout ? resultLayout->shape : result.shape;
+      std::vector<int64_t> resultGlobal = result.block ? result.block->shape : result.shape;
       if (resultGlobal.size() >= 2)
         jobTokens =
             elementCount(std::vector<int64_t>(resultGlobal.begin(), resultGlobal.end() - 1));
@@ -593,8 +580,7 @@ bool Job::assemble(const float *data, const TensorSpec &result, AssembledResult 
       coords[allAxes[i]] = j % mesh->axisSizes()[allAxes[i]];
       j /= mesh->axisSizes()[allAxes[i]];
     }
-    std::optional<BlockLayout> layout = BlockLayout::decode(
-        *mesh, *result.sharding, result.shape, result.global, coords, error, result.parts);
+    std::optional<BlockLayout> layout = blockOf(result, *mesh, coords, error);
     if (!layout)
       return false;
     if (out.owned.empty())
@@ -644,8 +630,7 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
       return failAtEnd("the unsharded run of --check: dropping the shardings failed");
     auto globalEntry = reference->lookupSymbol<func::FuncOp>(signature.name);
     if (!describeEntry(globalEntry, globalSignature, error) ||
-        !bindArguments(globalSignature.arguments, globalSignature.name, nullptr, {}, bind,
-                       globalArgs, error) ||
+        !bindArguments(globalSignature.arguments, globalSignature.name, bind, globalArgs, error) ||
         !(unsharded = compile(*reference, globalSignature, /*emit=*/false, error)))
       return failAtEnd("the unsharded run of --check: " + error);
     unsharded->bind(globalArgs);

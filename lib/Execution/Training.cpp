@@ -68,12 +68,10 @@ struct Batch {
   int64_t tokens() const { return global.empty() ? 0 : elementCount(global); }
   int64_t seq() const { return global.empty() ? 1 : global.back(); }
 
-  /// Finds the arguments and decodes this rank's blocks.
-  /// A pipeline stage reads the ids (the first), the labels (the last) or
-  /// neither: `pipelineStage` accepts what is there.
-  bool locate(const EntrySignature &signature, const Mesh *mesh,
-              const std::vector<int64_t> &coordinates, std::string &error,
-              bool pipelineStage = false) {
+  /// Finds the arguments and this rank's blocks of them (laid out with
+  /// the signature). A pipeline stage reads the ids (the first), the labels
+  /// (the last) or neither: `pipelineStage` accepts what is there.
+  bool locate(const EntrySignature &signature, std::string &error, bool pipelineStage = false) {
     for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
       if (spec.role == Role::Input && spec.element != ElementKind::F32 && ids < 0)
         ids = i;
@@ -85,16 +83,8 @@ struct Batch {
         return true;
       int64_t present = ids >= 0 ? ids : labels;
       const TensorSpec &spec = signature.arguments[present];
-      std::optional<BlockLayout> &layout = ids >= 0 ? idsLayout : labelsLayout;
-      if (spec.sharding) {
-        layout = BlockLayout::decode(*mesh, *spec.sharding, spec.shape, spec.global, coordinates,
-                                     error, spec.parts);
-        if (!layout) {
-          error = "argument '" + spec.name + "' " + error;
-          return false;
-        }
-      }
-      global = layout ? layout->shape : spec.shape;
+      (ids >= 0 ? idsLayout : labelsLayout) = spec.block;
+      global = spec.block ? spec.block->shape : spec.shape;
       wide = spec.element == ElementKind::I64;
       idsData.resize(tokens() * (wide ? 8 : 4));
       labelsData.resize(idsData.size());
@@ -104,18 +94,8 @@ struct Batch {
       error = "@" + signature.name + " has no token ids and labels to train on";
       return false;
     }
-    for (auto [index, layout] : {std::pair<int64_t, std::optional<BlockLayout> *>{ids, &idsLayout},
-                                 {labels, &labelsLayout}}) {
-      const TensorSpec &spec = signature.arguments[index];
-      if (!spec.sharding)
-        continue;
-      *layout = BlockLayout::decode(*mesh, *spec.sharding, spec.shape, spec.global, coordinates,
-                                    error, spec.parts);
-      if (!*layout) {
-        error = "argument '" + spec.name + "' " + error;
-        return false;
-      }
-    }
+    idsLayout = signature.arguments[ids].block;
+    labelsLayout = signature.arguments[labels].block;
     const TensorSpec &idsSpec = signature.arguments[ids];
     global = idsLayout ? idsLayout->shape : idsSpec.shape;
     wide = idsSpec.element == ElementKind::I64;
@@ -246,10 +226,9 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   int64_t stepArg = argumentNamed(signature, training::kStepName);
   if (lossAt < 0 || normAt < 0 || stepArg < 0)
     return failHere("@" + signature.name + " is no training step (pmlir-optimizer's)");
-  std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   Batch batch;
   bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
-  if (!batch.locate(signature, mesh ? &*mesh : nullptr, coordinates, error, pipelined))
+  if (!batch.locate(signature, error, pipelined))
     return failHere(error);
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
   int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
@@ -356,7 +335,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     }
     if (pipelined) {
       int64_t ppAxis = mesh->axisIndex("pp");
-      if (coordinates[ppAxis] != 0) {
+      if (mesh->coordinates(rank)[ppAxis] != 0) {
         sendState(checkpoint, ppAxis);
       } else {
         for (int64_t peer = 1; peer < mesh->axisSizes()[ppAxis]; ++peer)
@@ -480,9 +459,8 @@ bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
   std::unique_ptr<JitProgram> program;
   Batch batch;
   if (!entry || !describeEntry(entry, signature, error) ||
-      !bindArguments(signature.arguments, signature.name, nullptr, {}, bindOptions(), args,
-                     error) ||
-      !batch.locate(signature, nullptr, {}, error) ||
+      !bindArguments(signature.arguments, signature.name, bindOptions(), args, error) ||
+      !batch.locate(signature, error) ||
       !(program = compile(*reference, signature, /*emit=*/false, error)))
     return false;
   TokenData *data = tokens.get();

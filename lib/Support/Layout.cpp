@@ -11,12 +11,11 @@
 
 using namespace pmlir;
 
-std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &dims,
-                                               const std::vector<int64_t> &local,
-                                               const std::optional<std::vector<int64_t>> &global,
-                                               const std::vector<int64_t> &coordinates,
-                                               std::string &error,
-                                               const std::vector<int64_t> &parts) {
+std::optional<BlockLayout>
+BlockLayout::decode(const Mesh &mesh, const DimAxes &dims, const std::vector<int64_t> &local,
+                    const std::optional<std::vector<int64_t>> &global,
+                    const std::vector<int64_t> &coordinates, std::string &error,
+                    const std::vector<int64_t> &parts, std::optional<size_t> headTailDim) {
   if (global && global->size() != local.size()) {
     error = "has a global shape of rank " + std::to_string(global->size()) + " for " +
             std::to_string(local.size()) + " dimensions";
@@ -29,6 +28,11 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
   }
   if (!parts.empty() && parts.size() != local.size()) {
     error = "has " + std::to_string(parts.size()) + " part counts in tfm.sharding for " +
+            std::to_string(local.size()) + " dimensions";
+    return std::nullopt;
+  }
+  if (headTailDim && *headTailDim >= local.size()) {
+    error = "has tfm.head_tail_dim " + std::to_string(*headTailDim) + " for " +
             std::to_string(local.size()) + " dimensions";
     return std::nullopt;
   }
@@ -60,16 +64,16 @@ std::optional<BlockLayout> BlockLayout::decode(const Mesh &mesh, const DimAxes &
               std::to_string(devices) + (n == 1 ? "" : " in each part");
       return std::nullopt;
     }
-    const std::string &ordered = mesh.headTailAxis();
-    if (!ordered.empty() && std::find(dims[d].begin(), dims[d].end(), ordered) != dims[d].end()) {
+    if (headTailDim == d) {
       int64_t length = size * n;
       if (dims[d].size() != 1 || n != 1 || length % devices != 0) {
         std::string axes;
         for (const std::string &name : dims[d])
           axes += (axes.empty() ? "'" : ", '") + name + "'";
-        error = "has dimension " + std::to_string(d) + " of " + std::to_string(length) +
-                ofParts + " split over " + axes + ": a sequence in head-tail order over '" +
-                ordered + "' is split over that axis alone, in equal blocks";
+        error = "has dimension " + std::to_string(d) + " of " + std::to_string(length) + ofParts +
+                (axes.empty() ? " split over no axis" : " split over " + axes) +
+                ": a sequence in head-tail order (tfm.head_tail_dim) is split over one axis "
+                "alone, in equal blocks";
         return std::nullopt;
       }
       layout.orderedDim = layout.local.size();

@@ -87,6 +87,7 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 // RUN:   | pmlir-opt --pmlir-sharding-pipeline="recipe=megatron context-layout=balanced" \
 // RUN:   | FileCheck %s --check-prefix=ALLGATHER
 // ALLGATHER: tfm.head_tail_axis = "cp"
+// ALLGATHER: tfm.head_tail_dim = 1 : i64, tfm.name = "input_ids"
 // ALLGATHER: tfm.attention %{{.*}} causal query_offset %{{.*}} head_tail <ranks = 2, length = 10> scale {{.*}} : tensor<2x4x5x16xf32>, tensor<2x4x10x16xf32>
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 10 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \

@@ -328,3 +328,23 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
     return %x : tensor<12xf32>
   }
 }
+
+// -----
+
+// A program in head-tail order over cp (tfm.head_tail_axis): each entry
+// argument and result with a dimension split over cp says which one is in
+// that order (tfm.head_tail_dim), as part of its layout; a tensor not
+// split over cp says nothing.
+// CHECK-LABEL: func.func @head_tail_layout
+// CHECK-SAME: %{{.*}}: tensor<2x4xi64> {tfm.global_type = tensor<2x8xi64>, tfm.head_tail_dim = 1 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"{{\]\]}}>}
+// CHECK-SAME: %{{.*}}: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []]>}
+// CHECK-SAME: -> (tensor<2x4x8xf32> {tfm.global_type = tensor<2x8x8xf32>, tfm.head_tail_dim = 1 : i64, tfm.sharding = #tfm.sharding<{{\[\[}}], ["cp"], []]>}, tensor<8x8xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []]>})
+module attributes {tfm.head_tail_axis = "cp", tfm.mesh = #tfm.mesh<cp = 2>} {
+  func.func @head_tail_layout(%ids: tensor<2x8xi64> {tfm.sharding = #tfm.sharding<[[], ["cp"]]>},
+                              %table: tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[[], []]>})
+      -> (tensor<2x8x8xf32> {tfm.sharding = #tfm.sharding<[[], ["cp"], []]>},
+          tensor<8x8xf32> {tfm.sharding = #tfm.sharding<[[], []]>}) {
+    %x = tfm.embedding %table[%ids] {tfm.shardings = [#tfm.sharding<[[], ["cp"], []]>]} : tensor<8x8xf32>, tensor<2x8xi64> -> tensor<2x8x8xf32>
+    return %x, %table : tensor<2x8x8xf32>, tensor<8x8xf32>
+  }
+}

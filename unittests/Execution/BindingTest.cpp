@@ -77,7 +77,7 @@ TEST_F(BindingTest, BindsByNameWithConversions) {
   std::string error;
   ASSERT_TRUE(bindArguments({spec("input_ids", {2}, ElementKind::I64, Role::Input),
                              spec("wte.weight", {3, 2}), spec("h.0.w", {5, 4})},
-                            "forward", nullptr, {}, options, bound, error))
+                            "forward", options, bound, error))
       << error;
   const int64_t *ids = static_cast<const int64_t *>(bound[0].data);
   EXPECT_EQ(ids[0], 2);
@@ -93,23 +93,24 @@ TEST_F(BindingTest, ShardedArgumentsGetThisRanksBlockWithZeroPadding) {
   TensorSpec w = spec("h.0.w", {3, 4});
   w.sharding = DimAxes{{"tp"}, {}};
   w.global = std::vector<int64_t>{5, 4};
+  std::vector<TensorSpec> args{w};
   std::vector<BoundArgument> bound;
   std::string error;
-  ASSERT_TRUE(bindArguments({w}, "forward", &mesh, mesh.coordinates(1), options, bound, error))
-      << error;
+  ASSERT_TRUE(layOut(args, "argument", "forward", &mesh, mesh.coordinates(1), error)) << error;
+  ASSERT_TRUE(bindArguments(args, "forward", options, bound, error)) << error;
   const float *block = static_cast<const float *>(bound[0].data);
   EXPECT_EQ(std::vector<float>(block, block + 12),
             (std::vector<float>{12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 0, 0}));
   // Without a mesh a sharded argument is refused.
-  EXPECT_FALSE(bindArguments({w}, "forward", nullptr, {}, options, bound, error));
-  EXPECT_EQ(error, "argument 'h.0.w' is sharded (tfm.sharding); run it with --mesh");
+  EXPECT_FALSE(layOut(args, "argument", "forward", nullptr, {}, error));
+  EXPECT_EQ(error, "argument 'h.0.w' of @forward is sharded (tfm.sharding); run it with --mesh");
 }
 
 TEST_F(BindingTest, MissingWeightsAreListedWithTheClosestNames) {
   std::vector<BoundArgument> bound;
   std::string error;
   EXPECT_FALSE(bindArguments({spec("h.0.v", {5, 4}), spec("wte.weight", {3, 2})}, "forward",
-                             nullptr, {}, options, bound, error));
+                             options, bound, error));
   EXPECT_EQ(error, weightsPath + " lacks 1 of the weights of @forward:\n  'h.0.v' (closest: "
                                  "'h.0.w', 'wte.weight')\n(--init-missing gives them the "
                                  "seeded init)");
@@ -117,8 +118,8 @@ TEST_F(BindingTest, MissingWeightsAreListedWithTheClosestNames) {
   std::string warned;
   options.initMissing = true;
   options.warn = [&](const std::string &message) { warned += message; };
-  ASSERT_TRUE(bindArguments({spec("h.0.v", {5, 4}), spec("ln.bias", {4})}, "forward", nullptr, {},
-                            options, bound, error))
+  ASSERT_TRUE(bindArguments({spec("h.0.v", {5, 4}), spec("ln.bias", {4})}, "forward", options,
+                            bound, error))
       << error;
   EXPECT_TRUE(bound[0].seeded);
   EXPECT_EQ(static_cast<const float *>(bound[1].data)[3], 0.0f);
@@ -131,10 +132,10 @@ TEST_F(BindingTest, InputsAndLabelsAreNeverSeeded) {
   std::string error;
   options.initMissing = true;
   EXPECT_FALSE(bindArguments({spec("labels", {2}, ElementKind::I64, Role::Label)}, "forward",
-                             nullptr, {}, options, bound, error));
+                             options, bound, error));
   EXPECT_EQ(error, "label 'labels' (argument #0, [2]) is in neither --inputs nor --weights");
   EXPECT_FALSE(bindArguments({spec("input_ids", {3}, ElementKind::I64, Role::Input)}, "forward",
-                             nullptr, {}, options, bound, error));
+                             options, bound, error));
   EXPECT_EQ(error, "tensor 'input_ids' in " + inputsPath +
                        ": expected shape [3] (argument #0 of @forward), got [2]");
 }

@@ -23,10 +23,11 @@ Mesh parse(const std::string &spec) {
 }
 
 BlockLayout decode(const Mesh &mesh, const DimAxes &dims, std::vector<int64_t> local,
-                   std::optional<std::vector<int64_t>> global, int64_t rank) {
+                   std::optional<std::vector<int64_t>> global, int64_t rank,
+                   std::optional<size_t> headTailDim = std::nullopt) {
   std::string error;
-  std::optional<BlockLayout> layout =
-      BlockLayout::decode(mesh, dims, local, global, mesh.coordinates(rank), error);
+  std::optional<BlockLayout> layout = BlockLayout::decode(
+      mesh, dims, local, global, mesh.coordinates(rank), error, {}, headTailDim);
   EXPECT_TRUE(layout.has_value()) << error;
   return layout.value_or(BlockLayout());
 }
@@ -172,15 +173,14 @@ TEST(HeadTailOrder, EachRankHoldsAHeadAndATailChunk) {
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
 }
 
-TEST(BlockLayout, HeadTailAxisBlocksHoldAHeadAndATail) {
+TEST(BlockLayout, HeadTailDimBlocksHoldAHeadAndATail) {
   // Token ids [2, 6] with the sequence on cp = 2 in head-tail order: rank 1
   // holds positions 2, 3, 4 of each row; the blocks rebuild the tensor.
   Mesh mesh = parse("cp=2,dp=2");
-  mesh.setHeadTailAxis("cp");
   std::vector<int64_t> ids(12), rebuilt(12, -1);
   std::iota(ids.begin(), ids.end(), 0);
   for (int64_t rank = 0; rank < 4; ++rank) {
-    BlockLayout layout = decode(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank);
+    BlockLayout layout = decode(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank, 1);
     std::vector<int64_t> block(6, -1);
     layout.copyOut(ids.data(), sizeof(int64_t), block.data());
     if (rank == 1)
@@ -193,16 +193,27 @@ TEST(BlockLayout, HeadTailAxisBlocksHoldAHeadAndATail) {
   // Logits [1, 4, 2]: the ordered dimension outside the rows.
   std::vector<float> logits(8);
   std::iota(logits.begin(), logits.end(), 0.0f);
-  BlockLayout rank0 = decode(mesh, {{}, {"cp"}, {}}, {1, 2, 2}, std::vector<int64_t>{1, 4, 2}, 0);
+  BlockLayout rank0 =
+      decode(mesh, {{}, {"cp"}, {}}, {1, 2, 2}, std::vector<int64_t>{1, 4, 2}, 0, 1);
   std::vector<float> block(4);
   rank0.copyOut(logits.data(), sizeof(float), block.data());
   EXPECT_EQ(block, (std::vector<float>{0, 1, 6, 7}));
-  // Split over more than the axis: refused.
+  // Split over more than one axis, or over none: refused; a dimension the
+  // tensor does not have too.
   std::string error;
   EXPECT_FALSE(BlockLayout::decode(mesh, {{"cp", "dp"}}, {2}, std::vector<int64_t>{8},
-                                   mesh.coordinates(0), error));
+                                   mesh.coordinates(0), error, {}, 0));
   EXPECT_EQ(error, "has dimension 0 of 8 split over 'cp', 'dp': a sequence in head-tail order "
-                   "over 'cp' is split over that axis alone, in equal blocks");
+                   "(tfm.head_tail_dim) is split over one axis alone, in equal blocks");
+  EXPECT_FALSE(BlockLayout::decode(mesh, {{}, {"cp"}}, {8, 2}, std::nullopt, mesh.coordinates(0),
+                                   error, {}, 0));
+  EXPECT_EQ(error, "has dimension 0 of 8 split over no axis: a sequence in head-tail order "
+                   "(tfm.head_tail_dim) is split over one axis alone, in equal blocks");
+  EXPECT_FALSE(
+      BlockLayout::decode(mesh, {{"cp"}}, {2}, std::nullopt, mesh.coordinates(0), error, {}, 1));
+  EXPECT_EQ(error, "has tfm.head_tail_dim 1 for 1 dimensions");
+  // The same split without the order: contiguous blocks.
+  EXPECT_EQ(decode(mesh, {{"cp"}}, {3}, std::vector<int64_t>{6}, 2).orderedDim, std::nullopt);
 }
 
 TEST(BlockLayout, MismatchesAreNamed) {

@@ -25,7 +25,7 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
     the caller's own buffers and `bufferization.writable = true`, so the
     update can overwrite them in place. The binding attributes (`tfm.name`,
     `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`,
-    `tfm.sharded_like`) have served once the program is per-rank and are
+    `tfm.head_tail_dim`, `tfm.sharded_like`) have served once the program is per-rank and are
     removed from every function, as LLVM translation does not know them.
 
     Before:

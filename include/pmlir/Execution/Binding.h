@@ -45,6 +45,11 @@ struct TensorSpec {
   std::vector<int64_t> parts;
   /// The global shape where the program gives it (tfm.global_type).
   std::optional<std::vector<int64_t>> global;
+  /// The dimension whose blocks are in head-tail order (tfm.head_tail_dim).
+  std::optional<size_t> headTailDim;
+  /// Where this rank's block of a sharded tensor lies: decoded once for the
+  /// entry function (layOut), read by binding, batches and assembly.
+  std::optional<BlockLayout> block;
   /// A result that is the new value of this argument (tfm.updates): the
   /// compiled entry writes it into the argument's buffer.
   std::optional<size_t> updates;
@@ -87,15 +92,29 @@ struct BindOptions {
   std::function<void(const std::string &)> warn;
 };
 
-/// Binds `args` (of the function `entry`, for messages) on the rank at
-/// `coordinates` of `mesh` (null: not on a mesh): inputs and labels from the
-/// inputs file (a stack of microbatches [K, B, ...] also from the file's
-/// [K * B, ...]), then the weights file; optimizer state from the state
-/// file, or zeros. An argument a result updates gets a buffer of its own.
-/// Returns false with a message in `error`.
-bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry, const Mesh *mesh,
-                   const std::vector<int64_t> &coordinates, const BindOptions &options,
-                   std::vector<BoundArgument> &bound, std::string &error);
+/// The block of the sharded tensor `spec` on the device at `coordinates`
+/// of `mesh`: the one call of the layout decoder for a program's tensors.
+/// On failure sets `error` (a phrase that follows the tensor's name).
+std::optional<BlockLayout> blockOf(const TensorSpec &spec, const Mesh &mesh,
+                                   const std::vector<int64_t> &coordinates, std::string &error);
+
+/// Decodes, once for an entry function, where each of its sharded tensors
+/// `specs` (its arguments or its results: `kind` says which, `entry` names
+/// the function) has its block on the rank at `coordinates` of `mesh`
+/// (null: not on a mesh, where a sharded tensor is an error): sets each
+/// one's `block`. Returns false with a message in `error`.
+bool layOut(std::vector<TensorSpec> &specs, const char *kind, const std::string &entry,
+            const Mesh *mesh, const std::vector<int64_t> &coordinates, std::string &error);
+
+/// Binds `args` (of the function `entry`, for messages; sharded ones laid
+/// out by layOut): inputs and labels from the inputs file (a stack of
+/// microbatches [K, B, ...] also from the file's [K * B, ...]), then the
+/// weights file; optimizer state from the state file, or zeros. An
+/// argument a result updates gets a buffer of its own. Returns false with a
+/// message in `error`.
+bool bindArguments(const std::vector<TensorSpec> &args, const std::string &entry,
+                   const BindOptions &options, std::vector<BoundArgument> &bound,
+                   std::string &error);
 
 /// Deterministic init of a weight named `name` with `rank` dimensions:
 /// 1-D `*.bias` -> 0, other 1-D (norm) weights -> 1, everything else

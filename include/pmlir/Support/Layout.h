@@ -75,9 +75,9 @@ struct BlockLayout {
   std::vector<int64_t> global; ///< the view's global shape
   std::vector<int64_t> local;  ///< the block's shape (padding included)
   std::vector<int64_t> offset; ///< the block's first global element
-  /// A dimension of the view in head-tail order (split over the mesh's
-  /// head-tail axis): the block's elements along it are at the positions
-  /// the order gives (the global tensor is in sequence order).
+  /// A dimension of the view in head-tail order: the block's elements
+  /// along it are at the positions the order gives (the global tensor is
+  /// in sequence order).
   std::optional<size_t> orderedDim;
   HeadTailOrder order;
 
@@ -88,12 +88,15 @@ struct BlockLayout {
   /// it is made of (empty: 1 each): each part is split as the dimension
   /// says and the block holds the device's block of every part, so the
   /// layout works on the view where such a dimension is two, [parts, the
-  /// rest] (the same row-major order). On failure sets `error` (a phrase
-  /// that follows the tensor's name) and returns nullopt.
+  /// rest] (the same row-major order). `headTailDim`: the dimension whose
+  /// blocks are in head-tail order (split over one axis alone, in equal
+  /// blocks), if any. On failure sets `error` (a phrase that follows the
+  /// tensor's name) and returns nullopt.
   static std::optional<BlockLayout>
   decode(const Mesh &mesh, const DimAxes &dims, const std::vector<int64_t> &local,
          const std::optional<std::vector<int64_t>> &global, const std::vector<int64_t> &coordinates,
-         std::string &error, const std::vector<int64_t> &parts = {});
+         std::string &error, const std::vector<int64_t> &parts = {},
+         std::optional<size_t> headTailDim = std::nullopt);
 
   /// Copies the block out of the global tensor `globalData` (elements of
   /// `width` bytes) into `block`, reading only the block. Padding in

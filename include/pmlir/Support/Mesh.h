@@ -173,15 +173,7 @@ public:
   /// One line per group of each axis, "<axis>: <ranks>", axes in rank order.
   std::string describeGroups() const;
 
-  /// The axis whose blocks of a sequence are in head-tail order
-  /// (HeadTailOrder in pmlir/Support/Layout.h: a program balanced for causal
-  /// context parallelism, module attribute tfm.head_tail_axis); empty for
-  /// none.
-  const std::string &headTailAxis() const { return headTail; }
-  void setHeadTailAxis(std::string axis) { headTail = std::move(axis); }
-
 private:
-  std::string headTail;
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides; // rank stride of each axis

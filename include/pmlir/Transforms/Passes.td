@@ -414,7 +414,10 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     of 12) have no common grid and are an error. Function arguments and
     results take local types and keep their `tfm.sharding`, which says where
     each rank's block sits in the global tensor, and get `tfm.global_type`,
-    the global tensor's type (`pmlir-run` loads and assembles by them).
+    the global tensor's type, and in a program in head-tail order
+    (`tfm.head_tail_axis`, `pmlir-head-tail-sequence`) `tfm.head_tail_dim`,
+    the dimension split over that axis (`pmlir-run` loads and assembles by
+    them).
 
     A dimension of size N split over n devices that do not divide it is
     padded, as GSPMD pads uneven shards: each device holds ceil(N / n)
@@ -603,9 +606,10 @@ def HeadTailSequence : Pass<"pmlir-head-tail-sequence", "mlir::ModuleOp"> {
     order of tokens. The pass sets `#tfm.head_tail` on each `tfm.arange` of
     the sequence's length and on each causal `tfm.attention` and
     `tfm.attention_grad` over the whole sequence, and the module attribute
-    `tfm.head_tail_axis`; `pmlir-run` then binds each rank its two chunks of
-    every argument dimension split over the axis and assembles such results
-    in sequence order. `pmlir-ring-attention` computes the ring's blocks
+    `tfm.head_tail_axis`; `pmlir-partition` then marks each entry argument
+    and result with a dimension split over the axis with
+    `tfm.head_tail_dim`, by which `pmlir-run` binds each rank its two chunks
+    and assembles such results in sequence order. `pmlir-ring-attention` computes the ring's blocks
     from the order, two full blocks a step on every rank.
 
     Diagnostics: a module without `tfm.mesh`, a mesh without the axis, no

@@ -556,6 +556,8 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
     MeshAttr mesh = meshOf(module, "partitioning");
     if (!mesh)
       return signalPassFailure();
+    if (auto axis = module->getAttrOfType<StringAttr>(kHeadTailAxisAttr))
+      headTailAxis = axis.getValue();
     // The grid holds every part the shardings name. A reshard may still ask
     // for a part none names (an axis shared among an op's factors): then the
     // program is partitioned again from a copy, on a grid cut for it too.
@@ -606,6 +608,20 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
     return grid;
   }
 
+  /// The axis over which the program's sequence is in head-tail order
+  /// (pmlir-head-tail-sequence), or empty.
+  StringRef headTailAxis;
+
+  /// The dimension of an entry tensor sharded as `s` that is in head-tail
+  /// order: the one split over the head-tail axis (the layout decoder
+  /// checks that it is split over nothing else).
+  std::optional<int64_t> headTailDim(const Sharding &s) const {
+    for (auto [d, axes] : llvm::enumerate(s.dims))
+      if (!headTailAxis.empty() && llvm::is_contained(axes, headTailAxis))
+        return d;
+    return std::nullopt;
+  }
+
   /// The first axis of `s` that names no axis or sub-axis of `mesh`.
   static std::optional<StringRef> unknownAxis(const Sharding &s, MeshAttr mesh) {
     for (ArrayRef<StringRef> axes : s.dims)
@@ -647,6 +663,8 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
       p.locals[arg] = {local, s};
       if (local.getType() != arg.getType())
         func.setArgAttr(arg.getArgNumber(), kGlobalTypeAttr, TypeAttr::get(arg.getType()));
+      if (std::optional<int64_t> d = headTailDim(s))
+        func.setArgAttr(arg.getArgNumber(), kHeadTailDimAttr, b.getI64IntegerAttr(*d));
     }
     b.setInsertionPointToStart(body);
     for (Operation &op : old.without_terminator())
@@ -670,6 +688,8 @@ struct PartitionPass : public pmlir::impl::PartitionBase<PartitionPass> {
       func.setResultAttr(i, kShardingAttr, want.toAttr(func.getContext()));
       if (v->getType() != value.getType())
         func.setResultAttr(i, kGlobalTypeAttr, TypeAttr::get(value.getType()));
+      if (std::optional<int64_t> d = headTailDim(want))
+        func.setResultAttr(i, kHeadTailDimAttr, b.getI64IntegerAttr(*d));
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     old.dropAllReferences();

@@ -80,10 +80,16 @@ inline constexpr llvm::StringLiteral kUpdatesAttr = "tfm.updates";
 inline constexpr llvm::StringLiteral kZeroStageAttr = "tfm.zero_stage";
 
 /// Module attribute: the mesh axis over which the program's sequence is in
-/// head-tail order (pmlir-head-tail-sequence). pmlir-run binds each rank
-/// the head and tail chunks of every dimension split over it, and assembles
-/// such results back in sequence order (pmlir::Mesh::headTailAxis).
+/// head-tail order (pmlir-head-tail-sequence). pmlir-partition marks each
+/// entry argument and result with a dimension split over it with
+/// tfm.head_tail_dim.
 inline constexpr llvm::StringLiteral kHeadTailAxisAttr = "tfm.head_tail_axis";
+/// Function argument and result attribute of a per-rank program: the
+/// dimension of the global tensor whose blocks are in head-tail order
+/// (pmlir::HeadTailOrder), part of the tensor's layout as tfm.sharding and
+/// tfm.global_type are: pmlir-run binds each rank the head and tail chunks
+/// of such a dimension and assembles results back in sequence order.
+inline constexpr llvm::StringLiteral kHeadTailDimAttr = "tfm.head_tail_dim";
 
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
