@@ -7,12 +7,37 @@
 #include "pmlir/Execution/Launch.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+namespace {
+
+/// The mpirun this process waits for, and the first signal that asked
+/// this process to end.
+volatile sig_atomic_t mpirunPid = 0;
+volatile sig_atomic_t endedBy = 0;
+
+/// The signals a user or a batch scheduler ends a job with.
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+/// Passes a signal sent to this process on to mpirun, which ends the job's
+/// ranks. A signal from the terminal (Ctrl-C) reaches mpirun and the ranks
+/// by their process group already, so it is not sent twice.
+void forwardToMpirun(int signal, siginfo_t *info, void *) {
+  if (!endedBy)
+    endedBy = signal;
+  if (mpirunPid > 0 && info->si_code != SI_KERNEL)
+    kill(mpirunPid, signal);
+}
+
+} // namespace
 
 bool pmlir::exec::underMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
@@ -39,19 +64,61 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
   for (std::string &w : words)
     cargs.push_back(w.data());
   cargs.push_back(nullptr);
+  // A signal that ends this process ends the job: from the fork on, the
+  // ending signals are passed on to mpirun (blocked until its pid is
+  // known), and mpirun gets SIGTERM if this process dies without a word
+  // (SIGKILL), so that no rank runs on, and writes its outputs, after the
+  // caller was told the job ended.
+  sigset_t ending, previous;
+  sigemptyset(&ending);
+  for (int signal : kEndingSignals)
+    sigaddset(&ending, signal);
+  sigprocmask(SIG_BLOCK, &ending, &previous);
+  struct sigaction forward = {}, saved[std::size(kEndingSignals)];
+  forward.sa_sigaction = forwardToMpirun;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  for (size_t i = 0; i < std::size(kEndingSignals); ++i)
+    sigaction(kEndingSignals[i], &forward, &saved[i]);
+  auto restore = [&] {
+    for (size_t i = 0; i < std::size(kEndingSignals); ++i)
+      sigaction(kEndingSignals[i], &saved[i], nullptr);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+  };
+  pid_t launcher = getpid();
   pid_t child = fork();
   if (child < 0) {
+    restore();
     std::fprintf(stderr, "pmlir-run: error: cannot start mpirun: fork failed\n");
     return 1;
   }
   if (child == 0) {
+    for (int signal : kEndingSignals)
+      std::signal(signal, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != launcher) // the launcher died before prctl
+      std::_Exit(143);
     execvp("mpirun", cargs.data());
     std::fprintf(stderr, "pmlir-run: error: cannot run mpirun (install openmpi-bin): %s\n",
                  std::strerror(errno));
     std::_Exit(127);
   }
+  mpirunPid = child;
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
   int status = 0;
-  waitpid(child, &status, 0);
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  mpirunPid = 0;
+  restore();
+  if (int signal = endedBy) {
+    // Ended as asked, after the job: the caller sees this process end by
+    // the signal it sent.
+    std::fprintf(stderr, "pmlir-run: error: %s; the job's ranks were ended\n", strsignal(signal));
+    std::signal(signal, SIG_DFL);
+    raise(signal);
+    return 128 + signal;
+  }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
   std::fprintf(stderr, "pmlir-run: error: mpirun ended by signal %d\n", WTERMSIG(status));

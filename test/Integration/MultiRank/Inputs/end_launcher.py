@@ -1,0 +1,60 @@
+"""Ends the launcher of a mesh job (the pmlir-run that started mpirun) with a
+signal once the job's ranks run, and checks that the whole job ends with it:
+the launcher by that signal, and within a few seconds every process whose
+command line holds TOKEN (mpirun and the ranks).
+
+usage: end_launcher.py SIGNAL RANKS TOKEN -- COMMAND...
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+signame, ranks, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+assert sys.argv[4] == "--"
+command = sys.argv[5:]
+
+
+def job_processes():
+    """(pid, is a rank) of every process but this one holding TOKEN."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            found.append((int(entry), b"OMPI_COMM_WORLD_RANK=" in environ))
+    return found
+
+
+launcher = subprocess.Popen(command)
+deadline = time.time() + 120
+while sum(rank for _, rank in job_processes()) < ranks:
+    if launcher.poll() is not None:
+        sys.exit(f"the launcher ended ({launcher.returncode}) before its {ranks} ranks ran")
+    if time.time() > deadline:
+        sys.exit(f"the job's {ranks} ranks did not start within 120 s")
+    time.sleep(0.1)
+# The ranks are running (compiling, then waiting in the test hook).
+time.sleep(1)
+launcher.send_signal(getattr(signal, signame))
+launcher.wait()
+if launcher.returncode != -getattr(signal, signame):
+    sys.exit(f"the launcher ended with {launcher.returncode}, not by {signame}")
+deadline = time.time() + 15
+while job_processes():
+    if time.time() > deadline:
+        left = job_processes()
+        for pid, _ in left:
+            os.kill(pid, signal.SIGKILL)
+        sys.exit(f"15 s after the launcher ended by {signame}, {len(left)} processes of its job "
+                 "still ran")
+    time.sleep(0.1)
+print(f"{signame}: the launcher and its job ended")
