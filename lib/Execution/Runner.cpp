@@ -11,6 +11,7 @@
 #include "pmlir/Compiler/CompilePipeline.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Execution/Launch.h"
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
@@ -97,11 +98,14 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
 /// Outputs are checked before any work: a missing directory, or an output
 /// that would replace an input or another output, is refused up front.
 bool checkOutputs(const RunOptions &o, std::string &error) {
-  std::vector<std::pair<const char *, std::string>> outputs, inputFiles = {{"the model", o.model},
-                                                                           {"--weights", o.weights},
-                                                                           {"--inputs", o.inputs},
-                                                                           {"--resume", o.resume},
-                                                                           {"--data", o.data}};
+  std::vector<std::pair<const char *, std::string>> outputs,
+      inputFiles = {{"the model", o.model},
+                    {"--weights", o.weights},
+                    {"--inputs", o.inputs},
+                    {"--resume", o.resume},
+                    {"--resume (its optimizer state)",
+                     o.resume.empty() ? std::string() : optimizerStatePath(o.resume)},
+                    {"--data", o.data}};
   for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
                             {"--grads", o.grads},
                             {"--save", o.save},
@@ -464,7 +468,8 @@ int Job::run() {
   std::string weightsPath = o.resume.empty() ? o.weights : o.resume;
   if (!weightsPath.empty() && !(weights = SafeTensorsFile::open(weightsPath, error)))
     return failHere(error);
-  if (!o.resume.empty() && !(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)))
+  if (!o.resume.empty() && (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
+                            !checkCheckpoint(*weights, *state, error)))
     return failHere("--resume " + o.resume + ": " + error);
   if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
     return failHere(error);

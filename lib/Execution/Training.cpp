@@ -13,6 +13,7 @@
 
 #include "Job.h"
 
+#include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Execution/TokenData.h"
 #include "pmlir/Support/Layout.h"
 #include "pmlir/Training/Optimizer.h"
@@ -31,12 +32,6 @@
 using namespace mlir;
 using namespace pmlir;
 using namespace pmlir::exec;
-
-std::string exec::optimizerStatePath(const std::string &parameters) {
-  llvm::StringRef path(parameters);
-  path.consume_back(".safetensors");
-  return (path + ".optimizer.safetensors").str();
-}
 
 namespace {
 
@@ -350,10 +345,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     std::vector<TensorToWrite> parameters, optimizer;
     for (const StateTensor &t : checkpoint)
       (t.param ? parameters : optimizer).push_back({t.name, DType::F32, t.shape, t.values});
-    std::map<std::string, std::string> metadata = {{"format", "pt"}};
-    if (!writeSafeTensors(o.save, parameters, metadata, error) ||
-        !writeSafeTensors(optimizerStatePath(o.save), optimizer, metadata, error))
-      return failAtEnd(error);
+    if (!writeCheckpoint(o.save, parameters, optimizer, error))
+      return failAtEnd("--save: " + error);
   }
 
   if (o.check && checksHere()) {

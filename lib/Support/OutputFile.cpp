@@ -162,11 +162,31 @@ bool OutputFile::write(const void *data, size_t size) {
   return writeErrno == 0;
 }
 
+bool OutputFile::finish(std::string &error) {
+  if (!finished) {
+    finished = true;
+    if (writeErrno == 0 && !target.inPlace && ::fsync(fd) != 0)
+      writeErrno = errno;
+    int closed = ::close(fd);
+    fd = -1;
+    if (writeErrno == 0 && closed != 0)
+      writeErrno = errno;
+  }
+  if (writeErrno != 0) {
+    error = "cannot write " + quoted(givenPath) + ": " + std::strerror(writeErrno);
+    return false;
+  }
+  return true;
+}
+
 bool OutputFile::commit(std::string &error) {
-  int closed = ::close(fd);
-  fd = -1;
-  if (writeErrno == 0 && closed != 0)
-    writeErrno = errno;
+  if (!finished) {
+    finished = true;
+    int closed = ::close(fd);
+    fd = -1;
+    if (writeErrno == 0 && closed != 0)
+      writeErrno = errno;
+  }
   if (writeErrno == 0 && !target.inPlace &&
       std::rename(writingTo.c_str(), target.path.c_str()) != 0)
     writeErrno = errno;

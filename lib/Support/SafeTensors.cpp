@@ -366,6 +366,13 @@ bool pmlir::writeSafeTensors(const std::string &path,
                              const std::vector<TensorToWrite> &tensors,
                              const std::map<std::string, std::string> &metadata,
                              std::string &error) {
+  std::unique_ptr<OutputFile> file = stageSafeTensors(path, tensors, metadata, error);
+  return file && file->commit(error);
+}
+
+std::unique_ptr<OutputFile>
+pmlir::stageSafeTensors(const std::string &path, const std::vector<TensorToWrite> &tensors,
+                        const std::map<std::string, std::string> &metadata, std::string &error) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty())
     header["__metadata__"] = metadata;
@@ -377,7 +384,7 @@ bool pmlir::writeSafeTensors(const std::string &path,
       if (d < 0) {
         error = path + ": tensor '" + t.name + "' has negative shape " +
                 formatDims(t.shape);
-        return false;
+        return nullptr;
       }
       elements *= static_cast<uint64_t>(d);
     }
@@ -393,7 +400,7 @@ bool pmlir::writeSafeTensors(const std::string &path,
 
   std::unique_ptr<OutputFile> file = OutputFile::open(path, error);
   if (!file)
-    return false;
+    return nullptr;
   uint8_t length[8];
   for (int i = 0; i < 8; ++i)
     length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
@@ -401,7 +408,7 @@ bool pmlir::writeSafeTensors(const std::string &path,
   file->write(text.data(), text.size());
   for (size_t i = 0; i < tensors.size(); ++i)
     file->write(tensors[i].data, sizes[i]);
-  if (!file->commit(error))
-    return false;
-  return true;
+  if (!file->finish(error))
+    return nullptr;
+  return file;
 }

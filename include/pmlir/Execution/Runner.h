@@ -144,10 +144,6 @@ struct RunOptions {
   std::string hangAt;
 };
 
-/// Where the optimizer state of the checkpoint `parameters` lies: beside
-/// it, "x.safetensors" -> "x.optimizer.safetensors".
-std::string optimizerStatePath(const std::string &parameters);
-
 /// The dialects and interfaces a run needs.
 void registerRunDialects(mlir::DialectRegistry &registry);
 

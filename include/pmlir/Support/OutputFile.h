@@ -55,8 +55,13 @@ public:
   /// Appends `size` bytes; false (with the reason kept for commit) on error.
   bool write(const void *data, size_t size);
   bool write(std::string_view text) { return write(text.data(), text.size()); }
-  /// Closes the file and renames the temporary over the target. Returns
-  /// false with `error` set if any write or this failed.
+  /// Closes the file, its bytes on the disk (fsync), not yet at the path:
+  /// what must be complete before any of several files is committed (a
+  /// checkpoint's). Returns false with `error` set if any write or this
+  /// failed; the temporary is then removed when this object goes.
+  bool finish(std::string &error);
+  /// Closes the file (unless finished) and renames the temporary over the
+  /// target. Returns false with `error` set if any write or this failed.
   bool commit(std::string &error);
 
   /// The file the bytes go to now: the temporary, or the target in place.
@@ -72,6 +77,7 @@ private:
   int fd = -1;
   int writeErrno = 0;
   bool committed = false;
+  bool finished = false;
 };
 
 /// Writes `contents` to `path` through an OutputFile ("-": standard output).

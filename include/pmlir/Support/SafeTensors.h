@@ -23,6 +23,8 @@
 
 namespace pmlir {
 
+class OutputFile;
+
 enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
 
 /// The safetensors spelling ("F32", "BF16", ...).
@@ -106,6 +108,14 @@ bool writeSafeTensors(const std::string &path,
                       const std::vector<TensorToWrite> &tensors,
                       const std::map<std::string, std::string> &metadata,
                       std::string &error);
+
+/// Writes the same file in full beside `path` without committing it
+/// (OutputFile::finish): the caller commits it when every file of a set is
+/// written. Null with `error` set on failure (nothing left behind).
+std::unique_ptr<OutputFile> stageSafeTensors(const std::string &path,
+                                             const std::vector<TensorToWrite> &tensors,
+                                             const std::map<std::string, std::string> &metadata,
+                                             std::string &error);
 
 } // namespace pmlir
 

@@ -1,0 +1,47 @@
+//===- Checkpoint.h - A training run's checkpoint, whole or refused -*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// A checkpoint is two safetensors files: the parameters under their Hugging
+// Face names (what transformers loads) and, beside them, the optimizer
+// state with the step (`X.optimizer.safetensors`). Both carry the save's
+// manifest in their metadata (`pmlir.manifest`): every tensor of the two
+// files with its CRC-32. A save writes both files in full (on the disk)
+// before it renames either over the previous checkpoint, so a full disk or
+// a fault while writing leaves the previous checkpoint as it was; a crash
+// between the two renames leaves two files whose manifests differ, which
+// --resume refuses, as it refuses a tensor whose bytes no longer match.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_EXECUTION_CHECKPOINT_H
+#define PMLIR_EXECUTION_CHECKPOINT_H
+
+#include "pmlir/Support/SafeTensors.h"
+
+#include <string>
+#include <vector>
+
+namespace pmlir::exec {
+
+/// The optimizer state's file beside the parameters file `parameters`:
+/// `X.safetensors` -> `X.optimizer.safetensors`.
+std::string optimizerStatePath(const std::string &parameters);
+
+/// Writes the checkpoint `path` (the parameters) and its optimizer state,
+/// both with the manifest, as one unit (see above). Returns false with
+/// `error` set when either cannot be written; nothing is replaced then.
+bool writeCheckpoint(const std::string &path, const std::vector<TensorToWrite> &parameters,
+                     const std::vector<TensorToWrite> &optimizer, std::string &error);
+
+/// Checks that `parameters` and `optimizer` are one save's: the same
+/// manifest in both, every tensor it lists present and matching its
+/// checksum, none it does not list. Checkpoints written before manifests
+/// (neither file has one) pass. Returns false with `error` saying what is
+/// wrong, naming the file and the tensor.
+bool checkCheckpoint(const SafeTensorsFile &parameters, const SafeTensorsFile &optimizer,
+                     std::string &error);
+
+} // namespace pmlir::exec
+
+#endif // PMLIR_EXECUTION_CHECKPOINT_H
