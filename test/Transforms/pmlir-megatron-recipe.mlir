@@ -115,6 +115,13 @@
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
 // NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel) and 'cp' (context parallel), and mesh #tfm.mesh<x = 2, rank_order = [x]> has none of them
 
+// A mesh of pipeline stages alone (Megatron's TP = 1): nothing to shard,
+// the module as it was.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=pp=2" -o %t.pp.mlir
+// RUN: pmlir-opt --pmlir-megatron-recipe %t.pp.mlir -o %t.pp-recipe.mlir
+// RUN: diff %t.pp.mlir %t.pp-recipe.mlir
+
 // Context parallelism: the token ids' sequence on cp, and propagation
 // carries it through the model; each attention reads its queries' shard
 // and all of the keys and values, gathered over cp, from its block's

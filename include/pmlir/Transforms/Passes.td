@@ -256,7 +256,10 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
     along the split dimension (GPT-2's QKV) is not split contiguously, which
     would hand a device parts of two projections: a
     `tfm.sharding_constraint` pins each part instead. Axes the mesh lacks
-    are skipped, so `#tfm.mesh<dp = 4>` gives pure data parallelism.
+    are skipped, so `#tfm.mesh<dp = 4>` gives pure data parallelism, and a
+    mesh of pipeline stages alone (`#tfm.mesh<pp = 2>`, Megatron's TP = 1)
+    leaves the module as it is; a mesh with none of the recipe's axes and
+    others than the pipeline's is refused, not silently replicated.
     Arguments that already have a `tfm.sharding` keep it.
 
     Before:
@@ -278,6 +281,8 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
            "mesh axis of data parallelism">,
     Option<"cpAxis", "cp-axis", "std::string", "\"cp\"",
            "mesh axis of context parallelism">,
+    Option<"pipelineAxis", "pipeline-axis", "std::string", "\"pp\"",
+           "mesh axis of pipeline stages, left to pmlir-pipeline-partition">,
   ];
 }
 

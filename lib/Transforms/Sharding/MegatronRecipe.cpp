@@ -81,6 +81,14 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
     bool cp = mesh.axisIndex(cpAxis) >= 0;
+    // A mesh of pipeline stages alone (Megatron's TP = 1): the recipe has
+    // nothing to shard, and pmlir-pipeline-partition does the rest.
+    if (!tp && !dp && !cp && llvm::all_of(mesh.getAxes(), [&](StringAttr axis) {
+          return axis.getValue() == pipelineAxis;
+        })) {
+      LLVM_DEBUG(llvm::dbgs() << "mesh " << mesh << " has only the pipeline axis\n");
+      return;
+    }
     if (!tp && !dp && !cp) {
       emitError(module.getLoc()) << "the megatron recipe shards over mesh axes '" << tpAxis
                                  << "' (tensor parallel), '" << dpAxis << "' (data parallel) and '"

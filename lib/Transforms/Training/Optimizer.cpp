@@ -42,8 +42,14 @@ struct OptimizerPass : public pmlir::impl::OptimizerBase<OptimizerPass> {
     options.adamw = {lr, beta1, beta2, eps, weightDecay};
     options.maxGradNorm = maxGradNorm;
     options.gradAccum = gradAccum;
+    // eps divides: v is 0 wherever a gradient is, and 0 / (0 + 0) is NaN.
+    if (!(eps > 0) || !std::isfinite(eps)) {
+      module.emitError() << "pmlir-optimizer: eps must be a finite value > 0 (the update divides "
+                            "by sqrt(v) + eps, and v is 0 where a gradient is), got "
+                         << eps;
+      return signalPassFailure();
+    }
     for (auto [what, value] : {std::pair<const char *, double>{"lr", lr},
-                               {"eps", eps},
                                {"weight-decay", weightDecay},
                                {"max-grad-norm", maxGradNorm}})
       if (!(value >= 0) || !std::isfinite(value)) {
