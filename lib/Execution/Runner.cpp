@@ -105,7 +105,9 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
                     {"--resume", o.resume},
                     {"--resume (its optimizer state)",
                      o.resume.empty() ? std::string() : optimizerStatePath(o.resume)},
-                    {"--data", o.data}};
+                    {"--data", o.data},
+                    {"--pipeline-csv", o.pipelineCsv},
+                    {"--topology", o.topology}};
   for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
                             {"--grads", o.grads},
                             {"--save", o.save},

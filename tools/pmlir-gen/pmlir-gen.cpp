@@ -114,6 +114,14 @@ static int fail(const Twine &message) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(modelCategory);
+  // A model pmlir-gen does not have is refused here: LLVM's parser would
+  // name it, then print its help and exit 0 when a model flag follows.
+  if (argc > 1 && argv[1][0] != '-') {
+    StringRef model(argv[1]);
+    if (model != gpt2Command.getName() && model != llamaCommand.getName())
+      return fail("unknown model '" + model + "' (known: " + gpt2Command.getName() + ", " +
+                  llamaCommand.getName() + ")");
+  }
   cl::ParseCommandLineOptions(argc, argv, "pmlir model generator\n");
 
   mlir::MLIRContext context;
