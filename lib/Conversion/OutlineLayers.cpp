@@ -4,8 +4,8 @@
 //
 // Every tfm.layer becomes a call of a private function whose arguments are
 // the values the layer body captures (its weights and activations, in order
-// of first use). Layers with the same body text share one function, so a
-// 96-layer model compiles one block, not 96 copies of it.
+// of first use). Layers of one structure (tfm::layerStructureKey) share one
+// function, so a 96-layer model compiles one block, not 96 copies of it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,22 +31,37 @@ using namespace pmlir;
 
 namespace {
 
-/// The function's text under a fixed name, numbered locally: equal for
-/// structurally equal bodies, whatever their layer index or location.
-std::string bodyKey(func::FuncOp fn) {
-  std::string name = fn.getName().str(), text;
-  fn.setName("layer");
-  llvm::raw_string_ostream os(text);
-  fn->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
-  fn.setName(name);
-  return text;
+/// A private function of `layer`'s body taking the values it captures.
+func::FuncOp outline(ModuleOp module, func::FuncOp parent, tfm::LayerOp layer,
+                     const SetVector<Value> &captured, SymbolTable &symbols) {
+  SmallVector<Type> argTypes;
+  for (Value v : captured)
+    argTypes.push_back(v.getType());
+  auto b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, layer.getLoc(), (parent.getName() + "_layer").str(),
+                                 b.getFunctionType(argTypes, layer.getResultTypes()));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  IRMapping mapping;
+  for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
+    mapping.map(v, arg);
+  OpBuilder body = OpBuilder::atBlockEnd(entry);
+  Block &layerBody = layer.getBody().front();
+  for (Operation &op : layerBody.without_terminator())
+    body.clone(op, mapping);
+  SmallVector<Value> results;
+  for (Value v : cast<tfm::YieldOp>(layerBody.getTerminator()).getValues())
+    results.push_back(mapping.lookup(v));
+  func::ReturnOp::create(body, layer.getLoc(), results);
+  symbols.insert(fn); // renames on a clash: forward_layer_0, ...
+  return fn;
 }
 
 struct OutlineLayersPass : public pmlir::impl::OutlineLayersBase<OutlineLayersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    llvm::StringMap<func::FuncOp> byBody;
+    llvm::StringMap<func::FuncOp> byStructure;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp parent : functions) {
       SmallVector<tfm::LayerOp> layers;
@@ -56,36 +71,11 @@ struct OutlineLayersPass : public pmlir::impl::OutlineLayersBase<OutlineLayersPa
         getUsedValuesDefinedAbove(layer.getBody(), captured);
         LLVM_DEBUG(llvm::dbgs() << "layer " << layer.getIndex() << " of @" << parent.getSymName()
                                 << " captures " << captured.size() << " values\n");
-        SmallVector<Type> argTypes;
-        for (Value v : captured)
-          argTypes.push_back(v.getType());
-
-        auto b = OpBuilder::atBlockEnd(module.getBody());
-        auto fn = func::FuncOp::create(b, layer.getLoc(), (parent.getName() + "_layer").str(),
-                                       b.getFunctionType(argTypes, layer.getResultTypes()));
-        fn.setPrivate();
-        Block *entry = fn.addEntryBlock();
-        IRMapping mapping;
-        for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
-          mapping.map(v, arg);
-        OpBuilder body = OpBuilder::atBlockEnd(entry);
-        Block &layerBody = layer.getBody().front();
-        for (Operation &op : layerBody.without_terminator())
-          body.clone(op, mapping);
-        SmallVector<Value> results;
-        for (Value v : cast<tfm::YieldOp>(layerBody.getTerminator()).getValues())
-          results.push_back(mapping.lookup(v));
-        func::ReturnOp::create(body, layer.getLoc(), results);
-
-        std::string key = bodyKey(fn);
-        auto [it, inserted] = byBody.try_emplace(key, fn);
-        if (inserted)
-          symbols.insert(fn); // renames on a clash: forward_layer_0, ...
-        else
-          fn.erase();
+        func::FuncOp &fn = byStructure[tfm::layerStructureKey(layer)];
+        if (!fn)
+          fn = outline(module, parent, layer, captured, symbols);
         OpBuilder call(layer);
-        auto callOp =
-            func::CallOp::create(call, layer.getLoc(), it->second, captured.getArrayRef());
+        auto callOp = func::CallOp::create(call, layer.getLoc(), fn, captured.getArrayRef());
         layer.replaceAllUsesWith(callOp.getResults());
         layer.erase();
       }

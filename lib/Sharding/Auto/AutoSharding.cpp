@@ -448,42 +448,6 @@ struct AutoSharder::Impl {
     return text;
   }
 
-  /// The structure of a layer's body: its ops, attributes and types, each
-  /// operand as a value of the body or the k-th value from outside.
-  std::string layerSignature(Operation *layer) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    DenseMap<Value, std::string> inside;
-    DenseMap<Value, int64_t> outside;
-    NamedAttrList attrs(layer->getAttrDictionary());
-    attrs.erase("index");
-    os << layer->getName() << " " << printed(attrs.getDictionary(context)) << "|";
-    int64_t count = 0;
-    layer->getRegion(0).walk<WalkOrder::PreOrder>([&](Operation *op) {
-      os << op->getName() << printed(op->getAttrDictionary()) << "(";
-      for (Value v : op->getOperands()) {
-        auto it = inside.find(v);
-        if (it != inside.end()) {
-          os << it->second;
-        } else {
-          auto [slot, fresh] = outside.try_emplace(v, static_cast<int64_t>(outside.size()));
-          os << "^" << slot->second << ":";
-          v.getType().print(os);
-        }
-        os << ",";
-      }
-      os << ")->";
-      for (auto [r, result] : llvm::enumerate(op->getResults())) {
-        inside[result] = "%" + std::to_string(count) + "." + std::to_string(r);
-        result.getType().print(os);
-        os << ",";
-      }
-      ++count;
-      os << ";";
-    });
-    return text;
-  }
-
   void buildClasses() {
     // Colours: in-layer ops by their layer's class and place, fixed; the
     // others refined by their neighbours' colours until stable.
@@ -500,8 +464,10 @@ struct AutoSharder::Impl {
         if (!isa<LayerOp>(layer))
           return;
         ++stats.layers;
-        int64_t cls = layerClasses.try_emplace(layerSignature(layer), int64_t(layerClasses.size()))
-                          .first->second;
+        int64_t cls =
+            layerClasses
+                .try_emplace(layerStructureKey(cast<LayerOp>(layer)), int64_t(layerClasses.size()))
+                .first->second;
         int64_t place = 0;
         layer->getRegion(0).walk<WalkOrder::PreOrder>([&](Operation *op) {
           placeInLayer[op] = {cls, place++};

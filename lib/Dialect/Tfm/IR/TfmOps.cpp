@@ -62,6 +62,48 @@ ArgumentRole pmlir::tfm::argumentRole(FunctionOpInterface func, unsigned index) 
   return ArgumentRole::Param;
 }
 
+//===----------------------------------------------------------------------===//
+// Layer identity
+//===----------------------------------------------------------------------===//
+
+std::string pmlir::tfm::layerStructureKey(LayerOp layer) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  NamedAttrList attrs(layer->getAttrDictionary());
+  attrs.erase(layer.getIndexAttrName());
+  os << layer->getName() << " " << attrs.getDictionary(layer->getContext()) << "|";
+  DenseMap<Value, std::string> inside;
+  DenseMap<Value, int64_t> outside;
+  int64_t count = 0;
+  layer.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    os << op->getName() << op->getAttrDictionary() << "(";
+    for (Value v : op->getOperands()) {
+      if (auto it = inside.find(v); it != inside.end()) {
+        os << it->second;
+      } else {
+        auto [slot, fresh] = outside.try_emplace(v, static_cast<int64_t>(outside.size()));
+        os << "^" << slot->second << ":" << v.getType();
+      }
+      os << ",";
+    }
+    os << ")->";
+    for (OpResult result : op->getResults()) {
+      inside[result] = "%" + std::to_string(count) + "." + std::to_string(result.getResultNumber());
+      os << result.getType() << ",";
+    }
+    // Arguments of nested blocks are values of the body too.
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments()) {
+          inside[arg] = "%" + std::to_string(count) + ".b" + std::to_string(arg.getArgNumber());
+          os << "[" << arg.getType() << "]";
+        }
+    ++count;
+    os << ";";
+  });
+  return text;
+}
+
 LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned region, unsigned index,
                                                    NamedAttribute attr) {
   if (attr.getName() != kRoleAttr)

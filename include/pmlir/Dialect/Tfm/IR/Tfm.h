@@ -58,6 +58,15 @@ inline constexpr llvm::StringLiteral kRoleAttr = "tfm.role";
 /// name of one of its cases; nullopt for anything else.
 std::optional<ArgumentRole> argumentRoleOf(mlir::Attribute attr);
 
+/// What makes two layers the same block: the layer's attributes but its
+/// index, and its body's ops with their attributes and types, each operand
+/// a value of the body or the k-th value the body reads from outside (in
+/// order of first use) with its type. Equal for layers that compute alike
+/// on their own inputs, whatever their index or location: the one key of
+/// layer identity (pmlir-outline-layers gives such layers one function,
+/// auto-sharding one strategy).
+std::string layerStructureKey(LayerOp layer);
+
 /// What argument `index` of `func` is: its tfm.role, or for programs
 /// written without roles, an input if it has no tfm.name, else a label if
 /// it is named "labels", an input if it is named "input_ids" or its
