@@ -105,7 +105,8 @@ std::string exec::optimizerStatePath(const std::string &parameters) {
 }
 
 bool exec::writeCheckpoint(const std::string &path, const std::vector<TensorToWrite> &parameters,
-                           const std::vector<TensorToWrite> &optimizer, std::string &error) {
+                           const std::vector<TensorToWrite> &optimizer, std::string &error,
+                           const std::function<void()> &staged) {
   std::map<std::string, std::string> metadata = {
       {"format", "pt"}, {kManifestKey, manifestOf(parameters, optimizer).dump()}};
   // Both files whole on the disk before either replaces the previous
@@ -117,6 +118,8 @@ bool exec::writeCheckpoint(const std::string &path, const std::vector<TensorToWr
   std::unique_ptr<OutputFile> weights = stageSafeTensors(path, parameters, metadata, error);
   if (!weights)
     return false;
+  if (staged)
+    staged();
   return state->commit(error) && weights->commit(error);
 }
 

@@ -298,8 +298,8 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   // killed) at a phase, so that the others' timeouts can be seen to name
   // it.
   bind("test-hang-rank", o.hangRank, cl::Hidden, cl::cat(c.debugging));
-  bind("test-hang-at", o.hangAt, cl::Hidden, cl::desc("start-up, step, check or output"),
-       cl::cat(c.debugging));
+  bind("test-hang-at", o.hangAt, cl::Hidden,
+       cl::desc("start-up, step, check, output or save-commit"), cl::cat(c.debugging));
 }
 
 void RunFlags::hideOtherOptions() {

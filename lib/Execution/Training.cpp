@@ -345,7 +345,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     std::vector<TensorToWrite> parameters, optimizer;
     for (const StateTensor &t : checkpoint)
       (t.param ? parameters : optimizer).push_back({t.name, DType::F32, t.shape, t.values});
-    if (!writeCheckpoint(o.save, parameters, optimizer, error))
+    if (!writeCheckpoint(o.save, parameters, optimizer, error,
+                         [&] { maybeHang(rank, "save-commit"); }))
       return failAtEnd("--save: " + error);
   }
 

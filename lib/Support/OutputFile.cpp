@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <iterator>
 #include <random>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +20,74 @@
 using namespace pmlir;
 
 namespace {
+
+//===----------------------------------------------------------------------===//
+// Temporaries removed on a signal
+//===----------------------------------------------------------------------===//
+
+// The temporaries being written, for the handler of the signals that end a
+// process (a user's Ctrl-C, a scheduler's or mpirun's SIGTERM): it removes
+// them, so that no hidden half-written file stays beside an output, then
+// lets the signal do what it did before. Fixed slots, since a handler may
+// neither allocate nor lock.
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+constexpr size_t kTemporarySlots = 64;
+enum SlotState : int { Free, Filling, Live };
+struct TemporarySlot {
+  std::atomic<int> state{Free};
+  char path[PATH_MAX];
+};
+TemporarySlot temporaries[kTemporarySlots];
+struct sigaction previousActions[std::size(kEndingSignals)];
+
+void removeTemporariesAndEnd(int signal) {
+  for (TemporarySlot &slot : temporaries)
+    if (slot.state.load() == Live)
+      ::unlink(slot.path);
+  // The signal again, as the process had it before (LLVM's handler, or the
+  // default that ends it), once this handler returns.
+  for (size_t i = 0; i < std::size(kEndingSignals); ++i)
+    if (kEndingSignals[i] == signal)
+      sigaction(signal, &previousActions[i], nullptr);
+  raise(signal);
+}
+
+void installRemovalHandlers() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true))
+    return;
+  struct sigaction action = {};
+  action.sa_handler = removeTemporariesAndEnd;
+  sigemptyset(&action.sa_mask);
+  for (size_t i = 0; i < std::size(kEndingSignals); ++i) {
+    sigaction(kEndingSignals[i], nullptr, &previousActions[i]);
+    // An ignored signal stays ignored (nohup).
+    if (previousActions[i].sa_handler != SIG_IGN)
+      sigaction(kEndingSignals[i], &action, nullptr);
+  }
+}
+
+/// Registers `path` for removal on an ending signal; the slot, or -1 when
+/// all are taken (the file is then only removed on a clean exit).
+int registerTemporary(const std::string &path) {
+  if (path.size() >= PATH_MAX)
+    return -1;
+  installRemovalHandlers();
+  for (size_t i = 0; i < kTemporarySlots; ++i) {
+    int expected = Free;
+    if (temporaries[i].state.compare_exchange_strong(expected, Filling)) {
+      std::memcpy(temporaries[i].path, path.c_str(), path.size() + 1);
+      temporaries[i].state.store(Live);
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+void unregisterTemporary(int slot) {
+  if (slot >= 0)
+    temporaries[slot].state.store(Free);
+}
 
 std::string directoryOf(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -143,6 +213,7 @@ std::unique_ptr<OutputFile> OutputFile::open(const std::string &path, std::strin
       (void)::fchmod(fd, file->target.mode);
     file->fd = fd;
     file->writingTo = candidate;
+    file->temporarySlot = registerTemporary(candidate);
     return file;
   }
   error = "cannot write " + quoted(path) + ": no free temporary name beside it";
@@ -154,6 +225,7 @@ OutputFile::~OutputFile() {
     ::close(fd);
   if (!committed && !target.inPlace && !writingTo.empty())
     ::unlink(writingTo.c_str());
+  unregisterTemporary(temporarySlot);
 }
 
 bool OutputFile::write(const void *data, size_t size) {
@@ -190,6 +262,12 @@ bool OutputFile::commit(std::string &error) {
   if (writeErrno == 0 && !target.inPlace &&
       std::rename(writingTo.c_str(), target.path.c_str()) != 0)
     writeErrno = errno;
+  if (writeErrno == 0) {
+    // After the rename: the name is then gone, and a signal before it still
+    // finds the temporary.
+    unregisterTemporary(temporarySlot);
+    temporarySlot = -1;
+  }
   if (writeErrno != 0) {
     error = "cannot write " + quoted(givenPath) + ": " + std::strerror(writeErrno);
     return false;

@@ -19,6 +19,7 @@
 
 #include "pmlir/Support/SafeTensors.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,11 @@ std::string optimizerStatePath(const std::string &parameters);
 /// Writes the checkpoint `path` (the parameters) and its optimizer state,
 /// both with the manifest, as one unit (see above). Returns false with
 /// `error` set when either cannot be written; nothing is replaced then.
+/// `staged` runs when both are written and neither is in place (the fault
+/// tests stop there).
 bool writeCheckpoint(const std::string &path, const std::vector<TensorToWrite> &parameters,
-                     const std::vector<TensorToWrite> &optimizer, std::string &error);
+                     const std::vector<TensorToWrite> &optimizer, std::string &error,
+                     const std::function<void()> &staged = {});
 
 /// Checks that `parameters` and `optimizer` are one save's: the same
 /// manifest in both, every tensor it lists present and matching its

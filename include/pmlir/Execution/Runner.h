@@ -139,7 +139,8 @@ struct RunOptions {
 
   /// Fault injection for the fault tests: this rank stops (until killed)
   /// at `hangAt` ("start-up", "step" (before the first training step),
-  /// "check" or "output").
+  /// "check", "output", or "save-commit": a checkpoint's files written,
+  /// neither in place).
   int64_t hangRank = -1;
   std::string hangAt;
 };

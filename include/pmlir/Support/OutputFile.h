@@ -10,7 +10,9 @@
 // rename would replace it: a character device (`-o /dev/null` run as root
 // must not turn /dev/null into a regular file), a FIFO, a socket. A symbolic
 // link is followed, and its final target gets the same treatment, so the
-// link stays a link. Plain C++: the runtime links it too.
+// link stays a link. A process ended by SIGTERM, SIGINT, SIGHUP or SIGQUIT
+// removes the temporaries it was writing before the signal takes its
+// course. Plain C++: the runtime links it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +80,8 @@ private:
   int writeErrno = 0;
   bool committed = false;
   bool finished = false;
+  /// Its slot among the temporaries removed on an ending signal, or -1.
+  int temporarySlot = -1;
 };
 
 /// Writes `contents` to `path` through an OutputFile ("-": standard output).
