@@ -471,7 +471,7 @@ int Job::run() {
   if (!weightsPath.empty() && !(weights = SafeTensorsFile::open(weightsPath, error)))
     return failHere(error);
   if (!o.resume.empty() && (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
-                            !checkCheckpoint(*weights, *state, error)))
+                            !checkCheckpoint(*weights, *state, /*readTensors=*/rank == 0, error)))
     return failHere("--resume " + o.resume + ": " + error);
   if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
     return failHere(error);

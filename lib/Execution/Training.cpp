@@ -55,7 +55,8 @@ std::optional<int64_t> stepsTaken(float step, std::string &error) {
 /// this rank's blocks of them, and the global batch they are cut from.
 struct Batch {
   int64_t ids = -1, labels = -1;
-  std::optional<BlockLayout> idsLayout, labelsLayout;
+  /// This rank's blocks of them (the signature's layout), null unsharded.
+  const BlockLayout *idsLayout = nullptr, *labelsLayout = nullptr;
   std::vector<int64_t> global; ///< the global shape of the ids (and labels)
   bool wide = true;            ///< int64 ids (else int32)
   std::vector<uint8_t> idsData, labelsData;
@@ -78,7 +79,7 @@ struct Batch {
         return true;
       int64_t present = ids >= 0 ? ids : labels;
       const TensorSpec &spec = signature.arguments[present];
-      (ids >= 0 ? idsLayout : labelsLayout) = spec.block;
+      (ids >= 0 ? idsLayout : labelsLayout) = spec.block ? &*spec.block : nullptr;
       global = spec.block ? spec.block->shape : spec.shape;
       wide = spec.element == ElementKind::I64;
       idsData.resize(tokens() * (wide ? 8 : 4));
@@ -89,8 +90,9 @@ struct Batch {
       error = "@" + signature.name + " has no token ids and labels to train on";
       return false;
     }
-    idsLayout = signature.arguments[ids].block;
-    labelsLayout = signature.arguments[labels].block;
+    for (auto [index, layout] : {std::pair{ids, &idsLayout}, {labels, &labelsLayout}})
+      if (const std::optional<BlockLayout> &block = signature.arguments[index].block)
+        *layout = &*block;
     const TensorSpec &idsSpec = signature.arguments[ids];
     global = idsLayout ? idsLayout->shape : idsSpec.shape;
     wide = idsSpec.element == ElementKind::I64;
@@ -118,13 +120,13 @@ struct Batch {
   void scatter(std::vector<BoundArgument> &args) const {
     size_t width = wide ? 8 : 4;
     for (auto [index, layout, data] :
-         {std::tuple<int64_t, const std::optional<BlockLayout> *, const std::vector<uint8_t> *>{
-              ids, &idsLayout, &idsData},
-          {labels, &labelsLayout, &labelsData}}) {
+         {std::tuple<int64_t, const BlockLayout *, const std::vector<uint8_t> *>{ids, idsLayout,
+                                                                                 &idsData},
+          {labels, labelsLayout, &labelsData}}) {
       if (index < 0)
         continue;
-      if (*layout)
-        (*layout)->copyOut(data->data(), width, args[index].data);
+      if (layout)
+        layout->copyOut(data->data(), width, args[index].data);
       else
         std::memcpy(args[index].data, data->data(), data->size());
     }

@@ -39,12 +39,14 @@ bool writeCheckpoint(const std::string &path, const std::vector<TensorToWrite> &
                      const std::function<void()> &staged = {});
 
 /// Checks that `parameters` and `optimizer` are one save's: the same
-/// manifest in both, every tensor it lists present and matching its
-/// checksum, none it does not list. Checkpoints written before manifests
-/// (neither file has one) pass. Returns false with `error` saying what is
-/// wrong, naming the file and the tensor.
+/// manifest in both, every tensor it lists present and, with
+/// `readTensors`, matching its checksum (reading every byte: on a mesh one
+/// rank does it for all, the others reading only their slices), none it
+/// does not list. Checkpoints written before manifests (neither file has
+/// one) pass. Returns false with `error` saying what is wrong, naming the
+/// file and the tensor.
 bool checkCheckpoint(const SafeTensorsFile &parameters, const SafeTensorsFile &optimizer,
-                     std::string &error);
+                     bool readTensors, std::string &error);
 
 } // namespace pmlir::exec
 
