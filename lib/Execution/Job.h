@@ -190,11 +190,10 @@ private:
   /// inputs from o.inputs or o.data; saves and checks as asked.
   int train(JitProgram &program, const EntrySignature &signature, std::vector<BoundArgument> &args,
             const std::map<unsigned, IdRange> &idRanges, OwningOpRef<ModuleOp> &reference);
-  /// The losses of `steps` steps of the unsharded program on rank 0, and
-  /// its parameters and state after them (--check of --train).
-  bool trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps, std::vector<float> &losses,
-                      std::vector<BoundArgument> &args, EntrySignature &signature,
-                      std::string &error);
+  /// --check of --train: the unsharded training step, compiled on rank 0,
+  /// which takes each step from the sharded run's state.
+  struct UnshardedStep;
+  bool prepareUnsharded(OwningOpRef<ModuleOp> &reference, UnshardedStep &out, std::string &error);
 };
 
 } // namespace pmlir::exec

@@ -300,6 +300,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   bind("test-hang-rank", o.hangRank, cl::Hidden, cl::cat(c.debugging));
   bind("test-hang-at", o.hangAt, cl::Hidden,
        cl::desc("start-up, step, check, output or save-commit"), cl::cat(c.debugging));
+  // A wrong reduction group, which --check must catch.
+  bind("test-wrong-reduction-group", o.wrongGroupAt, cl::Hidden,
+       cl::desc("the Nth all-reduce of every rank reduces over the rank alone"),
+       cl::cat(c.debugging));
 }
 
 void RunFlags::hideOtherOptions() {

@@ -273,6 +273,8 @@ int Job::run() {
     if (pmlir_rt_init(rt::RuntimeMesh(*mesh).get(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
+    if (o.wrongGroupAt > 0)
+      pmlir_rt_test_wrong_group(o.wrongGroupAt);
   }
   if (o.device == CompileTarget::Gpu && !o.compileOnly) {
     char text[512];

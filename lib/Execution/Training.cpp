@@ -13,7 +13,9 @@
 
 #include "Job.h"
 
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Checkpoint.h"
+#include "pmlir/Execution/StepCheck.h"
 #include "pmlir/Execution/TokenData.h"
 #include "pmlir/Support/Layout.h"
 #include "pmlir/Training/Optimizer.h"
@@ -210,9 +212,180 @@ std::vector<StateTensor> receiveState(int64_t peer, int64_t ppAxis) {
   return tensors;
 }
 
+/// Prints --check's verdict on `losses` and the steps' `worst` comparison
+/// (the steps after `done`); the failure, or "".
+std::string reportCheck(llvm::ArrayRef<float> losses, llvm::ArrayRef<float> expected,
+                        const StepComparison &worst, int64_t done, double tolerance) {
+  int64_t steps = static_cast<int64_t>(losses.size());
+  double worstLoss = 0;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    double relative =
+        std::abs(double(losses[i]) - expected[i]) / std::max(std::abs(double(expected[i])), 1e-30);
+    worstLoss = std::max(worstLoss, std::isnan(relative) ? INFINITY : relative);
+    llvm::outs() << llvm::format("check: step %lld loss %.6f, unsharded %.6f\n",
+                                 static_cast<long long>(done + i + 1), losses[i], expected[i]);
+  }
+  auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
+  bool lossOk = worstLoss <= tolerance;
+  llvm::outs() << llvm::format("check: losses of %lld steps: worst relative error %.3g "
+                               "(tolerance %.3g): %s\n",
+                               static_cast<long long>(steps), worstLoss, tolerance,
+                               verdict(lossOk));
+  // Gradients to 10x the losses' tolerance: some sum terms that cancel to
+  // a few digits (a key projection's along the keys' mean, which softmax
+  // ignores), where the loss sums no such terms.
+  double gradientTolerance = 10 * tolerance;
+  bool gradientOk = worst.gradient.value <= gradientTolerance;
+  llvm::outs() << llvm::format("check: gradients of %lld steps: worst relative error %.3g",
+                               static_cast<long long>(steps), worst.gradientError)
+               << " (" << worst.gradient.name << ")"
+               << llvm::format(", %.3g of it the moments' rounding (tolerance %.3g): %s\n",
+                               std::min(worst.gradientRounding, worst.gradientError),
+                               gradientTolerance, verdict(gradientOk));
+  bool adamwOk = worst.secondMoment.value <= 1 && worst.update.value <= 1;
+  llvm::outs() << llvm::format("check: AdamW of %lld steps: second moments at %.3g of f32 "
+                               "rounding's bound",
+                               static_cast<long long>(steps), worst.secondMoment.value)
+               << " (" << worst.secondMoment.name << ")"
+               << llvm::format(", parameters at %.3g", worst.update.value) << " ("
+               << worst.update.name << "): " << verdict(adamwOk) << "\n";
+  if (!lossOk)
+    return "the sharded losses differ from the unsharded run's by " +
+           llvm::formatv("{0:e3}", worstLoss).str() + " (relative)";
+  if (!gradientOk)
+    return "the gradient of '" + worst.gradient.name + "' differs from the unsharded run's by " +
+           llvm::formatv("{0:e3}", worst.gradientError).str() + " (relative)";
+  if (worst.referenceFailed)
+    return "the unsharded step's own AdamW update exceeds f32 rounding's bound (its lowering, "
+           "not the sharding, is at fault)";
+  if (!adamwOk) {
+    bool moment = worst.secondMoment.value > 1;
+    const Worst &w = moment ? worst.secondMoment : worst.update;
+    return std::string(moment ? "the second moment" : "the update") + " of '" + w.name +
+           "' departs from AdamW on its gradient by " + llvm::formatv("{0:f1}", w.value).str() +
+           " times what f32 rounding allows";
+  }
+  return "";
+}
+
 } // namespace
 
 namespace pmlir::exec {
+
+/// --check's unsharded step: its program, bound arguments and batch, and
+/// the AdamW constants of each parameter it updates.
+struct Job::UnshardedStep {
+  std::unique_ptr<JitProgram> program;
+  std::vector<BoundArgument> args;
+  EntrySignature signature;
+  Batch batch;
+  std::map<std::string, AdamWConstants> adamw;
+  std::vector<size_t> updated;
+  int64_t lossAt = -1;
+
+  /// Step `t` (counted from 1) from the state `before` on the batch at
+  /// `rows` from `data` (the bound inputs without it): its loss, with
+  /// `comparison` holding the state `after` the sharded run's step against
+  /// its own, or nullopt with `error`.
+  std::optional<float> step(TokenData *data, int64_t t, const std::vector<StateTensor> &before,
+                            const std::vector<StateTensor> &after, StepComparison &comparison,
+                            std::string &error) {
+    auto find = [](const std::vector<StateTensor> &state,
+                   const std::string &name) -> const StateTensor * {
+      for (const StateTensor &s : state)
+        if (s.name == name)
+          return &s;
+      return nullptr;
+    };
+    for (size_t i : updated) {
+      const TensorSpec &spec = signature.arguments[i];
+      const StateTensor *whole = find(before, spec.name);
+      if (!whole || whole->shape != spec.shape) {
+        error = "the sharded run holds no whole '" + spec.name + "' of the unsharded step's shape";
+        return std::nullopt;
+      }
+      std::memcpy(args[i].data, whole->values, elementCount(spec.shape) * sizeof(float));
+    }
+    program->toDevice(args, updated);
+    if (data) {
+      int64_t rows = batch.tokens() / batch.seq(), at = 0;
+      data->fill((t - 1) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data(),
+                 INT64_MAX, at);
+      batch.scatter(args);
+      program->toDevice(args, batch.arguments());
+    }
+    if (!program->run(error))
+      return std::nullopt;
+    float loss = program->result(lossAt)[0];
+    program->releaseResults();
+    program->toHost(args, updated);
+    std::vector<ParameterStep> parameters;
+    for (auto &[name, constants] : adamw) {
+      const StateTensor *tensors[2][3];
+      std::string names[3] = {name, training::optimizerStateName(name, "exp_avg"),
+                              training::optimizerStateName(name, "exp_avg_sq")};
+      for (int n = 0; n < 3; ++n) {
+        tensors[0][n] = find(before, names[n]);
+        tensors[1][n] = find(after, names[n]);
+        if (argumentNamed(signature, names[n]) < 0 || !tensors[0][n] || !tensors[1][n]) {
+          error = "the sharded run holds no '" + names[n] + "'";
+          return std::nullopt;
+        }
+      }
+      ParameterStep p;
+      p.name = name;
+      p.adamw = constants;
+      p.size = elementCount(tensors[0][0]->shape);
+      p.before = {tensors[0][0]->values, tensors[0][1]->values, tensors[0][2]->values};
+      p.checked = {tensors[1][0]->values, tensors[1][1]->values, tensors[1][2]->values};
+      auto argument = [&](const std::string &n) {
+        return static_cast<const float *>(args[argumentNamed(signature, n)].data);
+      };
+      p.reference = {argument(names[0]), argument(names[1]), argument(names[2])};
+      parameters.push_back(std::move(p));
+    }
+    comparison = compareStep(parameters, t);
+    return loss;
+  }
+};
+
+bool Job::prepareUnsharded(OwningOpRef<ModuleOp> &reference, UnshardedStep &out,
+                           std::string &error) {
+  PassManager drop(&context);
+  drop.addPass(createDropShardings());
+  if (failed(configure(drop)) || failed(drop.run(*reference))) {
+    error = "dropping the shardings failed";
+    return false;
+  }
+  auto entry = reference->lookupSymbol<func::FuncOp>(training::kTrainStepName);
+  if (!entry || !describeEntry(entry, out.signature, error) ||
+      !bindArguments(out.signature.arguments, out.signature.name, bindOptions(), out.args, error) ||
+      !out.batch.locate(out.signature, error))
+    return false;
+  // The constants the step updates each parameter with, asked of its
+  // tfm.adamw before the program is lowered.
+  WalkResult walk = entry.walk([&](tfm::AdamWOp op) {
+    auto param = dyn_cast<BlockArgument>(op.getParam());
+    if (!param || param.getOwner()->getParentOp() != entry) {
+      error = "a tfm.adamw of the unsharded step updates no argument of it";
+      return WalkResult::interrupt();
+    }
+    out.adamw[out.signature.arguments[param.getArgNumber()].name] = {
+        op.getLr().convertToDouble(), op.getBeta1().convertToDouble(),
+        op.getBeta2().convertToDouble(), op.getEps().convertToDouble(),
+        op.getWeightDecay().convertToDouble()};
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted() || !(out.program = compile(*reference, out.signature,
+                                                       /*emit=*/false, error)))
+    return false;
+  out.program->bind(out.args);
+  for (auto [i, spec] : llvm::enumerate(out.signature.arguments))
+    if (spec.updated)
+      out.updated.push_back(i);
+  out.lossAt = resultNamed(out.signature, "loss");
+  return true;
+}
 
 int Job::train(JitProgram &program, const EntrySignature &signature,
                std::vector<BoundArgument> &args, const std::map<unsigned, IdRange> &idRanges,
@@ -235,8 +408,65 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     return failHere("--resume " + o.resume + ": " + error);
   int64_t done = *taken;
 
+  std::vector<size_t> updated;
+  for (auto [i, spec] : llvm::enumerate(signature.arguments))
+    if (spec.updated)
+      updated.push_back(i);
+  // The parameters and optimizer state, whole on rank 0 (every rank takes
+  // part): with pipeline stages, each pipeline rank's first rank holds its
+  // stages' whole and sends them to rank 0 (a tied embedding and the step,
+  // held by several, are kept once).
+  auto gatherState = [&](std::vector<StateTensor> &whole) -> bool {
+    whole.clear();
+    program.toHost(args, updated);
+    for (size_t i : updated) {
+      const TensorSpec &spec = signature.arguments[i];
+      AssembledResult assembled;
+      if (!assemble(static_cast<const float *>(args[i].data), spec, assembled, error)) {
+        error = "argument '" + spec.name + "' " + error;
+        return false;
+      }
+      if (!checksHere())
+        continue;
+      StateTensor t{spec.name, spec.role == Role::Param, assembled.shape, nullptr, {}};
+      if (assembled.owned.empty())
+        t.owned.assign(assembled.values, assembled.values + elementCount(t.shape));
+      else
+        t.owned = std::move(assembled.owned);
+      t.values = t.owned.data();
+      whole.push_back(std::move(t));
+    }
+    if (pipelined && checksHere()) {
+      int64_t ppAxis = mesh->axisIndex("pp");
+      if (mesh->coordinates(rank)[ppAxis] != 0) {
+        sendState(whole, ppAxis);
+      } else {
+        for (int64_t peer = 1; peer < mesh->axisSizes()[ppAxis]; ++peer)
+          for (StateTensor &t : receiveState(peer, ppAxis))
+            if (llvm::none_of(whole, [&](const StateTensor &c) { return c.name == t.name; }))
+              whole.push_back(std::move(t));
+      }
+    }
+    return true;
+  };
+
+  // --check: rank 0 takes each step again, unsharded, from the state the
+  // sharded run took it from, and compares the two (StepCheck.h).
+  std::unique_ptr<UnshardedStep> unsharded;
+  std::vector<StateTensor> before, after;
+  if (o.check) {
+    if (rank == 0) {
+      unsharded = std::make_unique<UnshardedStep>();
+      if (!prepareUnsharded(reference, *unsharded, error))
+        return failHere("the unsharded run of --check: " + error);
+    }
+    if (!gatherState(before))
+      return failHere(error);
+  }
+  std::vector<float> losses, expectedLosses;
+  StepComparison worst;
+
   bool terminal = rank == 0 && outputIsTerminal();
-  std::vector<float> losses;
   maybeHang(rank, "step");
   for (int64_t i = 0; i < o.steps; ++i) {
     int64_t step = done + i + 1;
@@ -284,6 +514,22 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
         pmlir_rt_finalize();
       return 1;
     }
+    program.releaseResults();
+    if (o.check) {
+      if (!gatherState(after))
+        return failHere(error);
+      if (unsharded) {
+        maybeHang(rank, "check");
+        StepComparison comparison;
+        std::optional<float> expected =
+            unsharded->step(data, step, before, after, comparison, error);
+        if (!expected)
+          return failHere("the unsharded run of --check: " + error);
+        expectedLosses.push_back(*expected);
+        worst.merge(comparison);
+      }
+      before = std::move(after);
+    }
     if (rank == 0) {
       if (terminal)
         llvm::outs() << "\r\033[K";
@@ -297,50 +543,24 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
       }
       llvm::outs().flush();
     }
-    program.releaseResults();
   }
   if (terminal)
     llvm::outs() << "\r\033[K";
   if (!writeTrace(error))
     return failAtEnd("--trace: " + error);
-
-  // The parameters and optimizer state, whole on rank 0, for the
-  // checkpoint and the check.
-  std::vector<size_t> updated;
-  for (auto [i, spec] : llvm::enumerate(signature.arguments))
-    if (spec.updated)
-      updated.push_back(i);
-  program.toHost(args, updated);
-  std::vector<std::pair<size_t, AssembledResult>> state;
-  if (!o.save.empty() || o.check) {
-    for (auto [i, spec] : llvm::enumerate(signature.arguments)) {
-      if (!spec.updated)
-        continue;
-      state.push_back({i, AssembledResult()});
-      if (!assemble(static_cast<const float *>(args[i].data), spec, state.back().second, error))
-        return failAtEnd("argument '" + spec.name + "' " + error);
-    }
-  }
-  // The checkpoint's tensors: with pipeline stages, each pipeline rank's
-  // first rank holds its stages' whole and sends them to rank 0 (a tied
-  // embedding and the step, held by several, are written once).
+  // The checkpoint's tensors: the state after the last step (--check
+  // gathered it already).
   std::vector<StateTensor> checkpoint;
-  if (!o.save.empty() && checksHere()) {
-    for (auto &[i, whole] : state) {
-      const TensorSpec &spec = signature.arguments[i];
-      checkpoint.push_back({spec.name, spec.role == Role::Param, whole.shape, whole.values, {}});
-    }
-    if (pipelined) {
-      int64_t ppAxis = mesh->axisIndex("pp");
-      if (mesh->coordinates(rank)[ppAxis] != 0) {
-        sendState(checkpoint, ppAxis);
-      } else {
-        for (int64_t peer = 1; peer < mesh->axisSizes()[ppAxis]; ++peer)
-          for (StateTensor &t : receiveState(peer, ppAxis))
-            if (llvm::none_of(checkpoint, [&](const StateTensor &c) { return c.name == t.name; }))
-              checkpoint.push_back(std::move(t));
-      }
-    }
+  if (!o.save.empty()) {
+    if (o.check)
+      checkpoint = std::move(before);
+    else if (!gatherState(checkpoint))
+      return failAtEnd(error);
+  }
+  if (unsharded) {
+    std::string failure = reportCheck(losses, expectedLosses, worst, done, o.tolerance);
+    if (!failure.empty())
+      return failAtEnd("--check: " + failure + (o.save.empty() ? "" : "; nothing was saved"));
   }
   if (!o.save.empty() && rank == 0) {
     maybeHang(rank, "output");
@@ -351,141 +571,9 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
                          [&] { maybeHang(rank, "save-commit"); }))
       return failAtEnd("--save: " + error);
   }
-
-  if (o.check && checksHere()) {
-    maybeHang(rank, "check");
-    std::vector<float> expectedLosses;
-    std::vector<BoundArgument> globalArgs;
-    EntrySignature globalSignature;
-    if (!trainUnsharded(reference, o.steps, expectedLosses, globalArgs, globalSignature, error))
-      return failAtEnd("the unsharded run of --check: " + error);
-    double worst = 0;
-    for (size_t i = 0; i < losses.size(); ++i) {
-      double relative = std::abs(double(losses[i]) - expectedLosses[i]) /
-                        std::max(std::abs(double(expectedLosses[i])), 1e-30);
-      worst = std::max(worst, relative);
-      llvm::outs() << llvm::format("check: step %lld loss %.6f, unsharded %.6f\n",
-                                   static_cast<long long>(done + i + 1), losses[i],
-                                   expectedLosses[i]);
-    }
-    bool ok = worst <= o.tolerance;
-    llvm::outs() << llvm::format("check: losses of %lld steps: worst relative error %.3g "
-                                 "(tolerance %.3g): %s\n",
-                                 static_cast<long long>(o.steps), worst, o.tolerance,
-                                 ok ? "ok" : "FAILED");
-    if (!ok)
-      return failAtEnd("--check: the sharded losses differ from the unsharded run's by " +
-                       llvm::formatv("{0:e3}", worst).str() + " (relative)");
-    // A parameter element whose gradient is at the level of f32 rounding
-    // (the root of its exp_avg_sq below 1e-5 of the largest: GPT-2's key
-    // bias, which softmax makes exactly 0 in exact arithmetic) follows
-    // rounding noise under Adam, whose m / sqrt(v) makes it a step of size
-    // lr: such elements are left out of the parameters' comparison.
-    auto rms = [&](const TensorSpec &param) -> const float * {
-      int64_t at =
-          argumentNamed(globalSignature, training::optimizerStateName(param.name, "exp_avg_sq"));
-      return at < 0 ? nullptr : static_cast<const float *>(globalArgs[at].data);
-    };
-    double largest = 0;
-    for (auto &[i, whole] : state)
-      if (signature.arguments[i].role == Role::Param)
-        if (const float *v = rms(signature.arguments[i]))
-          for (int64_t k = 0, n = elementCount(whole.shape); k < n; ++k)
-            largest = std::max(largest, std::sqrt(double(v[k])));
-    // Parameters to --tolerance; the optimizer state, whose moments sum the
-    // gradients' rounding (some gradients cancel to a few digits: a key
-    // projection's along the keys' mean, which softmax ignores), to 10x it.
-    int64_t noise = 0;
-    struct Worst {
-      double error = 0;
-      std::string name;
-    } worstParam, worstState;
-    for (auto &[i, whole] : state) {
-      const TensorSpec &spec = signature.arguments[i];
-      // By name: a pipeline stage's arguments are some of the step's.
-      int64_t at = argumentNamed(globalSignature, spec.name);
-      if (at < 0)
-        return failAtEnd("--check: the unsharded step has no argument '" + spec.name + "'");
-      const float *expected = static_cast<const float *>(globalArgs[at].data);
-      const float *v = spec.role == Role::Param ? rms(spec) : nullptr;
-      double diff = 0, norm = 0;
-      for (int64_t k = 0, n = elementCount(whole.shape); k < n; ++k) {
-        if (v && std::sqrt(double(v[k])) < 1e-5 * largest) {
-          ++noise;
-          continue;
-        }
-        diff += (double(whole.values[k]) - expected[k]) * (double(whole.values[k]) - expected[k]);
-        norm += double(expected[k]) * expected[k];
-      }
-      double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-      Worst &worst = spec.role == Role::Param ? worstParam : worstState;
-      if (relative >= worst.error)
-        worst = {relative, spec.name};
-    }
-    for (auto [what, worst, tolerance] :
-         {std::tuple<const char *, const Worst *, double>{"parameters", &worstParam, o.tolerance},
-          {"optimizer state", &worstState, 10 * o.tolerance}}) {
-      ok = worst->error <= tolerance;
-      llvm::outs() << "check: " << what << " after " << o.steps << " steps: worst relative error "
-                   << llvm::format("%.3g", worst->error) << " (" << worst->name << ")"
-                   << llvm::format(" (tolerance %.3g): %s", tolerance, ok ? "ok" : "FAILED");
-      if (worst == &worstParam && noise > 0)
-        llvm::outs() << "; " << noise << " elements with gradients at rounding level left out";
-      llvm::outs() << "\n";
-      if (!ok)
-        return failAtEnd("--check: '" + worst->name + "' differs from the unsharded run's by " +
-                         llvm::formatv("{0:e3}", worst->error).str() + " (relative)");
-    }
-  }
   if (mesh)
     pmlir_rt_finalize();
   return 0;
-}
-
-bool Job::trainUnsharded(OwningOpRef<ModuleOp> &reference, int64_t steps,
-                         std::vector<float> &losses, std::vector<BoundArgument> &args,
-                         EntrySignature &signature, std::string &error) {
-  PassManager drop(&context);
-  drop.addPass(createDropShardings());
-  if (failed(configure(drop)) || failed(drop.run(*reference))) {
-    error = "dropping the shardings failed";
-    return false;
-  }
-  auto entry = reference->lookupSymbol<func::FuncOp>(training::kTrainStepName);
-  std::unique_ptr<JitProgram> program;
-  Batch batch;
-  if (!entry || !describeEntry(entry, signature, error) ||
-      !bindArguments(signature.arguments, signature.name, bindOptions(), args, error) ||
-      !batch.locate(signature, error) ||
-      !(program = compile(*reference, signature, /*emit=*/false, error)))
-    return false;
-  TokenData *data = tokens.get();
-  int64_t stepArg = argumentNamed(signature, training::kStepName);
-  std::optional<int64_t> taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error);
-  if (!taken)
-    return false;
-  int64_t done = *taken;
-  program->bind(args);
-  int64_t lossAt = resultNamed(signature, "loss");
-  for (int64_t i = 0; i < steps; ++i) {
-    if (data) {
-      int64_t rows = batch.tokens() / batch.seq(), at = 0;
-      data->fill((done + i) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data(),
-                 INT64_MAX, at);
-      batch.scatter(args);
-      program->toDevice(args, batch.arguments());
-    }
-    if (!program->run(error))
-      return false;
-    losses.push_back(program->result(lossAt)[0]);
-    program->releaseResults();
-  }
-  std::vector<size_t> updated;
-  for (auto [i, spec] : llvm::enumerate(signature.arguments))
-    if (spec.updated)
-      updated.push_back(i);
-  program->toHost(args, updated);
-  return true;
 }
 
 } // namespace pmlir::exec

@@ -80,6 +80,8 @@ struct State {
   // move or change once made).
   std::atomic<int64_t> waitingSince{0};
   Wait waiting;
+  // pmlir_rt_test_wrong_group: the all-reduce to misdirect, and the count.
+  int64_t wrongGroupAt = 0, allReduces = 0;
   // Made after the groups, destroyed before them.
   std::unique_ptr<CollectiveBackend> backend;
 };
@@ -531,9 +533,18 @@ void checkReduction(const char *what, pmlir_rt_reduction op) {
 
 } // namespace
 
+extern "C" void pmlir_rt_test_wrong_group(int64_t nth) {
+  if (!state)
+    std::fprintf(stderr, "pmlir-run: test_wrong_group before pmlir_rt_init\n"), std::_Exit(1);
+  state->wrongGroupAt = nth;
+  state->allReduces = 0;
+}
+
 extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                     const int64_t *axes, int64_t numAxes) {
+  if (state && state->wrongGroupAt > 0 && ++state->allReduces == state->wrongGroupAt)
+    numAxes = 0;
   const Group &group = collectiveGroup("all_reduce", count, dtype, axes, numAxes);
   checkReduction("all_reduce", op);
   TracedCall traced("all_reduce", group, count * int64_t(elementBytes(dtype)));

@@ -143,6 +143,9 @@ struct RunOptions {
   /// neither in place).
   int64_t hangRank = -1;
   std::string hangAt;
+  /// Fault injection for --check's tests: every rank's `wrongGroupAt`th
+  /// all-reduce (from 1) reduces over the rank alone (0: none).
+  int64_t wrongGroupAt = 0;
 };
 
 /// The dialects and interfaces a run needs.

@@ -100,6 +100,11 @@ int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t num_axes);
  * `axis` codes. */
 int64_t pmlir_rt_coordinate(int64_t axis);
 
+/* Fault injection for --check's tests: the `nth` all-reduce from now on
+ * (counted from 1) reduces over this rank alone instead of its group, as a
+ * wrong reduction group would; 0 injects none. */
+void pmlir_rt_test_wrong_group(int64_t nth);
+
 /* recv = op over the group of send (count elements each). */
 void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                          pmlir_rt_reduction op, const int64_t *axes, int64_t num_axes);
