@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 
 using namespace pmlir;
@@ -75,10 +76,10 @@ void exec::seededInit(const std::string &name, float *out, int64_t n, size_t ran
 namespace {
 
 /// The names in `file` closest to `name` (edit distance), for a message.
-std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
+std::string closestNames(const SafeTensorsSet &weights, const std::string &name) {
   std::vector<std::pair<unsigned, std::string>> scored;
-  for (const TensorView &t : file.tensors())
-    scored.push_back({llvm::StringRef(t.name).edit_distance(name), t.name});
+  for (auto &[tensor, entry] : weights.tensors())
+    scored.push_back({llvm::StringRef(tensor).edit_distance(name), tensor});
   std::sort(scored.begin(), scored.end());
   std::string text;
   for (size_t i = 0; i < std::min<size_t>(2, scored.size()); ++i)
@@ -87,6 +88,18 @@ std::string closestNames(const SafeTensorsFile &file, const std::string &name) {
 }
 
 size_t widthOf(ElementKind element) { return element == ElementKind::I64 ? 8 : 4; }
+
+/// Warns where this rank's block `a` of a weight read from `path` holds a
+/// value that is not finite.
+void warnNonFiniteBlock(const BoundArgument &a, const std::string &path,
+                        const BindOptions &options) {
+  const float *values = static_cast<const float *>(a.data);
+  if (int64_t k = firstNonFinite(values, elementCount(a.shape)); k >= 0)
+    options.warnBlock("weight '" + a.name + "' in " + path +
+                      " has non-finite values in this rank's block, the first at its flat index " +
+                      std::to_string(k) + " (" + nonFiniteName(values[k]) +
+                      "): the results will not be finite");
+}
 
 /// Binds one argument; `missing` collects parameters the weights lack.
 bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
@@ -110,7 +123,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   std::string perRank = layout ? ", " + formatDims(a.shape) + " per rank" : "";
   int64_t n = elementCount(shape);
 
-  const SafeTensorsFile *weights = options.weights, *inputs = options.inputs;
+  const SafeTensorsSet *weights = options.weights;
+  const SafeTensorsFile *inputs = options.inputs;
   const TensorView *view = nullptr;
   const SafeTensorsFile *from = nullptr;
   bool isState = spec.role == Role::OptimizerState;
@@ -128,8 +142,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     if (inputs && (view = inputs->find(a.name)))
       from = inputs;
     for (const std::string &candidate : checkpointNames(a.name))
-      if (weights && !view && (view = weights->find(candidate)))
-        from = weights;
+      if (weights && !view)
+        view = weights->find(candidate, &from);
   }
   bool isParam = spec.role == Role::Param;
   if (!view && !isParam && !isState && !options.generatedInputs)
@@ -182,6 +196,28 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
       return false;
     seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(), options.seed);
     a.data = a.owned.data();
+  } else if (spec.element == ElementKind::F32 && layout &&
+             (view->dtype != DType::F32 ||
+              reinterpret_cast<uintptr_t>(view->data) % alignof(float) != 0)) {
+    // A block of a tensor to convert: copied out of the file in its own
+    // dtype, then converted, so that the rank reads its block alone.
+    size_t rawWidth = dtypeSize(view->dtype);
+    int64_t local = elementCount(a.shape);
+    Buffer raw, block;
+    if (!allocate(raw, local, rawWidth, /*zeroed=*/true) || !allocate(block, local, sizeof(float)))
+      return false;
+    layout->copyOut(view->data, rawWidth, raw.data());
+    TensorView blockView{view->name, view->dtype, a.shape, raw.data(), local * rawWidth};
+    if (!convertToF32(blockView, reinterpret_cast<float *>(block.data()), error))
+      return failWith("tensor '" + a.name + "' in " + from->path() +
+                      ": expected dtype F32, F16, BF16 or F64, got " + dtypeName(view->dtype));
+    if (isParam && options.bytesRead)
+      *options.bytesRead += layout->elementsInside() * rawWidth;
+    a.owned = std::move(block);
+    a.data = a.owned.data();
+    if (options.warnBlock)
+      warnNonFiniteBlock(a, from->path(), options);
+    return true;
   } else if (spec.element == ElementKind::F32) {
     if (view->dtype == DType::F32 &&
         reinterpret_cast<uintptr_t>(view->data) % alignof(float) == 0) {
@@ -209,13 +245,16 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     }
     a.data = a.owned.data();
   }
-  if (view && spec.element == ElementKind::F32 && options.warn) {
+  // A sharded tensor is checked block by block, each rank its own.
+  if (view && spec.element == ElementKind::F32 && !layout && options.warn) {
     const float *values = static_cast<const float *>(a.data);
     if (int64_t k = firstNonFinite(values, n); k >= 0)
       options.warn("weight '" + a.name + "' in " + from->path() +
                    " has non-finite values, the first at flat index " + std::to_string(k) + " (" +
                    nonFiniteName(values[k]) + "): the results will not be finite");
   }
+  if (view && isParam && options.bytesRead)
+    *options.bytesRead += layout ? layout->elementsInside() * dtypeSize(view->dtype) : view->bytes;
   if (layout) {
     // Padding beyond the global tensor stays zero: contractions over a
     // padded dimension rely on it.
@@ -225,6 +264,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     layout->copyOut(a.data, width, block.data());
     a.owned = std::move(block);
     a.data = a.owned.data();
+    if (view && spec.element == ElementKind::F32 && options.warnBlock)
+      warnNonFiniteBlock(a, from->path(), options);
   } else if (spec.updated && a.data != a.owned.data()) {
     // The program writes an updated argument: never into a file mapping.
     Buffer own;
@@ -295,4 +336,50 @@ bool exec::bindArguments(const std::vector<TensorSpec> &args, const std::string 
                    " lacks these weights, which get the seeded init: " + list);
   }
   return true;
+}
+
+namespace {
+
+/// Whether two tensors of one shape hold the same numbers.
+bool sameValues(const TensorView &a, const TensorView &b) {
+  if (a.shape != b.shape)
+    return false;
+  if (a.dtype == b.dtype)
+    return a.bytes == b.bytes && std::memcmp(a.data, b.data, a.bytes) == 0;
+  int64_t n = a.numElements();
+  std::vector<float> x(n), y(n);
+  std::string error;
+  return convertToF32(a, x.data(), error) && convertToF32(b, y.data(), error) && x == y;
+}
+
+} // namespace
+
+std::vector<exec::UnusedTensor> exec::unusedTensors(const SafeTensorsSet &weights,
+                                                    const std::vector<std::string> &params) {
+  std::map<std::string, const TensorView *> used;
+  for (const std::string &param : params)
+    for (const std::string &candidate : checkpointNames(param))
+      if (const TensorView *view = weights.find(candidate)) {
+        used.emplace(candidate, view);
+        break;
+      }
+  std::vector<UnusedTensor> unused;
+  for (auto &[name, entry] : weights.tensors()) {
+    if (used.count(name))
+      continue;
+    UnusedTensor tensor{name, ""};
+    llvm::StringRef n(name);
+    if (n.ends_with(".attn.bias") || n.ends_with(".attn.masked_bias"))
+      tensor.harmless = "GPT-2's attention mask buffer, which transformers rebuilds too";
+    else if (n.ends_with(".rotary_emb.inv_freq"))
+      tensor.harmless = "rotary frequencies, which transformers recomputes from rope_theta too";
+    else
+      for (auto &[other, view] : used)
+        if (sameValues(*entry.view, *view)) {
+          tensor.harmless = "equal to '" + other + "', which the model uses (a tied copy)";
+          break;
+        }
+    unused.push_back(std::move(tensor));
+  }
+  return unused;
 }

@@ -84,7 +84,13 @@ private:
   std::optional<Mesh> mesh;
   std::string meshError;
   int64_t rank = 0;
-  std::unique_ptr<SafeTensorsFile> weights, inputs, state;
+  /// --weights (or --resume's parameters), --inputs, --resume's optimizer
+  /// state.
+  std::unique_ptr<SafeTensorsSet> weights;
+  std::unique_ptr<SafeTensorsFile> inputs, state;
+  /// The tfm.name of each parameter of the model as given (before any
+  /// pipeline stage keeps some of them).
+  std::vector<std::string> modelParams;
   /// --data: the token file a training run reads its batches from.
   std::unique_ptr<TokenData> tokens;
 

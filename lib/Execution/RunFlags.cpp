@@ -95,11 +95,17 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   //===--- Run ---===//
   flags.push_back(std::make_unique<cl::opt<std::string, true>>(
       cl::Positional, cl::location(o.model), cl::desc("MODEL.mlir"), cl::cat(c.run)));
-  bind("weights", o.weights, cl::desc("weights (safetensors)"), cl::value_desc("file"),
-       cl::cat(c.run));
+  bind("weights", o.weights,
+       cl::desc("weights: a safetensors file, a Hugging Face index "
+                "(model.safetensors.index.json) or a directory holding either"),
+       cl::value_desc("path"), cl::cat(c.run));
   bind("init-missing", o.initMissing,
        cl::desc("with --weights: give weights the file lacks the seeded init (a warning lists "
                 "them) instead of refusing the run"),
+       cl::cat(c.run));
+  bind("allow-unused-weights", o.allowUnusedWeights,
+       cl::desc("with --weights: run although the file holds tensors the model does not use "
+                "(a warning lists them) instead of refusing the run"),
        cl::cat(c.run));
   bind("seed", o.seed, cl::desc("seed of the init of weights without --weights"), cl::cat(c.run));
   bind("inputs", o.inputs, cl::desc("inputs (safetensors)"), cl::value_desc("file"),
@@ -293,6 +299,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   bind("jit-opt-level", o.jitOptLevel,
        cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 unrolls into "
                 "blocks that compile several times slower and run no faster (2)"),
+       cl::cat(c.debugging));
+  bind("print-bytes-read", o.printBytesRead,
+       cl::desc("each rank prints the bytes of parameters it read from --weights or --resume "
+                "(its blocks of sharded ones)"),
        cl::cat(c.debugging));
   // Fault injection for the fault tests: rank R stops (sleeps until
   // killed) at a phase, so that the others' timeouts can be seen to name

@@ -294,6 +294,10 @@ int Job::run() {
   auto entry = module->lookupSymbol<func::FuncOp>(o.entry);
   if (!entry)
     return failHere("no function @" + o.entry + " in " + o.model);
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+    if (tfm::argumentRole(entry, i) == tfm::ArgumentRole::Param)
+      if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))
+        modelParams.push_back(name.getValue().str());
 
   // What the job compiles, phase by phase (pmlir-compile-pipeline): the
   // program (--grads: the gradient of the entry's loss, --train: a training
@@ -470,10 +474,11 @@ int Job::run() {
     return failHere(error);
 
   std::string weightsPath = o.resume.empty() ? o.weights : o.resume;
-  if (!weightsPath.empty() && !(weights = SafeTensorsFile::open(weightsPath, error)))
+  if (!weightsPath.empty() && !(weights = SafeTensorsSet::open(weightsPath, error)))
     return failHere(error);
-  if (!o.resume.empty() && (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
-                            !checkCheckpoint(*weights, *state, /*readTensors=*/rank == 0, error)))
+  if (!o.resume.empty() &&
+      (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
+       !checkCheckpoint(*weights->files().front(), *state, /*readTensors=*/rank == 0, error)))
     return failHere("--resume " + o.resume + ": " + error);
   if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
     return failHere(error);
@@ -482,11 +487,61 @@ int Job::run() {
   // One rank speaks for all about the files.
   if (rank == 0)
     bind.warn = [](const std::string &message) { warn(message); };
+  // Each rank reads and checks its own blocks of sharded weights.
+  bind.warnBlock = [this](const std::string &message) {
+    warn((mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + message);
+  };
+  uint64_t bytesRead = 0;
+  bind.bytesRead = &bytesRead;
   std::vector<BoundArgument> args;
   if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
       !bindArguments(signature.arguments, signature.name, bind, args, error) ||
       !checkIds(idRanges, signature, args, error))
     return failHere(error);
+  // Every tensor of --weights is the model's, or provably changes nothing
+  // left out (rank 0 reads what it compares; the others trust it). After
+  // binding, which names the weights the file lacks first.
+  if (!o.weights.empty() && rank == 0) {
+    std::string list;
+    size_t count = 0;
+    for (const UnusedTensor &t : unusedTensors(*weights, modelParams)) {
+      if (!t.harmless.empty())
+        continue;
+      const TensorView *view = weights->find(t.name);
+      if (++count <= 10)
+        list += "\n  '" + t.name + "' " + formatDims(view->shape);
+    }
+    if (count > 10)
+      list += "\n  ... and " + std::to_string(count - 10) + " more";
+    if (count > 0 && !o.allowUnusedWeights)
+      return failHere("--weights " + o.weights + " holds " + std::to_string(count) +
+                      (count == 1 ? " tensor" : " tensors") +
+                      " the model does not use, so it would compute another model than the "
+                      "checkpoint's:" +
+                      list +
+                      "\n(pmlir-gen hf builds the model a Hugging Face directory's config.json "
+                      "describes; --allow-unused-weights runs without them)");
+    if (count > 0)
+      warn("--allow-unused-weights: the model does not use these tensors of " + o.weights + ":" +
+           list);
+  }
+  if (o.printBytesRead && weights) {
+    // Against the bytes of the model's parameters in the files, whole.
+    uint64_t whole = 0;
+    for (const std::string &param : modelParams)
+      for (const std::string &candidate : checkpointNames(param))
+        if (const TensorView *view = weights->find(candidate)) {
+          whole += view->bytes;
+          break;
+        }
+    // One write per rank: the ranks share mpirun's output.
+    std::string line = (mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "read " +
+                       std::to_string(bytesRead) + " bytes of parameters from " +
+                       (o.resume.empty() ? "--weights" : "--resume") + ", of " +
+                       std::to_string(whole) + "\n";
+    llvm::outs() << line;
+    llvm::outs().flush();
+  }
 
   // The token file, checked before the compile: one window of the
   // sequence the token ids hold (tokenSequence).

@@ -73,6 +73,8 @@ llvm::Error pmlir::validate(const Gpt2Config &c) {
   check.positive("batch", c.batch);
   check.positive("max-positions", c.maxPositions);
   check.positive("layer-norm-eps", c.layerNormEps);
+  if (c.ffn < 0)
+    check.fail(llvm::formatv("--ffn must be positive, got {0}", c.ffn));
   check.divides("heads", c.heads, "hidden", c.hidden,
                 "each head gets hidden / heads channels");
   if (c.seq > 0 && c.maxPositions > 0 && c.seq > c.maxPositions)
@@ -129,15 +131,17 @@ std::vector<WeightSpec> pmlir::gpt2Weights(const Gpt2Config &c) {
         {p + "attn.c_proj.bias", {h}, {"out"}},
         {p + "ln_2.weight", {h}, {"hidden"}},
         {p + "ln_2.bias", {h}, {"hidden"}},
-        {p + "mlp.c_fc.weight", {h, 4 * h}, {"in", "out"}},
-        {p + "mlp.c_fc.bias", {4 * h}, {"out"}},
-        {p + "mlp.c_proj.weight", {4 * h, h}, {"in", "out"}},
+        {p + "mlp.c_fc.weight", {h, c.inner()}, {"in", "out"}},
+        {p + "mlp.c_fc.bias", {c.inner()}, {"out"}},
+        {p + "mlp.c_proj.weight", {c.inner(), h}, {"in", "out"}},
         {p + "mlp.c_proj.bias", {h}, {"out"}},
     };
     w.insert(w.end(), layer.begin(), layer.end());
   }
   w.push_back({"ln_f.weight", {h}, {"hidden"}});
   w.push_back({"ln_f.bias", {h}, {"hidden"}});
+  if (!c.tieEmbeddings)
+    w.push_back({"lm_head.weight", {c.vocab, h}, {"vocab", "hidden"}});
   return w;
 }
 
@@ -159,6 +163,18 @@ std::vector<WeightSpec> pmlir::llamaWeights(const LlamaConfig &c) {
         {p + "mlp.up_proj.weight", {c.ffn, h}, {"out", "in"}},
         {p + "mlp.down_proj.weight", {h, c.ffn}, {"out", "in"}},
     };
+    if (c.attentionBias != ProjectionBias::None) {
+      layer.push_back({p + "self_attn.q_proj.bias", {c.heads * d}, {"out"}});
+      layer.push_back({p + "self_attn.k_proj.bias", {c.kvHeads * d}, {"out"}});
+      layer.push_back({p + "self_attn.v_proj.bias", {c.kvHeads * d}, {"out"}});
+    }
+    if (c.attentionBias == ProjectionBias::All)
+      layer.push_back({p + "self_attn.o_proj.bias", {h}, {"out"}});
+    if (c.mlpBias) {
+      layer.push_back({p + "mlp.gate_proj.bias", {c.ffn}, {"out"}});
+      layer.push_back({p + "mlp.up_proj.bias", {c.ffn}, {"out"}});
+      layer.push_back({p + "mlp.down_proj.bias", {h}, {"out"}});
+    }
     w.insert(w.end(), layer.begin(), layer.end());
   }
   w.push_back({"model.norm.weight", {h}, {"hidden"}});
@@ -368,7 +384,7 @@ OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
       x = fb.layerNorm(residual, w("ln_2.weight"), w("ln_2.bias"), eps);
       fb.here = fb.loc(p + "mlp");
       Value up = fb.add(fb.matmul(x, w("mlp.c_fc.weight")), w("mlp.c_fc.bias"));
-      up = tfm::GeluOp::create(fb.b, fb.here, up, tfm::GeluApproximation::tanh);
+      up = tfm::GeluOp::create(fb.b, fb.here, up, c.gelu);
       Value down = fb.add(fb.matmul(up, w("mlp.c_proj.weight")),
                           w("mlp.c_proj.bias"));
       return fb.add(residual, down);
@@ -379,8 +395,8 @@ OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
   hidden = fb.layerNorm(hidden, fb.weight("ln_f.weight"),
                         fb.weight("ln_f.bias"), eps);
   fb.here = fb.loc("lm_head");
-  Value logits = fb.matmul(hidden, fb.weight("wte.weight"), /*transposeRhs=*/true);
-  return fb.finish(logits);
+  Value head = fb.weight(c.tieEmbeddings ? "wte.weight" : "lm_head.weight");
+  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true));
 }
 
 OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) {
@@ -399,26 +415,28 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
       fb.here = fb.loc(p + "input_layernorm");
       Value x = fb.rmsNorm(residual, w("input_layernorm.weight"), c.rmsEps);
       fb.here = fb.loc(p + "self_attn");
-      // Linear weights are [out, in]: x @ W^T.
-      Value q = fb.splitHeads(fb.matmul(x, w("self_attn.q_proj.weight"), true),
-                              c.heads);
-      Value k = fb.splitHeads(fb.matmul(x, w("self_attn.k_proj.weight"), true),
-                              c.kvHeads);
-      Value v = fb.splitHeads(fb.matmul(x, w("self_attn.v_proj.weight"), true),
-                              c.kvHeads);
+      // Linear weights are [out, in]: x @ W^T (+ b).
+      auto linear = [&](Value in, llvm::StringRef proj, bool bias) {
+        Value out = fb.matmul(in, w((proj + ".weight").str()), true);
+        return bias ? fb.add(out, w((proj + ".bias").str())) : out;
+      };
+      bool qkvBias = c.attentionBias != ProjectionBias::None;
+      Value q = fb.splitHeads(linear(x, "self_attn.q_proj", qkvBias), c.heads);
+      Value k = fb.splitHeads(linear(x, "self_attn.k_proj", qkvBias), c.kvHeads);
+      Value v = fb.splitHeads(linear(x, "self_attn.v_proj", qkvBias), c.kvHeads);
       q = fb.rope(q, positions, c.ropeTheta);
       k = fb.rope(k, positions, c.ropeTheta);
       Value attn = fb.mergeHeads(fb.attention(q, k, v));
       residual = fb.add(residual,
-                        fb.matmul(attn, w("self_attn.o_proj.weight"), true));
+                        linear(attn, "self_attn.o_proj", c.attentionBias == ProjectionBias::All));
 
       fb.here = fb.loc(p + "post_attention_layernorm");
       x = fb.rmsNorm(residual, w("post_attention_layernorm.weight"), c.rmsEps);
       fb.here = fb.loc(p + "mlp");
-      Value gate = fb.matmul(x, w("mlp.gate_proj.weight"), true);
+      Value gate = linear(x, "mlp.gate_proj", c.mlpBias);
       gate = tfm::SiluOp::create(fb.b, fb.here, gate);
-      Value up = fb.matmul(x, w("mlp.up_proj.weight"), true);
-      Value down = fb.matmul(fb.mul(gate, up), w("mlp.down_proj.weight"), true);
+      Value up = linear(x, "mlp.up_proj", c.mlpBias);
+      Value down = linear(fb.mul(gate, up), "mlp.down_proj", c.mlpBias);
       return fb.add(residual, down);
     });
   }

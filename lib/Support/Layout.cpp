@@ -100,6 +100,12 @@ void BlockLayout::copyOut(const void *globalData, size_t width, void *block) con
   });
 }
 
+int64_t BlockLayout::elementsInside() const {
+  int64_t inside = 0;
+  forEachRow([&](int64_t, int64_t, int64_t n) { inside += n; });
+  return inside;
+}
+
 void BlockLayout::pasteIn(const void *block, size_t width, void *globalData) const {
   auto from = static_cast<const uint8_t *>(block);
   auto to = static_cast<uint8_t *>(globalData);

@@ -412,3 +412,141 @@ pmlir::stageSafeTensors(const std::string &path, const std::vector<TensorToWrite
     return nullptr;
   return file;
 }
+
+//===----------------------------------------------------------------------===//
+// Checkpoints of several files
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Index files hold one JSON object of metadata and the weight map.
+constexpr size_t kMaxIndexNesting = 8;
+/// An index larger than this is no index (a 405B model's is under 2 MiB).
+constexpr size_t kMaxIndexBytes = size_t(256) << 20;
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// The text of the file at `path`, or nullopt with `error`.
+std::optional<std::string> readText(const std::string &path, size_t limit, std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      error = path + ": " + std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (got == 0)
+      break;
+    text.append(buffer, static_cast<size_t>(got));
+    if (text.size() > limit) {
+      error = path + ": larger than " + std::to_string(limit >> 20) + " MiB, which no index is";
+      ::close(fd);
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+} // namespace
+
+std::unique_ptr<SafeTensorsSet> SafeTensorsSet::open(const std::string &path, std::string &error) {
+  std::string file = path;
+  if (isDirectory(path)) {
+    std::string single = path + "/model.safetensors", index = single + ".index.json";
+    if (exists(single))
+      file = single;
+    else if (exists(index))
+      file = index;
+    else {
+      error = path + ": a directory holding neither model.safetensors nor "
+                     "model.safetensors.index.json";
+      return nullptr;
+    }
+  }
+  auto set = std::unique_ptr<SafeTensorsSet>(new SafeTensorsSet());
+  set->setPath = path;
+  if (file.size() < 5 || file.compare(file.size() - 5, 5, ".json") != 0) {
+    std::unique_ptr<SafeTensorsFile> one = SafeTensorsFile::open(file, error);
+    if (!one)
+      return nullptr;
+    for (const TensorView &view : one->tensors())
+      set->byName[view.name] = {&view, one.get()};
+    set->fileList.push_back(std::move(one));
+    return set;
+  }
+
+  auto fail = [&](const std::string &why) {
+    error = file + ": " + why;
+    return nullptr;
+  };
+  std::optional<std::string> text = readText(file, kMaxIndexBytes, error);
+  if (!text)
+    return nullptr;
+  if (size_t depth = bracketDepth(*text, /*mlir=*/false); depth > kMaxIndexNesting)
+    return fail("not a safetensors index: JSON nested " + std::to_string(depth) + " deep");
+  nlohmann::json index = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (index.is_discarded() || !index.is_object())
+    return fail("not a safetensors index: not a JSON object");
+  auto map = index.find("weight_map");
+  if (map == index.end() || !map->is_object())
+    return fail("not a safetensors index: it has no \"weight_map\" object");
+  std::string directory = file.substr(0, file.find_last_of('/') + 1);
+  std::map<std::string, SafeTensorsFile *> byFile;
+  for (auto it = map->begin(); it != map->end(); ++it) {
+    if (!it->is_string())
+      return fail("weight_map: the file of '" + it.key() + "' is not a string");
+    std::string name = it->get<std::string>();
+    // Shards lie beside their index: a path elsewhere is refused.
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      return fail("weight_map: the file of '" + it.key() + "', '" + name +
+                  "', is not a file name beside the index");
+    SafeTensorsFile *&shard = byFile[name];
+    if (!shard) {
+      std::unique_ptr<SafeTensorsFile> opened = SafeTensorsFile::open(directory + name, error);
+      if (!opened) {
+        error = file + ": weight_map names " + error;
+        return nullptr;
+      }
+      shard = opened.get();
+      set->fileList.push_back(std::move(opened));
+    }
+    const TensorView *view = shard->find(it.key());
+    if (!view)
+      return fail("weight_map puts '" + it.key() + "' in " + name + ", which holds no such tensor");
+    set->byName[it.key()] = {view, shard};
+  }
+  for (auto &[name, shard] : byFile)
+    for (const TensorView &view : shard->tensors())
+      if (auto at = set->byName.find(view.name);
+          at == set->byName.end() || at->second.file != shard)
+        return fail(name + " holds '" + view.name +
+                    "', which the weight_map does not put there (a shard of another index?)");
+  return set;
+}
+
+const TensorView *SafeTensorsSet::find(std::string_view name, const SafeTensorsFile **file) const {
+  auto it = byName.find(name);
+  if (it == byName.end())
+    return nullptr;
+  if (file)
+    *file = it->second.file;
+  return it->second.view;
+}

@@ -3,17 +3,25 @@
 // Part of pmlir.
 //
 //   pmlir-gen gpt2 --layers L --hidden H --heads A --vocab V --seq S
-//                  --batch B [--max-positions P] [--loss] -o FILE
+//                  --batch B [--max-positions P] [--ffn F] [--layer-norm-eps E]
+//                  [--activation gelu_new|gelu] [--untied-head] [--loss] -o FILE
 //   pmlir-gen llama --layers L --hidden H --heads A --kv-heads K --ffn F
 //                   --vocab V --seq S --batch B [--rms-eps E]
-//                   [--rope-theta T] [--tie-embeddings] [--loss] -o FILE
+//                   [--rope-theta T] [--tie-embeddings]
+//                   [--attention-bias none|qkv|all] [--mlp-bias] [--loss] -o FILE
+//   pmlir-gen hf DIR --seq S --batch B [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
-// The output starts with a comment holding the command that regenerates it.
-// Nothing is written unless the model is valid and verifies.
+// `hf` reads a Hugging Face model directory's config.json and builds the
+// model it describes (GPT-2, or Llama, Mistral and Qwen2 through llama),
+// refusing by name a field it cannot honour. The output starts with a
+// comment holding the command that regenerates it (for `hf`, the gpt2 or
+// llama command of the same model). Nothing is written unless the model is
+// valid and verifies.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/ModelGen/HuggingFace.h"
 #include "pmlir/ModelGen/ModelGen.h"
 #include "pmlir/Support/OutputFile.h"
 
@@ -27,13 +35,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 using namespace llvm;
 
-static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face GPT2LMHeadModel, "
-                                          "LM head tied to wte)");
+static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face GPT2LMHeadModel)");
 static cl::SubCommand llamaCommand("llama",
                                    "Llama (Hugging Face LlamaForCausalLM)");
+static cl::SubCommand hfCommand("hf", "the model of a Hugging Face directory's config.json "
+                                      "(gpt2, llama, mistral, qwen2)");
 
 static cl::OptionCategory modelCategory("Model options");
 
@@ -50,33 +60,53 @@ static cl::opt<int64_t> vocabFlag("vocab", cl::desc("vocabulary size"),
                               cl::Required, cl::sub(gpt2Command),
                               cl::sub(llamaCommand), cl::cat(modelCategory));
 static cl::opt<int64_t> seqFlag("seq", cl::desc("sequence length"), cl::Required,
-                            cl::sub(gpt2Command), cl::sub(llamaCommand),
-                            cl::cat(modelCategory));
+                                cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+                                cl::cat(modelCategory));
 static cl::opt<int64_t> batchFlag("batch", cl::desc("batch size"), cl::Required,
-                              cl::sub(gpt2Command), cl::sub(llamaCommand),
-                              cl::cat(modelCategory));
+                                  cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+                                  cl::cat(modelCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for stdout)"),
-                                       cl::value_desc("FILE"), cl::init("-"),
-                                       cl::sub(gpt2Command),
-                                       cl::sub(llamaCommand),
+                                       cl::value_desc("FILE"), cl::init("-"), cl::sub(gpt2Command),
+                                       cl::sub(llamaCommand), cl::sub(hfCommand),
                                        cl::cat(modelCategory));
 
-static cl::opt<bool> lossFlag(
-    "loss",
-    cl::desc("@forward also takes 'labels' [batch, seq] (the next tokens; -100 is "
-             "ignored) and returns the mean cross entropy instead of the logits"),
-    cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<bool>
+    lossFlag("loss",
+             cl::desc("@forward also takes 'labels' [batch, seq] (the next tokens; -100 is "
+                      "ignored) and returns the mean cross entropy instead of the logits"),
+             cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+             cl::cat(modelCategory));
 
-static cl::opt<bool> locationsFlag(
-    "locations",
-    cl::desc("print op locations (checkpoint prefixes such as \"h.3.attn\"), "
-             "so that diagnostics on the IR name the model part"),
-    cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand),
-    cl::cat(modelCategory));
+static cl::opt<bool>
+    locationsFlag("locations",
+                  cl::desc("print op locations (checkpoint prefixes such as \"h.3.attn\"), "
+                           "so that diagnostics on the IR name the model part"),
+                  cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+                  cl::cat(modelCategory));
+
+static cl::opt<std::string> hfDirectory(cl::Positional, cl::Required,
+                                        cl::desc("<Hugging Face model directory or config.json>"),
+                                        cl::sub(hfCommand), cl::cat(modelCategory));
 
 static cl::opt<int64_t> maxPositionsFlag(
-    "max-positions", cl::desc("rows of the position embedding (default: --seq)"),
-    cl::init(0), cl::sub(gpt2Command), cl::cat(modelCategory));
+    "max-positions",
+    cl::desc("rows of the position embedding (n_positions; default 1024, every GPT-2's)"),
+    cl::init(1024), cl::sub(gpt2Command), cl::cat(modelCategory));
+static cl::opt<int64_t> gpt2FfnFlag("ffn", cl::desc("MLP inner size (n_inner; default 4 x hidden)"),
+                                    cl::init(0), cl::sub(gpt2Command), cl::cat(modelCategory));
+static cl::opt<double> layerNormEpsFlag("layer-norm-eps",
+                                        cl::desc("LayerNorm epsilon (layer_norm_epsilon)"),
+                                        cl::init(1e-5), cl::sub(gpt2Command),
+                                        cl::cat(modelCategory));
+static cl::opt<pmlir::tfm::GeluApproximation> activationFlag(
+    "activation", cl::desc("the MLP's GELU (activation_function)"),
+    cl::values(clEnumValN(pmlir::tfm::GeluApproximation::tanh, "gelu_new", "tanh GELU"),
+               clEnumValN(pmlir::tfm::GeluApproximation::erf, "gelu", "erf GELU")),
+    cl::init(pmlir::tfm::GeluApproximation::tanh), cl::sub(gpt2Command), cl::cat(modelCategory));
+static cl::opt<bool> untiedHeadFlag("untied-head",
+                                    cl::desc("the LM head is lm_head.weight, not wte "
+                                             "(tie_word_embeddings false)"),
+                                    cl::init(false), cl::sub(gpt2Command), cl::cat(modelCategory));
 
 static cl::opt<int64_t> kvHeadsFlag("kv-heads", cl::desc("key/value heads"),
                                 cl::Required, cl::sub(llamaCommand),
@@ -93,6 +123,18 @@ static cl::opt<double> ropeThetaFlag("rope-theta", cl::desc("RoPE base"),
 static cl::opt<bool> tieEmbeddingsFlag(
     "tie-embeddings", cl::desc("LM head shares model.embed_tokens.weight"),
     cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<pmlir::ProjectionBias>
+    attentionBiasFlag("attention-bias", cl::desc("which attention projections add a bias"),
+                      cl::values(clEnumValN(pmlir::ProjectionBias::None, "none", "none (Llama)"),
+                                 clEnumValN(pmlir::ProjectionBias::QueryKeyValue, "qkv",
+                                            "query, key and value (Qwen2)"),
+                                 clEnumValN(pmlir::ProjectionBias::All, "all",
+                                            "all four with the output (attention_bias)")),
+                      cl::init(pmlir::ProjectionBias::None), cl::sub(llamaCommand),
+                      cl::cat(modelCategory));
+static cl::opt<bool> mlpBiasFlag("mlp-bias",
+                                 cl::desc("the MLP's projections add a bias (mlp_bias)"),
+                                 cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
 
 /// The shortest decimal that reads back as `value`, so that the regenerate
 /// command on the first line of the output reproduces the model exactly.
@@ -118,15 +160,19 @@ int main(int argc, char **argv) {
   // name it, then print its help and exit 0 when a model flag follows.
   if (argc > 1 && argv[1][0] != '-') {
     StringRef model(argv[1]);
-    if (model != gpt2Command.getName() && model != llamaCommand.getName())
+    if (model != gpt2Command.getName() && model != llamaCommand.getName() &&
+        model != hfCommand.getName())
       return fail("unknown model '" + model + "' (known: " + gpt2Command.getName() + ", " +
-                  llamaCommand.getName() + ")");
+                  llamaCommand.getName() + "; " + hfCommand.getName() +
+                  " DIR reads a Hugging Face config.json)");
   }
   cl::ParseCommandLineOptions(argc, argv, "pmlir model generator\n");
 
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::string command;
+  std::optional<pmlir::Gpt2Config> gpt2;
+  std::optional<pmlir::LlamaConfig> llama;
   if (gpt2Command) {
     pmlir::Gpt2Config c;
     c.layers = layersFlag;
@@ -135,16 +181,13 @@ int main(int argc, char **argv) {
     c.vocab = vocabFlag;
     c.seq = seqFlag;
     c.batch = batchFlag;
-    c.maxPositions =
-        maxPositionsFlag.getNumOccurrences() ? maxPositionsFlag : seqFlag;
+    c.maxPositions = maxPositionsFlag;
+    c.ffn = gpt2FfnFlag;
+    c.layerNormEps = layerNormEpsFlag;
+    c.gelu = activationFlag;
+    c.tieEmbeddings = !untiedHeadFlag;
     c.loss = lossFlag;
-    if (Error err = pmlir::validate(c))
-      return fail(toString(std::move(err)));
-    command = formatv("pmlir-gen gpt2 --layers {0} --hidden {1} --heads {2} "
-                      "--vocab {3} --seq {4} --batch {5} --max-positions {6}{7}",
-                      c.layers, c.hidden, c.heads, c.vocab, c.seq, c.batch,
-                      c.maxPositions, c.loss ? " --loss" : "");
-    module = pmlir::buildGpt2(&context, c);
+    gpt2 = c;
   } else if (llamaCommand) {
     pmlir::LlamaConfig c;
     c.layers = layersFlag;
@@ -158,21 +201,60 @@ int main(int argc, char **argv) {
     c.rmsEps = rmsEpsFlag;
     c.ropeTheta = ropeThetaFlag;
     c.tieEmbeddings = tieEmbeddingsFlag;
+    c.attentionBias = attentionBiasFlag;
+    c.mlpBias = mlpBiasFlag;
     c.loss = lossFlag;
+    llama = c;
+  } else if (hfCommand) {
+    llvm::Expected<pmlir::HuggingFaceModel> hf =
+        pmlir::readHuggingFaceConfig(hfDirectory, seqFlag, batchFlag, lossFlag);
+    if (!hf)
+      return fail(toString(hf.takeError()));
+    if (hf->family == pmlir::HuggingFaceModel::Family::Gpt2)
+      gpt2 = hf->gpt2;
+    else
+      llama = hf->llama;
+  } else {
+    return fail("expected a model: 'pmlir-gen gpt2 ...', 'pmlir-gen llama ...' or "
+                "'pmlir-gen hf DIR ...' (see --help)");
+  }
+  if (gpt2) {
+    const pmlir::Gpt2Config &c = *gpt2;
+    if (Error err = pmlir::validate(c))
+      return fail(toString(std::move(err)));
+    command = formatv("pmlir-gen gpt2 --layers {0} --hidden {1} --heads {2} "
+                      "--vocab {3} --seq {4} --batch {5} --max-positions {6}",
+                      c.layers, c.hidden, c.heads, c.vocab, c.seq, c.batch, c.maxPositions);
+    if (c.ffn > 0)
+      command += formatv(" --ffn {0}", c.ffn).str();
+    if (c.layerNormEps != 1e-5)
+      command += " --layer-norm-eps " + shortest(c.layerNormEps);
+    if (c.gelu == pmlir::tfm::GeluApproximation::erf)
+      command += " --activation gelu";
+    if (!c.tieEmbeddings)
+      command += " --untied-head";
+    if (c.loss)
+      command += " --loss";
+    module = pmlir::buildGpt2(&context, c);
+  } else {
+    const pmlir::LlamaConfig &c = *llama;
     if (Error err = pmlir::validate(c))
       return fail(toString(std::move(err)));
     command = formatv("pmlir-gen llama --layers {0} --hidden {1} --heads {2} "
                       "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
-                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}{11}",
-                      c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab,
-                      c.seq, c.batch, shortest(c.rmsEps),
-                      shortest(c.ropeTheta),
-                      c.tieEmbeddings ? " --tie-embeddings" : "",
-                      c.loss ? " --loss" : "");
+                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
+                      c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab, c.seq, c.batch,
+                      shortest(c.rmsEps), shortest(c.ropeTheta),
+                      c.tieEmbeddings ? " --tie-embeddings" : "");
+    if (c.attentionBias == pmlir::ProjectionBias::QueryKeyValue)
+      command += " --attention-bias qkv";
+    if (c.attentionBias == pmlir::ProjectionBias::All)
+      command += " --attention-bias all";
+    if (c.mlpBias)
+      command += " --mlp-bias";
+    if (c.loss)
+      command += " --loss";
     module = pmlir::buildLlama(&context, c);
-  } else {
-    return fail("expected a model: 'pmlir-gen gpt2 ...' or 'pmlir-gen llama "
-                "...' (see --help)");
   }
   if (locationsFlag)
     command += " --locations";

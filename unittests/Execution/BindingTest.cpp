@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ protected:
     ASSERT_TRUE(
         writeSafeTensors(inputsPath, {{"input_ids", DType::I32, {2}, ids.data()}}, {}, error))
         << error;
-    weights = SafeTensorsFile::open(weightsPath, error);
+    weights = SafeTensorsSet::open(weightsPath, error);
     inputs = SafeTensorsFile::open(inputsPath, error);
     ASSERT_TRUE(weights && inputs) << error;
     options.weights = weights.get();
@@ -68,7 +69,8 @@ protected:
   }
 
   std::string weightsPath = tempPath("w.safetensors"), inputsPath = tempPath("i.safetensors");
-  std::unique_ptr<SafeTensorsFile> weights, inputs;
+  std::unique_ptr<SafeTensorsSet> weights;
+  std::unique_ptr<SafeTensorsFile> inputs;
   BindOptions options;
 };
 
@@ -153,3 +155,35 @@ TEST(SeededInit, DependsOnTheNameAndSeedOnly) {
 }
 
 } // namespace
+
+/// Tensors the model does not use: those that provably change nothing
+/// (Hugging Face's rebuilt buffers, a tied copy of a used tensor) are told
+/// apart from those that change the model.
+TEST(UnusedTensorsTest, OnlyWhatChangesNothingIsHarmless) {
+  std::string path = tempPath("unused.safetensors"), error;
+  std::vector<float> wte = {1, 2, 3, 4}, head = wte, other = {1, 2, 3, 5}, mask = {1, 0, 1, 1};
+  std::vector<uint16_t> headBf16 = {0x3f80, 0x4000, 0x4040, 0x4080}; // 1, 2, 3, 4
+  ASSERT_TRUE(
+      writeSafeTensors(path,
+                       {{"transformer.wte.weight", DType::F32, {2, 2}, wte.data()},
+                        {"lm_head.weight", DType::BF16, {2, 2}, headBf16.data()},
+                        {"transformer.h.0.attn.bias", DType::F32, {1, 1, 2, 2}, mask.data()},
+                        {"untied.weight", DType::F32, {2, 2}, other.data()},
+                        {"h.0.attn.c_attn.bias", DType::F32, {4}, other.data()}},
+                       {}, error))
+      << error;
+  std::unique_ptr<SafeTensorsSet> weights = SafeTensorsSet::open(path, error);
+  ASSERT_TRUE(weights) << error;
+  std::vector<UnusedTensor> unused = unusedTensors(*weights, {"wte.weight"});
+  std::map<std::string, std::string> why;
+  for (const UnusedTensor &t : unused)
+    why[t.name] = t.harmless;
+  EXPECT_EQ(why.size(), 4u);
+  EXPECT_EQ(why.count("transformer.wte.weight"), 0u);
+  EXPECT_NE(why["lm_head.weight"].find("equal to 'transformer.wte.weight'"), std::string::npos);
+  EXPECT_NE(why["transformer.h.0.attn.bias"].find("mask"), std::string::npos);
+  EXPECT_EQ(why["untied.weight"], "");
+  // A projection's bias is no mask buffer.
+  EXPECT_EQ(why["h.0.attn.c_attn.bias"], "");
+  std::remove(path.c_str());
+}

@@ -279,3 +279,89 @@ TEST(SafeTensors, ParseReadsBytesInMemory) {
   EXPECT_FALSE(SafeTensorsFile::parse("buffer", nullptr, 0, error));
   EXPECT_EQ(error, "buffer: truncated: 0 bytes, shorter than the 8-byte header length");
 }
+
+namespace {
+
+/// A directory of its own with a two-shard checkpoint: "a" [2] in shard 1,
+/// "b" [1] and "c" [1] in shard 2, and the index naming them.
+class SafeTensorsSetTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = tempPath("set");
+    ASSERT_EQ(::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+    float a[2] = {1, 2}, b = 3, c = 4;
+    std::string error;
+    ASSERT_TRUE(writeSafeTensors(dir + "/model-00001-of-00002.safetensors",
+                                 {{"a", DType::F32, {2}, a}}, {}, error))
+        << error;
+    ASSERT_TRUE(writeSafeTensors(dir + "/model-00002-of-00002.safetensors",
+                                 {{"b", DType::F32, {1}, &b}, {"c", DType::F32, {1}, &c}}, {},
+                                 error))
+        << error;
+    index(R"({"metadata": {"total_size": 16}, "weight_map": {
+      "a": "model-00001-of-00002.safetensors",
+      "b": "model-00002-of-00002.safetensors",
+      "c": "model-00002-of-00002.safetensors"}})");
+  }
+  void TearDown() override { (void)::system(("rm -rf '" + dir + "'").c_str()); }
+  void index(const std::string &text) { writeFile(dir + "/model.safetensors.index.json", text); }
+  std::string open(const std::string &path) {
+    std::string error;
+    std::unique_ptr<SafeTensorsSet> set = SafeTensorsSet::open(path, error);
+    EXPECT_EQ(set == nullptr, !error.empty());
+    return error;
+  }
+  std::string dir;
+};
+
+} // namespace
+
+TEST_F(SafeTensorsSetTest, IndexAndDirectoryFindEveryShardsTensors) {
+  for (const std::string &path : {dir + "/model.safetensors.index.json", dir}) {
+    std::string error;
+    std::unique_ptr<SafeTensorsSet> set = SafeTensorsSet::open(path, error);
+    ASSERT_TRUE(set) << error;
+    EXPECT_EQ(set->files().size(), 2u);
+    EXPECT_EQ(set->tensors().size(), 3u);
+    const SafeTensorsFile *file = nullptr;
+    const TensorView *c = set->find("c", &file);
+    ASSERT_TRUE(c && file);
+    EXPECT_EQ(*reinterpret_cast<const float *>(c->data), 4.0f);
+    EXPECT_NE(file->path().find("00002-of"), std::string::npos);
+    EXPECT_EQ(set->find("d"), nullptr);
+  }
+}
+
+TEST_F(SafeTensorsSetTest, ASingleFileInTheDirectoryComesFirst) {
+  float x = 5;
+  std::string error;
+  ASSERT_TRUE(
+      writeSafeTensors(dir + "/model.safetensors", {{"x", DType::F32, {1}, &x}}, {}, error));
+  std::unique_ptr<SafeTensorsSet> set = SafeTensorsSet::open(dir, error);
+  ASSERT_TRUE(set) << error;
+  EXPECT_EQ(set->tensors().size(), 1u);
+  EXPECT_TRUE(set->find("x"));
+}
+
+TEST_F(SafeTensorsSetTest, BadIndexesAreRefusedWithTheFault) {
+  EXPECT_NE(open(dir + "/nothing").find("No such file"), std::string::npos);
+  index("not json");
+  EXPECT_NE(open(dir).find("not a JSON object"), std::string::npos);
+  index(R"({"metadata": {}})");
+  EXPECT_NE(open(dir).find("no \"weight_map\" object"), std::string::npos);
+  index(R"({"weight_map": {"a": 7}})");
+  EXPECT_NE(open(dir).find("the file of 'a' is not a string"), std::string::npos);
+  index(R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})");
+  EXPECT_NE(open(dir).find("not a file name beside the index"), std::string::npos);
+  index(R"({"weight_map": {"a": "missing.safetensors"}})");
+  EXPECT_NE(open(dir).find("weight_map names"), std::string::npos);
+  index(R"({"weight_map": {"a": "model-00002-of-00002.safetensors"}})");
+  EXPECT_NE(open(dir).find("holds no such tensor"), std::string::npos);
+  // Shard 2 holds "c", which this index does not list.
+  index(R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
+                           "b": "model-00002-of-00002.safetensors"}})");
+  EXPECT_NE(open(dir).find("holds 'c', which the weight_map does not put there"),
+            std::string::npos);
+  std::remove((dir + "/model.safetensors.index.json").c_str());
+  EXPECT_NE(open(dir).find("neither model.safetensors nor"), std::string::npos);
+}

@@ -77,7 +77,7 @@ struct BoundArgument {
 };
 
 struct BindOptions {
-  const SafeTensorsFile *weights = nullptr;
+  const SafeTensorsSet *weights = nullptr;
   const SafeTensorsFile *inputs = nullptr;
   /// Where optimizer state binds from (a checkpoint's); without it the
   /// state starts at zero, as a fresh optimizer's.
@@ -90,6 +90,12 @@ struct BindOptions {
   uint64_t seed = 0;
   /// Where warnings about the files go (one rank speaks for all); null: none.
   std::function<void(const std::string &)> warn;
+  /// Where warnings about this rank's own blocks go (every rank reads only
+  /// its blocks of a sharded tensor to convert, and checks them); null: none.
+  std::function<void(const std::string &)> warnBlock;
+  /// Adds the bytes of parameters read from the files: a sharded one's
+  /// block alone, an unsharded one whole.
+  uint64_t *bytesRead = nullptr;
 };
 
 /// The block of the sharded tensor `spec` on the device at `coordinates`
@@ -125,6 +131,20 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank, uin
 /// `transformer.` prefix (GPT2LMHeadModel), and without `model.` (a base
 /// LlamaModel's checkpoint).
 std::vector<std::string> checkpointNames(const std::string &name);
+
+/// The tensors of `weights` that no parameter of the model (`params`, by
+/// their tfm.name, found as binding finds them) uses, each with why it may
+/// be left alone, or "" where leaving it out may change the model: the
+/// buffers Hugging Face's own models rebuild and never read from a file
+/// (GPT-2's causal mask `attn.bias` and `attn.masked_bias`, Llama's
+/// `rotary_emb.inv_freq`), and a tensor equal to one the model uses (a tied
+/// LM head saved beside its embedding).
+struct UnusedTensor {
+  std::string name;
+  std::string harmless; ///< why it changes nothing, or ""
+};
+std::vector<UnusedTensor> unusedTensors(const SafeTensorsSet &weights,
+                                        const std::vector<std::string> &params);
 
 /// The first of `n` floats that is not finite, or -1.
 int64_t firstNonFinite(const float *values, int64_t n);

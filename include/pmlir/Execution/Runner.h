@@ -42,6 +42,9 @@ struct RunOptions {
   std::string weights, inputs, output;
   /// With weights: seed the weights the file lacks instead of failing.
   bool initMissing = false;
+  /// With weights: run although the file holds tensors the model does not
+  /// use (other than those that provably change nothing).
+  bool allowUnusedWeights = false;
   uint64_t seed = 0;
 
   /// The mesh ("tp=2,dp=2"; empty: one process) and its rank order.
@@ -141,6 +144,9 @@ struct RunOptions {
   /// at `hangAt` ("start-up", "step" (before the first training step),
   /// "check", "output", or "save-commit": a checkpoint's files written,
   /// neither in place).
+  /// Each rank prints the bytes of parameters it read from the files.
+  bool printBytesRead = false;
+
   int64_t hangRank = -1;
   std::string hangAt;
   /// Fault injection for --check's tests: every rank's `wrongGroupAt`th

@@ -11,6 +11,8 @@
 #ifndef PMLIR_MODELGEN_MODELGEN_H
 #define PMLIR_MODELGEN_MODELGEN_H
 
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -20,7 +22,7 @@
 
 namespace pmlir {
 
-/// A GPT-2 model (Hugging Face GPT2LMHeadModel, LM head tied to wte).
+/// A GPT-2 model (Hugging Face GPT2LMHeadModel).
 struct Gpt2Config {
   int64_t layers = 12;
   int64_t hidden = 768;
@@ -28,11 +30,25 @@ struct Gpt2Config {
   int64_t vocab = 50257;
   int64_t seq = 1024;
   int64_t batch = 1;
+  /// The rows of the position embedding (n_positions).
   int64_t maxPositions = 1024;
+  /// The MLP's inner size (n_inner); 0: 4 x hidden.
+  int64_t ffn = 0;
   double layerNormEps = 1e-5;
+  /// The MLP's GELU (activation_function gelu_new: tanh; gelu: erf).
+  tfm::GeluApproximation gelu = tfm::GeluApproximation::tanh;
+  /// The LM head is wte (tie_word_embeddings), else `lm_head.weight`.
+  bool tieEmbeddings = true;
   /// @forward takes `labels` and returns the loss instead of the logits.
   bool loss = false;
+
+  int64_t inner() const { return ffn > 0 ? ffn : 4 * hidden; }
 };
+
+/// Which of a Llama-family attention's projections add a bias: none
+/// (Llama), query, key and value (Qwen2), or all four with the output
+/// (Llama's attention_bias).
+enum class ProjectionBias : uint8_t { None, QueryKeyValue, All };
 
 /// A Llama model (Hugging Face LlamaForCausalLM).
 struct LlamaConfig {
@@ -47,6 +63,9 @@ struct LlamaConfig {
   double rmsEps = 1e-6;
   double ropeTheta = 10000.0;
   bool tieEmbeddings = false;
+  ProjectionBias attentionBias = ProjectionBias::None;
+  /// The MLP's projections add biases (mlp_bias).
+  bool mlpBias = false;
   /// @forward takes `labels` and returns the loss instead of the logits.
   bool loss = false;
 };

@@ -102,6 +102,9 @@ struct BlockLayout {
   /// `width` bytes) into `block`, reading only the block. Padding in
   /// `block` is left as it is: callers that contract over it zero it first.
   void copyOut(const void *globalData, size_t width, void *block) const;
+  /// The elements of the global tensor the block holds (its padding left
+  /// out): what copyOut reads.
+  int64_t elementsInside() const;
   /// Writes `block` into its place in `globalData`, padding left out.
   void pasteIn(const void *block, size_t width, void *globalData) const;
 

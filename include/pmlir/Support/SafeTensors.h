@@ -86,6 +86,38 @@ private:
   std::map<std::string, std::string> meta;
 };
 
+/// The tensors of a model checkpoint, which may span several files: one
+/// safetensors file, a Hugging Face index (`*.json`, e.g.
+/// `model.safetensors.index.json`, whose "weight_map" names the file beside
+/// it that holds each tensor), or a directory holding `model.safetensors` or
+/// that index (the single file first, as `from_pretrained` looks). Every
+/// file is mapped; a tensor's bytes are read where it is used.
+class SafeTensorsSet {
+public:
+  /// Opens `path` as above. On failure returns null with `error` naming the
+  /// file and the fault: an index whose weight_map is no object of file
+  /// names beside it, a tensor its file does not hold, or a tensor a file
+  /// holds that the index does not list.
+  static std::unique_ptr<SafeTensorsSet> open(const std::string &path, std::string &error);
+
+  /// What the set was opened from.
+  const std::string &path() const { return setPath; }
+  /// The tensor named `name` and the file holding it, or null.
+  const TensorView *find(std::string_view name, const SafeTensorsFile **file = nullptr) const;
+  struct Entry {
+    const TensorView *view;
+    const SafeTensorsFile *file;
+  };
+  /// Every tensor, by name.
+  const std::map<std::string, Entry, std::less<>> &tensors() const { return byName; }
+  const std::vector<std::unique_ptr<SafeTensorsFile>> &files() const { return fileList; }
+
+private:
+  std::string setPath;
+  std::vector<std::unique_ptr<SafeTensorsFile>> fileList;
+  std::map<std::string, Entry, std::less<>> byName;
+};
+
 /// Converts a floating-point tensor (F64, F32, F16, BF16) to f32 in `out`,
 /// which holds `view.numElements()` floats. Integer tensors are an error.
 bool convertToF32(const TensorView &view, float *out, std::string &error);

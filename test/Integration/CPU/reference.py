@@ -64,7 +64,13 @@ def parse_config(model_path):
     while i < len(words):
         key = words[i].lstrip("-").replace("-", "_")
         if i + 1 < len(words) and not words[i + 1].startswith("--"):
-            flags[key] = float(words[i + 1]) if "." in words[i + 1] or "e" in words[i + 1] else int(words[i + 1])
+            value = words[i + 1]
+            for kind_of in (int, float, str):
+                try:
+                    flags[key] = kind_of(value)
+                    break
+                except ValueError:
+                    pass
             i += 2
         else:
             flags[key] = True
@@ -74,6 +80,7 @@ def parse_config(model_path):
 
 def gpt2_weights(c, g):
     h, w = c["hidden"], {}
+    f = c.get("ffn", 4 * h)
     w["wte.weight"] = torch.randn(c["vocab"], h, generator=g) * 0.1
     w["wpe.weight"] = torch.randn(c["max_positions"], h, generator=g) * 0.1
     for i in range(c["layers"]):
@@ -82,11 +89,13 @@ def gpt2_weights(c, g):
             w[p + ln + ".weight"] = 1 + 0.1 * torch.randn(h, generator=g)
             w[p + ln + ".bias"] = 0.1 * torch.randn(h, generator=g)
         for name, shape in (("attn.c_attn", (h, 3 * h)), ("attn.c_proj", (h, h)),
-                            ("mlp.c_fc", (h, 4 * h)), ("mlp.c_proj", (4 * h, h))):
+                            ("mlp.c_fc", (h, f)), ("mlp.c_proj", (f, h))):
             w[p + name + ".weight"] = torch.randn(*shape, generator=g) / math.sqrt(shape[0])
             w[p + name + ".bias"] = 0.1 * torch.randn(shape[1], generator=g)
     w["ln_f.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
     w["ln_f.bias"] = 0.1 * torch.randn(h, generator=g)
+    if c.get("untied_head"):
+        w["lm_head.weight"] = torch.randn(c["vocab"], h, generator=g) * 0.1
     return w
 
 
@@ -94,7 +103,8 @@ def gpt2_forward(c, w, ids):
     B, S = ids.shape
     H, A = c["hidden"], c["heads"]
     D = H // A
-    eps = 1e-5
+    eps = c.get("layer_norm_eps", 1e-5)
+    gelu = "none" if c.get("activation") == "gelu" else "tanh"
     x = w["wte.weight"][ids] + w["wpe.weight"][:S]
     mask = torch.ones(S, S, dtype=torch.bool, device=ids.device).tril()
     for i in range(c["layers"]):
@@ -107,10 +117,10 @@ def gpt2_forward(c, w, ids):
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, S, H)
         x = x + o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
         y = F.layer_norm(x, (H,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
-        m = F.gelu(y @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh")
+        m = F.gelu(y @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate=gelu)
         x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     x = F.layer_norm(x, (H,), w["ln_f.weight"], w["ln_f.bias"], eps)
-    return x @ w["wte.weight"].T
+    return x @ w["lm_head.weight" if c.get("untied_head") else "wte.weight"].T
 
 
 def llama_weights(c, g):
@@ -128,10 +138,25 @@ def llama_weights(c, g):
                             ("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
                             ("mlp.down_proj", (h, f))):
             w[p + name + ".weight"] = torch.randn(*shape, generator=g) / math.sqrt(shape[1])
+            if has_bias(c, name):
+                w[p + name + ".bias"] = 0.1 * torch.randn(shape[0], generator=g)
     w["model.norm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
     if not c.get("tie_embeddings"):
         w["lm_head.weight"] = torch.randn(c["vocab"], h, generator=g) * 0.1
     return w
+
+
+def has_bias(c, proj):
+    """Whether the Llama-family projection `proj` adds a bias."""
+    if proj.startswith("mlp."):
+        return bool(c.get("mlp_bias"))
+    bias = c.get("attention_bias", "none")
+    return bias == "all" or (bias == "qkv" and proj != "self_attn.o_proj")
+
+
+def linear(c, w, p, proj, x):
+    y = x @ w[p + proj + ".weight"].T
+    return y + w[p + proj + ".bias"] if has_bias(c, proj) else y
 
 
 def rms_norm(x, weight, eps):
@@ -156,9 +181,9 @@ def llama_forward(c, w, ids):
     for i in range(c["layers"]):
         p = f"model.layers.{i}."
         y = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = (y @ w[p + "self_attn.q_proj.weight"].T).view(B, S, A, D).transpose(1, 2)
-        k = (y @ w[p + "self_attn.k_proj.weight"].T).view(B, S, K, D).transpose(1, 2)
-        v = (y @ w[p + "self_attn.v_proj.weight"].T).view(B, S, K, D).transpose(1, 2)
+        q = linear(c, w, p, "self_attn.q_proj", y).view(B, S, A, D).transpose(1, 2)
+        k = linear(c, w, p, "self_attn.k_proj", y).view(B, S, K, D).transpose(1, 2)
+        v = linear(c, w, p, "self_attn.v_proj", y).view(B, S, K, D).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(A // K, dim=1)
@@ -166,10 +191,10 @@ def llama_forward(c, w, ids):
         s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
         s = s.masked_fill(~mask, float("-inf"))
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, S, A * D)
-        x = x + o @ w[p + "self_attn.o_proj.weight"].T
+        x = x + linear(c, w, p, "self_attn.o_proj", o)
         y = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        m = F.silu(y @ w[p + "mlp.gate_proj.weight"].T) * (y @ w[p + "mlp.up_proj.weight"].T)
-        x = x + m @ w[p + "mlp.down_proj.weight"].T
+        m = F.silu(linear(c, w, p, "mlp.gate_proj", y)) * linear(c, w, p, "mlp.up_proj", y)
+        x = x + linear(c, w, p, "mlp.down_proj", m)
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if c.get("tie_embeddings") else w["lm_head.weight"]
     return x @ head.T

@@ -1,0 +1,255 @@
+//===- HuggingFace.cpp - Models from Hugging Face config.json -------------===//
+//
+// Part of pmlir.
+//
+// Defaults are those of transformers' own config classes (GPT2Config,
+// LlamaConfig, MistralConfig, Qwen2Config) for a field the file leaves
+// out. Fields that only shape training regularization (dropout) or the
+// numerics of transformers' own kernels (reorder_and_upcast_attn,
+// pretraining_tp) do not change the model and are read past; pmlir trains
+// without dropout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/ModelGen/HuggingFace.h"
+#include "pmlir/Support/Nesting.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace pmlir;
+using json = nlohmann::json;
+
+namespace {
+
+/// A config.json holds one flat object with a few nested ones.
+constexpr size_t kMaxConfigNesting = 16;
+
+/// Reads fields of one config.json, each error naming the file and field.
+class ConfigReader {
+public:
+  ConfigReader(std::string path, const json &config) : path(std::move(path)), config(config) {}
+
+  /// A positive integer field, `fallback` (when >= 0) where it is absent.
+  int64_t positive(const char *field, int64_t fallback = -1) {
+    auto it = config.find(field);
+    if (it == config.end() || it->is_null()) {
+      if (fallback < 0)
+        fail(llvm::formatv("has no '{0}'", field).str());
+      return fallback;
+    }
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
+      fail(llvm::formatv("'{0}' is {1}, not a positive integer", field, it->dump()).str());
+      return 1;
+    }
+    return it->get<int64_t>();
+  }
+  double number(const char *field, double fallback) {
+    auto it = config.find(field);
+    if (it == config.end() || it->is_null())
+      return fallback;
+    if (!it->is_number() || !(it->get<double>() > 0)) {
+      fail(llvm::formatv("'{0}' is {1}, not a positive number", field, it->dump()).str());
+      return fallback;
+    }
+    return it->get<double>();
+  }
+  bool flag(const char *field, bool fallback) {
+    auto it = config.find(field);
+    if (it == config.end() || it->is_null())
+      return fallback;
+    if (!it->is_boolean()) {
+      fail(llvm::formatv("'{0}' is {1}, not true or false", field, it->dump()).str());
+      return fallback;
+    }
+    return it->get<bool>();
+  }
+  std::string text(const char *field, const char *fallback) {
+    auto it = config.find(field);
+    if (it == config.end() || it->is_null())
+      return fallback;
+    if (!it->is_string()) {
+      fail(llvm::formatv("'{0}' is {1}, not a string", field, it->dump()).str());
+      return fallback;
+    }
+    return it->get<std::string>();
+  }
+  /// The field's value as written, or "" when absent or null.
+  std::string raw(const char *field) const {
+    auto it = config.find(field);
+    return it == config.end() || it->is_null() ? "" : it->dump();
+  }
+  /// `field` holds something the model pmlir builds does not do.
+  void refuse(const char *field, const std::string &why) {
+    fail(llvm::formatv("'{0}' is {1}: {2}", field, raw(field), why).str());
+  }
+  void fail(const std::string &message) { adopt(path + ": " + message); }
+  /// A whole message (a nested reader's).
+  void adopt(const std::string &message) {
+    if (error.empty())
+      error = message;
+  }
+  llvm::Error take() {
+    if (error.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+  }
+
+private:
+  std::string path;
+  const json &config;
+  std::string error;
+};
+
+void readGpt2(ConfigReader &r, Gpt2Config &c) {
+  c.layers = r.positive("n_layer");
+  c.hidden = r.positive("n_embd");
+  c.heads = r.positive("n_head");
+  c.vocab = r.positive("vocab_size");
+  c.maxPositions = r.positive("n_positions", 1024);
+  c.ffn = r.raw("n_inner").empty() ? 0 : r.positive("n_inner");
+  c.layerNormEps = r.number("layer_norm_epsilon", 1e-5);
+  c.tieEmbeddings = r.flag("tie_word_embeddings", true);
+  std::string activation = r.text("activation_function", "gelu_new");
+  if (activation == "gelu_new" || activation == "gelu_pytorch_tanh")
+    c.gelu = tfm::GeluApproximation::tanh;
+  else if (activation == "gelu")
+    c.gelu = tfm::GeluApproximation::erf;
+  else
+    r.refuse("activation_function", "pmlir's GPT-2 MLP has gelu_new, gelu_pytorch_tanh (the "
+                                    "tanh GELU) and gelu (erf)");
+  if (!r.flag("scale_attn_weights", true))
+    r.refuse("scale_attn_weights", "pmlir's attention scales by 1 / sqrt(head size)");
+  if (r.flag("scale_attn_by_inverse_layer_idx", false))
+    r.refuse("scale_attn_by_inverse_layer_idx",
+             "pmlir's attention does not scale by the layer index");
+  if (r.flag("add_cross_attention", false))
+    r.refuse("add_cross_attention", "pmlir's GPT-2 is a decoder without cross attention");
+}
+
+void readLlama(ConfigReader &r, const std::string &file, const json &config,
+               const std::string &type, LlamaConfig &c) {
+  c.layers = r.positive("num_hidden_layers");
+  c.hidden = r.positive("hidden_size");
+  c.heads = r.positive("num_attention_heads");
+  c.kvHeads = r.positive("num_key_value_heads", c.heads);
+  c.ffn = r.positive("intermediate_size");
+  c.vocab = r.positive("vocab_size");
+  c.rmsEps = r.number("rms_norm_eps", 1e-6);
+  c.tieEmbeddings = r.flag("tie_word_embeddings", false);
+  std::string act = r.text("hidden_act", "silu");
+  if (act != "silu")
+    r.refuse("hidden_act", "pmlir's Llama MLP is SwiGLU (silu)");
+  if (c.heads > 0 && c.hidden % c.heads == 0 && !r.raw("head_dim").empty() &&
+      r.positive("head_dim") != c.hidden / c.heads)
+    r.refuse("head_dim", llvm::formatv("pmlir's heads are hidden_size / num_attention_heads = {0} "
+                                       "wide",
+                                       c.hidden / c.heads)
+                             .str());
+  // The rotary embedding: rope_theta beside rope_scaling (transformers 4),
+  // or rope_parameters (transformers 5).
+  c.ropeTheta = r.number("rope_theta", 10000.0);
+  if (!r.raw("rope_scaling").empty())
+    r.refuse("rope_scaling", "pmlir's rotary embedding has no scaling (only its theta)");
+  if (auto params = config.find("rope_parameters"); params != config.end() && !params->is_null()) {
+    ConfigReader rope(file + " (rope_parameters)", *params);
+    std::string kind = rope.text("rope_type", "default");
+    if (kind != "default")
+      r.refuse("rope_parameters", "pmlir's rotary embedding has no scaling (rope_type default)");
+    c.ropeTheta = rope.number("rope_theta", c.ropeTheta);
+    if (llvm::Error e = rope.take())
+      r.adopt(llvm::toString(std::move(e)));
+  }
+  if (type == "qwen2") {
+    // Qwen2 adds biases to the query, key and value projections always.
+    c.attentionBias = ProjectionBias::QueryKeyValue;
+  } else if (r.flag("attention_bias", false)) {
+    c.attentionBias = ProjectionBias::All;
+  }
+  c.mlpBias = r.flag("mlp_bias", false);
+  // A window no longer than the sequence changes which keys a query sees.
+  // transformers 5 names each layer's attention in layer_types.
+  bool windowed = type == "mistral" || (type == "qwen2" && r.flag("use_sliding_window", false));
+  if (auto types = config.find("layer_types"); types != config.end() && !types->is_null()) {
+    bool known = types->is_array();
+    for (const json &t : known ? *types : json::array())
+      if (t == "sliding_attention")
+        windowed = true;
+      else if (t != "full_attention")
+        known = false;
+    if (!known)
+      r.refuse("layer_types", "pmlir's layers have full_attention (or sliding_attention over a "
+                              "window no shorter than --seq)");
+  }
+  if (windowed && !r.raw("sliding_window").empty()) {
+    int64_t window = r.positive("sliding_window");
+    if (window < c.seq)
+      r.refuse("sliding_window",
+               llvm::formatv("shorter than --seq {0}, and pmlir's attention sees every earlier "
+                             "position",
+                             c.seq)
+                   .str());
+  }
+  int64_t positions = r.positive("max_position_embeddings", 2048);
+  if (c.seq > positions)
+    r.fail(
+        llvm::formatv("--seq {0} is longer than its max_position_embeddings {1}", c.seq, positions)
+            .str());
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+} // namespace
+
+llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string &path, int64_t seq,
+                                                              int64_t batch, bool loss) {
+  // A .json file is the config itself; anything else names the directory.
+  bool isJson = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  std::string file = isJson && !isDirectory(path) ? path : path + "/config.json";
+  auto failWith = [&](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), file + ": " + message);
+  };
+  std::ifstream in(file);
+  if (!in)
+    return failWith("cannot be read (a Hugging Face model directory holds config.json)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  if (size_t depth = bracketDepth(text, /*mlir=*/false); depth > kMaxConfigNesting)
+    return failWith(llvm::formatv("JSON nested {0} deep, which no config is", depth).str());
+  json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object())
+    return failWith("not a JSON object");
+
+  HuggingFaceModel model;
+  ConfigReader r(file, config);
+  model.modelType = r.text("model_type", "");
+  if (model.modelType == "gpt2") {
+    model.family = HuggingFaceModel::Family::Gpt2;
+    model.gpt2.seq = seq;
+    model.gpt2.batch = batch;
+    model.gpt2.loss = loss;
+    readGpt2(r, model.gpt2);
+  } else if (model.modelType == "llama" || model.modelType == "mistral" ||
+             model.modelType == "qwen2") {
+    model.family = HuggingFaceModel::Family::Llama;
+    model.llama.seq = seq;
+    model.llama.batch = batch;
+    model.llama.loss = loss;
+    readLlama(r, file, config, model.modelType, model.llama);
+  } else {
+    r.fail("'model_type' is " + (r.raw("model_type").empty() ? "missing" : r.raw("model_type")) +
+           ": pmlir builds gpt2, llama, mistral and qwen2");
+  }
+  if (llvm::Error e = r.take())
+    return std::move(e);
+  return model;
+}
