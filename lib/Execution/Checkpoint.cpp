@@ -16,6 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
 using namespace pmlir;
 
 namespace {
@@ -123,6 +127,25 @@ bool exec::writeCheckpoint(const std::string &path, const std::vector<TensorToWr
   if (staged)
     staged();
   return state->commit(error) && weights->commit(error);
+}
+
+bool exec::exportHuggingFace(const std::string &directory, const std::string &config,
+                             const std::vector<TensorToWrite> &parameters, std::string &error) {
+  if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST) {
+    error = directory + ": " + std::strerror(errno);
+    return false;
+  }
+  std::unique_ptr<OutputFile> weights =
+      stageSafeTensors(directory + "/model.safetensors", parameters, {{"format", "pt"}}, error);
+  if (!weights)
+    return false;
+  std::unique_ptr<OutputFile> json = OutputFile::open(directory + "/config.json", error);
+  if (!json)
+    return false;
+  json->write(config + "\n");
+  if (!json->finish(error))
+    return false;
+  return weights->commit(error) && json->commit(error);
 }
 
 bool exec::checkCheckpoint(const SafeTensorsFile &parameters, const SafeTensorsFile &optimizer,

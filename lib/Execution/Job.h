@@ -91,6 +91,8 @@ private:
   /// The tfm.name of each parameter of the model as given (before any
   /// pipeline stage keeps some of them).
   std::vector<std::string> modelParams;
+  /// The model's tfm.huggingface_config ("" when it has none).
+  std::string huggingFaceConfig;
   /// --data: the token file a training run reads its batches from.
   std::unique_ptr<TokenData> tokens;
 

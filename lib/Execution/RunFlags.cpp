@@ -234,6 +234,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::value_desc("file"), cl::cat(c.training));
   bind("resume", o.resume, cl::desc("continue from a checkpoint --save wrote (on any mesh)"),
        cl::value_desc("file"), cl::cat(c.training));
+  bind("export-hf", o.exportHf,
+       cl::desc("write the trained model as a Hugging Face directory here (config.json and "
+                "model.safetensors, which from_pretrained loads); the model must be pmlir-gen's"),
+       cl::value_desc("dir"), cl::cat(c.training));
 
   //===--- Pipeline parallelism ---===//
   choose("pipeline-schedule", o.pipelineSchedule, pipe::scheduleKindValues(),

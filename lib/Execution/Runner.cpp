@@ -15,6 +15,7 @@
 #include "pmlir/Execution/Launch.h"
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
+#include "pmlir/ModelGen/HuggingFace.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
@@ -44,6 +45,7 @@
 #include <cmath>
 #include <malloc.h>
 #include <map>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -98,9 +100,28 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
 /// Outputs are checked before any work: a missing directory, or an output
 /// that would replace an input or another output, is refused up front.
 bool checkOutputs(const RunOptions &o, std::string &error) {
+  // --export-hf's directory is made where missing: its files are checked
+  // where it exists, the place it is made in where not.
+  std::string exportTo;
+  if (!o.exportHf.empty()) {
+    struct stat st;
+    if (::stat(o.exportHf.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      error = "--export-hf '" + o.exportHf + "' is a file, not a directory";
+      return false;
+    }
+    OutputTarget target;
+    if (::stat(o.exportHf.c_str(), &st) == 0)
+      exportTo = o.exportHf;
+    else if (!resolveOutput(o.exportHf, target, error)) {
+      error = "--export-hf: " + error;
+      return false;
+    }
+  }
   std::vector<std::pair<const char *, std::string>> outputs,
       inputFiles = {{"the model", o.model},
                     {"--weights", o.weights},
+                    {"--weights (its model.safetensors)",
+                     o.weights.empty() ? std::string() : o.weights + "/model.safetensors"},
                     {"--inputs", o.inputs},
                     {"--resume", o.resume},
                     {"--resume (its optimizer state)",
@@ -108,15 +129,19 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
                     {"--data", o.data},
                     {"--pipeline-csv", o.pipelineCsv},
                     {"--topology", o.topology}};
-  for (auto [flag, path] : {std::pair<const char *, std::string>{"--output", o.output},
-                            {"--grads", o.grads},
-                            {"--save", o.save},
-                            {"--save (its optimizer state)",
-                             o.save.empty() ? std::string() : optimizerStatePath(o.save)},
-                            {"--comm-report", o.commReport},
-                            {"--trace", o.trace},
-                            {"--memory-report", o.memoryReport},
-                            {"--emit-compiled", o.emitCompiled}}) {
+  for (auto [flag, path] :
+       {std::pair<const char *, std::string>{"--output", o.output},
+        {"--grads", o.grads},
+        {"--save", o.save},
+        {"--save (its optimizer state)",
+         o.save.empty() ? std::string() : optimizerStatePath(o.save)},
+        {"--export-hf", exportTo.empty() ? exportTo : exportTo + "/config.json"},
+        {"--export-hf (its model.safetensors)",
+         exportTo.empty() ? exportTo : exportTo + "/model.safetensors"},
+        {"--comm-report", o.commReport},
+        {"--trace", o.trace},
+        {"--memory-report", o.memoryReport},
+        {"--emit-compiled", o.emitCompiled}}) {
     if (path.empty() || path == "-")
       continue;
     OutputTarget target;
@@ -298,6 +323,11 @@ int Job::run() {
     if (tfm::argumentRole(entry, i) == tfm::ArgumentRole::Param)
       if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))
         modelParams.push_back(name.getValue().str());
+  if (auto config = (*module)->getAttrOfType<DictionaryAttr>(tfm::kHuggingFaceConfigAttr))
+    huggingFaceConfig = huggingFaceConfigText(config);
+  if (!o.exportHf.empty() && huggingFaceConfig.empty())
+    return failHere("--export-hf writes the model's Hugging Face config, and " + o.model +
+                    " has none (tfm.huggingface_config: pmlir-gen writes it)");
 
   // What the job compiles, phase by phase (pmlir-compile-pipeline): the
   // program (--grads: the gradient of the entry's loss, --train: a training
@@ -833,6 +863,7 @@ int exec::runModel(const RunOptions &o) {
     for (auto [given, flag] : {std::pair<bool, const char *>{!o.output.empty(), "--output"},
                                {!o.grads.empty(), "--grads"},
                                {!o.save.empty(), "--save"},
+                               {!o.exportHf.empty(), "--export-hf"},
                                {!o.trace.empty(), "--trace"},
                                {o.check, "--check"},
                                {o.repeat > 0, "--repeat"},
@@ -861,6 +892,7 @@ int exec::runModel(const RunOptions &o) {
     return fail("--grads writes the loss and the gradients; it takes no --output");
   if (!o.train) {
     for (auto [given, flag] : {std::pair<bool, const char *>{!o.save.empty(), "--save"},
+                               {!o.exportHf.empty(), "--export-hf"},
                                {!o.resume.empty(), "--resume"},
                                {!o.data.empty(), "--data"}})
       if (given)

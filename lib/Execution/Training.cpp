@@ -17,6 +17,7 @@
 #include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Execution/StepCheck.h"
 #include "pmlir/Execution/TokenData.h"
+#include "pmlir/ModelGen/HuggingFace.h"
 #include "pmlir/Support/Layout.h"
 #include "pmlir/Training/Optimizer.h"
 #include "pmlir/Transforms/Passes.h"
@@ -551,7 +552,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   // The checkpoint's tensors: the state after the last step (--check
   // gathered it already).
   std::vector<StateTensor> checkpoint;
-  if (!o.save.empty()) {
+  bool writes = !o.save.empty() || !o.exportHf.empty();
+  if (writes) {
     if (o.check)
       checkpoint = std::move(before);
     else if (!gatherState(checkpoint))
@@ -560,7 +562,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   if (unsharded) {
     std::string failure = reportCheck(losses, expectedLosses, worst, done, o.tolerance);
     if (!failure.empty())
-      return failAtEnd("--check: " + failure + (o.save.empty() ? "" : "; nothing was saved"));
+      return failAtEnd("--check: " + failure + (writes ? "; nothing was saved" : ""));
   }
   if (!o.save.empty() && rank == 0) {
     maybeHang(rank, "output");
@@ -570,6 +572,23 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     if (!writeCheckpoint(o.save, parameters, optimizer, error,
                          [&] { maybeHang(rank, "save-commit"); }))
       return failAtEnd("--save: " + error);
+  }
+  if (!o.exportHf.empty() && rank == 0) {
+    // The parameters under the names transformers' model class loads.
+    std::vector<std::string> names;
+    std::vector<TensorToWrite> parameters;
+    for (const StateTensor &t : checkpoint)
+      if (t.param) {
+        names.push_back(huggingFaceName(huggingFaceConfig, t.name, error));
+        if (names.back().empty())
+          return failAtEnd("--export-hf: " + o.model + ": " + error);
+      }
+    size_t k = 0;
+    for (const StateTensor &t : checkpoint)
+      if (t.param)
+        parameters.push_back({names[k++], DType::F32, t.shape, t.values});
+    if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))
+      return failAtEnd("--export-hf: " + error);
   }
   if (mesh)
     pmlir_rt_finalize();

@@ -14,6 +14,7 @@
 #include "pmlir/ModelGen/HuggingFace.h"
 #include "pmlir/Support/Nesting.h"
 
+#include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <nlohmann/json.hpp>
@@ -195,11 +196,7 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
                              c.seq)
                    .str());
   }
-  int64_t positions = r.positive("max_position_embeddings", 2048);
-  if (c.seq > positions)
-    r.fail(
-        llvm::formatv("--seq {0} is longer than its max_position_embeddings {1}", c.seq, positions)
-            .str());
+  c.maxPositions = r.positive("max_position_embeddings", 2048);
 }
 
 bool isDirectory(const std::string &path) {
@@ -252,4 +249,125 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
   if (llvm::Error e = r.take())
     return std::move(e);
   return model;
+}
+
+std::string pmlir::huggingFaceConfig(const Gpt2Config &c) {
+  json config = {
+      {"model_type", "gpt2"},
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"n_layer", c.layers},
+      {"n_embd", c.hidden},
+      {"n_head", c.heads},
+      {"vocab_size", c.vocab},
+      {"n_positions", c.maxPositions},
+      {"n_inner", c.ffn > 0 ? json(c.ffn) : json(nullptr)},
+      {"layer_norm_epsilon", c.layerNormEps},
+      {"activation_function", c.gelu == tfm::GeluApproximation::erf ? "gelu" : "gelu_new"},
+      {"tie_word_embeddings", c.tieEmbeddings},
+      {"dtype", "float32"}};
+  return config.dump(2);
+}
+
+std::string pmlir::huggingFaceConfig(const LlamaConfig &c) {
+  // Query, key and value biases alone are Qwen2's; Llama's attention_bias
+  // biases all four projections.
+  bool qwen2 = c.attentionBias == ProjectionBias::QueryKeyValue && !c.mlpBias;
+  json config = {{"model_type", qwen2 ? "qwen2" : "llama"},
+                 {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+                 {"num_hidden_layers", c.layers},
+                 {"hidden_size", c.hidden},
+                 {"num_attention_heads", c.heads},
+                 {"num_key_value_heads", c.kvHeads},
+                 {"intermediate_size", c.ffn},
+                 {"vocab_size", c.vocab},
+                 {"max_position_embeddings", c.maxPositions > 0 ? c.maxPositions : c.seq},
+                 {"rms_norm_eps", c.rmsEps},
+                 {"rope_theta", c.ropeTheta},
+                 {"hidden_act", "silu"},
+                 {"tie_word_embeddings", c.tieEmbeddings},
+                 {"dtype", "float32"}};
+  if (!qwen2) {
+    config["attention_bias"] = c.attentionBias == ProjectionBias::All;
+    config["mlp_bias"] = c.mlpBias;
+  }
+  return config.dump(2);
+}
+
+namespace {
+
+mlir::Attribute toAttr(mlir::MLIRContext *context, const json &value) {
+  mlir::Builder b(context);
+  if (value.is_boolean())
+    return b.getBoolAttr(value.get<bool>());
+  if (value.is_number_integer())
+    return b.getI64IntegerAttr(value.get<int64_t>());
+  if (value.is_number())
+    return b.getF64FloatAttr(value.get<double>());
+  if (value.is_string())
+    return b.getStringAttr(value.get<std::string>());
+  if (value.is_array()) {
+    llvm::SmallVector<mlir::Attribute> elements;
+    for (const json &e : value)
+      if (mlir::Attribute a = toAttr(context, e))
+        elements.push_back(a);
+    return b.getArrayAttr(elements);
+  }
+  if (value.is_object()) {
+    llvm::SmallVector<mlir::NamedAttribute> fields;
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (mlir::Attribute a = toAttr(context, *it))
+        fields.push_back(b.getNamedAttr(it.key(), a));
+    return b.getDictionaryAttr(fields);
+  }
+  return {};
+}
+
+json toJson(mlir::Attribute attr) {
+  if (auto v = llvm::dyn_cast<mlir::BoolAttr>(attr))
+    return v.getValue();
+  if (auto v = llvm::dyn_cast<mlir::IntegerAttr>(attr))
+    return v.getInt();
+  if (auto v = llvm::dyn_cast<mlir::FloatAttr>(attr))
+    return v.getValueAsDouble();
+  if (auto v = llvm::dyn_cast<mlir::StringAttr>(attr))
+    return v.getValue().str();
+  if (auto v = llvm::dyn_cast<mlir::ArrayAttr>(attr)) {
+    json out = json::array();
+    for (mlir::Attribute e : v)
+      out.push_back(toJson(e));
+    return out;
+  }
+  json out = json::object();
+  if (auto v = llvm::dyn_cast<mlir::DictionaryAttr>(attr))
+    for (mlir::NamedAttribute field : v)
+      out[field.getName().str()] = toJson(field.getValue());
+  return out;
+}
+
+} // namespace
+
+mlir::DictionaryAttr pmlir::huggingFaceConfigAttr(mlir::MLIRContext *context,
+                                                  const std::string &config) {
+  return llvm::dyn_cast_or_null<mlir::DictionaryAttr>(
+      toAttr(context, json::parse(config, nullptr, /*allow_exceptions=*/false)));
+}
+
+std::string pmlir::huggingFaceConfigText(mlir::DictionaryAttr config) {
+  return toJson(config).dump(2);
+}
+
+std::string pmlir::huggingFaceName(const std::string &config, const std::string &name,
+                                   std::string &error) {
+  json parsed = json::parse(config, nullptr, /*allow_exceptions=*/false);
+  std::string type =
+      parsed.is_object() && parsed.contains("model_type") && parsed["model_type"].is_string()
+          ? parsed["model_type"].get<std::string>()
+          : "";
+  if (type == "gpt2")
+    return llvm::StringRef(name).starts_with("lm_head.") ? name : "transformer." + name;
+  if (type == "llama" || type == "qwen2" || type == "mistral")
+    return name;
+  error =
+      "its tfm.huggingface_config names no model class pmlir exports (model_type '" + type + "')";
+  return "";
 }

@@ -7,6 +7,7 @@
 #include "pmlir/ModelGen/ModelGen.h"
 #include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/ModelGen/HuggingFace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -98,6 +99,12 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
   check.positive("rope-theta", c.ropeTheta);
   check.divides("heads", c.heads, "hidden", c.hidden,
                 "each head gets hidden / heads channels");
+  if (c.maxPositions < 0)
+    check.fail(llvm::formatv("--max-positions must be positive, got {0}", c.maxPositions));
+  if (c.maxPositions > 0 && c.seq > c.maxPositions)
+    check.fail(llvm::formatv("--seq {0} exceeds --max-positions {1} (max_position_embeddings, "
+                             "the positions the model was trained for)",
+                             c.seq, c.maxPositions));
   check.divides("kv-heads", c.kvHeads, "heads", c.heads,
                 "grouped-query attention shares each key/value head among "
                 "heads / kv-heads query heads");
@@ -322,8 +329,10 @@ public:
     return op.getResult(0);
   }
 
-  /// Returns the logits, or their loss against the labels.
-  OwningOpRef<ModuleOp> finish(Value logits) {
+  /// Returns the logits, or their loss against the labels, in the module
+  /// that keeps the model's Hugging Face `config`.
+  OwningOpRef<ModuleOp> finish(Value logits, const std::string &config) {
+    (*module)->setAttr(tfm::kHuggingFaceConfigAttr, huggingFaceConfigAttr(b.getContext(), config));
     Value result = logits;
     if (labels)
       result = tfm::CrossEntropyOp::create(b, loc("loss"), tensor({}), logits, labels,
@@ -396,7 +405,7 @@ OwningOpRef<ModuleOp> pmlir::buildGpt2(MLIRContext *ctx, const Gpt2Config &c) {
                         fb.weight("ln_f.bias"), eps);
   fb.here = fb.loc("lm_head");
   Value head = fb.weight(c.tieEmbeddings ? "wte.weight" : "lm_head.weight");
-  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true));
+  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true), huggingFaceConfig(c));
 }
 
 OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) {
@@ -446,5 +455,5 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
   fb.here = fb.loc("lm_head");
   Value head = fb.weight(c.tieEmbeddings ? "model.embed_tokens.weight"
                                          : "lm_head.weight");
-  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true));
+  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true), huggingFaceConfig(c));
 }

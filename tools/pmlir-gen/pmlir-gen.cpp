@@ -7,7 +7,7 @@
 //                  [--activation gelu_new|gelu] [--untied-head] [--loss] -o FILE
 //   pmlir-gen llama --layers L --hidden H --heads A --kv-heads K --ffn F
 //                   --vocab V --seq S --batch B [--rms-eps E]
-//                   [--rope-theta T] [--tie-embeddings]
+//                   [--rope-theta T] [--tie-embeddings] [--max-positions P]
 //                   [--attention-bias none|qkv|all] [--mlp-bias] [--loss] -o FILE
 //   pmlir-gen hf DIR --seq S --batch B [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
@@ -123,6 +123,10 @@ static cl::opt<double> ropeThetaFlag("rope-theta", cl::desc("RoPE base"),
 static cl::opt<bool> tieEmbeddingsFlag(
     "tie-embeddings", cl::desc("LM head shares model.embed_tokens.weight"),
     cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> llamaMaxPositionsFlag(
+    "max-positions",
+    cl::desc("the positions the model was trained for (max_position_embeddings; default --seq)"),
+    cl::init(0), cl::sub(llamaCommand), cl::cat(modelCategory));
 static cl::opt<pmlir::ProjectionBias>
     attentionBiasFlag("attention-bias", cl::desc("which attention projections add a bias"),
                       cl::values(clEnumValN(pmlir::ProjectionBias::None, "none", "none (Llama)"),
@@ -201,6 +205,7 @@ int main(int argc, char **argv) {
     c.rmsEps = rmsEpsFlag;
     c.ropeTheta = ropeThetaFlag;
     c.tieEmbeddings = tieEmbeddingsFlag;
+    c.maxPositions = llamaMaxPositionsFlag;
     c.attentionBias = attentionBiasFlag;
     c.mlpBias = mlpBiasFlag;
     c.loss = lossFlag;
@@ -246,6 +251,8 @@ int main(int argc, char **argv) {
                       c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab, c.seq, c.batch,
                       shortest(c.rmsEps), shortest(c.ropeTheta),
                       c.tieEmbeddings ? " --tie-embeddings" : "");
+    if (c.maxPositions > 0)
+      command += formatv(" --max-positions {0}", c.maxPositions).str();
     if (c.attentionBias == pmlir::ProjectionBias::QueryKeyValue)
       command += " --attention-bias qkv";
     if (c.attentionBias == pmlir::ProjectionBias::All)

@@ -38,6 +38,14 @@ bool writeCheckpoint(const std::string &path, const std::vector<TensorToWrite> &
                      const std::vector<TensorToWrite> &optimizer, std::string &error,
                      const std::function<void()> &staged = {});
 
+/// Writes a Hugging Face model directory `directory` (made if missing; its
+/// parent must exist): `config` as config.json and `parameters` (under the
+/// names transformers loads them by) as model.safetensors, both written in
+/// full before either replaces the directory's previous ones. Returns false
+/// with `error` set when either cannot be written; nothing is replaced then.
+bool exportHuggingFace(const std::string &directory, const std::string &config,
+                       const std::vector<TensorToWrite> &parameters, std::string &error);
+
 /// Checks that `parameters` and `optimizer` are one save's: the same
 /// manifest in both, every tensor it lists present and, with
 /// `readTensors`, matching its checksum (reading every byte: on a mesh one

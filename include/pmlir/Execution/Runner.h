@@ -144,6 +144,10 @@ struct RunOptions {
   /// at `hangAt` ("start-up", "step" (before the first training step),
   /// "check", "output", or "save-commit": a checkpoint's files written,
   /// neither in place).
+  /// --train: a Hugging Face model directory to write the trained
+  /// parameters to (config.json and model.safetensors).
+  std::string exportHf;
+
   /// Each rank prints the bytes of parameters it read from the files.
   bool printBytesRead = false;
 

@@ -15,6 +15,7 @@
 
 #include "pmlir/ModelGen/ModelGen.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -36,6 +37,25 @@ struct HuggingFaceModel {
 /// error names the file, the field and what pmlir cannot honour in it.
 llvm::Expected<HuggingFaceModel> readHuggingFaceConfig(const std::string &path, int64_t seq,
                                                        int64_t batch, bool loss);
+
+/// The config.json transformers builds the same model from: model_type and
+/// architectures (GPT2LMHeadModel; LlamaForCausalLM, or Qwen2ForCausalLM
+/// for query, key and value biases alone) and every field the model
+/// depends on. The model builders keep it in tfm.huggingface_config.
+std::string huggingFaceConfig(const Gpt2Config &config);
+std::string huggingFaceConfig(const LlamaConfig &config);
+
+/// A config.json's text as the tfm.huggingface_config attribute (a
+/// dictionary of its fields: integers as i64, numbers as f64, booleans,
+/// strings and arrays; nulls left out), and back.
+mlir::DictionaryAttr huggingFaceConfigAttr(mlir::MLIRContext *context, const std::string &config);
+std::string huggingFaceConfigText(mlir::DictionaryAttr config);
+
+/// The name transformers' model class of `config` (a config.json's text)
+/// loads the parameter `name` (a tfm.name) under: GPT2LMHeadModel's
+/// `transformer.` before every name but the LM head's. Empty with `error`
+/// when the config names no model class pmlir exports.
+std::string huggingFaceName(const std::string &config, const std::string &name, std::string &error);
 
 } // namespace pmlir
 

@@ -63,6 +63,9 @@ struct LlamaConfig {
   double rmsEps = 1e-6;
   double ropeTheta = 10000.0;
   bool tieEmbeddings = false;
+  /// The positions the model was trained for (max_position_embeddings;
+  /// 0: --seq); --seq may not exceed it.
+  int64_t maxPositions = 0;
   ProjectionBias attentionBias = ProjectionBias::None;
   /// The MLP's projections add biases (mlp_bias).
   bool mlpBias = false;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Builds a Hugging Face-style model directory from a weights file.
 
+  hf_dir.py --names FILE.safetensors
   hf_dir.py WEIGHTS.safetensors OUTDIR [--config JSON] [--shards N]
             [--prefix P] [--copy NEW=OLD] [--extra NAME] [--mask-buffers L]
             [--bf16]
@@ -13,13 +14,15 @@ puts each name but the LM head's under P (GPT2LMHeadModel's
 tensor NEW equal to OLD (a tied head saved beside its embedding); --extra
 adds a tensor NAME of random values shaped like the first weight; and
 --mask-buffers adds GPT-2's h.N.attn.bias causal masks for L layers;
---bf16 rounds every F32 tensor to BF16 (to nearest, ties to even).
+--bf16 rounds every F32 tensor to BF16 (to nearest, ties to even). With
+--names it prints a file's tensor names, sorted, one a line.
 """
 import argparse
 import json
 import os
 import random
 import struct
+import sys
 
 
 def read(path):
@@ -55,6 +58,9 @@ def to_bf16(data):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--names":
+        print("\n".join(sorted(read(sys.argv[2]))))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("weights")
     ap.add_argument("out")

@@ -100,6 +100,11 @@ inline constexpr llvm::StringLiteral kHeadTailAxisAttr = "tfm.head_tail_axis";
 /// of such a dimension and assembles results back in sequence order.
 inline constexpr llvm::StringLiteral kHeadTailDimAttr = "tfm.head_tail_dim";
 
+/// Module attribute of a model pmlir-gen built: the fields of the Hugging
+/// Face config.json of the same model (a dictionary), which
+/// `pmlir-run --export-hf` writes beside the trained parameters.
+inline constexpr llvm::StringLiteral kHuggingFaceConfigAttr = "tfm.huggingface_config";
+
 /// Module attribute of global programs: the #tfm.mesh they are sharded over.
 inline constexpr llvm::StringLiteral kMeshAttr = "tfm.mesh";
 /// Op attribute that sharding propagation writes: one #tfm.sharding per
