@@ -35,6 +35,9 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
+    // The model's Hugging Face config has served too (pmlir-run read it
+    // before lowering).
+    module->removeAttr(kHuggingFaceConfigAttr);
     module.walk([&](func::FuncOp f) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
         for (StringRef name : {kNameAttr, kDimsAttr, kRoleAttr, kShardingAttr, kGlobalTypeAttr,

@@ -6,6 +6,10 @@
 
 #include "pmlir/Execution/Launch.h"
 
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -51,6 +55,18 @@ int64_t pmlir::exec::launcherRank() {
 }
 
 int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &command) {
+  // Every rank is a process of its own on this host, holding its compiled
+  // program: past a number of them a core, the host thrashes rather than
+  // runs the job.
+  int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (ranks > kMaxRanksPerCore * cores) {
+    llvm::WithColor::error(llvm::errs(), "pmlir-run")
+        << "the mesh has " << ranks << " ranks, and pmlir-run starts them all on this host of "
+        << cores << (cores == 1 ? " core" : " cores") << ": at most " << kMaxRanksPerCore * cores
+        << " (" << kMaxRanksPerCore << " a core); or start the ranks with mpirun "
+        << "yourself (each runs pmlir-run with the same arguments)\n";
+    return 1;
+  }
   std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
   // More ranks than cores: ranks that wait must leave the core to the rank
   // they wait for (the runtime's own waits do so in that case too).

@@ -936,6 +936,12 @@ int exec::runModel(const RunOptions &o) {
   if (!checkModelInput(o.model, registry, !underMpirun(), error))
     return fail(error);
   MLIRContext context(registry);
+  // A diagnostic names its op's location; the op printed whole after it (a
+  // training step of thousands of lines) only where asked for.
+  auto &registered = llvm::cl::getRegisteredOptions();
+  auto printOp = registered.find("mlir-print-op-on-diagnostic");
+  if (printOp == registered.end() || printOp->second->getNumOccurrences() == 0)
+    context.printOpOnDiagnostic(false);
   Job job(o, context, std::move(mesh), std::move(meshError));
   return job.run();
 }

@@ -284,10 +284,11 @@ struct Job::UnshardedStep {
   std::vector<size_t> updated;
   int64_t lossAt = -1;
 
-  /// Step `t` (counted from 1) from the state `before` on the batch at
-  /// `rows` from `data` (the bound inputs without it): its loss, with
-  /// `comparison` holding the state `after` the sharded run's step against
-  /// its own, or nullopt with `error`.
+  /// Takes step `t` (counted from 1) from the sharded run's state `before`
+  /// on the batch the sharded step read from `data` (the bound inputs
+  /// without it). Returns its loss, with `comparison` holding the sharded
+  /// run's state `after` its step against this one's, or nullopt with
+  /// `error`.
   std::optional<float> step(TokenData *data, int64_t t, const std::vector<StateTensor> &before,
                             const std::vector<StateTensor> &after, StepComparison &comparison,
                             std::string &error) {

@@ -23,6 +23,8 @@ using namespace pmlir;
 LogicalResult pmlir::pipeline::repeatOverMicrobatches(func::FuncOp func, int64_t microbatches) {
   if (microbatches < 1)
     return func.emitOpError() << "cannot be repeated over " << microbatches << " microbatches";
+  if (failed(pipe::checkRepeatable(func, microbatches, "repeated over")))
+    return failure();
   if (func.getBlocks().size() != 1)
     return func.emitOpError() << "must have one block to be repeated over microbatches";
   Block &body = func.front();

@@ -162,11 +162,15 @@ std::vector<int64_t> balancedSplit(const std::vector<double> &cost, int64_t grou
 }
 
 std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n; ++d)
-    if (n % d == 0)
-      out.push_back(d);
-  return out;
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d)
+        large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 /// The step of `plan`: its pipeline rank that ends last, that rank's
@@ -577,12 +581,15 @@ struct Planner {
 std::optional<PlannerResult>
 pmlir::planning::planModel(ModuleOp module, const PlannerOptions &options, std::string &error) {
   MLIRContext *context = module.getContext();
-  if (options.devices < 1) {
-    error = "devices must be at least 1, not " + std::to_string(options.devices);
+  if (options.devices < 1 || options.devices > kMaxDevices) {
+    error = "devices must be from 1 to " + std::to_string(kMaxDevices) +
+            " (more than any cluster holds), not " + std::to_string(options.devices);
     return std::nullopt;
   }
-  if (options.microbatches < 1) {
-    error = "microbatches must be at least 1, not " + std::to_string(options.microbatches);
+  if (options.microbatches < 1 || options.microbatches > kMaxMicrobatches) {
+    error = "microbatches must be from 1 to " + std::to_string(kMaxMicrobatches) +
+            " (each plan's schedule is simulated action by action), not " +
+            std::to_string(options.microbatches);
     return std::nullopt;
   }
   auto forward = module.lookupSymbol<func::FuncOp>(options.entry);

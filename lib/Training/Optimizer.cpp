@@ -115,6 +115,8 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   if (options.gradAccum < 1)
     return grad.emitOpError() << "cannot be accumulated over " << options.gradAccum
                               << " microbatches";
+  if (failed(pipe::checkRepeatable(grad, options.gradAccum, "accumulated over")))
+    return failure();
   auto module = grad->getParentOfType<ModuleOp>();
   if (module && module.lookupSymbol(options.name))
     return grad.emitOpError() << "cannot make a training step @" << options.name

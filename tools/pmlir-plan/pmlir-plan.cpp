@@ -176,10 +176,14 @@ llvm::json::Object planJson(const planning::Plan &plan) {
 int planMain(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "pmlir-plan: the best pp x dp x tp plans of a model on N devices\n");
-  if (devices < 1)
-    return fail("--devices must be at least 1, not " + std::to_string(devices));
-  if (microbatches < 1)
-    return fail("--microbatches must be at least 1, not " + std::to_string(microbatches));
+  using pmlir::planning::kMaxDevices, pmlir::planning::kMaxMicrobatches;
+  if (devices < 1 || devices > kMaxDevices)
+    return fail("--devices must be from 1 to " + std::to_string(kMaxDevices) +
+                " (more than any cluster holds), not " + std::to_string(devices));
+  if (microbatches < 1 || microbatches > kMaxMicrobatches)
+    return fail("--microbatches must be from 1 to " + std::to_string(kMaxMicrobatches) +
+                " (each plan's schedule is simulated action by action), not " +
+                std::to_string(microbatches));
   if (top < 1)
     return fail("--top must be at least 1, not " + std::to_string(top));
   if (!(timeLimit > 0))

@@ -26,7 +26,8 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
     update can overwrite them in place. The binding attributes (`tfm.name`,
     `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`,
     `tfm.head_tail_dim`, `tfm.sharded_like`) have served once the program is per-rank and are
-    removed from every function, as LLVM translation does not know them.
+    removed from every function, as LLVM translation does not know them, as
+    is the module's `tfm.huggingface_config`.
 
     Before:
     ```mlir

@@ -36,6 +36,12 @@
 
 namespace pmlir::planning {
 
+/// The most devices and microbatches a plan is searched for: a million
+/// devices is beyond any cluster built, and each plan's schedule is
+/// simulated action by action over its microbatches.
+inline constexpr int64_t kMaxDevices = int64_t(1) << 20;
+inline constexpr int64_t kMaxMicrobatches = int64_t(1) << 16;
+
 struct PlannerOptions {
   sharding::Topology topology;
   /// The topology as pmlir-run --topology names it (a preset or a JSON

@@ -19,6 +19,8 @@
 
 #include "../Analysis/JsonReport.h"
 
+#include "GlobalProgram.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -70,6 +72,8 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!pmlir::isGlobalProgram(module, "auto-sharding"))
+      return signalPassFailure();
     MeshAttr mesh = meshOf(module, "auto-sharding");
     if (!mesh)
       return signalPassFailure();

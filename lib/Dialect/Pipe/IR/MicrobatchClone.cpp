@@ -47,6 +47,18 @@ std::pair<Type, DictionaryAttr> pipe::microbatchedArgument(func::FuncOp func, un
   return {RankedTensorType::get(shape, tensor.getElementType()), attrs.getDictionary(context)};
 }
 
+LogicalResult pipe::checkRepeatable(func::FuncOp func, int64_t k, StringRef what) {
+  int64_t ops = 0;
+  func.walk([&](Operation *) { ++ops; });
+  // Compared by division: k * ops may not fit in 64 bits.
+  if (ops > 0 && k > kMaxRepeatedOps / ops)
+    return func.emitOpError() << "cannot be " << what << " " << k
+                              << " microbatches: each is a clone of its " << ops
+                              << " ops, more than the " << kMaxRepeatedOps
+                              << " ops a program repeated over microbatches may hold";
+  return success();
+}
+
 SmallVector<Value> pipe::cloneForMicrobatch(OpBuilder &b, func::FuncOp func, ValueRange args,
                                             int64_t micro, int64_t k) {
   Location loc = func.getLoc();

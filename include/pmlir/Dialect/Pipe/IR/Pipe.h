@@ -46,6 +46,16 @@ std::optional<int64_t> stageOf(mlir::Value v);
 std::pair<mlir::Type, mlir::DictionaryAttr> microbatchedArgument(mlir::func::FuncOp func,
                                                                  unsigned i, int64_t k);
 
+/// The most ops a program repeated over microbatches may hold: each
+/// microbatch is a clone of the function's body, and at about 200 bytes an
+/// op this is a gigabyte of IR before anything is lowered.
+inline constexpr int64_t kMaxRepeatedOps = int64_t(1) << 22;
+
+/// Fails with a diagnostic on `func` naming `what` (e.g. "accumulated
+/// over") when `k` clones of its body would hold more than kMaxRepeatedOps
+/// ops.
+mlir::LogicalResult checkRepeatable(mlir::func::FuncOp func, int64_t k, llvm::StringRef what);
+
 /// Clones the body of `func` but its return at `b`'s insertion point for
 /// microbatch `micro` of `k`: `args` (at least func's arguments, typed by
 /// microbatchedArgument) stand for its arguments, an input or label read
