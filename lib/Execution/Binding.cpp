@@ -141,9 +141,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   } else {
     if (inputs && (view = inputs->find(a.name)))
       from = inputs;
-    for (const std::string &candidate : checkpointNames(a.name))
-      if (weights && !view)
-        view = weights->find(candidate, &from);
+    if (weights && !view)
+      view = findWeight(*weights, a.name, &from);
   }
   bool isParam = spec.role == Role::Param;
   if (!view && !isParam && !isState && !options.generatedInputs)
@@ -354,15 +353,20 @@ bool sameValues(const TensorView &a, const TensorView &b) {
 
 } // namespace
 
+const TensorView *exec::findWeight(const SafeTensorsSet &weights, const std::string &name,
+                                   const SafeTensorsFile **file) {
+  for (const std::string &candidate : checkpointNames(name))
+    if (const TensorView *view = weights.find(candidate, file))
+      return view;
+  return nullptr;
+}
+
 std::vector<exec::UnusedTensor> exec::unusedTensors(const SafeTensorsSet &weights,
                                                     const std::vector<std::string> &params) {
   std::map<std::string, const TensorView *> used;
   for (const std::string &param : params)
-    for (const std::string &candidate : checkpointNames(param))
-      if (const TensorView *view = weights.find(candidate)) {
-        used.emplace(candidate, view);
-        break;
-      }
+    if (const TensorView *view = findWeight(weights, param))
+      used.emplace(view->name, view);
   std::vector<UnusedTensor> unused;
   for (auto &[name, entry] : weights.tensors()) {
     if (used.count(name))

@@ -559,11 +559,8 @@ int Job::run() {
     // Against the bytes of the model's parameters in the files, whole.
     uint64_t whole = 0;
     for (const std::string &param : modelParams)
-      for (const std::string &candidate : checkpointNames(param))
-        if (const TensorView *view = weights->find(candidate)) {
-          whole += view->bytes;
-          break;
-        }
+      if (const TensorView *view = findWeight(*weights, param))
+        whole += view->bytes;
     // One write per rank: the ranks share mpirun's output.
     std::string line = (mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "read " +
                        std::to_string(bytesRead) + " bytes of parameters from " +

@@ -51,10 +51,19 @@ Recovered recoverGradient(double m0, double m, double beta1) {
   return {g, kSlack * mError / c1};
 }
 
+/// A parameter's scalars of step t, as the lowering computes them once.
+struct StepScalars {
+  double stepSize, sqrtC2, decay;
+  StepScalars(const AdamWConstants &c, int64_t t)
+      : stepSize(c.lr / (1.0 - std::pow(c.beta1, static_cast<double>(t)))),
+        sqrtC2(std::sqrt(1.0 - std::pow(c.beta2, static_cast<double>(t)))),
+        decay(1.0 - c.lr * c.weightDecay) {}
+};
+
 /// The deviation of a run's second moment from its gradient and of its
 /// parameter from AdamW's update, each over its bound.
-std::pair<double, double> adamwDeviation(const ParameterStep &p, const AdamWTensors &after,
-                                         int64_t k, int64_t t) {
+std::pair<double, double> adamwDeviation(const ParameterStep &p, const StepScalars &scalars,
+                                         const AdamWTensors &after, int64_t k) {
   const AdamWConstants &c = p.adamw;
   double u = kUnitRoundoff;
   double m0 = p.before.expAvg[k], v0 = p.before.expAvgSq[k], p0 = p.before.param[k];
@@ -65,10 +74,8 @@ std::pair<double, double> adamwDeviation(const ParameterStep &p, const AdamWTens
   double vBound = kSlack * (u * (2 * c.beta2 * std::abs(v0) + 3 * c2 * g.g * g.g + std::abs(v)) +
                             c2 * (2 * std::abs(g.g) * g.error + g.error * g.error)) +
                   4 * kSubnormal;
-  double stepSize = c.lr / (1.0 - std::pow(c.beta1, static_cast<double>(t)));
-  double sqrtC2 = std::sqrt(1.0 - std::pow(c.beta2, static_cast<double>(t)));
-  double update = stepSize * m / (std::sqrt(std::max(v, 0.0)) / sqrtC2 + c.eps);
-  double decayed = p0 * (1.0 - c.lr * c.weightDecay);
+  double update = scalars.stepSize * m / (std::sqrt(std::max(v, 0.0)) / scalars.sqrtC2 + c.eps);
+  double decayed = p0 * scalars.decay;
   double pBound = kSlack * u * (2 * std::abs(decayed) + 7 * std::abs(update) + std::abs(param)) +
                   8 * kSubnormal;
   double vRatio = std::abs(v - vExact) / vBound;
@@ -86,6 +93,7 @@ std::pair<double, double> adamwDeviation(const ParameterStep &p, const AdamWTens
 StepComparison pmlir::exec::compareStep(llvm::ArrayRef<ParameterStep> parameters, int64_t t) {
   StepComparison out;
   for (const ParameterStep &p : parameters) {
+    StepScalars scalars(p.adamw, t);
     double diff = 0, norm = 0, rounding = 0;
     double worstV = 0, worstP = 0;
     for (int64_t k = 0; k < p.size; ++k) {
@@ -96,7 +104,7 @@ StepComparison pmlir::exec::compareStep(llvm::ArrayRef<ParameterStep> parameters
       norm += reference.g * reference.g;
       rounding += (reference.error + checked.error) * (reference.error + checked.error);
       for (const AdamWTensors *run : {&p.reference, &p.checked}) {
-        auto [vRatio, pRatio] = adamwDeviation(p, *run, k, t);
+        auto [vRatio, pRatio] = adamwDeviation(p, scalars, *run, k);
         if (run == &p.reference && (vRatio > 1 || pRatio > 1))
           out.referenceFailed = true;
         worstV = std::max(worstV, vRatio);

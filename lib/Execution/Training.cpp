@@ -282,6 +282,8 @@ struct Job::UnshardedStep {
   Batch batch;
   std::map<std::string, AdamWConstants> adamw;
   std::vector<size_t> updated;
+  /// Each argument's index by its name.
+  std::map<std::string, size_t> argumentAt;
   int64_t lossAt = -1;
 
   /// Takes step `t` (counted from 1) from the sharded run's state `before`
@@ -292,16 +294,20 @@ struct Job::UnshardedStep {
   std::optional<float> step(TokenData *data, int64_t t, const std::vector<StateTensor> &before,
                             const std::vector<StateTensor> &after, StepComparison &comparison,
                             std::string &error) {
-    auto find = [](const std::vector<StateTensor> &state,
+    // By name: a pipeline stage's state comes in its own order.
+    std::map<std::string, const StateTensor *> beforeByName, afterByName;
+    for (const StateTensor &s : before)
+      beforeByName.emplace(s.name, &s);
+    for (const StateTensor &s : after)
+      afterByName.emplace(s.name, &s);
+    auto find = [](const std::map<std::string, const StateTensor *> &state,
                    const std::string &name) -> const StateTensor * {
-      for (const StateTensor &s : state)
-        if (s.name == name)
-          return &s;
-      return nullptr;
+      auto it = state.find(name);
+      return it == state.end() ? nullptr : it->second;
     };
     for (size_t i : updated) {
       const TensorSpec &spec = signature.arguments[i];
-      const StateTensor *whole = find(before, spec.name);
+      const StateTensor *whole = find(beforeByName, spec.name);
       if (!whole || whole->shape != spec.shape) {
         error = "the sharded run holds no whole '" + spec.name + "' of the unsharded step's shape";
         return std::nullopt;
@@ -327,9 +333,9 @@ struct Job::UnshardedStep {
       std::string names[3] = {name, training::optimizerStateName(name, "exp_avg"),
                               training::optimizerStateName(name, "exp_avg_sq")};
       for (int n = 0; n < 3; ++n) {
-        tensors[0][n] = find(before, names[n]);
-        tensors[1][n] = find(after, names[n]);
-        if (argumentNamed(signature, names[n]) < 0 || !tensors[0][n] || !tensors[1][n]) {
+        tensors[0][n] = find(beforeByName, names[n]);
+        tensors[1][n] = find(afterByName, names[n]);
+        if (!argumentAt.count(names[n]) || !tensors[0][n] || !tensors[1][n]) {
           error = "the sharded run holds no '" + names[n] + "'";
           return std::nullopt;
         }
@@ -341,7 +347,7 @@ struct Job::UnshardedStep {
       p.before = {tensors[0][0]->values, tensors[0][1]->values, tensors[0][2]->values};
       p.checked = {tensors[1][0]->values, tensors[1][1]->values, tensors[1][2]->values};
       auto argument = [&](const std::string &n) {
-        return static_cast<const float *>(args[argumentNamed(signature, n)].data);
+        return static_cast<const float *>(args[argumentAt.at(n)].data);
       };
       p.reference = {argument(names[0]), argument(names[1]), argument(names[2])};
       parameters.push_back(std::move(p));
@@ -382,9 +388,11 @@ bool Job::prepareUnsharded(OwningOpRef<ModuleOp> &reference, UnshardedStep &out,
                                                        /*emit=*/false, error)))
     return false;
   out.program->bind(out.args);
-  for (auto [i, spec] : llvm::enumerate(out.signature.arguments))
+  for (auto [i, spec] : llvm::enumerate(out.signature.arguments)) {
+    out.argumentAt.emplace(spec.name, i);
     if (spec.updated)
       out.updated.push_back(i);
+  }
   out.lossAt = resultNamed(out.signature, "loss");
   return true;
 }

@@ -176,14 +176,7 @@ llvm::json::Object planJson(const planning::Plan &plan) {
 int planMain(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "pmlir-plan: the best pp x dp x tp plans of a model on N devices\n");
-  using pmlir::planning::kMaxDevices, pmlir::planning::kMaxMicrobatches;
-  if (devices < 1 || devices > kMaxDevices)
-    return fail("--devices must be from 1 to " + std::to_string(kMaxDevices) +
-                " (more than any cluster holds), not " + std::to_string(devices));
-  if (microbatches < 1 || microbatches > kMaxMicrobatches)
-    return fail("--microbatches must be from 1 to " + std::to_string(kMaxMicrobatches) +
-                " (each plan's schedule is simulated action by action), not " +
-                std::to_string(microbatches));
+  // --devices and --microbatches are checked by the planner itself.
   if (top < 1)
     return fail("--top must be at least 1, not " + std::to_string(top));
   if (!(timeLimit > 0))

@@ -132,6 +132,11 @@ void seededInit(const std::string &name, float *out, int64_t n, size_t rank, uin
 /// LlamaModel's checkpoint).
 std::vector<std::string> checkpointNames(const std::string &name);
 
+/// The tensor of `weights` a parameter named `name` binds to: the first of
+/// its checkpointNames the files hold (and the file holding it), or null.
+const TensorView *findWeight(const SafeTensorsSet &weights, const std::string &name,
+                             const SafeTensorsFile **file = nullptr);
+
 /// The tensors of `weights` that no parameter of the model (`params`, by
 /// their tfm.name, found as binding finds them) uses, each with why it may
 /// be left alone, or "" where leaving it out may change the model: the
