@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/CheckpointDirectory.h"
 
 #include "pmlir/Support/Bytes.h"
 
@@ -128,7 +129,10 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   const TensorView *view = nullptr;
   const SafeTensorsFile *from = nullptr;
   bool isState = spec.role == Role::OptimizerState;
-  if (isState) {
+  bool isParam = spec.role == Role::Param;
+  if (options.checkpoint && (isParam || isState)) {
+    // Bound below, from the checkpoint directory alone.
+  } else if (isState) {
     // Optimizer state comes from a checkpoint or starts at zero.
     if (options.state && (view = options.state->find(a.name)))
       from = options.state;
@@ -144,7 +148,6 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     if (weights && !view)
       view = findWeight(*weights, a.name, &from);
   }
-  bool isParam = spec.role == Role::Param;
   if (!view && !isParam && !isState && !options.generatedInputs)
     return failWith(std::string(spec.role == Role::Label ? "label" : "input") + " '" + a.name +
                     "' (argument #" + std::to_string(index) + ", " + formatDims(shape) +
@@ -174,6 +177,34 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
                       " for '" + a.name + "' " + formatDims(shape) + ": not enough memory");
     return true;
   };
+  if (options.checkpoint && (isParam || isState)) {
+    // A checkpoint directory: this rank's block from the pieces holding it.
+    const CheckpointDirectory &checkpoint = *options.checkpoint;
+    const CheckpointDirectory::Tensor *saved = checkpoint.find(a.name);
+    const char *kind = isParam ? "parameter" : "optimizer state";
+    if (!saved)
+      return failWith(checkpoint.path() + " has no " + kind + " '" + a.name + "' " +
+                      formatDims(shape) + " (argument #" + std::to_string(index) + where +
+                      "): it was saved for another model");
+    if (saved->parameter != isParam || saved->shape != shape)
+      return failWith("tensor '" + a.name + "' in " + checkpoint.path() + ": expected " + kind +
+                      " of " + (layout ? "global shape " : "shape ") + formatDims(shape) +
+                      " (argument #" + std::to_string(index) + where + perRank + "), got " +
+                      (saved->parameter ? "parameter" : "optimizer state") + " of " +
+                      formatDims(saved->shape));
+    if (!allocate(a.owned, elementCount(a.shape), sizeof(float), /*zeroed=*/true))
+      return false;
+    a.data = a.owned.data();
+    uint64_t bytes = 0;
+    if (!checkpoint.read(a.name, layout ? &*layout : nullptr,
+                         reinterpret_cast<float *>(a.owned.data()), bytes, error))
+      return false;
+    if (isParam && options.bytesRead)
+      *options.bytesRead += bytes;
+    if (options.warnBlock && (layout || options.warn))
+      warnNonFiniteBlock(a, checkpoint.path(), options);
+    return true;
+  }
   if (!view && !isParam && !isState) {
     // This rank's block, written before each run.
     if (!allocate(a.owned, elementCount(a.shape), width, /*zeroed=*/true))

@@ -11,6 +11,7 @@
 #define PMLIR_LIB_EXECUTION_JOB_H
 
 #include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/CheckpointDirectory.h"
 #include "pmlir/Execution/Program.h"
 #include "pmlir/Execution/Runner.h"
 #include "pmlir/Execution/TokenData.h"
@@ -88,6 +89,8 @@ private:
   /// state.
   std::unique_ptr<SafeTensorsSet> weights;
   std::unique_ptr<SafeTensorsFile> inputs, state;
+  /// --resume of a checkpoint directory: parameters and optimizer state.
+  std::unique_ptr<CheckpointDirectory> checkpoint;
   /// The tfm.name of each parameter of the model as given (before any
   /// pipeline stage keeps some of them).
   std::vector<std::string> modelParams;
@@ -153,12 +156,26 @@ private:
         return false;
     return true;
   }
+  /// `value` reduced by `op` over every rank of the job (itself without a
+  /// mesh): how the ranks agree on a verdict.
+  int64_t overRanks(int64_t value, pmlir_rt_reduction op) const {
+    if (!mesh)
+      return value;
+    std::vector<int64_t> axes;
+    for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
+      axes.push_back(static_cast<int64_t>(a));
+    int64_t result = value;
+    pmlir_rt_all_reduce(&value, &result, 1, PMLIR_RT_I64, op, axes.data(),
+                        static_cast<int64_t>(axes.size()));
+    return result;
+  }
   /// How arguments bind from this job's files (warnings off).
   BindOptions bindOptions() const {
     BindOptions bind;
     bind.weights = weights.get();
     bind.inputs = inputs.get();
     bind.state = state.get();
+    bind.checkpoint = checkpoint.get();
     bind.generatedInputs = !o.data.empty();
     bind.initMissing = o.initMissing;
     bind.seed = o.seed;
@@ -198,6 +215,16 @@ private:
   /// inputs from o.inputs or o.data; saves and checks as asked.
   int train(JitProgram &program, const EntrySignature &signature, std::vector<BoundArgument> &args,
             const std::map<unsigned, IdRange> &idRanges, OwningOpRef<ModuleOp> &reference);
+  /// Whether this rank writes its block of `spec` to a checkpoint
+  /// directory: no rank of lower coordinate on any axis (the pipeline's
+  /// aside) holds the same block.
+  bool writesBlock(const TensorSpec &spec) const;
+  /// --save of a checkpoint directory: every rank writes its blocks of the
+  /// updated arguments `updated`; rank 0 commits. Every rank takes part;
+  /// false once the failure is reported (nothing saved).
+  bool saveCheckpointDirectory(JitProgram &program, const EntrySignature &signature,
+                               std::vector<BoundArgument> &args,
+                               const std::vector<size_t> &updated);
   /// --check of --train: the unsharded training step, compiled on rank 0,
   /// which takes each step from the sharded run's state.
   struct UnshardedStep;

@@ -12,6 +12,7 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Binding.h"
 #include "pmlir/Execution/Checkpoint.h"
+#include "pmlir/Execution/CheckpointDirectory.h"
 #include "pmlir/Execution/Launch.h"
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
@@ -117,6 +118,24 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
       return false;
     }
   }
+  // --save of a checkpoint directory: made or replaced whole (only ever
+  // one of pmlir-run's); the one it resumes may be saved over, as the
+  // swap keeps it whole until the new one is.
+  std::string saveFile;
+  if (!o.save.empty() && isCheckpointDirectory(o.save)) {
+    if (!checkCheckpointTarget(o.save, error)) {
+      error = "--save: " + error;
+      return false;
+    }
+    if (!o.exportHf.empty() && (llvm::StringRef(o.save).rtrim('/') ==
+                                     llvm::StringRef(o.exportHf).rtrim('/') ||
+                                 sameFile(o.save, o.exportHf))) {
+      error = "--save and --export-hf name the same directory '" + o.save + "'";
+      return false;
+    }
+  } else {
+    saveFile = o.save;
+  }
   std::vector<std::pair<const char *, std::string>> outputs,
       inputFiles = {{"the model", o.model},
                     {"--weights", o.weights},
@@ -125,16 +144,18 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
                     {"--inputs", o.inputs},
                     {"--resume", o.resume},
                     {"--resume (its optimizer state)",
-                     o.resume.empty() ? std::string() : optimizerStatePath(o.resume)},
+                     o.resume.empty() || isCheckpointDirectory(o.resume)
+                         ? std::string()
+                         : optimizerStatePath(o.resume)},
                     {"--data", o.data},
                     {"--pipeline-csv", o.pipelineCsv},
                     {"--topology", o.topology}};
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--output", o.output},
         {"--grads", o.grads},
-        {"--save", o.save},
+        {"--save", saveFile},
         {"--save (its optimizer state)",
-         o.save.empty() ? std::string() : optimizerStatePath(o.save)},
+         saveFile.empty() ? std::string() : optimizerStatePath(saveFile)},
         {"--export-hf", exportTo.empty() ? exportTo : exportTo + "/config.json"},
         {"--export-hf (its model.safetensors)",
          exportTo.empty() ? exportTo : exportTo + "/model.safetensors"},
@@ -503,10 +524,24 @@ int Job::run() {
   if (!checkGrids(context, *module, mesh, o.mesh, error))
     return failHere(error);
 
-  std::string weightsPath = o.resume.empty() ? o.weights : o.resume;
+  bool resumesDirectory = !o.resume.empty() && isCheckpointDirectory(o.resume);
+  if (resumesDirectory) {
+    // Every rank checks its share of the pieces' checksums; rank 0 that
+    // the checkpoint is of this model.
+    if (!(checkpoint = CheckpointDirectory::open(o.resume, error)) ||
+        !checkpoint->verify(rank, mesh ? mesh->numRanks() : 1, error))
+      return failHere("--resume " + o.resume + ": " + error);
+    if (rank == 0)
+      for (auto &[name, saved] : checkpoint->tensors())
+        if (saved.parameter && !llvm::is_contained(modelParams, name))
+          return failHere("--resume " + o.resume + ": it holds parameter '" + name + "' " +
+                          formatDims(saved.shape) +
+                          ", which the model does not have: it was saved for another model");
+  }
+  std::string weightsPath = o.resume.empty() ? o.weights : resumesDirectory ? "" : o.resume;
   if (!weightsPath.empty() && !(weights = SafeTensorsSet::open(weightsPath, error)))
     return failHere(error);
-  if (!o.resume.empty() &&
+  if (!o.resume.empty() && !resumesDirectory &&
       (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
        !checkCheckpoint(*weights->files().front(), *state, /*readTensors=*/rank == 0, error)))
     return failHere("--resume " + o.resume + ": " + error);
@@ -555,12 +590,15 @@ int Job::run() {
       warn("--allow-unused-weights: the model does not use these tensors of " + o.weights + ":" +
            list);
   }
-  if (o.printBytesRead && weights) {
+  if (o.printBytesRead && (weights || checkpoint)) {
     // Against the bytes of the model's parameters in the files, whole.
     uint64_t whole = 0;
     for (const std::string &param : modelParams)
-      if (const TensorView *view = findWeight(*weights, param))
+      if (const TensorView *view = weights ? findWeight(*weights, param) : nullptr)
         whole += view->bytes;
+      else if (const CheckpointDirectory::Tensor *saved =
+                   checkpoint ? checkpoint->find(param) : nullptr)
+        whole += elementCount(saved->shape) * sizeof(float);
     // One write per rank: the ranks share mpirun's output.
     std::string line = (mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "read " +
                        std::to_string(bytesRead) + " bytes of parameters from " +

@@ -15,6 +15,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Checkpoint.h"
+#include "pmlir/Execution/CheckpointDirectory.h"
 #include "pmlir/Execution/StepCheck.h"
 #include "pmlir/Execution/TokenData.h"
 #include "pmlir/ModelGen/HuggingFace.h"
@@ -397,6 +398,68 @@ bool Job::prepareUnsharded(OwningOpRef<ModuleOp> &reference, UnshardedStep &out,
   return true;
 }
 
+bool Job::writesBlock(const TensorSpec &spec) const {
+  if (!mesh)
+    return true;
+  std::vector<int64_t> coordinates = mesh->coordinates(rank);
+  for (int64_t a : nonPipelineAxes())
+    for (int64_t lower = 0; lower < coordinates[a]; ++lower) {
+      // A tensor held whole is the same block everywhere.
+      if (!spec.block)
+        return false;
+      std::vector<int64_t> other = coordinates;
+      other[a] = lower;
+      std::string error;
+      std::optional<BlockLayout> block = blockOf(spec, *mesh, other, error);
+      if (block && block->offset == spec.block->offset)
+        return false;
+    }
+  return true;
+}
+
+bool Job::saveCheckpointDirectory(JitProgram &program, const EntrySignature &signature,
+                                  std::vector<BoundArgument> &args,
+                                  const std::vector<size_t> &updated) {
+  std::string error;
+  // Rank 0 makes the directory the ranks write into.
+  bool begun = rank != 0 || beginCheckpointDirectory(o.save, error);
+  if (overRanks(!begun, PMLIR_RT_MAX) != 0) {
+    if (rank == 0)
+      fail("--save: " + error);
+    return false;
+  }
+  program.toHost(args, updated);
+  std::vector<ShardToWrite> shards;
+  for (size_t i : updated) {
+    const TensorSpec &spec = signature.arguments[i];
+    if (writesBlock(spec))
+      shards.push_back({spec.name, spec.role == Role::Param, spec.block, spec.shape,
+                        static_cast<const float *>(args[i].data)});
+  }
+  maybeHang(rank, "save-write");
+  bool written = writeCheckpointShards(o.save, rank, shards, error);
+  if (!written)
+    fail((mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "--save: " + error);
+  int64_t failures = overRanks(!written, PMLIR_RT_SUM);
+  if (failures != 0) {
+    if (rank == 0) {
+      abandonCheckpointDirectory(o.save);
+      if (mesh)
+        fail("--save: " + llvm::Twine(failures) + (failures == 1 ? " rank" : " ranks") +
+             " could not write " + (failures == 1 ? "its" : "their") +
+             " part; nothing was saved");
+    }
+    return false;
+  }
+  if (rank == 0 && !commitCheckpointDirectory(o.save, mesh ? mesh->spec() : "", error,
+                                              [&] { maybeHang(rank, "save-commit"); })) {
+    abandonCheckpointDirectory(o.save);
+    fail("--save: " + error + "; nothing was saved");
+    return false;
+  }
+  return true;
+}
+
 int Job::train(JitProgram &program, const EntrySignature &signature,
                std::vector<BoundArgument> &args, const std::map<unsigned, IdRange> &idRanges,
                OwningOpRef<ModuleOp> &reference) {
@@ -558,22 +621,39 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     llvm::outs() << "\r\033[K";
   if (!writeTrace(error))
     return failAtEnd("--trace: " + error);
-  // The checkpoint's tensors: the state after the last step (--check
-  // gathered it already).
+  // What rank 0 writes: the state after the last step, whole (--check
+  // gathered it already). A checkpoint directory every rank writes itself.
+  bool savesDirectory = !o.save.empty() && isCheckpointDirectory(o.save);
+  bool savesFile = !o.save.empty() && !savesDirectory;
   std::vector<StateTensor> checkpoint;
-  bool writes = !o.save.empty() || !o.exportHf.empty();
-  if (writes) {
+  bool gathers = savesFile || !o.exportHf.empty();
+  if (gathers) {
     if (o.check)
       checkpoint = std::move(before);
     else if (!gatherState(checkpoint))
       return failAtEnd(error);
   }
-  if (unsharded) {
-    std::string failure = reportCheck(losses, expectedLosses, worst, done, o.tolerance);
-    if (!failure.empty())
-      return failAtEnd("--check: " + failure + (writes ? "; nothing was saved" : ""));
+  if (o.check) {
+    // The verdict is rank 0's; the ranks that save a directory learn it.
+    std::string failure =
+        unsharded ? reportCheck(losses, expectedLosses, worst, done, o.tolerance) : "";
+    bool failed = !failure.empty();
+    if (savesDirectory)
+      failed = overRanks(failed, PMLIR_RT_MAX) != 0;
+    if (failed && rank == 0)
+      return failAtEnd("--check: " + failure +
+                       (gathers || savesDirectory ? "; nothing was saved" : ""));
+    if (failed) {
+      pmlir_rt_finalize();
+      return 1;
+    }
   }
-  if (!o.save.empty() && rank == 0) {
+  if (savesDirectory && !saveCheckpointDirectory(program, signature, args, updated)) {
+    if (mesh)
+      pmlir_rt_finalize();
+    return 1;
+  }
+  if (savesFile && rank == 0) {
     maybeHang(rank, "output");
     std::vector<TensorToWrite> parameters, optimizer;
     for (const StateTensor &t : checkpoint)

@@ -28,6 +28,8 @@
 
 namespace pmlir::exec {
 
+class CheckpointDirectory;
+
 enum class ElementKind { F32, I32, I64 };
 
 /// What an argument is, as tfm::argumentRole() decides it.
@@ -82,6 +84,10 @@ struct BindOptions {
   /// Where optimizer state binds from (a checkpoint's); without it the
   /// state starts at zero, as a fresh optimizer's.
   const SafeTensorsFile *state = nullptr;
+  /// A checkpoint directory being resumed: parameters and optimizer state
+  /// bind from it alone, each rank reading its blocks from the pieces that
+  /// hold them (CheckpointDirectory.h).
+  const CheckpointDirectory *checkpoint = nullptr;
   /// Give weights the weights file lacks the seeded init.
   bool initMissing = false;
   /// Inputs and labels are written before each run (training on a token

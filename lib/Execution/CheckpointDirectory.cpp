@@ -1,0 +1,567 @@
+//===- CheckpointDirectory.cpp - A checkpoint every rank writes -----------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Execution/CheckpointDirectory.h"
+#include "pmlir/Support/OutputFile.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CRC.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace pmlir;
+using namespace pmlir::exec;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char *kIndexName = "index.json";
+/// The index's "format", which says a directory is a checkpoint of ours.
+constexpr const char *kFormat = "pmlir.checkpoint";
+constexpr int kVersion = 1;
+/// A rank file's metadata key listing its blocks.
+constexpr const char *kShardsKey = "pmlir.shards";
+/// Dimensions and offsets of a piece beyond this are refused: products of
+/// a few of them stay far from int64's end.
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+constexpr int64_t kMaxElements = int64_t(1) << 50;
+
+std::string checksumOf(const void *data, size_t bytes) {
+  uint32_t crc = llvm::crc32(llvm::ArrayRef(static_cast<const uint8_t *>(data), bytes));
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format_hex_no_prefix(crc, 8);
+  return text;
+}
+
+std::string rankFileName(int64_t rank) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "rank-%05lld.safetensors", static_cast<long long>(rank));
+  return name;
+}
+
+/// `directory` without trailing slashes.
+std::string trimmed(const std::string &directory) {
+  std::string path = directory;
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  return path;
+}
+
+std::string stagingOf(const std::string &directory) { return trimmed(directory) + ".saving"; }
+
+std::string parentOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// A name a save writes in its directory: a rank's file, the index, or the
+/// temporary either is written through (OutputFile: ".NAME.<id>.tmp").
+bool writtenBySave(llvm::StringRef name) {
+  llvm::StringRef base = name;
+  if (base.starts_with(".") && base.ends_with(".tmp")) {
+    base = base.drop_front().drop_back(4);
+    size_t dot = base.find(".safetensors.");
+    if (base.starts_with("index.json."))
+      return true;
+    if (dot == llvm::StringRef::npos)
+      return false;
+    base = base.take_front(dot + strlen(".safetensors"));
+  }
+  if (base == kIndexName)
+    return true;
+  if (!base.consume_front("rank-") || !base.consume_back(".safetensors") || base.empty())
+    return false;
+  return llvm::all_of(base, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// The names in `directory` (without "." and ".."); false with `error`.
+bool listDirectory(const std::string &directory, std::vector<std::string> &names,
+                   std::string &error) {
+  DIR *dir = ::opendir(directory.c_str());
+  if (!dir) {
+    error = "cannot read '" + directory + "': " + std::strerror(errno);
+    return false;
+  }
+  while (struct dirent *entry = ::readdir(dir)) {
+    llvm::StringRef name(entry->d_name);
+    if (name != "." && name != "..")
+      names.push_back(name.str());
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return true;
+}
+
+/// Removes what a save wrote in `directory`, then the directory; what it
+/// did not write stays (and the directory with it).
+void removeSaveDirectory(const std::string &directory) {
+  std::vector<std::string> names;
+  std::string ignored;
+  if (!listDirectory(directory, names, ignored))
+    return;
+  for (const std::string &name : names)
+    if (writtenBySave(name))
+      ::unlink((directory + "/" + name).c_str());
+  ::rmdir(directory.c_str());
+}
+
+bool syncDirectory(const std::string &directory) {
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  return synced;
+}
+
+json blockJson(const BlockLayout &block) {
+  json j = {{"global", block.global}, {"local", block.local}, {"offset", block.offset}};
+  if (block.orderedDim) {
+    j["ordered_dim"] = *block.orderedDim;
+    j["order"] = {block.order.ranks, block.order.length};
+  }
+  return j;
+}
+
+/// The one block of a tensor of `shape` held whole.
+BlockLayout wholeBlock(const std::vector<int64_t> &shape) {
+  BlockLayout block;
+  block.shape = block.global = block.local = shape;
+  block.offset.assign(shape.size(), 0);
+  return block;
+}
+
+/// A list of whole numbers in [0, kMaxDim], or nullopt.
+std::optional<std::vector<int64_t>> dimsOf(const json &j) {
+  if (!j.is_array())
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const json &d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxDim)
+      return std::nullopt;
+    dims.push_back(d.get<int64_t>());
+  }
+  return dims;
+}
+
+/// The product of `dims` if it is at most kMaxElements.
+std::optional<int64_t> productOf(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      return std::nullopt;
+  return n;
+}
+
+/// A piece's block of a tensor of `shape` from its JSON, checked so that
+/// every element it places lies in the tensor and in the piece; nullopt
+/// with `why` (a phrase) when it does not.
+std::optional<BlockLayout> blockFromJson(const json &j, const std::vector<int64_t> &shape,
+                                         std::string &why) {
+  BlockLayout block;
+  block.shape = shape;
+  std::optional<std::vector<int64_t>> global, local, offset;
+  if (!j.is_object() || !(global = dimsOf(j.value("global", json()))) ||
+      !(local = dimsOf(j.value("local", json()))) ||
+      !(offset = dimsOf(j.value("offset", json()))) || global->size() != local->size() ||
+      global->size() != offset->size()) {
+    why = "its block is no {global, local, offset} of equal lengths of whole numbers";
+    return std::nullopt;
+  }
+  std::optional<int64_t> elements = productOf(shape), view = productOf(*global);
+  if (!elements || !view || *elements != *view || !productOf(*local)) {
+    why = "its block's view " + formatDims(*global) + " does not hold the tensor's " +
+          formatDims(shape) + " elements";
+    return std::nullopt;
+  }
+  block.global = *global;
+  block.local = *local;
+  block.offset = *offset;
+  if (j.contains("ordered_dim")) {
+    const json &d = j["ordered_dim"], &order = j.value("order", json());
+    std::optional<std::vector<int64_t>> ranksLength = dimsOf(order);
+    if (!d.is_number_unsigned() || d.get<size_t>() >= block.global.size() || !ranksLength ||
+        ranksLength->size() != 2) {
+      why = "its block's head-tail order is no dimension with [ranks, length]";
+      return std::nullopt;
+    }
+    size_t dim = d.get<size_t>();
+    int64_t ranks = (*ranksLength)[0], length = (*ranksLength)[1];
+    if (ranks < 1 || length < ranks || length != block.global[dim] || length % ranks != 0 ||
+        block.local[dim] != length / ranks || block.offset[dim] % block.local[dim] != 0) {
+      why = "its block's head-tail order does not split dimension " + std::to_string(dim) +
+            " in equal blocks";
+      return std::nullopt;
+    }
+    block.orderedDim = dim;
+    block.order = HeadTailOrder{ranks, length};
+  }
+  return block;
+}
+
+} // namespace
+
+bool exec::isCheckpointDirectory(const std::string &path) {
+  return !llvm::StringRef(path).ends_with(".safetensors");
+}
+
+bool exec::checkCheckpointTarget(const std::string &given, std::string &error) {
+  std::string directory = trimmed(given);
+  llvm::StringRef last = llvm::StringRef(directory).rsplit('/').second;
+  if (last.empty())
+    last = directory;
+  if (last == "." || last == ".." || directory == "/") {
+    error = "'" + given + "' names no directory of its own: name the checkpoint directory";
+    return false;
+  }
+  std::string parent = parentOf(directory);
+  struct stat st;
+  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = "'" + given + "': the directory '" + parent + "' it would be made in does not exist";
+    return false;
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    error = "'" + given + "': the directory '" + parent + "' it would be made in is not writable";
+    return false;
+  }
+  if (::stat(directory.c_str(), &st) != 0)
+    return true;
+  if (!S_ISDIR(st.st_mode)) {
+    error = "'" + given +
+            "' is a file, not a checkpoint directory (a path ending in .safetensors saves "
+            "one consolidated checkpoint)";
+    return false;
+  }
+  std::vector<std::string> names;
+  if (!listDirectory(directory, names, error))
+    return false;
+  bool indexed = llvm::is_contained(names, kIndexName);
+  for (const std::string &name : names)
+    if (!indexed || !writtenBySave(name)) {
+      error = "'" + given + "' holds '" + name +
+              "', which is no part of a checkpoint pmlir-run wrote: pmlir-run replaces only "
+              "its own checkpoints (name a new directory)";
+      return false;
+    }
+  return true;
+}
+
+bool exec::beginCheckpointDirectory(const std::string &directory, std::string &error) {
+  std::string staging = stagingOf(directory);
+  struct stat st;
+  if (::lstat(staging.c_str(), &st) == 0) {
+    // A previous save that did not finish: its files alone are removed.
+    std::vector<std::string> names;
+    if (!S_ISDIR(st.st_mode) || !listDirectory(staging, names, error)) {
+      error = "'" + staging + "', where the save is written, exists and is no directory";
+      return false;
+    }
+    for (const std::string &name : names)
+      if (!writtenBySave(name)) {
+        error = "'" + staging + "', left by a save that did not finish, holds '" + name +
+                "', which no save wrote: remove it";
+        return false;
+      }
+    removeSaveDirectory(staging);
+  }
+  if (::mkdir(staging.c_str(), 0777) != 0) {
+    error = "cannot make '" + staging + "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool exec::writeCheckpointShards(const std::string &directory, int64_t rank,
+                                 const std::vector<ShardToWrite> &shards, std::string &error) {
+  if (shards.empty())
+    return true;
+  std::vector<TensorToWrite> tensors;
+  json described = json::object();
+  for (const ShardToWrite &shard : shards) {
+    tensors.push_back({shard.name, DType::F32, shard.shape, shard.data});
+    BlockLayout block = shard.block ? *shard.block : wholeBlock(shard.shape);
+    int64_t elements = 1;
+    for (int64_t d : shard.shape)
+      elements *= d;
+    json entry = {{"kind", shard.parameter ? "parameter" : "optimizer"},
+                  {"shape", block.shape},
+                  {"crc32", checksumOf(shard.data, elements * sizeof(float))},
+                  {"block", blockJson(block)}};
+    described[shard.name] = std::move(entry);
+  }
+  std::unique_ptr<OutputFile> file =
+      stageSafeTensors(stagingOf(directory) + "/" + rankFileName(rank), tensors,
+                       {{"format", "pt"}, {kShardsKey, described.dump()}}, error);
+  return file && file->commit(error);
+}
+
+bool exec::commitCheckpointDirectory(const std::string &given, const std::string &mesh,
+                                     std::string &error, const std::function<void()> &staged) {
+  std::string directory = trimmed(given), staging = stagingOf(directory);
+  std::vector<std::string> names;
+  if (!listDirectory(staging, names, error))
+    return false;
+  // The index: every rank file's blocks, by tensor.
+  json files = json::array(), tensors = json::object();
+  for (const std::string &name : names) {
+    llvm::StringRef base(name);
+    if (!base.starts_with("rank-") || !writtenBySave(name))
+      continue;
+    std::unique_ptr<SafeTensorsFile> file = SafeTensorsFile::open(staging + "/" + name, error);
+    if (!file)
+      return false;
+    auto it = file->metadata().find(kShardsKey);
+    json described = it == file->metadata().end()
+                         ? json()
+                         : json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (!described.is_object()) {
+      error = file->path() + " lists no blocks (metadata '" + kShardsKey + "')";
+      return false;
+    }
+    size_t fileIndex = files.size();
+    files.push_back(name);
+    for (auto &[tensorName, entry] : described.items()) {
+      json &tensor = tensors[tensorName];
+      if (tensor.is_null())
+        tensor = {{"kind", entry["kind"]}, {"shape", entry["shape"]}, {"pieces", json::array()}};
+      else if (tensor["kind"] != entry["kind"] || tensor["shape"] != entry["shape"]) {
+        error = "the ranks saved tensor '" + tensorName + "' with different shapes or kinds";
+        return false;
+      }
+      json piece = entry["block"];
+      piece["file"] = fileIndex;
+      piece["crc32"] = entry["crc32"];
+      tensor["pieces"].push_back(std::move(piece));
+    }
+  }
+  json index = {{"format", kFormat},
+                {"version", kVersion},
+                {"mesh", mesh},
+                {"files", std::move(files)},
+                {"tensors", std::move(tensors)}};
+  std::unique_ptr<OutputFile> out = OutputFile::open(staging + "/" + kIndexName, error);
+  if (!out)
+    return false;
+  out->write(index.dump(1) + "\n");
+  if (!out->finish(error) || !out->commit(error))
+    return false;
+  if (!syncDirectory(staging)) {
+    error = "cannot write '" + staging + "': " + std::strerror(errno);
+    return false;
+  }
+  if (staged)
+    staged();
+  // One rename puts the new checkpoint in place of the old (or of an empty
+  // directory); where the file system cannot exchange, the old one is
+  // moved aside first.
+  struct stat st;
+  bool replaces = ::stat(directory.c_str(), &st) == 0;
+  if (replaces &&
+      ::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, directory.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS) {
+      error = "cannot put '" + staging + "' in place of '" + directory + "': " +
+              std::strerror(errno);
+      return false;
+    }
+    std::string aside = directory + ".previous";
+    removeSaveDirectory(aside);
+    if (std::rename(directory.c_str(), aside.c_str()) != 0 ||
+        std::rename(staging.c_str(), directory.c_str()) != 0) {
+      error = "cannot put '" + staging + "' in place of '" + directory + "': " +
+              std::strerror(errno);
+      return false;
+    }
+    removeSaveDirectory(aside);
+  } else if (!replaces && std::rename(staging.c_str(), directory.c_str()) != 0) {
+    error = "cannot put '" + staging + "' in place of '" + directory + "': " +
+            std::strerror(errno);
+    return false;
+  }
+  // The old checkpoint, now under the staging name.
+  if (replaces)
+    removeSaveDirectory(staging);
+  syncDirectory(parentOf(directory));
+  return true;
+}
+
+void exec::abandonCheckpointDirectory(const std::string &directory) {
+  removeSaveDirectory(stagingOf(directory));
+}
+
+std::unique_ptr<CheckpointDirectory> CheckpointDirectory::open(const std::string &given,
+                                                               std::string &error) {
+  std::string directory = trimmed(given), indexPath = directory + "/" + kIndexName;
+  std::unique_ptr<CheckpointDirectory> checkpoint(new CheckpointDirectory());
+  checkpoint->directoryPath = directory;
+  std::FILE *f = std::fopen(indexPath.c_str(), "rb");
+  if (!f) {
+    error = indexPath + ": cannot open: " + std::strerror(errno) +
+            (errno == ENOENT ? " (no checkpoint directory pmlir-run saved)" : "");
+    return nullptr;
+  }
+  json index = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  std::fclose(f);
+  auto corrupt = [&](const std::string &what) {
+    error = indexPath + " is corrupt: " + what;
+    return nullptr;
+  };
+  if (!index.is_object() || index.value("format", json()) != kFormat)
+    return corrupt("it is no JSON object of format '" + std::string(kFormat) + "'");
+  if (index.value("version", json()) != kVersion)
+    return corrupt("its version is not " + std::to_string(kVersion));
+  const json &files = index.value("files", json()), &tensors = index.value("tensors", json());
+  if (!files.is_array() || !tensors.is_object())
+    return corrupt("it lacks its 'files' list or its 'tensors' object");
+  for (const json &name : files) {
+    if (!name.is_string() || !writtenBySave(name.get<std::string>()) ||
+        name.get<std::string>() == kIndexName)
+      return corrupt("'files' holds an entry that is no rank file's name");
+    checkpoint->fileNames.push_back(name.get<std::string>());
+  }
+  checkpoint->opened.resize(checkpoint->fileNames.size());
+  for (auto &[name, entry] : tensors.items()) {
+    std::string what = "tensor '" + name + "': ";
+    std::optional<std::vector<int64_t>> shape;
+    if (!entry.is_object() || !(shape = dimsOf(entry.value("shape", json()))) ||
+        !productOf(*shape))
+      return corrupt(what + "it has no shape of whole numbers");
+    json kind = entry.value("kind", json());
+    if (kind != "parameter" && kind != "optimizer")
+      return corrupt(what + "its kind is neither 'parameter' nor 'optimizer'");
+    const json &pieces = entry.value("pieces", json());
+    if (!pieces.is_array() || pieces.empty())
+      return corrupt(what + "it lists no pieces");
+    Tensor tensor{kind == "parameter", *shape, {}};
+    for (const json &piece : pieces) {
+      std::string why;
+      std::optional<BlockLayout> block = blockFromJson(piece, *shape, why);
+      if (!block)
+        return corrupt(what + why);
+      const json &file = piece.value("file", json()), &crc = piece.value("crc32", json());
+      if (!file.is_number_unsigned() || file.get<size_t>() >= checkpoint->fileNames.size())
+        return corrupt(what + "a piece names no file of the list");
+      if (!crc.is_string())
+        return corrupt(what + "a piece has no checksum");
+      tensor.pieces.push_back({file.get<size_t>(), std::move(*block), crc.get<std::string>()});
+    }
+    checkpoint->byName.emplace(name, std::move(tensor));
+  }
+  return checkpoint;
+}
+
+const CheckpointDirectory::Tensor *CheckpointDirectory::find(std::string_view name) const {
+  auto it = byName.find(name);
+  return it == byName.end() ? nullptr : &it->second;
+}
+
+const SafeTensorsFile *CheckpointDirectory::file(size_t i, std::string &error) const {
+  if (!opened[i])
+    opened[i] = SafeTensorsFile::open(directoryPath + "/" + fileNames[i], error);
+  return opened[i].get();
+}
+
+const TensorView *CheckpointDirectory::pieceData(std::string_view name, const Piece &piece,
+                                                 std::string &error) const {
+  const SafeTensorsFile *f = file(piece.file, error);
+  if (!f)
+    return nullptr;
+  // The block as the rank held it: its shape may be the view's with a
+  // dimension of parts made one.
+  const TensorView *view = f->find(name);
+  if (!view || view->dtype != DType::F32 ||
+      view->numElements() != *productOf(piece.block.local)) {
+    error = f->path() + " does not hold tensor '" + std::string(name) + "' as F32 of " +
+            std::to_string(*productOf(piece.block.local)) +
+            " elements, as its index says: the checkpoint is corrupt";
+    return nullptr;
+  }
+  return view;
+}
+
+bool CheckpointDirectory::read(std::string_view name, const BlockLayout *block, float *out,
+                               uint64_t &bytesRead, std::string &error) const {
+  const Tensor *tensor = find(name);
+  if (!tensor) {
+    error = directoryPath + " has no tensor '" + std::string(name) + "'";
+    return false;
+  }
+  // Where each piece's rows lie in the global tensor (flat indices), in
+  // order; a piece's file is mapped only when one of its rows is read.
+  struct Run {
+    int64_t at, length;
+    size_t piece;
+    int64_t from;
+  };
+  std::vector<Run> runs;
+  for (auto [p, piece] : llvm::enumerate(tensor->pieces))
+    piece.block.forEachRow([&, p = p](int64_t at, int64_t from, int64_t length) {
+      runs.push_back({at, length, p, from});
+    });
+  std::sort(runs.begin(), runs.end(), [](const Run &a, const Run &b) { return a.at < b.at; });
+  std::vector<const TensorView *> views(tensor->pieces.size(), nullptr);
+  BlockLayout whole = block ? BlockLayout() : wholeBlock(tensor->shape);
+  const BlockLayout &target = block ? *block : whole;
+  std::string failure;
+  target.forEachRow([&](int64_t at, int64_t into, int64_t length) {
+    while (length > 0 && failure.empty()) {
+      auto next = std::upper_bound(runs.begin(), runs.end(), at,
+                                   [](int64_t a, const Run &r) { return a < r.at; });
+      if (next == runs.begin() || at >= std::prev(next)->at + std::prev(next)->length) {
+        failure = directoryPath + " is corrupt: no piece of tensor '" + std::string(name) +
+                  "' holds its element at flat index " + std::to_string(at);
+        return;
+      }
+      const Run &run = *std::prev(next);
+      const TensorView *&view = views[run.piece];
+      if (!view && !(view = pieceData(name, tensor->pieces[run.piece], failure)))
+        return;
+      int64_t n = std::min(length, run.at + run.length - at);
+      std::memcpy(out + into, view->data + (run.from + at - run.at) * sizeof(float),
+                  n * sizeof(float));
+      bytesRead += n * sizeof(float);
+      at += n;
+      into += n;
+      length -= n;
+    }
+  });
+  if (!failure.empty()) {
+    error = failure;
+    return false;
+  }
+  return true;
+}
+
+bool CheckpointDirectory::verify(int64_t rank, int64_t ranks, std::string &error) const {
+  int64_t k = 0;
+  for (auto &[name, tensor] : byName)
+    for (const Piece &piece : tensor.pieces) {
+      if (k++ % ranks != rank)
+        continue;
+      const TensorView *view = pieceData(name, piece, error);
+      if (!view)
+        return false;
+      if (checksumOf(view->data, view->bytes) != piece.checksum) {
+        error = "tensor '" + name + "' in " + directoryPath + "/" + fileNames[piece.file] +
+                " does not match the checksum its save recorded: the file is corrupt";
+        return false;
+      }
+    }
+  return true;
+}
