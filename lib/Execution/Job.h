@@ -36,14 +36,23 @@
 
 namespace pmlir::exec {
 
+/// Prints an error or a warning in one write: the ranks of a job share
+/// standard error, and pieces written apart interleave with another rank's.
+inline void diagnose(bool error, const llvm::Twine &message) {
+  std::string line;
+  llvm::raw_string_ostream out(line);
+  out.enable_colors(llvm::errs().has_colors());
+  (error ? llvm::WithColor::error(out, "pmlir-run") : llvm::WithColor::warning(out, "pmlir-run"))
+      << message << "\n";
+  llvm::errs() << line;
+}
+
 inline int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "pmlir-run") << message << "\n";
+  diagnose(/*error=*/true, message);
   return 1;
 }
 
-inline void warn(const llvm::Twine &message) {
-  llvm::WithColor::warning(llvm::errs(), "pmlir-run") << message << "\n";
-}
+inline void warn(const llvm::Twine &message) { diagnose(/*error=*/false, message); }
 
 /// Whether the output of a job launched through mpirun ends on a terminal:
 /// set by the launching pmlir-run, read by its ranks.

@@ -229,11 +229,13 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
                     clEnumValN(TokenDtype::Int32, "int32", "")),
          cl::desc("--data's ids"), cl::cat(c.training));
   bind("save", o.save,
-       cl::desc("write the trained parameters here (safetensors, Hugging Face names) and the "
-                "optimizer state beside it (X.optimizer.safetensors)"),
-       cl::value_desc("file"), cl::cat(c.training));
-  bind("resume", o.resume, cl::desc("continue from a checkpoint --save wrote (on any mesh)"),
-       cl::value_desc("file"), cl::cat(c.training));
+       cl::desc("X.safetensors: write the trained parameters there (Hugging Face names) and the "
+                "optimizer state beside it (X.optimizer.safetensors), gathered on rank 0; any "
+                "other path: a checkpoint directory each rank writes its own blocks to"),
+       cl::value_desc("file|dir"), cl::cat(c.training));
+  bind("resume", o.resume,
+       cl::desc("continue from a checkpoint --save wrote, a file or a directory (on any mesh)"),
+       cl::value_desc("file|dir"), cl::cat(c.training));
   bind("export-hf", o.exportHf,
        cl::desc("write the trained model as a Hugging Face directory here (config.json and "
                 "model.safetensors, which from_pretrained loads); the model must be pmlir-gen's"),
