@@ -376,22 +376,21 @@ bool exec::commitCheckpointDirectory(const std::string &given, const std::string
   if (replaces &&
       ::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, directory.c_str(), RENAME_EXCHANGE) != 0) {
     if (errno != EINVAL && errno != ENOSYS) {
-      error = "cannot put '" + staging + "' in place of '" + directory + "': " +
-              std::strerror(errno);
+      error =
+          "cannot put '" + staging + "' in place of '" + directory + "': " + std::strerror(errno);
       return false;
     }
     std::string aside = directory + ".previous";
     removeSaveDirectory(aside);
     if (std::rename(directory.c_str(), aside.c_str()) != 0 ||
         std::rename(staging.c_str(), directory.c_str()) != 0) {
-      error = "cannot put '" + staging + "' in place of '" + directory + "': " +
-              std::strerror(errno);
+      error =
+          "cannot put '" + staging + "' in place of '" + directory + "': " + std::strerror(errno);
       return false;
     }
     removeSaveDirectory(aside);
   } else if (!replaces && std::rename(staging.c_str(), directory.c_str()) != 0) {
-    error = "cannot put '" + staging + "' in place of '" + directory + "': " +
-            std::strerror(errno);
+    error = "cannot put '" + staging + "' in place of '" + directory + "': " + std::strerror(errno);
     return false;
   }
   // The old checkpoint, now under the staging name.
@@ -439,8 +438,7 @@ std::unique_ptr<CheckpointDirectory> CheckpointDirectory::open(const std::string
   for (auto &[name, entry] : tensors.items()) {
     std::string what = "tensor '" + name + "': ";
     std::optional<std::vector<int64_t>> shape;
-    if (!entry.is_object() || !(shape = dimsOf(entry.value("shape", json()))) ||
-        !productOf(*shape))
+    if (!entry.is_object() || !(shape = dimsOf(entry.value("shape", json()))) || !productOf(*shape))
       return corrupt(what + "it has no shape of whole numbers");
     json kind = entry.value("kind", json());
     if (kind != "parameter" && kind != "optimizer")
@@ -485,8 +483,7 @@ const TensorView *CheckpointDirectory::pieceData(std::string_view name, const Pi
   // The block as the rank held it: its shape may be the view's with a
   // dimension of parts made one.
   const TensorView *view = f->find(name);
-  if (!view || view->dtype != DType::F32 ||
-      view->numElements() != *productOf(piece.block.local)) {
+  if (!view || view->dtype != DType::F32 || view->numElements() != *productOf(piece.block.local)) {
     error = f->path() + " does not hold tensor '" + std::string(name) + "' as F32 of " +
             std::to_string(*productOf(piece.block.local)) +
             " elements, as its index says: the checkpoint is corrupt";

@@ -127,9 +127,9 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
       error = "--save: " + error;
       return false;
     }
-    if (!o.exportHf.empty() && (llvm::StringRef(o.save).rtrim('/') ==
-                                     llvm::StringRef(o.exportHf).rtrim('/') ||
-                                 sameFile(o.save, o.exportHf))) {
+    if (!o.exportHf.empty() &&
+        (llvm::StringRef(o.save).rtrim('/') == llvm::StringRef(o.exportHf).rtrim('/') ||
+         sameFile(o.save, o.exportHf))) {
       error = "--save and --export-hf name the same directory '" + o.save + "'";
       return false;
     }
@@ -137,19 +137,19 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
     saveFile = o.save;
   }
   std::vector<std::pair<const char *, std::string>> outputs,
-      inputFiles = {{"the model", o.model},
-                    {"--weights", o.weights},
-                    {"--weights (its model.safetensors)",
-                     o.weights.empty() ? std::string() : o.weights + "/model.safetensors"},
-                    {"--inputs", o.inputs},
-                    {"--resume", o.resume},
-                    {"--resume (its optimizer state)",
-                     o.resume.empty() || isCheckpointDirectory(o.resume)
-                         ? std::string()
-                         : optimizerStatePath(o.resume)},
-                    {"--data", o.data},
-                    {"--pipeline-csv", o.pipelineCsv},
-                    {"--topology", o.topology}};
+      inputFiles = {
+          {"the model", o.model},
+          {"--weights", o.weights},
+          {"--weights (its model.safetensors)",
+           o.weights.empty() ? std::string() : o.weights + "/model.safetensors"},
+          {"--inputs", o.inputs},
+          {"--resume", o.resume},
+          {"--resume (its optimizer state)", o.resume.empty() || isCheckpointDirectory(o.resume)
+                                                 ? std::string()
+                                                 : optimizerStatePath(o.resume)},
+          {"--data", o.data},
+          {"--pipeline-csv", o.pipelineCsv},
+          {"--topology", o.topology}};
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--output", o.output},
         {"--grads", o.grads},

@@ -446,8 +446,7 @@ bool Job::saveCheckpointDirectory(JitProgram &program, const EntrySignature &sig
       abandonCheckpointDirectory(o.save);
       if (mesh)
         fail("--save: " + llvm::Twine(failures) + (failures == 1 ? " rank" : " ranks") +
-             " could not write " + (failures == 1 ? "its" : "their") +
-             " part; nothing was saved");
+             " could not write " + (failures == 1 ? "its" : "their") + " part; nothing was saved");
     }
     return false;
   }
