@@ -308,7 +308,7 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::cat(c.debugging));
   bind("print-bytes-read", o.printBytesRead,
        cl::desc("each rank prints the bytes of parameters it read from --weights or --resume "
-                "(its blocks of sharded ones)"),
+                "(its blocks of sharded ones) and the seconds its arguments took to bind"),
        cl::cat(c.debugging));
   // Fault injection for the fault tests: rank R stops (sleeps until
   // killed) at a phase, so that the others' timeouts can be seen to name

@@ -559,10 +559,13 @@ int Job::run() {
   uint64_t bytesRead = 0;
   bind.bytesRead = &bytesRead;
   std::vector<BoundArgument> args;
+  auto bindStart = std::chrono::steady_clock::now();
   if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
       !bindArguments(signature.arguments, signature.name, bind, args, error) ||
       !checkIds(idRanges, signature, args, error))
     return failHere(error);
+  double bindSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - bindStart).count();
   // Every tensor of --weights is the model's, or provably changes nothing
   // left out (rank 0 reads what it compares; the others trust it). After
   // binding, which names the weights the file lacks first.
@@ -603,7 +606,8 @@ int Job::run() {
     std::string line = (mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "read " +
                        std::to_string(bytesRead) + " bytes of parameters from " +
                        (o.resume.empty() ? "--weights" : "--resume") + ", of " +
-                       std::to_string(whole) + "\n";
+                       std::to_string(whole) + ", bound in " +
+                       llvm::formatv("{0:f3}", bindSeconds).str() + " s\n";
     llvm::outs() << line;
     llvm::outs().flush();
   }
