@@ -13,7 +13,8 @@ after a warm-up; the table gives the medians over rounds and the ratio of
 each back-to-back pair (median, min and max over rounds). Both sides get
 random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
 vocabulary 50257). Then it measures a GEMM through pmlir-run against this
-CPU's measured AVX-512 FMA peak (bench/fma_peak.c) and reports pmlir-run's
+CPU's measured AVX-512 FMA peak (bench/fma_peak.c), naming the GEMM kernels
+pmlir-run chose (--verbose), and reports pmlir-run's
 peak resident memory against weights + activations of one forward.
 
 Threads: pmlir-run gets --threads T (its GEMMs run on OpenBLAS with T
@@ -166,6 +167,7 @@ def measure(args, work):
     print("| GEMM (M x 768) @ (768 x 3072) | threads | pmlir-run GFLOP/s | "
           "measured AVX-512 FMA peak GFLOP/s | fraction of peak |")
     print("|---|---|---|---|---|")
+    paths = set()
     for threads in thread_counts:
         # Best of three: a neighbour on a shared machine only ever lowers it.
         peak = max(float(subprocess.run([peak_exe, str(threads)], check=True,
@@ -181,11 +183,13 @@ def measure(args, work):
 }}
 """)
             # Best of three medians, as for the peak.
-            ms = min(float(re.search(r"median ([\d.]+) ms", run(
-                [pmlir_run, model, "--repeat", "20", "--threads", str(threads)])[0]).group(1))
-                     for _ in range(3))
+            outs = [run([pmlir_run, model, "--repeat", "20", "--threads", str(threads),
+                         "--verbose"])[0] for _ in range(3)]
+            ms = min(float(re.search(r"median ([\d.]+) ms", out).group(1)) for out in outs)
+            paths.add(re.search(r"^gemm: (.*)$", outs[0], re.M).group(1))
             gflops = 2 * m * 768 * 3072 / (ms * 1e-3) / 1e9
             print(f"| M = {m} | {threads} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} |")
+    print("\nGEMM path (pmlir-run --verbose): " + "; ".join(sorted(paths)))
 
     if memory:
         print("\n| batch | seq | pmlir-run peak RSS | weights | activations of one forward | "

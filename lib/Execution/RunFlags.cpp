@@ -306,6 +306,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 unrolls into "
                 "blocks that compile several times slower and run no faster (2)"),
        cl::cat(c.debugging));
+  bind("verbose", o.verbose,
+       cl::desc("print what the run chose that the flags did not say: the CPU's GEMM library, "
+                "its kernels and who chose them (by the CPU's features), its threads"),
+       cl::cat(c.debugging));
   bind("print-bytes-read", o.printBytesRead,
        cl::desc("each rank prints the bytes of parameters it read from --weights or --resume "
                 "(its blocks of sharded ones) and the seconds its arguments took to bind"),

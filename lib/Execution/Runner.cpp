@@ -13,6 +13,7 @@
 #include "pmlir/Execution/Binding.h"
 #include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Execution/CheckpointDirectory.h"
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Execution/Launch.h"
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
@@ -623,6 +624,10 @@ int Job::run() {
   if (!program)
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
+  if (o.verbose && rank == 0 && o.device == CompileTarget::Cpu) {
+    llvm::outs() << "gemm: " << rt::gemmPath() << "\n";
+    llvm::outs().flush();
+  }
   program->bind(args);
   // Every rank has compiled before the first run, whose time is then its
   // own, not a wait for the slowest compile (a pipeline's last stage).

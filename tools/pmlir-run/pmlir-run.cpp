@@ -31,6 +31,7 @@
 #include "pmlir/Execution/RunFlags.h"
 #include "pmlir/Execution/Runner.h"
 #include "pmlir/InitAllPMLIR.h"
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Support/ToolMain.h"
 
 #include "mlir/IR/AsmState.h"
@@ -80,6 +81,9 @@ static int runMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  // Before anything: may start the program again with the GEMM kernels
+  // for this CPU.
+  rt::chooseGemmKernels(argv);
   exec::keepFreedMemory();
   llvm::InitLLVM init(argc, argv);
   return runToolMain("pmlir-run", [&] { return runMain(argc, argv); });

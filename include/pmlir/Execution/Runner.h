@@ -150,6 +150,8 @@ struct RunOptions {
 
   /// Each rank prints the bytes of parameters it read from the files.
   bool printBytesRead = false;
+  /// Print what the run chose that the user did not: the GEMM kernels.
+  bool verbose = false;
 
   int64_t hangRank = -1;
   std::string hangAt;

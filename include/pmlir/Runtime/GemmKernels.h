@@ -1,0 +1,63 @@
+//===- GemmKernels.h - The CPU GEMM kernels, chosen by the CPU's features -===//
+//
+// Part of pmlir.
+//
+// The CPU's GEMMs run on OpenBLAS, whose dynamic build picks its kernels
+// from a list of CPU models when it loads: a model newer than its list gets
+// the generic SSE3 kernels ("Prescott"), a quarter of what an AVX-512 CPU
+// does. pmlir chooses by the CPU's features instead (cpuid, and the
+// registers the OS saves): where OpenBLAS's pick is below what the CPU
+// runs, pmlir-run starts itself again with OPENBLAS_CORETYPE naming the
+// kernels for the CPU's level, before anything else happens (OpenBLAS reads
+// it when it loads, which is before main). An OPENBLAS_CORETYPE the user
+// set is left alone. Ranks under mpirun inherit the choice. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_RUNTIME_GEMMKERNELS_H
+#define PMLIR_RUNTIME_GEMMKERNELS_H
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pmlir::rt {
+
+/// The vector instructions a set of GEMM kernels uses, or a CPU runs, in
+/// increasing order.
+enum class SimdLevel { Sse, Avx, Avx2, Avx512, Avx512Bf16 };
+
+/// "SSE", "AVX", "AVX2", "AVX-512", "AVX-512 BF16".
+const char *simdLevelName(SimdLevel level);
+
+/// This CPU's level: its cpuid features and the vector registers the OS
+/// saves (xgetbv); AVX2 counts with FMA, AVX-512 with F, DQ, BW and VL.
+SimdLevel cpuSimdLevel();
+
+/// The level of the kernels of OpenBLAS's core `core` (as
+/// openblas_get_corename() spells it, any case); nullopt for a core this
+/// list does not know (then pmlir never overrides it).
+std::optional<SimdLevel> openBlasCoreLevel(std::string_view core);
+
+/// The OpenBLAS core whose kernels a CPU of level `cpu` should run where
+/// OpenBLAS chose `chosen`: nullopt where `chosen` is as good (or unknown).
+std::optional<std::string> betterOpenBlasCore(std::string_view chosen, SimdLevel cpu);
+
+/// Called first thing in main with main's argv: where OpenBLAS chose
+/// kernels below this CPU's level and OPENBLAS_CORETYPE is not set,
+/// re-executes the program with it set (and PMLIR_OPENBLAS_CHOSE holding
+/// OpenBLAS's own pick, for gemmPath). Returns when nothing is to be done
+/// or the re-execution failed (OpenBLAS's pick then stays). The
+/// environment variable PMLIR_TEST_OPENBLAS_CORE stands for OpenBLAS's
+/// pick in tests (a CPU OpenBLAS does not know, on any machine).
+void chooseGemmKernels(char **argv);
+
+/// The GEMM path of this process, for people: the library and version,
+/// the kernels and who chose them, the threads. E.g. "OpenBLAS 0.3.21,
+/// Cooperlake kernels (pmlir's choice for this CPU's AVX-512 BF16;
+/// OpenBLAS chose Prescott), 2 threads".
+std::string gemmPath();
+
+} // namespace pmlir::rt
+
+#endif // PMLIR_RUNTIME_GEMMKERNELS_H

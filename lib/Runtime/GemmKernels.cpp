@@ -1,0 +1,179 @@
+//===- GemmKernels.cpp - The CPU GEMM kernels, chosen by the CPU's features ===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Runtime/GemmKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+using namespace pmlir::rt;
+
+namespace {
+
+/// OpenBLAS's x86-64 cores (driver/others/dynamic.c) by the instructions
+/// of their GEMM kernels.
+struct Core {
+  const char *name;
+  SimdLevel level;
+};
+constexpr Core kCores[] = {
+    {"katmai", SimdLevel::Sse},          {"coppermine", SimdLevel::Sse},
+    {"northwood", SimdLevel::Sse},       {"prescott", SimdLevel::Sse},
+    {"banias", SimdLevel::Sse},          {"atom", SimdLevel::Sse},
+    {"core2", SimdLevel::Sse},           {"penryn", SimdLevel::Sse},
+    {"dunnington", SimdLevel::Sse},      {"nehalem", SimdLevel::Sse},
+    {"athlon", SimdLevel::Sse},          {"opteron", SimdLevel::Sse},
+    {"opteron_sse3", SimdLevel::Sse},    {"barcelona", SimdLevel::Sse},
+    {"nano", SimdLevel::Sse},            {"bobcat", SimdLevel::Sse},
+    {"sandybridge", SimdLevel::Avx},     {"bulldozer", SimdLevel::Avx},
+    {"piledriver", SimdLevel::Avx},      {"steamroller", SimdLevel::Avx},
+    {"haswell", SimdLevel::Avx2},        {"excavator", SimdLevel::Avx2},
+    {"zen", SimdLevel::Avx2},            {"skylakex", SimdLevel::Avx512},
+    {"cooperlake", SimdLevel::Avx512Bf16}, {"sapphirerapids", SimdLevel::Avx512Bf16},
+};
+
+/// The core pmlir asks for at each level: the oldest OpenBLAS release
+/// that has it (0.3.11 for Cooperlake) knows its name.
+const char *coreFor(SimdLevel level) {
+  switch (level) {
+  case SimdLevel::Sse:
+    return nullptr;
+  case SimdLevel::Avx:
+    return "Sandybridge";
+  case SimdLevel::Avx2:
+    return "Haswell";
+  case SimdLevel::Avx512:
+    return "SkylakeX";
+  case SimdLevel::Avx512Bf16:
+    return "Cooperlake";
+  }
+  return nullptr;
+}
+
+std::string lowered(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+constexpr const char *kChoseEnv = "PMLIR_OPENBLAS_CHOSE";
+constexpr const char *kTestCoreEnv = "PMLIR_TEST_OPENBLAS_CORE";
+constexpr const char *kCoreTypeEnv = "OPENBLAS_CORETYPE";
+
+} // namespace
+
+const char *pmlir::rt::simdLevelName(SimdLevel level) {
+  switch (level) {
+  case SimdLevel::Sse:
+    return "SSE";
+  case SimdLevel::Avx:
+    return "AVX";
+  case SimdLevel::Avx2:
+    return "AVX2";
+  case SimdLevel::Avx512:
+    return "AVX-512";
+  case SimdLevel::Avx512Bf16:
+    return "AVX-512 BF16";
+  }
+  return "?";
+}
+
+SimdLevel pmlir::rt::cpuSimdLevel() {
+#if defined(__x86_64__)
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    return SimdLevel::Sse;
+  bool avx = ecx & (1u << 28), fma = ecx & (1u << 12), osxsave = ecx & (1u << 27);
+  if (!avx || !osxsave)
+    return SimdLevel::Sse;
+  // The registers the OS saves on a context switch: AVX's (XMM and YMM
+  // state), AVX-512's (opmask, ZMM upper halves, ZMM 16-31).
+  uint32_t xcr0Low, xcr0High;
+  __asm__ volatile("xgetbv" : "=a"(xcr0Low), "=d"(xcr0High) : "c"(0));
+  if ((xcr0Low & 0x6) != 0x6)
+    return SimdLevel::Sse;
+  bool osAvx512 = (xcr0Low & 0xe0) == 0xe0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    return SimdLevel::Avx;
+  bool avx2 = ebx & (1u << 5);
+  bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 17)) && (ebx & (1u << 30)) &&
+                (ebx & (1u << 31)); // F, DQ, BW, VL
+  unsigned leaves = eax;
+  if (!avx2 || !fma)
+    return SimdLevel::Avx;
+  if (!avx512 || !osAvx512)
+    return SimdLevel::Avx2;
+  if (leaves >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)))
+    return SimdLevel::Avx512Bf16;
+  return SimdLevel::Avx512;
+#else
+  return SimdLevel::Sse;
+#endif
+}
+
+std::optional<SimdLevel> pmlir::rt::openBlasCoreLevel(std::string_view core) {
+  std::string name = lowered(core);
+  for (const Core &known : kCores)
+    if (name == known.name)
+      return known.level;
+  return std::nullopt;
+}
+
+std::optional<std::string> pmlir::rt::betterOpenBlasCore(std::string_view chosen, SimdLevel cpu) {
+  std::optional<SimdLevel> level = openBlasCoreLevel(chosen);
+  const char *better = coreFor(cpu);
+  if (!level || *level >= cpu || !better)
+    return std::nullopt;
+  return std::string(better);
+}
+
+void pmlir::rt::chooseGemmKernels(char **argv) {
+  if (std::getenv(kCoreTypeEnv))
+    return;
+  const char *test = std::getenv(kTestCoreEnv);
+  std::string chosen = test ? test : openblas_get_corename();
+  std::optional<std::string> better = betterOpenBlasCore(chosen, cpuSimdLevel());
+  if (!better)
+    return;
+  setenv(kCoreTypeEnv, better->c_str(), 1);
+  setenv(kChoseEnv, chosen.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  // Not re-executed: OpenBLAS's own kernels, as it chose them.
+  unsetenv(kCoreTypeEnv);
+  unsetenv(kChoseEnv);
+}
+
+std::string pmlir::rt::gemmPath() {
+  // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
+  // its first two words.
+  std::string config = openblas_get_config();
+  size_t second = config.find(' ', config.find(' ') + 1);
+  std::string library = config.substr(0, second);
+  std::string core = openblas_get_corename();
+  std::string cpu = simdLevelName(cpuSimdLevel());
+  const char *forced = std::getenv(kCoreTypeEnv);
+  const char *chose = std::getenv(kChoseEnv);
+  std::string who;
+  if (forced && chose)
+    who = "pmlir's choice for this CPU's " + cpu + "; OpenBLAS chose " + chose;
+  else if (forced)
+    who = std::string(kCoreTypeEnv) + "=" + forced + "; this CPU runs " + cpu;
+  else
+    who = "OpenBLAS's choice; this CPU runs " + cpu;
+  int threads = openblas_get_num_threads();
+  return library + ", " + core + " kernels (" + who + "), " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads");
+}
