@@ -181,6 +181,12 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("on a mesh: end the job when one collective waits longer than this many "
                 "seconds (0: no limit; 60)"),
        cl::cat(c.mesh));
+  bind("check-collectives", o.checkCollectives,
+       cl::desc("on a mesh: before each collective, compare what every rank of its group is "
+                "about to issue (kind, element type, count, reduction or root, its place among "
+                "the group's calls; a send with its recv) and end the job naming the two ranks "
+                "that differ, where they would hang or swap data"),
+       cl::cat(c.mesh));
   chooseOptional("backend", o.backend,
                  cl::values(clEnumValN(PMLIR_RT_BACKEND_MPI, "mpi", "host memory"),
                             clEnumValN(PMLIR_RT_BACKEND_NCCL, "nccl",

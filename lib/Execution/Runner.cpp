@@ -322,6 +322,8 @@ int Job::run() {
     rank = pmlir_rt_rank();
     if (o.wrongGroupAt > 0)
       pmlir_rt_test_wrong_group(o.wrongGroupAt);
+    if (o.checkCollectives)
+      pmlir_rt_check_collectives(1);
   }
   if (o.device == CompileTarget::Gpu && !o.compileOnly) {
     char text[512];
@@ -864,6 +866,8 @@ int exec::printGroups(const std::string &meshSpec, const std::string &rankOrder)
 int exec::runModel(const RunOptions &o) {
   if (!o.rankOrder.empty() && o.mesh.empty())
     return fail("--rank-order needs --mesh");
+  if (o.checkCollectives && o.mesh.empty())
+    return fail("--check-collectives checks the collectives of a mesh's ranks: it needs --mesh");
   bool recipe = o.recipe != RunOptions::Recipe::None;
   if (recipe && o.mesh.empty())
     return fail("--recipe needs --mesh");

@@ -28,6 +28,9 @@ struct Group {
   std::string axes;             // "tp,dp" or "tp:(2)2"
   int64_t boardKey = 0;         // its kind on the progress board
   std::vector<int64_t> members; // world ranks, in group order
+  /// The collectives this rank has issued on the group (counted by
+  /// --check-collectives, whose messages name the call by it).
+  mutable int64_t calls = 0;
 };
 
 /// This rank's group over `axes` (codes of mesh axes or parts of them,

@@ -82,6 +82,9 @@ struct State {
   Wait waiting;
   // pmlir_rt_test_wrong_group: the all-reduce to misdirect, and the count.
   int64_t wrongGroupAt = 0, allReduces = 0;
+  // pmlir_rt_check_collectives: each collective's fingerprint is compared
+  // across its group before it runs.
+  bool checkCollectives = false;
   // Made after the groups, destroyed before them.
   std::unique_ptr<CollectiveBackend> backend;
 };
@@ -522,6 +525,141 @@ const Group &collectiveGroup(const char *what, int64_t count, pmlir_rt_dtype dty
   return group;
 }
 
+/// What a rank is about to issue (--check-collectives): the same on every
+/// member of a group, or the program of some rank is not the others'.
+struct Fingerprint {
+  int64_t kind;   // index in kKinds
+  int64_t dtype;  // pmlir_rt_dtype
+  int64_t count;  // elements a member sends (a send's and its recv's alike)
+  int64_t detail; // the reduction, the root, or the tag; -1: none
+  int64_t call;   // the how-manieth on the group, from 1
+  bool operator==(const Fingerprint &o) const {
+    return kind == o.kind && dtype == o.dtype && count == o.count && detail == o.detail &&
+           call == o.call;
+  }
+};
+constexpr const char *kKinds[] = {"all_reduce", "all_gather", "gather",   "reduce_scatter",
+                                  "all_to_all", "broadcast",  "send/recv"};
+/// A tag the programs' point-to-point messages never use.
+constexpr int kFingerprintTag = 32766;
+
+std::string ordinal(int64_t n) {
+  const char *suffix = n % 100 / 10 == 1 ? "th"
+                       : n % 10 == 1     ? "st"
+                       : n % 10 == 2     ? "nd"
+                       : n % 10 == 3     ? "rd"
+                                         : "th";
+  return std::to_string(n) + suffix;
+}
+
+std::string describe(const Fingerprint &f) {
+  std::string dtype = "?";
+  switch (f.dtype) {
+#define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE)                                                  \
+  case CODE:                                                                                       \
+    dtype = #SUFFIX;                                                                               \
+    break;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  }
+  bool message = f.kind == 6;
+  std::string text = (message ? std::string() : ordinal(f.call) + " collective there, ") +
+                     (f.kind >= 0 && f.kind < int64_t(std::size(kKinds)) ? kKinds[f.kind] : "?") +
+                     " of " + std::to_string(f.count) + " " + dtype;
+  if (f.detail >= 0) {
+    std::string what = message ? "tag " : f.kind == 0 || f.kind == 3 ? "reduction " : "root ";
+    if (what == "reduction ") {
+      switch (f.detail) {
+#define PMLIR_RT_REDUCTION(ENUM, CODE, NAME)                                                       \
+  case CODE:                                                                                       \
+    what += #NAME;                                                                                 \
+    break;
+#include "pmlir/Runtime/RuntimeAbi.def"
+      default:
+        what += std::to_string(f.detail);
+      }
+    } else {
+      what += std::to_string(f.detail);
+    }
+    text += " (" + what + ")";
+  }
+  return text;
+}
+
+/// --check-collectives before a collective of `group`: every member's
+/// fingerprint to every member (one small all-gather over the group's MPI
+/// communicator, under the watchdog), and a member whose fingerprint is
+/// not member 0's ends the job naming both ranks and both collectives.
+void agreeOnCollective(const char *what, const Group &group, int64_t kind, int64_t count,
+                       pmlir_rt_dtype dtype, int64_t detail) {
+  if (!state->checkCollectives)
+    return;
+  Fingerprint mine{kind, int64_t(dtype), count, detail, ++group.calls};
+  std::vector<Fingerprint> all(group.size);
+  {
+    Waiting waiting(what, group);
+    mpiCall(
+        what,
+        [&] {
+          return MPI_Allgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(),
+                               sizeof(Fingerprint), MPI_BYTE, group.comm);
+        },
+        [&](MPI_Request *r) {
+          return MPI_Iallgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(),
+                                sizeof(Fingerprint), MPI_BYTE, group.comm, r);
+        });
+  }
+  if (mine == all[0])
+    return;
+  failWith("--check-collectives: ranks " + std::to_string(group.members[0]) + " and " +
+           std::to_string(state->rank) + " disagree over " + group.axes + ": rank " +
+           std::to_string(group.members[0]) + " issues its " + describe(all[0]) + ", rank " +
+           std::to_string(state->rank) + " its " + describe(mine));
+}
+
+/// --check-collectives before a send (`sending`) or recv with member
+/// `member`: the sender's fingerprint goes to the receiver, which ends the
+/// job naming both where it is not its own.
+void agreeOnMessage(const Group &group, int member, bool sending, int64_t count,
+                    pmlir_rt_dtype dtype, int64_t tag) {
+  if (!state->checkCollectives)
+    return;
+  Fingerprint mine{6, int64_t(dtype), count, tag, ++group.calls};
+  Fingerprint theirs = mine;
+  const char *what = sending ? "send" : "recv";
+  Waiting waiting(what, &group, member);
+  if (sending) {
+    mpiCall(
+        what,
+        [&] {
+          return MPI_Send(&mine, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
+                          group.comm);
+        },
+        [&](MPI_Request *r) {
+          return MPI_Isend(&mine, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
+                           group.comm, r);
+        });
+    return;
+  }
+  mpiCall(
+      what,
+      [&] {
+        return MPI_Recv(&theirs, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag, group.comm,
+                        MPI_STATUS_IGNORE);
+      },
+      [&](MPI_Request *r) {
+        return MPI_Irecv(&theirs, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
+                         group.comm, r);
+      });
+  // Calls count apart on the two sides (a rank sends to one peer and
+  // receives from another): the message itself must agree.
+  theirs.call = mine.call;
+  if (theirs == mine)
+    return;
+  failWith("--check-collectives: rank " + std::to_string(group.members[member]) + " sends a " +
+           describe(theirs) + " over " + group.axes + ", and rank " + std::to_string(state->rank) +
+           " receives a " + describe(mine));
+}
+
 void checkReduction(const char *what, pmlir_rt_reduction op) {
   switch (op) {
 #define PMLIR_RT_REDUCTION(ENUM, CODE, NAME) case PMLIR_RT_##ENUM:
@@ -540,6 +678,12 @@ extern "C" void pmlir_rt_test_wrong_group(int64_t nth) {
   state->allReduces = 0;
 }
 
+extern "C" void pmlir_rt_check_collectives(int on) {
+  if (!state)
+    std::fprintf(stderr, "pmlir-run: check_collectives before pmlir_rt_init\n"), std::_Exit(1);
+  state->checkCollectives = on != 0;
+}
+
 extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, pmlir_rt_reduction op,
                                     const int64_t *axes, int64_t numAxes) {
@@ -547,6 +691,7 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
     numAxes = 0;
   const Group &group = collectiveGroup("all_reduce", count, dtype, axes, numAxes);
   checkReduction("all_reduce", op);
+  agreeOnCollective("all_reduce", group, 0, count, dtype, op);
   TracedCall traced("all_reduce", group, count * int64_t(elementBytes(dtype)));
   state->backend->allReduce(send, recv, count, dtype, op, group);
 }
@@ -554,6 +699,7 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_gather", count, dtype, axes, numAxes);
+  agreeOnCollective("all_gather", group, 1, count, dtype, -1);
   TracedCall traced("all_gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->allGather(send, recv, count, dtype, group);
 }
@@ -561,6 +707,7 @@ extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                                 int64_t root, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("gather", count, dtype, axes, numAxes);
+  agreeOnCollective("gather", group, 2, count, dtype, root);
   TracedCall traced("gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->gather(send, recv, count, dtype, memberIndex(group, root, "gather: root"), group);
 }
@@ -570,6 +717,7 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
                                         const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("reduce_scatter", count, dtype, axes, numAxes);
   checkReduction("reduce_scatter", op);
+  agreeOnCollective("reduce_scatter", group, 3, count, dtype, op);
   TracedCall traced("reduce_scatter", group, count * int64_t(elementBytes(dtype)));
   state->backend->reduceScatter(send, recv, count, dtype, op, group);
 }
@@ -577,6 +725,7 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_to_all", count, dtype, axes, numAxes);
+  agreeOnCollective("all_to_all", group, 4, count, dtype, -1);
   TracedCall traced("all_to_all", group, count * int64_t(elementBytes(dtype)));
   state->backend->allToAll(send, recv, count, dtype, group);
 }
@@ -584,6 +733,7 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                                    const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("broadcast", count, dtype, axes, numAxes);
+  agreeOnCollective("broadcast", group, 5, count, dtype, root);
   TracedCall traced("broadcast", group, count * int64_t(elementBytes(dtype)));
   state->backend->broadcast(buf, count, dtype, memberIndex(group, root, "broadcast: root"), group);
 }
@@ -592,6 +742,7 @@ extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dty
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
   const Group &group = collectiveGroup("send", count, dtype, axes, numAxes);
   int member = memberIndex(group, peer, "send: peer");
+  agreeOnMessage(group, member, /*sending=*/true, count, dtype, tag);
   TracedCall traced("send", group, count * int64_t(elementBytes(dtype)), member);
   state->backend->send(buf, count, dtype, member, tag, group);
 }
@@ -600,6 +751,7 @@ extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, in
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
   const Group &group = collectiveGroup("recv", count, dtype, axes, numAxes);
   int member = memberIndex(group, peer, "recv: peer");
+  agreeOnMessage(group, member, /*sending=*/false, count, dtype, tag);
   TracedCall traced("recv", group, count * int64_t(elementBytes(dtype)), member);
   state->backend->recv(buf, count, dtype, member, tag, group);
 }

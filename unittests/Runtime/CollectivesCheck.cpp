@@ -404,6 +404,36 @@ int main(int argc, char **argv) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 
+  // --check-collectives: every check below runs with each call's
+  // fingerprint compared across its group first; --disagree-rank R makes
+  // rank R issue a call that differs from the others' (--disagree-how:
+  // count, reduction, kind, or message, a recv longer than its send),
+  // which must end the job naming both.
+  if (flag(argc, argv, "--check-collectives", "off") == "on")
+    pmlir_rt_check_collectives(1);
+  int64_t disagreeRank = std::atoll(flag(argc, argv, "--disagree-rank", "-1").c_str());
+  if (disagreeRank >= 0) {
+    std::string how = flag(argc, argv, "--disagree-how", "count");
+    int64_t axis = 0;
+    float send[8] = {1, 2, 3, 4, 5, 6, 7, 8}, recv[16] = {};
+    bool odd = rank == disagreeRank;
+    if (how == "message") {
+      int64_t member = pmlir_rt_index_in_group(&axis, 1);
+      if (member == 0)
+        pmlir_rt_send(send, 4, PMLIR_RT_F32, 1, &axis, 1, 7);
+      else if (member == 1)
+        pmlir_rt_recv(recv, odd ? 5 : 4, PMLIR_RT_F32, 0, &axis, 1, 7);
+    } else if (how == "kind" && odd) {
+      pmlir_rt_all_gather(send, recv, 4, PMLIR_RT_F32, &axis, 1);
+    } else {
+      pmlir_rt_all_reduce(send, recv, how == "count" && odd ? 5 : 4, PMLIR_RT_F32,
+                          how == "reduction" && odd ? PMLIR_RT_MAX : PMLIR_RT_SUM, &axis, 1);
+    }
+    pmlir_rt_finalize();
+    std::printf("the disagreement went unnoticed\n");
+    return 0;
+  }
+
   int axes = static_cast<int>(mesh.axisNames().size());
   for (int a = 0; a < axes; ++a)
     checkGroup(mesh, rank, {mesh.wholeAxis(a)});

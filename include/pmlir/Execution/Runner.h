@@ -51,6 +51,9 @@ struct RunOptions {
   std::string mesh, rankOrder;
   /// Seconds a collective may wait before the job ends (<= 0: no limit).
   double timeout = 60;
+  /// Compare each collective's fingerprint across its group before it
+  /// runs (pmlir_rt_check_collectives).
+  bool checkCollectives = false;
   /// Where the collectives run on a mesh: MPI (host memory), or NCCL (one
   /// GPU per rank; host buffers are staged through it). None: NCCL with a
   /// GPU device, else MPI.

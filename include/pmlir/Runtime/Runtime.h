@@ -105,6 +105,14 @@ int64_t pmlir_rt_coordinate(int64_t axis);
  * wrong reduction group would; 0 injects none. */
 void pmlir_rt_test_wrong_group(int64_t nth);
 
+/* --check-collectives: before each collective, every member of its group
+ * compares what it is about to issue (kind, element type, count, reduction
+ * or root, its place among the group's collectives) with the others'; a
+ * send's with its receive. A difference ends the job naming the two ranks
+ * and the two calls, where it would otherwise hang or swap data. Costs a
+ * small all-gather (or message) each. */
+void pmlir_rt_check_collectives(int on);
+
 /* recv = op over the group of send (count elements each). */
 void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                          pmlir_rt_reduction op, const int64_t *axes, int64_t num_axes);
