@@ -17,7 +17,7 @@ if [ ! -f build-sanitize/build.ninja ]; then
     -DPMLIR_ENABLE_SANITIZERS=ON -DPMLIR_ENABLE_FUZZERS=ON -DPMLIR_ENABLE_CUDA=OFF
 fi
 cmake --build build-sanitize --target PMLIRUnitTests pmlir-rt-collectives-check pmlir-run \
-  pmlir-opt pmlir-gen pmlir-fuzz-safetensors pmlir-fuzz-opt
+  pmlir-opt pmlir-gen pmlir-fuzz-safetensors pmlir-fuzz-opt pmlir-fuzz-checkpoint-index
 
 # Any report ends the process with an error. OpenMPI's own allocations at
 # exit are not this project's leaks; Debian's LLVM/MLIR libraries are not
@@ -41,7 +41,9 @@ echo "== fuzz smoke runs (fixed seed)"
 seconds="${FUZZ_SECONDS:-60}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$scratch/st-seeds" "$scratch/st-new" "$scratch/opt-seeds" "$scratch/opt-new"
+mkdir -p "$scratch/st-seeds" "$scratch/st-new" "$scratch/opt-seeds" "$scratch/opt-new" \
+  "$scratch/ck-seeds" "$scratch/ck-new"
+python3 fuzz/make-checkpoint-seeds.py "$scratch/ck-seeds"
 python3 test/Integration/CPU/Inputs/make-bad-files.py "$scratch/st-seeds"
 python3 fuzz/make-safetensors-seeds.py "$scratch/st-seeds"
 cp models/tiny-gpt2.mlir models/tiny-llama.mlir test/Dialect/Tfm/*.mlir \
@@ -53,4 +55,7 @@ build-sanitize/bin/pmlir-fuzz-safetensors "$scratch/st-new" "$scratch/st-seeds" 
 build-sanitize/bin/pmlir-fuzz-opt "$scratch/opt-new" "$scratch/opt-seeds" \
   -seed=1 -max_total_time="$seconds" -max_len=16384 -timeout=30 -rss_limit_mb=4096 \
   -artifact_prefix=build-sanitize/fuzz-opt- -print_final_stats=1
+build-sanitize/bin/pmlir-fuzz-checkpoint-index "$scratch/ck-new" "$scratch/ck-seeds" \
+  -seed=1 -max_total_time="$((seconds / 2))" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+  -artifact_prefix=build-sanitize/fuzz-checkpoint-index- -print_final_stats=1
 echo "sanitizer step: unit tests, fault tests and fuzz smoke runs passed"
