@@ -2,11 +2,15 @@
 //
 // Part of pmlir.
 //
-// What `pmlir-opt --pmlir-sharding-pipeline` does to any text: parse (with
-// the nesting bound the tools apply), verify, then the Megatron recipe,
-// propagation, partitioning and sequence parallelism on the module's mesh,
-// or on dp = 2 x tp = 2 where it names none. Diagnostics are expected;
-// a crash, a sanitizer report or an assertion is a finding.
+// What pmlir-opt does to any text: parse (with the nesting bound the tools
+// apply) and verify (the pipe dialect's schedules simulated by their
+// verifier among them), then on one copy the sharding pipeline (the
+// Megatron recipe, propagation, partitioning and sequence parallelism on
+// the module's mesh, or on dp = 2 x tp = 2 where it names none), and on
+// another what pmlir-run compiles for a training step on pp = 2 x tp = 2
+// scheduled 1F1B (autodiff, the optimizer, stages, the schedule, sharding,
+// one pipeline rank). Diagnostics are expected; a crash, a sanitizer
+// report or an assertion is a finding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +22,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/thread.h"
 
 #include <optional>
@@ -30,6 +35,7 @@ MLIRContext &context() {
   static MLIRContext *ctx = [] {
     DialectRegistry registry;
     pmlir::registerAllDialects(registry);
+    pmlir::registerAllPasses();
     auto *c = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
     c->loadAllAvailableDialects();
     return c;
@@ -53,12 +59,26 @@ void parseVerifyShard(llvm::StringRef text) {
     (*module)->setAttr(pmlir::tfm::kMeshAttr,
                        pmlir::tfm::MeshAttr::get(&ctx, {dp, tp}, {2, 2}));
   }
+  OwningOpRef<ModuleOp> training = module->clone();
   PassManager pm(&ctx);
   pmlir::ShardingPipelineOptions options;
   options.recipe = pmlir::ShardingPipelineOptions::Recipe::Megatron;
   options.sequenceParallel = true;
   pmlir::buildShardingPipeline(pm, options);
   (void)pm.run(*module);
+
+  // The training step pmlir-run compiles for pipeline rank 0 of
+  // pp = 2 x tp = 2 (the module's own mesh, where it has one, is refused
+  // with a diagnostic).
+  training->removeAttr(pmlir::tfm::kMeshAttr);
+  PassManager steps(&ctx);
+  if (succeeded(parsePassPipeline(
+          "builtin.module(pmlir-compile-pipeline{program=train mesh=pp=2,tp=2 recipe=megatron "
+          "pipeline-schedule=1f1b microbatches=2 to=rank})",
+          steps)))
+    (void)steps.run(*training);
+  else
+    std::abort(); // the pipeline's text is the fuzzer's own
 }
 
 } // namespace

@@ -48,7 +48,12 @@ python3 test/Integration/CPU/Inputs/make-bad-files.py "$scratch/st-seeds"
 python3 fuzz/make-safetensors-seeds.py "$scratch/st-seeds"
 cp models/tiny-gpt2.mlir models/tiny-llama.mlir test/Dialect/Tfm/*.mlir \
   test/Transforms/pmlir-partition.mlir test/Transforms/pmlir-sharding-propagation.mlir \
-  test/Integration/MultiRank/Inputs/*.mlir "$scratch/opt-seeds/"
+  test/Integration/MultiRank/Inputs/*.mlir test/Dialect/Pipe/*.mlir "$scratch/opt-seeds/"
+# Models with a loss, which the fuzzer also compiles as training steps.
+build-sanitize/bin/pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 \
+  --max-positions 8 --loss -o "$scratch/opt-seeds/gpt2-loss.mlir"
+build-sanitize/bin/pmlir-gen llama --layers 2 --hidden 32 --heads 4 --kv-heads 2 --ffn 48 \
+  --vocab 64 --seq 8 --batch 2 --loss -o "$scratch/opt-seeds/llama-loss.mlir"
 build-sanitize/bin/pmlir-fuzz-safetensors "$scratch/st-new" "$scratch/st-seeds" \
   -seed=1 -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -artifact_prefix=build-sanitize/fuzz-safetensors- -print_final_stats=1
