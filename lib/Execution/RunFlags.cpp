@@ -131,12 +131,7 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   bind("print-groups", o.printGroups,
        cl::desc("print the process groups of each mesh axis, one line per group, and exit"),
        cl::cat(c.mesh));
-  using Recipe = RunOptions::Recipe;
-  choose("recipe", o.recipe,
-         cl::values(clEnumValN(Recipe::Megatron, "megatron",
-                               "Megatron-LM's tensor parallelism on axis tp, batch on dp"),
-                    clEnumValN(Recipe::Auto, "auto",
-                               "pmlir-auto-sharding's integer program on --topology")),
+  choose("recipe", o.recipe, ShardingPipelineOptions::recipeValues(),
          cl::desc("shard the global model with a recipe on --mesh, then propagate and partition"),
          cl::cat(c.mesh));
   bind("topology", o.topology,
@@ -150,22 +145,13 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
                 "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"),
        cl::cat(c.mesh));
-  using Attention = RunOptions::ContextAttention;
-  chooseOptional(
-      "cp-attention", o.cpAttention,
-      cl::values(
-          clEnumValN(Attention::AllGather, "allgather",
-                     "keys and values gathered over cp (the default)"),
-          clEnumValN(Attention::Ring, "ring", "key/value blocks passed around cp, online softmax"),
-          clEnumValN(Attention::Ulysses, "ulysses", "heads split over cp, all-to-all in and out")),
-      cl::desc("with a cp axis in --mesh: attention over the split sequence"), cl::cat(c.mesh));
-  using Layout = RunOptions::ContextLayout;
-  chooseOptional("cp-layout", o.cpLayout,
-                 cl::values(clEnumValN(Layout::Balanced, "balanced",
-                                       "each rank a chunk from the front and one from the back: "
-                                       "equal causal attention work (the default)"),
-                            clEnumValN(Layout::Contiguous, "contiguous", "each rank one block")),
-                 cl::desc("with a cp axis in --mesh: the order of the split sequence"),
+  chooseOptional("cp-attention", o.cpAttention, ShardingPipelineOptions::contextAttentionValues(),
+                 cl::desc("with a cp axis in --mesh: attention over the split sequence "
+                          "(allgather when not given)"),
+                 cl::cat(c.mesh));
+  chooseOptional("cp-layout", o.cpLayout, ShardingPipelineOptions::contextLayoutValues(),
+                 cl::desc("with a cp axis in --mesh: the order of the split sequence (balanced "
+                          "when not given)"),
                  cl::cat(c.mesh));
   bind("zero", o.zero,
        cl::desc("ZeRO stage on the mesh's dp axis: 1 shards the optimizer state, 2 the "
@@ -214,13 +200,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("microbatches per step, each of the model's batch size; the gradients are "
                 "their mean"),
        cl::cat(c.training));
-  using training::Recompute;
-  choose(
-      "recompute", o.recompute,
-      cl::values(clEnumValN(Recompute::None, "none", "keep every activation"),
-                 clEnumValN(Recompute::Selective, "selective", "the attention core (the default)"),
-                 clEnumValN(Recompute::Full, "full", "each layer")),
-      cl::desc("what the backward pass recomputes instead of keeping"), cl::cat(c.training));
+  choose("recompute", o.recompute, training::recomputeValues(),
+         cl::desc("what the backward pass recomputes instead of keeping (selective when not "
+                  "given)"),
+         cl::cat(c.training));
   bind("grads", o.grads,
        cl::desc("differentiate the loss of the entry (pmlir-autodiff) and write the loss and "
                 "each parameter's gradient, under the parameter's name, to this file "

@@ -75,11 +75,7 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
           clEnumValN(ProgramKind::Train, "train", "an AdamW training step (@train_step)"))};
   Option<training::Recompute> recompute{
       *this, "recompute", llvm::cl::desc("what the backward pass recomputes"),
-      llvm::cl::init(training::Recompute::Selective),
-      llvm::cl::values(clEnumValN(training::Recompute::None, "none", "nothing"),
-                       clEnumValN(training::Recompute::Selective, "selective",
-                                  "the attention core (its probabilities)"),
-                       clEnumValN(training::Recompute::Full, "full", "each layer from its input"))};
+      llvm::cl::init(training::Recompute::Selective), training::recomputeValues()};
   Option<double> lr{*this, "lr", llvm::cl::desc("AdamW's learning rate"), llvm::cl::init(1e-3)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW's beta1"), llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW's beta2"), llvm::cl::init(0.999)};
@@ -128,12 +124,8 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                      "program is not sharded)")};
   Option<std::string> rankOrder{*this, "rank-order",
                                 llvm::cl::desc("the mesh's axes, fastest first")};
-  Option<Recipe> recipe{
-      *this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
-      llvm::cl::init(Recipe::None),
-      llvm::cl::values(clEnumValN(Recipe::None, "none", "the program's own annotations"),
-                       clEnumValN(Recipe::Megatron, "megatron", "Megatron-LM's"),
-                       clEnumValN(Recipe::Auto, "auto", "pmlir-auto-sharding"))};
+  Option<Recipe> recipe{*this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
+                        llvm::cl::init(Recipe::None), ShardingPipelineOptions::recipeValues()};
   Option<std::string> topology{*this, "topology",
                                llvm::cl::desc("recipe=auto: a topology preset or a JSON file"),
                                llvm::cl::init("cpu")};
@@ -144,17 +136,13 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
   Option<bool> sequenceParallel{*this, "sequence-parallel",
                                 llvm::cl::desc("Megatron's sequence parallelism"),
                                 llvm::cl::init(false)};
-  Option<ContextAttention> contextAttention{
-      *this, "context-attention", llvm::cl::desc("attention over a sequence split on cp"),
-      llvm::cl::init(ContextAttention::AllGather),
-      llvm::cl::values(clEnumValN(ContextAttention::AllGather, "allgather", ""),
-                       clEnumValN(ContextAttention::Ring, "ring", ""),
-                       clEnumValN(ContextAttention::Ulysses, "ulysses", ""))};
+  Option<ContextAttention> contextAttention{*this, "context-attention",
+                                            llvm::cl::desc("attention over a sequence split on cp"),
+                                            llvm::cl::init(ContextAttention::AllGather),
+                                            ShardingPipelineOptions::contextAttentionValues()};
   Option<ContextLayout> contextLayout{
       *this, "context-layout", llvm::cl::desc("the order of a sequence split on cp"),
-      llvm::cl::init(ContextLayout::Contiguous),
-      llvm::cl::values(clEnumValN(ContextLayout::Contiguous, "contiguous", ""),
-                       clEnumValN(ContextLayout::Balanced, "balanced", "head-tail"))};
+      llvm::cl::init(ContextLayout::Contiguous), ShardingPipelineOptions::contextLayoutValues()};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the rank's collectives to this JSON file")};
   Option<std::string> memoryReport{*this, "memory-report",

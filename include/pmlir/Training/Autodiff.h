@@ -18,6 +18,7 @@
 #define PMLIR_TRAINING_AUTODIFF_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <string>
 
@@ -36,6 +37,16 @@ enum class Recompute {
   /// output, its backward layer runs the block again.
   Full,
 };
+
+/// The alternatives of a `recompute` option, with their names: every
+/// option that takes one lists these.
+inline llvm::cl::ValuesClass recomputeValues() {
+  return llvm::cl::values(
+      clEnumValN(Recompute::None, "none",
+                 "nothing: the forward keeps the attention probabilities too"),
+      clEnumValN(Recompute::Selective, "selective", "the attention core (its probabilities)"),
+      clEnumValN(Recompute::Full, "full", "each layer from its input"));
+}
 
 /// The name pmlir-run, the compile pipeline and the planner give the
 /// gradient function of `entry`.

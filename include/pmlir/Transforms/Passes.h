@@ -32,15 +32,17 @@ namespace pmlir {
 /// How a global program is sharded, as pmlir-sharding-pipeline's options.
 struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipelineOptions> {
   enum class Recipe { None, Megatron, Auto };
-  Option<Recipe> recipe{
-      *this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
-      llvm::cl::init(Recipe::None),
-      llvm::cl::values(clEnumValN(Recipe::None, "none", "the program's own annotations"),
-                       clEnumValN(Recipe::Megatron, "megatron",
-                                  "Megatron-LM's tensor parallelism on tp, batch on dp"),
-                       clEnumValN(Recipe::Auto, "auto",
-                                  "pmlir-auto-sharding: an integer program over every "
-                                  "op's strategies on the topology"))};
+  enum class ContextAttention { AllGather, Ring, Ulysses };
+  enum class ContextLayout { Contiguous, Balanced };
+  /// The alternatives of each choice, with their names: every option that
+  /// takes one (these, pmlir-compile-pipeline's, pmlir-run's flags) lists
+  /// these, so a new alternative is added here alone.
+  static llvm::cl::ValuesClass recipeValues();
+  static llvm::cl::ValuesClass contextAttentionValues();
+  static llvm::cl::ValuesClass contextLayoutValues();
+
+  Option<Recipe> recipe{*this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
+                        llvm::cl::init(Recipe::None), recipeValues()};
   Option<std::string> topology{
       *this, "topology",
       llvm::cl::desc("recipe=auto: a topology preset (cpu, h100) or a JSON file"),
@@ -58,25 +60,12 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron's sequence parallelism on the partitioned program"),
       llvm::cl::init(false)};
-  enum class ContextAttention { AllGather, Ring, Ulysses };
   Option<ContextAttention> contextAttention{
       *this, "context-attention", llvm::cl::desc("attention over a sequence split on the cp axis"),
-      llvm::cl::init(ContextAttention::AllGather),
-      llvm::cl::values(clEnumValN(ContextAttention::AllGather, "allgather",
-                                  "keys and values all-gathered over cp"),
-                       clEnumValN(ContextAttention::Ring, "ring",
-                                  "keys and values passed around cp (pmlir-ring-attention)"),
-                       clEnumValN(ContextAttention::Ulysses, "ulysses",
-                                  "heads split over cp, all-to-all in and out"))};
-  enum class ContextLayout { Contiguous, Balanced };
+      llvm::cl::init(ContextAttention::AllGather), contextAttentionValues()};
   Option<ContextLayout> contextLayout{
       *this, "context-layout", llvm::cl::desc("the order of a sequence split on the cp axis"),
-      llvm::cl::init(ContextLayout::Contiguous),
-      llvm::cl::values(clEnumValN(ContextLayout::Contiguous, "contiguous",
-                                  "each rank a contiguous block"),
-                       clEnumValN(ContextLayout::Balanced, "balanced",
-                                  "head-tail order, causal work balanced "
-                                  "(pmlir-head-tail-sequence)"))};
+      llvm::cl::init(ContextLayout::Contiguous), contextLayoutValues()};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the collectives to this JSON file")};
   Option<std::string> memoryReport{

@@ -923,13 +923,7 @@ def Autodiff : Pass<"pmlir-autodiff", "mlir::ModuleOp"> {
     Option<"recompute", "recompute", "pmlir::training::Recompute",
            /*default=*/"pmlir::training::Recompute::Selective",
            "what the backward pass recomputes instead of keeping",
-           [{::llvm::cl::values(
-             clEnumValN(pmlir::training::Recompute::None, "none",
-                        "nothing: the forward keeps the attention probabilities too"),
-             clEnumValN(pmlir::training::Recompute::Selective, "selective",
-                        "the attention core (its probabilities)"),
-             clEnumValN(pmlir::training::Recompute::Full, "full",
-                        "each layer from its input"))}]>,
+           "pmlir::training::recomputeValues()">,
   ];
 }
 

@@ -56,3 +56,33 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
   if (!options.memoryReport.empty())
     pm.addPass(createMemoryReport(MemoryReportOptions{options.memoryReport}));
 }
+
+llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::recipeValues() {
+  return llvm::cl::values(
+      clEnumValN(pmlir::ShardingPipelineOptions::Recipe::None, "none",
+                 "the program's own annotations"),
+      clEnumValN(pmlir::ShardingPipelineOptions::Recipe::Megatron, "megatron",
+                 "Megatron-LM's tensor parallelism on tp, batch on dp, sequence on cp"),
+      clEnumValN(pmlir::ShardingPipelineOptions::Recipe::Auto, "auto",
+                 "pmlir-auto-sharding: an integer program over every op's strategies on the "
+                 "topology"));
+}
+
+llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::contextAttentionValues() {
+  return llvm::cl::values(
+      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::AllGather, "allgather",
+                 "keys and values all-gathered over cp"),
+      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::Ring, "ring",
+                 "key/value blocks passed around cp, online softmax (pmlir-ring-attention)"),
+      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::Ulysses, "ulysses",
+                 "heads split over cp, all-to-all in and out"));
+}
+
+llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::contextLayoutValues() {
+  return llvm::cl::values(
+      clEnumValN(pmlir::ShardingPipelineOptions::ContextLayout::Contiguous, "contiguous",
+                 "each rank one contiguous block"),
+      clEnumValN(pmlir::ShardingPipelineOptions::ContextLayout::Balanced, "balanced",
+                 "head-tail order: each rank a chunk from the front and one from the back, "
+                 "equal causal attention work (pmlir-head-tail-sequence)"));
+}
