@@ -40,6 +40,9 @@ constexpr const char *kShardsKey = "pmlir.shards";
 /// a few of them stay far from int64's end.
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 constexpr int64_t kMaxElements = int64_t(1) << 50;
+/// Dimensions of a piece's view: with each index below three times its
+/// dimension, a flat index stays below 3^8 * 2^50 < 2^63.
+constexpr size_t kMaxRank = 8;
 
 std::string checksumOf(const void *data, size_t bytes) {
   uint32_t crc = llvm::crc32(llvm::ArrayRef(static_cast<const uint8_t *>(data), bytes));
@@ -89,6 +92,12 @@ bool writtenBySave(llvm::StringRef name) {
   if (!base.consume_front("rank-") || !base.consume_back(".safetensors") || base.empty())
     return false;
   return llvm::all_of(base, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// A rank's file: rank-<digits>.safetensors.
+bool isRankFileName(llvm::StringRef name) {
+  return name.consume_front("rank-") && name.consume_back(".safetensors") && !name.empty() &&
+         llvm::all_of(name, [](char c) { return c >= '0' && c <= '9'; });
 }
 
 /// The names in `directory` (without "." and ".."); false with `error`.
@@ -191,6 +200,20 @@ std::optional<BlockLayout> blockFromJson(const json &j, const std::vector<int64_
           formatDims(shape) + " elements";
     return std::nullopt;
   }
+  // A block lies in its view: no wider than it, starting inside it or in
+  // the padding just past it (a last device's block of an uneven split),
+  // so that the flat indices of its rows stay far from int64's end.
+  if (global->size() > kMaxRank) {
+    why = "its block has more than " + std::to_string(kMaxRank) + " dimensions";
+    return std::nullopt;
+  }
+  for (size_t d = 0; d < global->size(); ++d)
+    if ((*local)[d] > (*global)[d] ||
+        (*offset)[d] >= (*global)[d] + std::max<int64_t>(1, (*local)[d])) {
+      why = "its block " + formatDims(*local) + " at " + formatDims(*offset) +
+            " does not lie in its view " + formatDims(*global);
+      return std::nullopt;
+    }
   block.global = *global;
   block.local = *local;
   block.offset = *offset;
@@ -269,10 +292,12 @@ bool exec::beginCheckpointDirectory(const std::string &directory, std::string &e
   if (::lstat(staging.c_str(), &st) == 0) {
     // A previous save that did not finish: its files alone are removed.
     std::vector<std::string> names;
-    if (!S_ISDIR(st.st_mode) || !listDirectory(staging, names, error)) {
+    if (!S_ISDIR(st.st_mode)) {
       error = "'" + staging + "', where the save is written, exists and is no directory";
       return false;
     }
+    if (!listDirectory(staging, names, error))
+      return false;
     for (const std::string &name : names)
       if (!writtenBySave(name)) {
         error = "'" + staging + "', left by a save that did not finish, holds '" + name +
@@ -313,16 +338,24 @@ bool exec::writeCheckpointShards(const std::string &directory, int64_t rank,
 }
 
 bool exec::commitCheckpointDirectory(const std::string &given, const std::string &mesh,
-                                     std::string &error, const std::function<void()> &staged) {
+                                     int64_t files, std::string &error,
+                                     const std::function<void()> &staged) {
   std::string directory = trimmed(given), staging = stagingOf(directory);
   std::vector<std::string> names;
   if (!listDirectory(staging, names, error))
     return false;
+  // Every rank's file, as the ranks counted them: a listing that misses
+  // one (a file system's stale view) saves nothing.
+  int64_t listed = llvm::count_if(names, [](const std::string &n) { return isRankFileName(n); });
+  if (listed != files) {
+    error = "'" + staging + "' shows " + std::to_string(listed) + " rank files of the " +
+            std::to_string(files) + " the ranks wrote";
+    return false;
+  }
   // The index: every rank file's blocks, by tensor.
-  json files = json::array(), tensors = json::object();
+  json fileList = json::array(), tensors = json::object();
   for (const std::string &name : names) {
-    llvm::StringRef base(name);
-    if (!base.starts_with("rank-") || !writtenBySave(name))
+    if (!isRankFileName(name))
       continue;
     std::unique_ptr<SafeTensorsFile> file = SafeTensorsFile::open(staging + "/" + name, error);
     if (!file)
@@ -335,14 +368,16 @@ bool exec::commitCheckpointDirectory(const std::string &given, const std::string
       error = file->path() + " lists no blocks (metadata '" + kShardsKey + "')";
       return false;
     }
-    size_t fileIndex = files.size();
-    files.push_back(name);
+    size_t fileIndex = fileList.size();
+    fileList.push_back(name);
     for (auto &[tensorName, entry] : described.items()) {
       json &tensor = tensors[tensorName];
       if (tensor.is_null())
         tensor = {{"kind", entry["kind"]}, {"shape", entry["shape"]}, {"pieces", json::array()}};
       else if (tensor["kind"] != entry["kind"] || tensor["shape"] != entry["shape"]) {
-        error = "the ranks saved tensor '" + tensorName + "' with different shapes or kinds";
+        error = "the ranks saved tensor '" + tensorName +
+                "' differently: " + tensor["kind"].dump() + " " + tensor["shape"].dump() +
+                " before, " + entry["kind"].dump() + " " + entry["shape"].dump() + " in " + name;
         return false;
       }
       json piece = entry["block"];
@@ -354,7 +389,7 @@ bool exec::commitCheckpointDirectory(const std::string &given, const std::string
   json index = {{"format", kFormat},
                 {"version", kVersion},
                 {"mesh", mesh},
-                {"files", std::move(files)},
+                {"files", std::move(fileList)},
                 {"tensors", std::move(tensors)}};
   std::unique_ptr<OutputFile> out = OutputFile::open(staging + "/" + kIndexName, error);
   if (!out)
@@ -380,12 +415,23 @@ bool exec::commitCheckpointDirectory(const std::string &given, const std::string
           "cannot put '" + staging + "' in place of '" + directory + "': " + std::strerror(errno);
       return false;
     }
-    std::string aside = directory + ".previous";
-    removeSaveDirectory(aside);
-    if (std::rename(directory.c_str(), aside.c_str()) != 0 ||
-        std::rename(staging.c_str(), directory.c_str()) != 0) {
+    // A name of its own for the old one, never an existing path.
+    std::string aside;
+    for (int attempt = 0; aside.empty() && attempt < 100; ++attempt) {
+      std::string candidate =
+          directory + ".previous." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+      struct stat existing;
+      if (::lstat(candidate.c_str(), &existing) != 0 && errno == ENOENT)
+        aside = candidate;
+    }
+    if (aside.empty() || std::rename(directory.c_str(), aside.c_str()) != 0) {
+      error = "cannot move '" + directory + "' aside: " + std::strerror(errno);
+      return false;
+    }
+    if (std::rename(staging.c_str(), directory.c_str()) != 0) {
       error =
           "cannot put '" + staging + "' in place of '" + directory + "': " + std::strerror(errno);
+      std::rename(aside.c_str(), directory.c_str()); // the old one back
       return false;
     }
     removeSaveDirectory(aside);
@@ -409,6 +455,13 @@ std::unique_ptr<CheckpointDirectory> CheckpointDirectory::open(const std::string
   std::string directory = trimmed(given), indexPath = directory + "/" + kIndexName;
   std::unique_ptr<CheckpointDirectory> checkpoint(new CheckpointDirectory());
   checkpoint->directoryPath = directory;
+  struct stat st;
+  if (::stat(directory.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    error = "'" + given +
+            "' is a file, not a checkpoint directory (a consolidated checkpoint's name ends in "
+            ".safetensors)";
+    return nullptr;
+  }
   std::FILE *f = std::fopen(indexPath.c_str(), "rb");
   if (!f) {
     error = indexPath + ": cannot open: " + std::strerror(errno) +
@@ -424,13 +477,13 @@ std::unique_ptr<CheckpointDirectory> CheckpointDirectory::open(const std::string
   if (!index.is_object() || index.value("format", json()) != kFormat)
     return corrupt("it is no JSON object of format '" + std::string(kFormat) + "'");
   if (index.value("version", json()) != kVersion)
-    return corrupt("its version is not " + std::to_string(kVersion));
+    return corrupt("its version is " + index.value("version", json()).dump() + ", not " +
+                   std::to_string(kVersion));
   const json &files = index.value("files", json()), &tensors = index.value("tensors", json());
   if (!files.is_array() || !tensors.is_object())
     return corrupt("it lacks its 'files' list or its 'tensors' object");
   for (const json &name : files) {
-    if (!name.is_string() || !writtenBySave(name.get<std::string>()) ||
-        name.get<std::string>() == kIndexName)
+    if (!name.is_string() || !isRankFileName(name.get<std::string>()))
       return corrupt("'files' holds an entry that is no rank file's name");
     checkpoint->fileNames.push_back(name.get<std::string>());
   }
@@ -500,19 +553,24 @@ bool CheckpointDirectory::read(std::string_view name, const BlockLayout *block, 
     return false;
   }
   // Where each piece's rows lie in the global tensor (flat indices), in
-  // order; a piece's file is mapped only when one of its rows is read.
+  // order.
   struct Run {
     int64_t at, length;
     size_t piece;
     int64_t from;
   };
+  // Each piece is checked against its file first: the rows listed are
+  // then as many as the files hold.
+  std::vector<const TensorView *> views;
+  for (const Piece &piece : tensor->pieces)
+    if (!views.emplace_back(pieceData(name, piece, error)))
+      return false;
   std::vector<Run> runs;
   for (auto [p, piece] : llvm::enumerate(tensor->pieces))
     piece.block.forEachRow([&, p = p](int64_t at, int64_t from, int64_t length) {
       runs.push_back({at, length, p, from});
     });
   std::sort(runs.begin(), runs.end(), [](const Run &a, const Run &b) { return a.at < b.at; });
-  std::vector<const TensorView *> views(tensor->pieces.size(), nullptr);
   BlockLayout whole = block ? BlockLayout() : wholeBlock(tensor->shape);
   const BlockLayout &target = block ? *block : whole;
   std::string failure;
@@ -526,9 +584,7 @@ bool CheckpointDirectory::read(std::string_view name, const BlockLayout *block, 
         return;
       }
       const Run &run = *std::prev(next);
-      const TensorView *&view = views[run.piece];
-      if (!view && !(view = pieceData(name, tensor->pieces[run.piece], failure)))
-        return;
+      const TensorView *view = views[run.piece];
       int64_t n = std::min(length, run.at + run.length - at);
       std::memcpy(out + into, view->data + (run.from + at - run.at) * sizeof(float),
                   n * sizeof(float));

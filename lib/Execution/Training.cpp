@@ -440,7 +440,10 @@ bool Job::saveCheckpointDirectory(JitProgram &program, const EntrySignature &sig
   bool written = writeCheckpointShards(o.save, rank, shards, error);
   if (!written)
     fail((mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + "--save: " + error);
+  // How many failed, and how many files the others wrote (rank 0 finds
+  // them all or saves nothing).
   int64_t failures = overRanks(!written, PMLIR_RT_SUM);
+  int64_t files = overRanks(written && !shards.empty(), PMLIR_RT_SUM);
   if (failures != 0) {
     if (rank == 0) {
       abandonCheckpointDirectory(o.save);
@@ -450,7 +453,7 @@ bool Job::saveCheckpointDirectory(JitProgram &program, const EntrySignature &sig
     }
     return false;
   }
-  if (rank == 0 && !commitCheckpointDirectory(o.save, mesh ? mesh->spec() : "", error,
+  if (rank == 0 && !commitCheckpointDirectory(o.save, mesh ? mesh->spec() : "", files, error,
                                               [&] { maybeHang(rank, "save-commit"); })) {
     abandonCheckpointDirectory(o.save);
     fail("--save: " + error + "; nothing was saved");
@@ -618,18 +621,27 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   }
   if (terminal)
     llvm::outs() << "\r\033[K";
-  if (!writeTrace(error))
+  // The trace is rank 0's to write; every rank learns whether it could
+  // before the collectives that follow.
+  bool traced = writeTrace(error);
+  if (mesh && !o.trace.empty())
+    traced = overRanks(!traced, PMLIR_RT_MAX) == 0;
+  if (!traced && rank == 0)
     return failAtEnd("--trace: " + error);
+  if (!traced) {
+    pmlir_rt_finalize();
+    return 1;
+  }
   // What rank 0 writes: the state after the last step, whole (--check
   // gathered it already). A checkpoint directory every rank writes itself.
   bool savesDirectory = !o.save.empty() && isCheckpointDirectory(o.save);
   bool savesFile = !o.save.empty() && !savesDirectory;
-  std::vector<StateTensor> checkpoint;
+  std::vector<StateTensor> gathered;
   bool gathers = savesFile || !o.exportHf.empty();
   if (gathers) {
     if (o.check)
-      checkpoint = std::move(before);
-    else if (!gatherState(checkpoint))
+      gathered = std::move(before);
+    else if (!gatherState(gathered))
       return failAtEnd(error);
   }
   if (o.check) {
@@ -647,6 +659,10 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
       return 1;
     }
   }
+  // The resumed directory is read no more: unmapped before a save that
+  // may replace it (open files of a removed directory stay behind on
+  // NFS, as .nfs files the next save would find).
+  checkpoint.reset();
   if (savesDirectory && !saveCheckpointDirectory(program, signature, args, updated)) {
     if (mesh)
       pmlir_rt_finalize();
@@ -655,7 +671,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   if (savesFile && rank == 0) {
     maybeHang(rank, "output");
     std::vector<TensorToWrite> parameters, optimizer;
-    for (const StateTensor &t : checkpoint)
+    for (const StateTensor &t : gathered)
       (t.param ? parameters : optimizer).push_back({t.name, DType::F32, t.shape, t.values});
     if (!writeCheckpoint(o.save, parameters, optimizer, error,
                          [&] { maybeHang(rank, "save-commit"); }))
@@ -665,14 +681,14 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     // The parameters under the names transformers' model class loads.
     std::vector<std::string> names;
     std::vector<TensorToWrite> parameters;
-    for (const StateTensor &t : checkpoint)
+    for (const StateTensor &t : gathered)
       if (t.param) {
         names.push_back(huggingFaceName(huggingFaceConfig, t.name, error));
         if (names.back().empty())
           return failAtEnd("--export-hf: " + o.model + ": " + error);
       }
     size_t k = 0;
-    for (const StateTensor &t : checkpoint)
+    for (const StateTensor &t : gathered)
       if (t.param)
         parameters.push_back({names[k++], DType::F32, t.shape, t.values});
     if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))

@@ -154,15 +154,18 @@ std::optional<std::string> pmlir::rt::betterOpenBlasCore(std::string_view chosen
 }
 
 void pmlir::rt::chooseGemmKernels(char **argv) {
-  if (std::getenv(kCoreTypeEnv))
+  // A build of OpenBLAS for one CPU has no other kernels to ask for.
+  if (std::getenv(kCoreTypeEnv) ||
+      std::string_view(openblas_get_config()).find("DYNAMIC_ARCH") == std::string_view::npos)
     return;
   const char *test = std::getenv(kTestCoreEnv);
   std::string chosen = test ? test : openblas_get_corename();
   std::optional<std::string> better = betterOpenBlasCore(chosen, cpuSimdLevel());
   if (!better)
     return;
-  setenv(kCoreTypeEnv, better->c_str(), 1);
-  setenv(kChoseEnv, chosen.c_str(), 1);
+  // Set, or no restart: the next start finds it set and goes on.
+  if (setenv(kCoreTypeEnv, better->c_str(), 1) != 0 || setenv(kChoseEnv, chosen.c_str(), 1) != 0)
+    return;
   execv("/proc/self/exe", argv);
   // Not re-executed: OpenBLAS's own kernels, as it chose them.
   unsetenv(kCoreTypeEnv);

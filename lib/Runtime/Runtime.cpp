@@ -36,11 +36,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,8 +85,10 @@ struct State {
   // pmlir_rt_test_wrong_group: the all-reduce to misdirect, and the count.
   int64_t wrongGroupAt = 0, allReduces = 0;
   // pmlir_rt_check_collectives: each collective's fingerprint is compared
-  // across its group before it runs.
+  // across its group before it runs; the fingerprints sent ahead of
+  // messages, in flight (a deque: their addresses stay put).
   bool checkCollectives = false;
+  std::deque<std::pair<MPI_Request, std::array<int64_t, 5>>> fingerprintsSent;
   // Made after the groups, destroyed before them.
   std::unique_ptr<CollectiveBackend> backend;
 };
@@ -469,6 +473,9 @@ extern "C" void pmlir_rt_finalize(void) {
   if (!state)
     return;
   state->backend->wait();
+  for (auto &[request, fingerprint] : state->fingerprintsSent)
+    checkMpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "send");
+  state->fingerprintsSent.clear();
   // Every rank meets here before MPI_Finalize, which would wait without a
   // limit for a rank still busy (rank 0 checking or writing the output).
   {
@@ -532,7 +539,7 @@ struct Fingerprint {
   int64_t dtype;  // pmlir_rt_dtype
   int64_t count;  // elements a member sends (a send's and its recv's alike)
   int64_t detail; // the reduction, the root, or the tag; -1: none
-  int64_t call;   // the how-manieth on the group, from 1
+  int64_t call;   // the how-manieth collective on the group, from 1; 0 for a message
   bool operator==(const Fingerprint &o) const {
     return kind == o.kind && dtype == o.dtype && count == o.count && detail == o.detail &&
            call == o.call;
@@ -540,8 +547,10 @@ struct Fingerprint {
 };
 constexpr const char *kKinds[] = {"all_reduce", "all_gather", "gather",   "reduce_scatter",
                                   "all_to_all", "broadcast",  "send/recv"};
-/// A tag the programs' point-to-point messages never use.
-constexpr int kFingerprintTag = 32766;
+/// A message's fingerprint goes under its own tag plus this, so that it
+/// pairs with its receive as the message does (by sender and tag); the
+/// programs' tags stay below it.
+constexpr int64_t kFingerprintTagBase = int64_t(1) << 20;
 
 std::string ordinal(int64_t n) {
   const char *suffix = n % 100 / 10 == 1 ? "th"
@@ -617,42 +626,57 @@ void agreeOnCollective(const char *what, const Group &group, int64_t kind, int64
 }
 
 /// --check-collectives before a send (`sending`) or recv with member
-/// `member`: the sender's fingerprint goes to the receiver, which ends the
-/// job naming both where it is not its own.
+/// `member`: the sender's fingerprint goes ahead of the message, without
+/// waiting for the receiver (as a send need not), and the receiver ends
+/// the job naming both where it is not its own. Messages count apart from
+/// the group's collectives: only their two ends see them.
 void agreeOnMessage(const Group &group, int member, bool sending, int64_t count,
                     pmlir_rt_dtype dtype, int64_t tag) {
   if (!state->checkCollectives)
     return;
-  Fingerprint mine{6, int64_t(dtype), count, tag, ++group.calls};
-  Fingerprint theirs = mine;
   const char *what = sending ? "send" : "recv";
-  Waiting waiting(what, &group, member);
+  int tagUpperBound = 32767, found = 0;
+  int *attribute = nullptr;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attribute, &found);
+  if (found && attribute)
+    tagUpperBound = *attribute;
+  if (tag < 0 || tag + kFingerprintTagBase > tagUpperBound)
+    failWith(std::string("--check-collectives: a ") + what + " under tag " + std::to_string(tag) +
+             " needs MPI tags up to " + std::to_string(tag + kFingerprintTagBase) +
+             ", and this MPI allows " + std::to_string(tagUpperBound));
+  int fingerprintTag = static_cast<int>(tag + kFingerprintTagBase);
+  Fingerprint mine{6, int64_t(dtype), count, tag, 0};
   if (sending) {
+    // The sends that have completed are done with; the rest wait for
+    // pmlir_rt_finalize.
+    auto &sent = state->fingerprintsSent;
+    while (!sent.empty()) {
+      int done = 0;
+      checkMpi(MPI_Test(&sent.front().first, &done, MPI_STATUS_IGNORE), what);
+      if (!done)
+        break;
+      sent.pop_front();
+    }
+    sent.push_back({MPI_REQUEST_NULL, {mine.kind, mine.dtype, mine.count, mine.detail, 0}});
+    checkMpi(MPI_Isend(sent.back().second.data(), 5, MPI_INT64_T, member, fingerprintTag,
+                       group.comm, &sent.back().first),
+             what);
+    return;
+  }
+  std::array<int64_t, 5> received{};
+  {
+    Waiting waiting(what, &group, member);
     mpiCall(
         what,
         [&] {
-          return MPI_Send(&mine, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
-                          group.comm);
+          return MPI_Recv(received.data(), 5, MPI_INT64_T, member, fingerprintTag, group.comm,
+                          MPI_STATUS_IGNORE);
         },
         [&](MPI_Request *r) {
-          return MPI_Isend(&mine, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
-                           group.comm, r);
+          return MPI_Irecv(received.data(), 5, MPI_INT64_T, member, fingerprintTag, group.comm, r);
         });
-    return;
   }
-  mpiCall(
-      what,
-      [&] {
-        return MPI_Recv(&theirs, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag, group.comm,
-                        MPI_STATUS_IGNORE);
-      },
-      [&](MPI_Request *r) {
-        return MPI_Irecv(&theirs, sizeof(Fingerprint), MPI_BYTE, member, kFingerprintTag,
-                         group.comm, r);
-      });
-  // Calls count apart on the two sides (a rank sends to one peer and
-  // receives from another): the message itself must agree.
-  theirs.call = mine.call;
+  Fingerprint theirs{received[0], received[1], received[2], received[3], received[4]};
   if (theirs == mine)
     return;
   failWith("--check-collectives: rank " + std::to_string(group.members[member]) + " sends a " +

@@ -65,7 +65,7 @@ protected:
         shards.push_back({"step", false, std::nullopt, {}, &step});
       ASSERT_TRUE(writeCheckpointShards(dir, rank, shards, error)) << error;
     }
-    ASSERT_TRUE(commitCheckpointDirectory(dir, mesh.spec(), error)) << error;
+    ASSERT_TRUE(commitCheckpointDirectory(dir, mesh.spec(), /*files=*/3, error)) << error;
   }
 
   std::filesystem::path root;
@@ -151,6 +151,13 @@ TEST_F(CheckpointDirectoryTest, RefusesCorruptLayouts) {
   // The view must hold the tensor's elements.
   EXPECT_NE(openWith([&](nlohmann::json &j) { piece(j)["global"][0] = 90; }).find("does not hold"),
             std::string::npos);
+  // A block wider than its view, or starting past its padding: the flat
+  // indices of its rows would leave the tensor.
+  EXPECT_NE(openWith([&](nlohmann::json &j) { piece(j)["local"][0] = 9; }).find("does not lie"),
+            std::string::npos);
+  EXPECT_NE(
+      openWith([&](nlohmann::json &j) { piece(j)["offset"][0] = 1 << 30; }).find("does not lie"),
+      std::string::npos);
   // A negative offset, a file beyond the list, no checksum, another format.
   EXPECT_NE(openWith([&](nlohmann::json &j) { piece(j)["offset"][0] = -3; }).find("whole numbers"),
             std::string::npos);
@@ -159,6 +166,11 @@ TEST_F(CheckpointDirectoryTest, RefusesCorruptLayouts) {
   EXPECT_NE(openWith([&](nlohmann::json &j) { piece(j).erase("crc32"); }).find("no checksum"),
             std::string::npos);
   EXPECT_NE(openWith([&](nlohmann::json &j) { j["format"] = "x"; }).find("format"),
+            std::string::npos);
+  // A file name that is no rank file's (a path out of the directory).
+  EXPECT_NE(openWith([&](nlohmann::json &j) {
+              j["files"][1] = "../rank-00001.safetensors";
+            }).find("no rank file's name"),
             std::string::npos);
   // A head-tail order whose blocks are not equal.
   EXPECT_NE(openWith([&](nlohmann::json &j) {

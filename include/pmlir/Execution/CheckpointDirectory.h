@@ -70,13 +70,14 @@ bool beginCheckpointDirectory(const std::string &directory, std::string &error);
 bool writeCheckpointShards(const std::string &directory, int64_t rank,
                            const std::vector<ShardToWrite> &shards, std::string &error);
 
-/// Rank 0, once every rank has written its part: writes the index (`mesh`
-/// recorded for the reader), then puts the new directory in place of
-/// `directory` (see above). `staged` runs when everything is written and
-/// nothing is in place (the fault tests stop there). Returns false with
-/// `error` set when the index cannot be written or the pieces disagree;
-/// `directory` is untouched then.
-bool commitCheckpointDirectory(const std::string &directory, const std::string &mesh,
+/// Rank 0, once every rank has written its part (`files` of them wrote a
+/// file): writes the index (`mesh` recorded for the reader), then puts the
+/// new directory in place of `directory` (see above). `staged` runs when
+/// everything is written and nothing is in place (the fault tests stop
+/// there). Returns false with `error` set when the files are not all
+/// there, the index cannot be written or the pieces disagree; `directory`
+/// is as it was then.
+bool commitCheckpointDirectory(const std::string &directory, const std::string &mesh, int64_t files,
                                std::string &error, const std::function<void()> &staged = {});
 
 /// Rank 0, when a rank could not write its part: removes `directory`.saving.
@@ -98,8 +99,9 @@ public:
   };
 
   /// Reads and validates `directory`'s index: every piece's layout lies in
-  /// its tensor, and every tensor is covered. On failure returns null with
-  /// `error` naming the file and the fault.
+  /// its tensor's view (whether the pieces cover the tensor, and hold what
+  /// their files do, is checked where a read needs it). On failure returns
+  /// null with `error` naming the file and the fault.
   static std::unique_ptr<CheckpointDirectory> open(const std::string &directory,
                                                    std::string &error);
 
