@@ -70,7 +70,7 @@ void parseVerifyShard(llvm::StringRef text) {
   // The training step pmlir-run compiles for pipeline rank 0 of
   // pp = 2 x tp = 2 (the module's own mesh, where it has one, is refused
   // with a diagnostic).
-  training->removeAttr(pmlir::tfm::kMeshAttr);
+  (*training)->removeAttr(pmlir::tfm::kMeshAttr);
   PassManager steps(&ctx);
   if (succeeded(parsePassPipeline(
           "builtin.module(pmlir-compile-pipeline{program=train mesh=pp=2,tp=2 recipe=megatron "
