@@ -48,7 +48,11 @@ python3 test/Integration/CPU/Inputs/make-bad-files.py "$scratch/st-seeds"
 python3 fuzz/make-safetensors-seeds.py "$scratch/st-seeds"
 cp models/tiny-gpt2.mlir models/tiny-llama.mlir test/Dialect/Tfm/*.mlir \
   test/Transforms/pmlir-partition.mlir test/Transforms/pmlir-sharding-propagation.mlir \
-  test/Integration/MultiRank/Inputs/*.mlir test/Dialect/Pipe/*.mlir "$scratch/opt-seeds/"
+  test/Integration/MultiRank/Inputs/*.mlir "$scratch/opt-seeds/"
+# The pipe dialect's tests share their names with the tfm dialect's.
+for seed in test/Dialect/Pipe/*.mlir; do
+  cp "$seed" "$scratch/opt-seeds/pipe-$(basename "$seed")"
+done
 # Models with a loss, which the fuzzer also compiles as training steps.
 build-sanitize/bin/pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 64 --seq 8 --batch 2 \
   --max-positions 8 --loss -o "$scratch/opt-seeds/gpt2-loss.mlir"
