@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/Binding.h"
+#include "../LayoutTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -13,19 +14,13 @@
 #include <unistd.h>
 
 using namespace pmlir;
+using namespace pmlir::unittest;
 using namespace pmlir::exec;
 
 namespace {
 
 std::string tempPath(const std::string &name) {
   return ::testing::TempDir() + "pmlir-bind-" + std::to_string(getpid()) + "-" + name;
-}
-
-Mesh parse(const std::string &spec) {
-  std::string error;
-  std::optional<Mesh> mesh = Mesh::parse(spec, "", error);
-  EXPECT_TRUE(mesh.has_value()) << error;
-  return *mesh;
 }
 
 /// A weights file with "h.0.w" [5, 4] = 0, 1, ... in f64 (converted on
@@ -91,7 +86,7 @@ TEST_F(BindingTest, BindsByNameWithConversions) {
 
 TEST_F(BindingTest, ShardedArgumentsGetThisRanksBlockWithZeroPadding) {
   // 5 rows over tp = 2: rank 1 holds rows 3, 4 and a zero row of padding.
-  Mesh mesh = parse("tp=2");
+  Mesh mesh = parseMesh("tp=2");
   TensorSpec w = spec("h.0.w", {3, 4});
   w.sharding = DimAxes{{"tp"}, {}};
   w.global = std::vector<int64_t>{5, 4};

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/CheckpointDirectory.h"
+#include "../LayoutTestUtils.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,25 +17,10 @@
 #include <numeric>
 
 using namespace pmlir;
+using namespace pmlir::unittest;
 using namespace pmlir::exec;
 
 namespace {
-
-Mesh parse(const std::string &spec) {
-  std::string error;
-  std::optional<Mesh> mesh = Mesh::parse(spec, "", error);
-  EXPECT_TRUE(mesh.has_value()) << error;
-  return *mesh;
-}
-
-BlockLayout blockOf(const Mesh &mesh, const DimAxes &dims, std::vector<int64_t> local,
-                    std::vector<int64_t> global, int64_t rank) {
-  std::string error;
-  std::optional<BlockLayout> block =
-      BlockLayout::decode(mesh, dims, local, global, mesh.coordinates(rank), error);
-  EXPECT_TRUE(block.has_value()) << error;
-  return block.value_or(BlockLayout());
-}
 
 class CheckpointDirectoryTest : public ::testing::Test {
 protected:
@@ -50,11 +36,11 @@ protected:
   /// Saves a [7, 5] tensor 0, 1, ..., 34 split by rows over tp = 3 (blocks
   /// of 3 rows, the last padded with a row of -1) and a scalar held whole.
   void save() {
-    Mesh mesh = parse("tp=3");
+    Mesh mesh = parseMesh("tp=3");
     std::string error;
     ASSERT_TRUE(beginCheckpointDirectory(dir, error)) << error;
     for (int64_t rank = 0; rank < 3; ++rank) {
-      BlockLayout block = blockOf(mesh, {{"tp"}, {}}, {3, 5}, {7, 5}, rank);
+      BlockLayout block = decodeBlock(mesh, {{"tp"}, {}}, {3, 5}, std::vector<int64_t>{7, 5}, rank);
       blocks[rank].assign(15, -1.0f);
       block.forEachRow([&](int64_t at, int64_t into, int64_t n) {
         for (int64_t k = 0; k < n; ++k)
@@ -97,9 +83,9 @@ TEST_F(CheckpointDirectoryTest, ReadsWholeAndOnAnotherMesh) {
 
   // Columns split over tp = 2 (blocks of 3, the last padded): each block
   // reads across the three row pieces, its padding untouched.
-  Mesh tp2 = parse("tp=2");
+  Mesh tp2 = parseMesh("tp=2");
   for (int64_t rank = 0; rank < 2; ++rank) {
-    BlockLayout block = blockOf(tp2, {{}, {"tp"}}, {7, 3}, {7, 5}, rank);
+    BlockLayout block = decodeBlock(tp2, {{}, {"tp"}}, {7, 3}, std::vector<int64_t>{7, 5}, rank);
     std::vector<float> out(21, -2.0f);
     bytes = 0;
     ASSERT_TRUE(checkpoint->read("w", &block, out.data(), bytes, error)) << error;

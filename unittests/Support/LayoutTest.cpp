@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Support/Layout.h"
+#include "../LayoutTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -12,28 +13,12 @@
 #include <numeric>
 
 using namespace pmlir;
+using namespace pmlir::unittest;
 
 namespace {
 
-Mesh parse(const std::string &spec) {
-  std::string error;
-  std::optional<Mesh> mesh = Mesh::parse(spec, "", error);
-  EXPECT_TRUE(mesh.has_value()) << error;
-  return *mesh;
-}
-
-BlockLayout decode(const Mesh &mesh, const DimAxes &dims, std::vector<int64_t> local,
-                   std::optional<std::vector<int64_t>> global, int64_t rank,
-                   std::optional<size_t> headTailDim = std::nullopt) {
-  std::string error;
-  std::optional<BlockLayout> layout = BlockLayout::decode(
-      mesh, dims, local, global, mesh.coordinates(rank), error, {}, headTailDim);
-  EXPECT_TRUE(layout.has_value()) << error;
-  return layout.value_or(BlockLayout());
-}
-
 TEST(MeshSubAxes, NamesParseAndResolve) {
-  Mesh mesh = parse("dp=2,tp=4");
+  Mesh mesh = parseMesh("dp=2,tp=4");
   std::optional<SubAxis> major = mesh.subAxis("tp:(1)2"), minor = mesh.subAxis("tp:(2)2");
   ASSERT_TRUE(major && minor);
   EXPECT_EQ(major->index, 1);
@@ -54,7 +39,7 @@ TEST(MeshSubAxes, NamesParseAndResolve) {
 }
 
 TEST(MeshSubAxes, BlockIndexReadsMajorPartsFirst) {
-  Mesh mesh = parse("dp=2,tp=4");
+  Mesh mesh = parseMesh("dp=2,tp=4");
   // tp coordinate c: the major half is c / 2, the minor half c % 2.
   for (int64_t c = 0; c < 4; ++c) {
     std::vector<int64_t> coords = {0, c};
@@ -72,9 +57,9 @@ TEST(MeshSubAxes, BlockIndexReadsMajorPartsFirst) {
 TEST(BlockLayout, SubAxisSplitsKeepKvHeadsWithTheirQueries) {
   // 2 kv heads of 3 rows on a tp of 4: ranks 0, 1 hold head 0, ranks 2, 3
   // head 1 (the split Megatron's recipe writes as "tp:(1)2").
-  Mesh mesh = parse("tp=4");
+  Mesh mesh = parseMesh("tp=4");
   for (int64_t rank = 0; rank < 4; ++rank) {
-    BlockLayout layout = decode(mesh, {{"tp:(1)2"}, {}}, {3, 5}, std::nullopt, rank);
+    BlockLayout layout = decodeBlock(mesh, {{"tp:(1)2"}, {}}, {3, 5}, std::nullopt, rank);
     EXPECT_EQ(layout.global, (std::vector<int64_t>{6, 5}));
     EXPECT_EQ(layout.offset, (std::vector<int64_t>{3 * (rank / 2), 0}));
   }
@@ -82,10 +67,10 @@ TEST(BlockLayout, SubAxisSplitsKeepKvHeadsWithTheirQueries) {
 
 TEST(BlockLayout, PaddedBlocksCopyOnlyWhatExists) {
   // 5 rows over tp = 2: blocks of 3, the second holds rows 3, 4 and padding.
-  Mesh mesh = parse("tp=2");
+  Mesh mesh = parseMesh("tp=2");
   std::vector<float> global(5 * 2);
   std::iota(global.begin(), global.end(), 1.0f);
-  BlockLayout last = decode(mesh, {{"tp"}, {}}, {3, 2}, std::vector<int64_t>{5, 2}, 1);
+  BlockLayout last = decodeBlock(mesh, {{"tp"}, {}}, {3, 2}, std::vector<int64_t>{5, 2}, 1);
   EXPECT_EQ(last.offset, (std::vector<int64_t>{3, 0}));
   std::vector<float> block(6, -1.0f);
   last.copyOut(global.data(), sizeof(float), block.data());
@@ -94,21 +79,21 @@ TEST(BlockLayout, PaddedBlocksCopyOnlyWhatExists) {
   last.pasteIn(block.data(), sizeof(float), pasted.data());
   EXPECT_EQ(pasted, (std::vector<float>{0, 0, 0, 0, 0, 0, 7, 8, 9, 10}));
   // A padded minor dimension: 3 columns over 2, blocks of 2.
-  BlockLayout columns = decode(mesh, {{}, {"tp"}}, {2, 2}, std::vector<int64_t>{2, 3}, 1);
+  BlockLayout columns = decodeBlock(mesh, {{}, {"tp"}}, {2, 2}, std::vector<int64_t>{2, 3}, 1);
   std::vector<float> small = {1, 2, 3, 4, 5, 6}, out(4, -1.0f);
   columns.copyOut(small.data(), sizeof(float), out.data());
   EXPECT_EQ(out, (std::vector<float>{3, -1, 6, -1}));
 }
 
 TEST(BlockLayout, EveryRanksBlocksTileTheGlobalTensor) {
-  Mesh mesh = parse("dp=2,tp=4");
+  Mesh mesh = parseMesh("dp=2,tp=4");
   std::vector<int64_t> global = {4, 6, 10};
   DimAxes dims = {{"dp"}, {"tp:(2)2"}, {"tp:(1)2"}};
   std::vector<int64_t> local = {2, 3, 5};
   std::vector<int32_t> data(4 * 6 * 10), rebuilt(data.size(), -1);
   std::iota(data.begin(), data.end(), 0);
   for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
-    BlockLayout layout = decode(mesh, dims, local, global, rank);
+    BlockLayout layout = decodeBlock(mesh, dims, local, global, rank);
     std::vector<int32_t> block(2 * 3 * 5);
     layout.copyOut(data.data(), sizeof(int32_t), block.data());
     layout.pasteIn(block.data(), sizeof(int32_t), rebuilt.data());
@@ -120,7 +105,7 @@ TEST(BlockLayout, FusedPartsHoldEachRanksBlockOfEveryPart) {
   // GPT-2's fused QKV weight, 2 rows of 3 parts of 4 columns (q0..q3,
   // k0..k3, v0..v3), each part split over tp = 2: rank 1 holds columns 2, 3
   // of every part, 6 of the 12, in part order.
-  Mesh mesh = parse("tp=2");
+  Mesh mesh = parseMesh("tp=2");
   std::vector<float> global(2 * 12);
   std::iota(global.begin(), global.end(), 0.0f);
   std::string error;
@@ -176,11 +161,12 @@ TEST(HeadTailOrder, EachRankHoldsAHeadAndATailChunk) {
 TEST(BlockLayout, HeadTailDimBlocksHoldAHeadAndATail) {
   // Token ids [2, 6] with the sequence on cp = 2 in head-tail order: rank 1
   // holds positions 2, 3, 4 of each row; the blocks rebuild the tensor.
-  Mesh mesh = parse("cp=2,dp=2");
+  Mesh mesh = parseMesh("cp=2,dp=2");
   std::vector<int64_t> ids(12), rebuilt(12, -1);
   std::iota(ids.begin(), ids.end(), 0);
   for (int64_t rank = 0; rank < 4; ++rank) {
-    BlockLayout layout = decode(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank, 1);
+    BlockLayout layout =
+        decodeBlock(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank, 1);
     std::vector<int64_t> block(6, -1);
     layout.copyOut(ids.data(), sizeof(int64_t), block.data());
     if (rank == 1)
@@ -194,7 +180,7 @@ TEST(BlockLayout, HeadTailDimBlocksHoldAHeadAndATail) {
   std::vector<float> logits(8);
   std::iota(logits.begin(), logits.end(), 0.0f);
   BlockLayout rank0 =
-      decode(mesh, {{}, {"cp"}, {}}, {1, 2, 2}, std::vector<int64_t>{1, 4, 2}, 0, 1);
+      decodeBlock(mesh, {{}, {"cp"}, {}}, {1, 2, 2}, std::vector<int64_t>{1, 4, 2}, 0, 1);
   std::vector<float> block(4);
   rank0.copyOut(logits.data(), sizeof(float), block.data());
   EXPECT_EQ(block, (std::vector<float>{0, 1, 6, 7}));
@@ -213,11 +199,11 @@ TEST(BlockLayout, HeadTailDimBlocksHoldAHeadAndATail) {
       BlockLayout::decode(mesh, {{"cp"}}, {2}, std::nullopt, mesh.coordinates(0), error, {}, 1));
   EXPECT_EQ(error, "has tfm.head_tail_dim 1 for 1 dimensions");
   // The same split without the order: contiguous blocks.
-  EXPECT_EQ(decode(mesh, {{"cp"}}, {3}, std::vector<int64_t>{6}, 2).orderedDim, std::nullopt);
+  EXPECT_EQ(decodeBlock(mesh, {{"cp"}}, {3}, std::vector<int64_t>{6}, 2).orderedDim, std::nullopt);
 }
 
 TEST(BlockLayout, MismatchesAreNamed) {
-  Mesh mesh = parse("tp=2");
+  Mesh mesh = parseMesh("tp=2");
   std::string error;
   EXPECT_FALSE(BlockLayout::decode(mesh, {{"cp"}}, {4}, std::nullopt, {0}, error));
   EXPECT_EQ(error, "tfm.sharding names mesh axis 'cp', which --mesh does not have");
