@@ -27,13 +27,6 @@ namespace {
 /// The metadata key of the manifest, in both files.
 constexpr const char *kManifestKey = "pmlir.manifest";
 
-std::string checksumOf(const void *data, size_t bytes) {
-  uint32_t crc = llvm::crc32(llvm::ArrayRef(static_cast<const uint8_t *>(data), bytes));
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::format_hex_no_prefix(crc, 8);
-  return text;
-}
-
 size_t bytesOf(const TensorToWrite &t) {
   size_t n = dtypeSize(t.dtype);
   for (int64_t d : t.shape)
@@ -49,7 +42,7 @@ nlohmann::ordered_json manifestOf(const std::vector<TensorToWrite> &parameters,
   for (auto [key, tensors] : {std::pair{"parameters", &parameters}, {"optimizer", &optimizer}}) {
     nlohmann::ordered_json sums = nlohmann::ordered_json::object();
     for (const TensorToWrite &t : *tensors)
-      sums[t.name] = checksumOf(t.data, bytesOf(t));
+      sums[t.name] = exec::checksumOf(t.data, bytesOf(t));
     manifest[key] = std::move(sums);
   }
   return manifest;
@@ -88,7 +81,7 @@ bool matchesManifest(const SafeTensorsFile &file, const nlohmann::json &sums, bo
       error = file.path() + " holds tensor '" + t.name + "', which its save did not write";
       return false;
     }
-    if (readTensors && checksumOf(t.data, t.bytes) != it->get<std::string>()) {
+    if (readTensors && exec::checksumOf(t.data, t.bytes) != it->get<std::string>()) {
       error = "tensor '" + t.name + "' in " + file.path() +
               " does not match the checksum its save recorded: the file is corrupt";
       return false;
@@ -103,6 +96,13 @@ bool matchesManifest(const SafeTensorsFile &file, const nlohmann::json &sums, bo
 }
 
 } // namespace
+
+std::string exec::checksumOf(const void *data, size_t bytes) {
+  uint32_t crc = llvm::crc32(llvm::ArrayRef(static_cast<const uint8_t *>(data), bytes));
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format_hex_no_prefix(crc, 8);
+  return text;
+}
 
 std::string exec::optimizerStatePath(const std::string &parameters) {
   llvm::StringRef path(parameters);

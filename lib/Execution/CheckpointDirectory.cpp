@@ -5,13 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/CheckpointDirectory.h"
+#include "pmlir/Execution/Binding.h"
+#include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Support/OutputFile.h"
 
-#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/CRC.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
 
@@ -43,13 +42,6 @@ constexpr int64_t kMaxElements = int64_t(1) << 50;
 /// Dimensions of a piece's view: with each index below three times its
 /// dimension, a flat index stays below 3^8 * 2^50 < 2^63.
 constexpr size_t kMaxRank = 8;
-
-std::string checksumOf(const void *data, size_t bytes) {
-  uint32_t crc = llvm::crc32(llvm::ArrayRef(static_cast<const uint8_t *>(data), bytes));
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::format_hex_no_prefix(crc, 8);
-  return text;
-}
 
 std::string rankFileName(int64_t rank) {
   char name[40];
@@ -322,12 +314,9 @@ bool exec::writeCheckpointShards(const std::string &directory, int64_t rank,
   for (const ShardToWrite &shard : shards) {
     tensors.push_back({shard.name, DType::F32, shard.shape, shard.data});
     BlockLayout block = shard.block ? *shard.block : wholeBlock(shard.shape);
-    int64_t elements = 1;
-    for (int64_t d : shard.shape)
-      elements *= d;
     json entry = {{"kind", shard.parameter ? "parameter" : "optimizer"},
                   {"shape", block.shape},
-                  {"crc32", checksumOf(shard.data, elements * sizeof(float))},
+                  {"crc32", checksumOf(shard.data, elementCount(shard.shape) * sizeof(float))},
                   {"block", blockJson(block)}};
     described[shard.name] = std::move(entry);
   }

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -57,23 +58,19 @@ constexpr Core kCores[] = {
     {"sapphirerapids", SimdLevel::Avx512Bf16},
 };
 
-/// The core pmlir asks for at each level: the oldest OpenBLAS release
-/// that has it (0.3.11 for Cooperlake) knows its name.
-const char *coreFor(SimdLevel level) {
-  switch (level) {
-  case SimdLevel::Sse:
-    return nullptr;
-  case SimdLevel::Avx:
-    return "Sandybridge";
-  case SimdLevel::Avx2:
-    return "Haswell";
-  case SimdLevel::Avx512:
-    return "SkylakeX";
-  case SimdLevel::Avx512Bf16:
-    return "Cooperlake";
-  }
-  return nullptr;
-}
+/// Each level, in SimdLevel's order: its name, and the core pmlir asks
+/// for at it (the oldest OpenBLAS release that has the core, 0.3.11 for
+/// Cooperlake, knows its name).
+struct Level {
+  const char *name;
+  const char *core;
+};
+constexpr Level kLevels[] = {{"SSE", nullptr},
+                             {"AVX", "Sandybridge"},
+                             {"AVX2", "Haswell"},
+                             {"AVX-512", "SkylakeX"},
+                             {"AVX-512 BF16", "Cooperlake"}};
+static_assert(std::size(kLevels) == size_t(SimdLevel::Avx512Bf16) + 1, "a level per SimdLevel");
 
 std::string lowered(std::string_view text) {
   std::string out(text);
@@ -88,21 +85,7 @@ constexpr const char *kCoreTypeEnv = "OPENBLAS_CORETYPE";
 
 } // namespace
 
-const char *pmlir::rt::simdLevelName(SimdLevel level) {
-  switch (level) {
-  case SimdLevel::Sse:
-    return "SSE";
-  case SimdLevel::Avx:
-    return "AVX";
-  case SimdLevel::Avx2:
-    return "AVX2";
-  case SimdLevel::Avx512:
-    return "AVX-512";
-  case SimdLevel::Avx512Bf16:
-    return "AVX-512 BF16";
-  }
-  return "?";
-}
+const char *pmlir::rt::simdLevelName(SimdLevel level) { return kLevels[size_t(level)].name; }
 
 SimdLevel pmlir::rt::cpuSimdLevel() {
 #if defined(__x86_64__)
@@ -147,7 +130,7 @@ std::optional<SimdLevel> pmlir::rt::openBlasCoreLevel(std::string_view core) {
 
 std::optional<std::string> pmlir::rt::betterOpenBlasCore(std::string_view chosen, SimdLevel cpu) {
   std::optional<SimdLevel> level = openBlasCoreLevel(chosen);
-  const char *better = coreFor(cpu);
+  const char *better = kLevels[size_t(cpu)].core;
   if (!level || *level >= cpu || !better)
     return std::nullopt;
   return std::string(better);

@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,6 +89,7 @@ struct State {
   // across its group before it runs; the fingerprints sent ahead of
   // messages, in flight (a deque: their addresses stay put).
   bool checkCollectives = false;
+  int64_t tagUpperBound = 32767;
   std::deque<std::pair<MPI_Request, std::array<int64_t, 5>>> fingerprintsSent;
   // Made after the groups, destroyed before them.
   std::unique_ptr<CollectiveBackend> backend;
@@ -545,8 +547,19 @@ struct Fingerprint {
            call == o.call;
   }
 };
+/// What a fingerprint describes, and its name in messages.
+enum CallKind : int64_t {
+  AllReduce,
+  AllGather,
+  Gather,
+  ReduceScatter,
+  AllToAll,
+  Broadcast,
+  Message
+};
 constexpr const char *kKinds[] = {"all_reduce", "all_gather", "gather",   "reduce_scatter",
                                   "all_to_all", "broadcast",  "send/recv"};
+static_assert(std::size(kKinds) == Message + 1, "a name per call kind");
 /// A message's fingerprint goes under its own tag plus this, so that it
 /// pairs with its receive as the message does (by sender and tag); the
 /// programs' tags stay below it.
@@ -570,12 +583,14 @@ std::string describe(const Fingerprint &f) {
     break;
 #include "pmlir/Runtime/RuntimeAbi.def"
   }
-  bool message = f.kind == 6;
+  bool message = f.kind == Message;
   std::string text = (message ? std::string() : ordinal(f.call) + " collective there, ") +
                      (f.kind >= 0 && f.kind < int64_t(std::size(kKinds)) ? kKinds[f.kind] : "?") +
                      " of " + std::to_string(f.count) + " " + dtype;
   if (f.detail >= 0) {
-    std::string what = message ? "tag " : f.kind == 0 || f.kind == 3 ? "reduction " : "root ";
+    std::string what = message                                          ? "tag "
+                       : f.kind == AllReduce || f.kind == ReduceScatter ? "reduction "
+                                                                        : "root ";
     if (what == "reduction ") {
       switch (f.detail) {
 #define PMLIR_RT_REDUCTION(ENUM, CODE, NAME)                                                       \
@@ -598,10 +613,11 @@ std::string describe(const Fingerprint &f) {
 /// fingerprint to every member (one small all-gather over the group's MPI
 /// communicator, under the watchdog), and a member whose fingerprint is
 /// not member 0's ends the job naming both ranks and both collectives.
-void agreeOnCollective(const char *what, const Group &group, int64_t kind, int64_t count,
-                       pmlir_rt_dtype dtype, int64_t detail) {
+void agreeOnCollective(CallKind kind, const Group &group, int64_t count, pmlir_rt_dtype dtype,
+                       int64_t detail) {
   if (!state->checkCollectives)
     return;
+  const char *what = kKinds[kind];
   Fingerprint mine{kind, int64_t(dtype), count, detail, ++group.calls};
   std::vector<Fingerprint> all(group.size);
   {
@@ -635,17 +651,13 @@ void agreeOnMessage(const Group &group, int member, bool sending, int64_t count,
   if (!state->checkCollectives)
     return;
   const char *what = sending ? "send" : "recv";
-  int tagUpperBound = 32767, found = 0;
-  int *attribute = nullptr;
-  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attribute, &found);
-  if (found && attribute)
-    tagUpperBound = *attribute;
+  int64_t tagUpperBound = state->tagUpperBound;
   if (tag < 0 || tag + kFingerprintTagBase > tagUpperBound)
     failWith(std::string("--check-collectives: a ") + what + " under tag " + std::to_string(tag) +
              " needs MPI tags up to " + std::to_string(tag + kFingerprintTagBase) +
              ", and this MPI allows " + std::to_string(tagUpperBound));
   int fingerprintTag = static_cast<int>(tag + kFingerprintTagBase);
-  Fingerprint mine{6, int64_t(dtype), count, tag, 0};
+  Fingerprint mine{Message, int64_t(dtype), count, tag, 0};
   if (sending) {
     // The sends that have completed are done with; the rest wait for
     // pmlir_rt_finalize.
@@ -706,6 +718,11 @@ extern "C" void pmlir_rt_check_collectives(int on) {
   if (!state)
     std::fprintf(stderr, "pmlir-run: check_collectives before pmlir_rt_init\n"), std::_Exit(1);
   state->checkCollectives = on != 0;
+  // The largest tag MPI allows (at least 32767), which the fingerprints'
+  // tags must stay under.
+  int found = 0, *attribute = nullptr;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attribute, &found);
+  state->tagUpperBound = found && attribute ? *attribute : 32767;
 }
 
 extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
@@ -715,7 +732,7 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
     numAxes = 0;
   const Group &group = collectiveGroup("all_reduce", count, dtype, axes, numAxes);
   checkReduction("all_reduce", op);
-  agreeOnCollective("all_reduce", group, 0, count, dtype, op);
+  agreeOnCollective(AllReduce, group, count, dtype, op);
   TracedCall traced("all_reduce", group, count * int64_t(elementBytes(dtype)));
   state->backend->allReduce(send, recv, count, dtype, op, group);
 }
@@ -723,7 +740,7 @@ extern "C" void pmlir_rt_all_reduce(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_gather", count, dtype, axes, numAxes);
-  agreeOnCollective("all_gather", group, 1, count, dtype, -1);
+  agreeOnCollective(AllGather, group, count, dtype, -1);
   TracedCall traced("all_gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->allGather(send, recv, count, dtype, group);
 }
@@ -731,7 +748,7 @@ extern "C" void pmlir_rt_all_gather(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_gather(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                                 int64_t root, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("gather", count, dtype, axes, numAxes);
-  agreeOnCollective("gather", group, 2, count, dtype, root);
+  agreeOnCollective(Gather, group, count, dtype, root);
   TracedCall traced("gather", group, count * int64_t(elementBytes(dtype)));
   state->backend->gather(send, recv, count, dtype, memberIndex(group, root, "gather: root"), group);
 }
@@ -741,7 +758,7 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
                                         const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("reduce_scatter", count, dtype, axes, numAxes);
   checkReduction("reduce_scatter", op);
-  agreeOnCollective("reduce_scatter", group, 3, count, dtype, op);
+  agreeOnCollective(ReduceScatter, group, count, dtype, op);
   TracedCall traced("reduce_scatter", group, count * int64_t(elementBytes(dtype)));
   state->backend->reduceScatter(send, recv, count, dtype, op, group);
 }
@@ -749,7 +766,7 @@ extern "C" void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t co
 extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
                                     pmlir_rt_dtype dtype, const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("all_to_all", count, dtype, axes, numAxes);
-  agreeOnCollective("all_to_all", group, 4, count, dtype, -1);
+  agreeOnCollective(AllToAll, group, count, dtype, -1);
   TracedCall traced("all_to_all", group, count * int64_t(elementBytes(dtype)));
   state->backend->allToAll(send, recv, count, dtype, group);
 }
@@ -757,7 +774,7 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                                    const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("broadcast", count, dtype, axes, numAxes);
-  agreeOnCollective("broadcast", group, 5, count, dtype, root);
+  agreeOnCollective(Broadcast, group, count, dtype, root);
   TracedCall traced("broadcast", group, count * int64_t(elementBytes(dtype)));
   state->backend->broadcast(buf, count, dtype, memberIndex(group, root, "broadcast: root"), group);
 }

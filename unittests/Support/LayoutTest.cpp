@@ -169,10 +169,12 @@ TEST(BlockLayout, HeadTailDimBlocksHoldAHeadAndATail) {
         decodeBlock(mesh, {{}, {"cp"}}, {2, 3}, std::vector<int64_t>{2, 6}, rank, 1);
     std::vector<int64_t> block(6, -1);
     layout.copyOut(ids.data(), sizeof(int64_t), block.data());
-    if (rank == 1)
+    if (rank == 1) {
       EXPECT_EQ(block, (std::vector<int64_t>{2, 3, 4, 8, 9, 10}));
-    if (rank == 0)
+    }
+    if (rank == 0) {
       EXPECT_EQ(block, (std::vector<int64_t>{0, 1, 5, 6, 7, 11}));
+    }
     layout.pasteIn(block.data(), sizeof(int64_t), rebuilt.data());
   }
   EXPECT_EQ(rebuilt, ids);

@@ -19,11 +19,16 @@
 
 #include "pmlir/Support/SafeTensors.h"
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace pmlir::exec {
+
+/// The CRC-32 of `bytes` bytes at `data` as 8 hex digits: what both
+/// checkpoint forms record of each tensor (or block) and check on resume.
+std::string checksumOf(const void *data, size_t bytes);
 
 /// The optimizer state's file beside the parameters file `parameters`:
 /// `X.safetensors` -> `X.optimizer.safetensors`.
