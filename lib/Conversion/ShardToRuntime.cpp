@@ -200,6 +200,7 @@ struct Lowering {
       return b.getI32Type();
     case pmlir::rt::abi::I64:
       return b.getI64Type();
+    case pmlir::rt::abi::PTR:
     case pmlir::rt::abi::VOID:
       break;
     }

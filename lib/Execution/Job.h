@@ -215,6 +215,8 @@ private:
                       std::string &error) const;
   int assembleAndReport(JitProgram &program, const EntrySignature &signature,
                         OwningOpRef<ModuleOp> &reference);
+  /// --verbose: how many of the program's loops ran split over threads.
+  void reportLoops() const;
   /// The blocks of `data`, this rank's block of the tensor `spec`,
   /// assembled on rank 0 (every rank takes part).
   bool assemble(const float *data, const TensorSpec &spec, AssembledResult &out,

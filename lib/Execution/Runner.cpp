@@ -21,6 +21,7 @@
 #include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
+#include "pmlir/Runtime/RuntimeAbi.h"
 #include "pmlir/Runtime/RuntimeMesh.h"
 #include "pmlir/Sharding/Grid.h"
 #include "pmlir/Support/Mesh.h"
@@ -628,6 +629,9 @@ int Job::run() {
   pmlir_rt_set_num_threads(o.threads);
   if (o.verbose && rank == 0 && o.device == CompileTarget::Cpu) {
     llvm::outs() << "gemm: " << rt::gemmPath() << "\n";
+    llvm::outs() << "loops: " << pmlir_rt_parallel_threads()
+                 << " threads (a loop is split where its work passes " << rt::abi::kParallelMinWork
+                 << " operations)\n";
     llvm::outs().flush();
   }
   program->bind(args);
@@ -637,8 +641,11 @@ int Job::run() {
     pmlir_rt_ready();
   if (mesh && !o.trace.empty())
     pmlir_rt_trace_start();
-  if (o.train)
-    return train(*program, signature, args, idRanges, reference);
+  if (o.train) {
+    int status = train(*program, signature, args, idRanges, reference);
+    reportLoops();
+    return status;
+  }
   pmlir_rt_trace_region_begin("forward");
   if (!program->run(error))
     return failHere(error);
@@ -680,9 +687,19 @@ int Job::run() {
                                    median, jobTokens / (median / 1000.0),
                                    static_cast<long long>(jobTokens));
   }
+  reportLoops();
   if (!writeTrace(error))
     return failAtEnd("--trace: " + error);
   return assembleAndReport(*program, signature, reference);
+}
+
+void Job::reportLoops() const {
+  if (!o.verbose || rank != 0 || o.device != CompileTarget::Cpu)
+    return;
+  int64_t calls = 0, split = 0;
+  pmlir_rt_parallel_counts(&calls, &split);
+  llvm::outs() << "loops: " << calls << " calls, " << split << " split over threads\n";
+  llvm::outs().flush();
 }
 
 /// Result `i` of the last run of `program` as a whole tensor on rank 0:

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/Runtime.h"
 
 #include "HalfFloat.h"
 #include "StridedMemRef.h"
@@ -22,6 +23,7 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -236,6 +238,17 @@ extern "C" const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void) {
 }
 
 extern "C" void pmlir_rt_set_num_threads(int n) {
-  if (n > 0)
-    openblas_set_num_threads(n);
+  if (n <= 0)
+    n = pmlir_rt_default_threads();
+  // OpenBLAS keeps its own threads for the GEMMs: splitting each GEMM over
+  // the runtime's threads instead packs an operand once per thread, and the
+  // training step of GPT-2 small ran 15% slower that way on 2 cores
+  // (docs/performance.md).
+  openblas_set_num_threads(n);
+  // Test hook: the loops on other threads than the GEMMs, so that a test
+  // can split them while OpenBLAS, whose sums depend on its threads, keeps
+  // one.
+  const char *loopThreads = std::getenv("PMLIR_TEST_LOOP_THREADS");
+  pmlir_rt_set_parallel_threads(loopThreads && std::atoi(loopThreads) > 0 ? std::atoi(loopThreads)
+                                                                          : n);
 }

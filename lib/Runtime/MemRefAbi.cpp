@@ -94,6 +94,7 @@ template <typename T> struct TableSignatures {
   using AXES = StridedMemRefType<int64_t, 1> *;
   using I32 = int32_t;
   using I64 = int64_t;
+  using PTR = void *;
   template <typename R, typename... Params> using Fn = R (*)(Params...);
 #define PMLIR_RT_TYPED_ENTRY(NAME, RESULT, ...) using NAME = Fn<RESULT, __VA_ARGS__>;
 #define PMLIR_RT_ENTRY(NAME, C_INTERFACE, RESULT, ...) using NAME = Fn<RESULT, __VA_ARGS__>;

@@ -23,7 +23,8 @@ typedef struct {
 /* The kernels, terminated by an entry whose name is null. */
 const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void);
 
-/* Threads used by the GEMMs (OpenBLAS); n <= 0 keeps the default. */
+/* Threads of the GEMMs (OpenBLAS) and of the loops around them
+ * (pmlir_rt_parallel_for); n <= 0: pmlir_rt_default_threads(). */
 void pmlir_rt_set_num_threads(int n);
 
 #ifdef __cplusplus

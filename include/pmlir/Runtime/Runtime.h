@@ -100,6 +100,25 @@ int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t num_axes);
  * `axis` codes. */
 int64_t pmlir_rt_coordinate(int64_t axis);
 
+/* Runs body(context, begin, end), a void (*)(void *, int64_t, int64_t),
+ * over [0, count) in contiguous chunks, one a thread, on the process's
+ * worker threads with the caller among them, and returns when all are
+ * done. Inline, as one chunk, where the work (count * unit_cost, the
+ * operations of one iteration) would not pay for waking threads, on one
+ * thread, and inside a chunk. The chunks are the same on every call with
+ * the same count and threads. */
+void pmlir_rt_parallel_for(void *body, void *context, int64_t count, int64_t unit_cost);
+/* The threads pmlir_rt_parallel_for runs on, the caller's counted (n < 1:
+ * one), and how many it has. */
+void pmlir_rt_set_parallel_threads(int n);
+int pmlir_rt_parallel_threads(void);
+/* The calls of pmlir_rt_parallel_for so far (those inside a chunk not
+ * counted) and how many of them were split over threads. */
+void pmlir_rt_parallel_counts(int64_t *calls, int64_t *split);
+/* The threads a rank uses when none are asked for: the cores this process
+ * may run on, shared among the ranks of its host. */
+int pmlir_rt_default_threads(void);
+
 /* Fault injection for --check's tests: the `nth` all-reduce from now on
  * (counted from 1) reduces over this rank alone instead of its group, as a
  * wrong reduction group would; 0 injects none. */

@@ -2,8 +2,8 @@
 //
 // Part of pmlir.
 //
-// RuntimeAbi.def read into tables: what the lowering of collectives needs to
-// name and declare the runtime's entry points. No MLIR.
+// RuntimeAbi.def read into tables: what the lowerings that call the runtime
+// need to name and declare its entry points. No MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +18,15 @@
 
 namespace pmlir::rt::abi {
 
+/// Work (iterations times the operations of one) below which a loop runs
+/// on its caller's thread alone: waking a sleeping worker costs
+/// microseconds, and a vectorized loop does about this much in that time.
+/// pmlir-outline-parallel-loops leaves such loops inline;
+/// pmlir_rt_parallel_for runs them inline.
+inline constexpr int64_t kParallelMinWork = int64_t(1) << 18;
+
 /// The kinds of parameters and results in RuntimeAbi.def.
-enum Kind { VOID, BUFFER, AXES, I32, I64 };
+enum Kind { VOID, BUFFER, AXES, I32, I64, PTR };
 
 enum class EntryId {
 #define PMLIR_RT_TYPED_ENTRY(NAME, ...) NAME,

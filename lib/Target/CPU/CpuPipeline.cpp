@@ -6,9 +6,11 @@
 // linalg on tensors, shard collectives as runtime calls (the target-neutral
 // conversions) -> f32 matmuls marked for BLAS kernels -> elementwise fusion
 // around them -> buffers, each freed at its last use
-// (buildBufferizationPipeline) -> BLAS calls for f32 matmuls -> loops ->
-// polynomial f32 math -> LLVM. The loops are left to
-// LLVM's vectorizers, with the host's target machine (see pmlir-run).
+// (buildBufferizationPipeline) -> BLAS calls for f32 matmuls -> the large
+// ops outlined for the runtime's threads -> loops -> polynomial f32 math ->
+// LLVM, the outlined ops called through pmlir_rt_parallel_for. The loops
+// are left to LLVM's vectorizers, with the host's target machine (see
+// pmlir-run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   // Contractions marked with a library call (f32 matmuls) become calls to
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.
   pm.addPass(createLinalgToLibraryCalls());
+  pm.addPass(createOutlineParallelLoops());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // bf16 <-> f32 as integer shifts and rounding: x86 has no instructions
   // for them, and LLVM's fallbacks call into a libgcc that may lack them.
@@ -67,6 +70,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createLowerParallelCalls());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

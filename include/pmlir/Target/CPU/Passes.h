@@ -3,18 +3,20 @@
 // Part of pmlir.
 //
 // What only a CPU chooses: which contractions run as BLAS kernels, inline
-// polynomial math, and the pipeline from tfm to the LLVM dialect that
-// pmlir-run compiles.
+// polynomial math, which loops run on the runtime's threads, and the pipeline from tfm to the LLVM
+// dialect that pmlir-run compiles.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PMLIR_TARGET_CPU_PASSES_H
 #define PMLIR_TARGET_CPU_PASSES_H
 
+#include "pmlir/Runtime/RuntimeAbi.h"
 #include "pmlir/Support/Precision.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -65,4 +65,77 @@ def ApproximateMath : Pass<"pmlir-approximate-math"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+def OutlineParallelLoops : Pass<"pmlir-outline-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "makes each large structured op on buffers a body that the runtime's threads run in chunks";
+  let description = [{
+    After bufferization and the BLAS calls, every remaining linalg op (the
+    fused elementwise loops, norms, softmax, cross entropy, their
+    gradients, AdamW, fills and transposes) runs on one thread unless it is
+    split. This pass splits each op whose work (iterations times the
+    operations of one) may reach `min-work` along one parallel dimension
+    that every output is indexed by: the outermost one with at least 16
+    iterations, else the longest. The op moves into a new private function
+    `@<function>_parallel<N>(%begin, %end, captures...)` that runs it on
+    iterations [%begin, %end) of that dimension (the op tiled there: its
+    operands' subviews), and in its place comes a call of the declaration
+    `@<function>_parallel<N>_dispatch(%count, %unit_cost, captures...)`,
+    marked `pmlir.parallel_body = @<function>_parallel<N>`, which
+    `pmlir-lower-parallel-calls` makes a call of the runtime's
+    `pmlir_rt_parallel_for` after the lowering to LLVM. Reductions stay
+    inside a chunk (only parallel dimensions are split), so each element is
+    computed as on one thread. Ops whose static work is below `min-work`
+    stay where they are; so do ops in functions already outlined.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<512x768xf32>) outs(%y : memref<512x768xf32>) { ... }
+    ```
+    After:
+    ```mlir
+    func.call @f_parallel0_dispatch(%c512, %c768, %x, %y) : (index, index, ...) -> ()
+    func.func private @f_parallel0(%begin: index, %end: index, %x: memref<512x768xf32>, %y: ...) {
+      %xs = memref.subview %x[%begin, 0] [%size, 768] [1, 1] ...
+      linalg.generic ... ins(%xs ...) outs(%ys ...)
+    }
+    ```
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "pmlir::rt::abi::kParallelMinWork",
+           "the static work (iterations times operations) below which an op stays inline">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect"];
+}
+
+def LowerParallelCalls : Pass<"pmlir-lower-parallel-calls", "mlir::ModuleOp"> {
+  let summary = "makes the dispatches of pmlir-outline-parallel-loops calls of pmlir_rt_parallel_for";
+  let description = [{
+    On the LLVM dialect, after `pmlir-outline-parallel-loops` and the
+    conversion of functions (a memref argument is then its descriptor's
+    fields): each call of a declaration marked `pmlir.parallel_body =
+    @body` stores the captured arguments (all but the first two) into a
+    struct on the caller's stack and calls the runtime's
+    `pmlir_rt_parallel_for(@body_chunk, %context, %count, %unit_cost)`, as
+    `include/pmlir/Runtime/RuntimeAbi.def` declares it; `@body_chunk(ptr,
+    i64, i64)`, made once per body, loads them and calls `@body(%begin,
+    %end, ...)`. The declarations go.
+
+    Before:
+    ```mlir
+    llvm.call @f_parallel0_dispatch(%count, %cost, %p0, %p1, ...) : (i64, i64, !llvm.ptr, ...) -> ()
+    ```
+    After:
+    ```mlir
+    llvm.store %p0, ... ; llvm.store %p1, ...
+    llvm.call @pmlir_rt_parallel_for(%chunk, %context, %count, %cost)
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // PMLIR_TARGET_CPU_PASSES_TD
