@@ -117,9 +117,11 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::cat(c.run));
   bind("repeat", o.repeat, cl::desc("after a warm-up, run N times and print the median time"),
        cl::value_desc("N"), cl::cat(c.run));
-  threadsFlag = bind("threads", o.threads,
-                     cl::desc("threads of the CPU's GEMMs, 1 to 1024 (default: all cores)"),
-                     cl::value_desc("N"), cl::cat(c.run));
+  threadsFlag =
+      bind("threads", o.threads,
+           cl::desc("threads of the CPU's GEMMs and of the loops around them, 1 to 1024 (default: "
+                    "this rank's share of the cores, all of them for one rank a host)"),
+           cl::value_desc("N"), cl::cat(c.run));
 
   //===--- Mesh and parallelism ---===//
   bind("mesh", o.mesh, cl::desc("device mesh: named axes with sizes, e.g. tp=2,dp=2,pp=4"),
@@ -297,7 +299,8 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::cat(c.debugging));
   bind("verbose", o.verbose,
        cl::desc("print what the run chose that the flags did not say: the CPU's GEMM library, "
-                "its kernels and who chose them (by the CPU's features), its threads"),
+                "its kernels and who chose them (by the CPU's features), its threads; the loops' "
+                "threads and, at the end, how many loop calls were split over them"),
        cl::cat(c.debugging));
   bind("print-bytes-read", o.printBytesRead,
        cl::desc("each rank prints the bytes of parameters it read from --weights or --resume "
