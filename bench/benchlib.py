@@ -1,7 +1,9 @@
 """What the CPU benchmarks share: running a child for its output and peak
 memory, the machine they ran on, and the thread settings PyTorch gets."""
+import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,3 +38,28 @@ def torch_env(threads):
     OpenMP threads next to OpenBLAS's a 2-thread forward is about 3x slower."""
     return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                 OMP_WAIT_POLICY="PASSIVE")
+
+
+def add_torch_options(ap):
+    """The PyTorch side's flags, shared by the CPU benchmarks."""
+    ap.add_argument("--python", default=sys.executable,
+                    help="the Python whose PyTorch is compared with (default: this one; a "
+                         "virtual environment's bin/python for PyTorch 2.x)")
+    ap.add_argument("--torch-compile", action="store_true",
+                    help="time PyTorch's torch.compile (inductor) of the model instead of eager")
+
+
+def torch_report(ms):
+    """In a torch worker: prints the time and what ran it, as one JSON line."""
+    import torch
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    print(json.dumps({"ms": ms, "torch": f"PyTorch {torch.__version__} "
+                      f"(BLAS {blas.group(1) if blas else 'unknown'}, "
+                      f"oneDNN {'on' if torch.backends.mkldnn.is_available() else 'off'})"}))
+
+
+def torch_result(out):
+    """A torch worker's (ms, description)."""
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["ms"], result["torch"]

@@ -3,12 +3,14 @@
 
   /usr/bin/python3 bench/cpu_forward.py [--build build] [--rounds 3]
       [--repeat 3] [--shapes 1x128,8x128,1x512,8x512] [--threads 1,2]
-      [--gemm-only]
+      [--gemm-only] [--python PYTHON] [--torch-compile]
 
 For every batch x seq and thread count the script alternates `rounds` runs of
-`pmlir-run --repeat N` and of the same forward in PyTorch (Debian's
-python3-torch, `test/Integration/CPU/reference.py`'s GPT-2 in f32, the eager
-code a Hugging Face model runs); each run reports the median of N forwards
+`pmlir-run --repeat N` and of the same forward in PyTorch
+(`test/Integration/CPU/reference.py`'s GPT-2 in f32, the eager code a
+Hugging Face model runs, or its torch.compile with --torch-compile) under
+--python (default: this interpreter, Debian's python3-torch; a virtual
+environment's python for PyTorch 2.x from PyPI); each run reports the median of N forwards
 after a warm-up; the table gives the medians over rounds and the ratio of
 each back-to-back pair (median, min and max over rounds). Both sides get
 random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
@@ -17,8 +19,9 @@ CPU's measured AVX-512 FMA peak (bench/fma_peak.c), naming the GEMM kernels
 pmlir-run chose (--verbose), and reports pmlir-run's
 peak resident memory against weights + activations of one forward.
 
-Threads: pmlir-run gets --threads T (its GEMMs run on OpenBLAS with T
-threads, the rest on one). PyTorch gets torch.set_num_threads(T),
+Threads: pmlir-run gets --threads T (its GEMMs on OpenBLAS's T threads, the
+loops around them on the runtime's T). The table is followed by the PyTorch
+that ran (version, BLAS, oneDNN) and pmlir-run's GEMM path. PyTorch gets torch.set_num_threads(T),
 OPENBLAS_NUM_THREADS=T (without it OpenBLAS uses every core whatever
 set_num_threads says) and OMP_WAIT_POLICY=PASSIVE (with spinning OpenMP
 threads next to OpenBLAS's, its 2-thread forward here is about 3x slower).
@@ -32,15 +35,16 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine, run, torch_env
+from benchlib import add_torch_options, machine, run, torch_env, torch_report, torch_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
-def torch_worker(batch, seq, threads, repeat):
-    """Runs in a child process: prints the median forward time in ms."""
+def torch_worker(batch, seq, threads, repeat, compile):
+    """Runs in a child process: prints the median forward time in ms (eager,
+    or torch.compile'd with `compile`)."""
     import time
     import torch
     sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
@@ -49,14 +53,17 @@ def torch_worker(batch, seq, threads, repeat):
     c = dict(GPT2_SMALL)
     weights = gpt2_weights(c, torch.Generator().manual_seed(0))
     ids = torch.randint(0, c["vocab"], (batch, seq))
+    forward = lambda ids: gpt2_forward(c, weights, ids)
+    if compile:
+        forward = torch.compile(forward)
     times = []
     with torch.inference_mode():
-        gpt2_forward(c, weights, ids)
+        forward(ids)
         for _ in range(repeat):
             start = time.perf_counter()
-            gpt2_forward(c, weights, ids)
+            forward(ids)
             times.append((time.perf_counter() - start) * 1e3)
-    print(statistics.median(times))
+    torch_report(statistics.median(times))
 
 
 def write_ids(path, batch, seq, vocab):
@@ -89,7 +96,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--gemm-only", action="store_true",
                     help="only the GEMM-against-peak table")
-    ap.add_argument("--torch-worker", nargs=4, type=int, help=argparse.SUPPRESS)
+    add_torch_options(ap)
+    ap.add_argument("--torch-worker", nargs=5, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(*args.torch_worker)
@@ -108,7 +116,7 @@ def measure(args, work):
           f"forwards per run.\n")
 
     # Side by side forward.
-    rows, memory = [], []
+    rows, memory, torch_side, gemm = [], [], None, None
     weight_bytes = None
     for batch, seq in [] if args.gemm_only else shapes:
         model = os.path.join(work, f"gpt2-{batch}x{seq}.mlir")
@@ -131,13 +139,17 @@ def measure(args, work):
                 for who in order:
                     if who == "pmlir":
                         out, peak = run([pmlir_run, model, "--inputs", ids, "--repeat",
-                                         str(args.repeat), "--threads", str(threads)])
+                                         str(args.repeat), "--threads", str(threads),
+                                         "--verbose"])
+                        gemm = re.search(r"gemm: (.*)", out).group(1)
                         ours.append(float(re.search(r"median ([\d.]+) ms", out).group(1)))
                         rss = max(rss, peak)
                     else:
-                        out, _ = run([sys.executable, __file__, "--torch-worker", str(batch),
-                                      str(seq), str(threads), str(args.repeat)], env=env)
-                        theirs.append(float(out.strip()))
+                        out, _ = run([args.python, __file__, "--torch-worker", str(batch),
+                                      str(seq), str(threads), str(args.repeat),
+                                      str(int(args.torch_compile))], env=env)
+                        ms, torch_side = torch_result(out)
+                        theirs.append(ms)
             p, t = statistics.median(ours), statistics.median(theirs)
             tokens = batch * seq
             # Per round the two ran back to back: their ratio is the least
@@ -158,7 +170,8 @@ def measure(args, work):
         for b, s, th, p, ptok, t, ttok, ratio, low, high in rows:
             print(f"| {b} | {s} | {th} | {p:.1f} | {ptok:.0f} | {t:.1f} | {ttok:.0f} | "
                   f"{ratio:.2f}x | {low:.2f}-{high:.2f} |")
-        print()
+        print(f"\nPyTorch: {torch_side}, {'torch.compile' if args.torch_compile else 'eager'} "
+              f"({args.python}); pmlir-run's GEMMs (last run): {gemm}\n")
 
     # GEMM against the measured FMA peak.
     peak_exe = os.path.join(work, "fma_peak")

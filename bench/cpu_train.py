@@ -2,15 +2,17 @@
 """A GPT-2-small training step on the CPU, pmlir-run next to PyTorch, in one run.
 
   /usr/bin/python3 bench/cpu_train.py [--build build] [--rounds 3] [--steps 5]
-      [--shape 4x128] [--threads 1,2]
+      [--shape 4x128] [--threads 1,2] [--python PYTHON] [--torch-compile]
 
 One training step is the forward, the backward and AdamW's update of every
 parameter (lr 1e-3, weight decay 0.01, torch's defaults otherwise) on a
 batch of token ids with the next tokens as labels. pmlir runs `pmlir-gen
 gpt2 ... --loss` through `pmlir-run --train --steps N --threads T`, which
-prints each step's tokens/s; PyTorch (Debian's python3-torch) runs the eager
-f32 GPT-2 of test/Integration/CPU/reference.py (the ops of Hugging Face's
-GPT2LMHeadModel) with `loss.backward()` and `torch.optim.AdamW` on the same
+prints each step's tokens/s; PyTorch (under --python: by default this
+interpreter, Debian's python3-torch; a virtual environment's python for
+PyTorch 2.x) runs the f32 GPT-2 of test/Integration/CPU/reference.py (the
+ops of Hugging Face's GPT2LMHeadModel; eager, or its forward and loss
+torch.compile'd with --torch-compile) with `loss.backward()` and `torch.optim.AdamW` on the same
 shapes. Each run reports the median step time of its steps after the first;
 for every thread count the script alternates `rounds` runs of each side and
 gives the medians and the ratio of each back-to-back pair.
@@ -36,15 +38,16 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine, run, torch_env
+from benchlib import add_torch_options, machine, run, torch_env, torch_report, torch_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
-def torch_worker(batch, seq, threads, steps):
-    """Runs in a child process: prints the median step time in ms."""
+def torch_worker(batch, seq, threads, steps, compile):
+    """Runs in a child process: prints the median step time in ms (eager, or
+    the forward and loss torch.compile'd with `compile`)."""
     import time
     import torch
     import torch.nn.functional as F
@@ -58,16 +61,22 @@ def torch_worker(batch, seq, threads, steps):
     tokens = torch.randint(0, c["vocab"], (batch, seq + 1),
                            generator=torch.Generator().manual_seed(1))
     ids, labels = tokens[:, :-1], tokens[:, 1:]
+
+    def forward_loss(ids, labels):
+        logits = gpt2_forward(c, weights, ids)
+        return F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1))
+
+    if compile:
+        forward_loss = torch.compile(forward_loss)
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits = gpt2_forward(c, weights, ids)
-        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1))
+        loss = forward_loss(ids, labels)
         loss.backward()
         opt.step()
         times.append((time.perf_counter() - start) * 1e3)
-    print(statistics.median(times[1:]))
+    torch_report(statistics.median(times[1:]))
 
 
 def main():
@@ -77,7 +86,8 @@ def main():
     ap.add_argument("--steps", type=int, default=5, help="steps per run; the first is not timed")
     ap.add_argument("--shape", default="4x128", help="batch x seq")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--torch-worker", nargs=4, type=int, help=argparse.SUPPRESS)
+    add_torch_options(ap)
+    ap.add_argument("--torch-worker", nargs=5, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(*args.torch_worker)
@@ -110,7 +120,7 @@ def measure(args, work):
     with open(data, "wb") as f:
         f.write(struct.pack(f"<{count}H", *(rng.randrange(c["vocab"]) for _ in range(count))))
 
-    rows, rss = [], 0
+    rows, rss, torch_side, gemm = [], 0, None, None
     for threads in thread_counts:
         env = torch_env(threads)
         ours, theirs = [], []
@@ -119,16 +129,19 @@ def measure(args, work):
             for who in order:
                 if who == "pmlir":
                     out, peak = run([pmlir_run, model, "--train", "--steps", str(args.steps),
-                                     "--data", data, "--threads", str(threads)])
+                                     "--data", data, "--threads", str(threads), "--verbose"])
+                    gemm = re.search(r"gemm: (.*)", out).group(1)
                     rates = [float(x) for x in re.findall(r"(\d+) tokens/s", out)]
                     if len(rates) != args.steps:
                         sys.exit(f"pmlir-run printed {len(rates)} steps:\n{out}")
                     ours.append(batch * seq / statistics.median(rates[1:]) * 1e3)
                     rss = max(rss, peak)
                 else:
-                    out, _ = run([sys.executable, __file__, "--torch-worker", str(batch),
-                                  str(seq), str(threads), str(args.steps)], env=env)
-                    theirs.append(float(out.strip()))
+                    out, _ = run([args.python, __file__, "--torch-worker", str(batch),
+                                  str(seq), str(threads), str(args.steps),
+                                  str(int(args.torch_compile))], env=env)
+                    ms, torch_side = torch_result(out)
+                    theirs.append(ms)
         p, t = statistics.median(ours), statistics.median(theirs)
         ratios = [b / a for a, b in zip(ours, theirs)]
         rows.append((threads, p, t, statistics.median(ratios), min(ratios), max(ratios)))
@@ -141,6 +154,8 @@ def measure(args, work):
     for th, p, t, ratio, low, high in rows:
         print(f"| {batch} x {seq} | {th} | {p:.0f} | {tokens / p * 1e3:.0f} | {t:.0f} | "
               f"{tokens / t * 1e3:.0f} | {ratio:.2f}x | {low:.2f}-{high:.2f} |")
+    print(f"\nPyTorch: {torch_side}, {'torch.compile' if args.torch_compile else 'eager'} "
+          f"({args.python}); pmlir-run's GEMMs (last run): {gemm}")
 
     # What the backward pass keeps, per recompute mode, against the formula.
     reports = {}
