@@ -5,9 +5,9 @@
 // pmlir_rt_parallel_for: the loops that pmlir-outline-parallel-loops made
 // into chunked bodies run here, on one pool of worker threads per process.
 // The caller runs the first chunk itself, so n threads are the caller and
-// n - 1 workers. A chunk is a contiguous range of the loop's outermost
-// parallel dimension, the same range for the same count and thread count
-// on every run: no element's arithmetic depends on which thread ran it.
+// n - 1 workers. A chunk is a contiguous range of the dimension the loop
+// was split along, the same range for the same count and thread count on
+// every run; a chunk never shares an element's sum with another.
 //
 // Workers spin briefly after their chunk (loops come in quick succession
 // between GEMMs), then sleep on a condition variable, so an idle pool
