@@ -3,14 +3,16 @@
 
   /usr/bin/python3 bench/cpu_forward.py [--build build] [--rounds 3]
       [--repeat 3] [--shapes 1x128,8x128,1x512,8x512] [--threads 1,2]
-      [--gemm-only] [--python PYTHON] [--torch-compile]
+      [--gemm-only] [--python PYTHON] [--torch-compile | --jax]
 
 For every batch x seq and thread count the script alternates `rounds` runs of
 `pmlir-run --repeat N` and of the same forward in PyTorch
 (`test/Integration/CPU/reference.py`'s GPT-2 in f32, the eager code a
 Hugging Face model runs, or its torch.compile with --torch-compile) under
 --python (default: this interpreter, Debian's python3-torch; a virtual
-environment's python for PyTorch 2.x from PyPI); each run reports the median of N forwards
+environment's python for PyTorch 2.x from PyPI), or with --jax a jax.jit of
+the same forward (random weights of the same shapes; XLA's CPU threads are
+the cores its process may use, so T threads is an affinity to T cores); each run reports the median of N forwards
 after a warm-up; the table gives the medians over rounds and the ratio of
 each back-to-back pair (median, min and max over rounds). Both sides get
 random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
@@ -66,6 +68,62 @@ def torch_worker(batch, seq, threads, repeat, compile):
     torch_report(statistics.median(times))
 
 
+def jax_worker(batch, seq, threads, repeat):
+    """Runs in a child process: prints the median time of a jax.jit'd
+    forward of the same model in ms. XLA's CPU threads follow the cores the
+    process may use, so `threads` is its affinity (the first cores)."""
+    os.sched_setaffinity(0, set(range(threads)))
+    import json
+    import time
+    import numpy as np
+    import jax
+    import jax.numpy as jnp
+    c = GPT2_SMALL
+    h, a, v = c["hidden"], c["heads"], c["vocab"]
+    d = h // a
+    rng = np.random.default_rng(0)
+    normal = lambda *shape: jnp.asarray(rng.standard_normal(shape, dtype=np.float32) * 0.1)
+    w = {"wte": normal(v, h), "wpe": normal(c["max_positions"], h), "lnf_w": normal(h),
+         "lnf_b": normal(h), "layers": [
+             {"ln1_w": normal(h), "ln1_b": normal(h), "attn_w": normal(h, 3 * h),
+              "attn_b": normal(3 * h), "proj_w": normal(h, h), "proj_b": normal(h),
+              "ln2_w": normal(h), "ln2_b": normal(h), "fc_w": normal(h, 4 * h),
+              "fc_b": normal(4 * h), "out_w": normal(4 * h, h), "out_b": normal(h)}
+             for _ in range(c["layers"])]}
+
+    def layer_norm(x, weight, bias):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5) * weight + bias
+
+    def forward(w, ids):
+        b, s = ids.shape
+        x = w["wte"][ids] + w["wpe"][:s]
+        mask = jnp.tril(jnp.ones((s, s), dtype=bool))
+        for p in w["layers"]:
+            y = layer_norm(x, p["ln1_w"], p["ln1_b"])
+            q, k, val = jnp.split(y @ p["attn_w"] + p["attn_b"], 3, axis=-1)
+            q, k, val = (t.reshape(b, s, a, d).transpose(0, 2, 1, 3) for t in (q, k, val))
+            scores = jnp.where(mask, q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), -jnp.inf)
+            o = (jax.nn.softmax(scores, -1) @ val).transpose(0, 2, 1, 3).reshape(b, s, h)
+            x = x + o @ p["proj_w"] + p["proj_b"]
+            y = layer_norm(x, p["ln2_w"], p["ln2_b"])
+            x = x + jax.nn.gelu(y @ p["fc_w"] + p["fc_b"], approximate=True) @ p["out_w"] + \
+                p["out_b"]
+        return layer_norm(x, w["lnf_w"], w["lnf_b"]) @ w["wte"].T
+
+    ids = jnp.asarray(rng.integers(0, v, (batch, seq)))
+    f = jax.jit(forward)
+    f(w, ids).block_until_ready()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        f(w, ids).block_until_ready()
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps({"ms": statistics.median(times),
+                      "torch": f"JAX {jax.__version__} (jax.jit, XLA CPU)"}))
+
+
 def write_ids(path, batch, seq, vocab):
     sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
     import torch
@@ -97,10 +155,15 @@ def main():
     ap.add_argument("--gemm-only", action="store_true",
                     help="only the GEMM-against-peak table")
     add_torch_options(ap)
+    ap.add_argument("--jax", action="store_true",
+                    help="compare with a jax.jit of the same forward under --python instead")
     ap.add_argument("--torch-worker", nargs=5, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--jax-worker", nargs=4, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(*args.torch_worker)
+    if args.jax_worker:
+        return jax_worker(*args.jax_worker)
 
     with tempfile.TemporaryDirectory(prefix="pmlir-bench-") as work:
         measure(args, work)
@@ -145,9 +208,11 @@ def measure(args, work):
                         ours.append(float(re.search(r"median ([\d.]+) ms", out).group(1)))
                         rss = max(rss, peak)
                     else:
-                        out, _ = run([args.python, __file__, "--torch-worker", str(batch),
-                                      str(seq), str(threads), str(args.repeat),
-                                      str(int(args.torch_compile))], env=env)
+                        worker = (["--jax-worker"] if args.jax else ["--torch-worker"]) + [
+                            str(batch), str(seq), str(threads), str(args.repeat)]
+                        if not args.jax:
+                            worker.append(str(int(args.torch_compile)))
+                        out, _ = run([args.python, __file__, *worker], env=env)
                         ms, torch_side = torch_result(out)
                         theirs.append(ms)
             p, t = statistics.median(ours), statistics.median(theirs)
@@ -163,15 +228,17 @@ def measure(args, work):
         memory.append((batch, seq, rss, weight_bytes, act, rss / (weight_bytes + act)))
 
     if rows:
-        print("| batch | seq | threads | pmlir ms | pmlir tokens/s | PyTorch ms | "
-              "PyTorch tokens/s | pmlir / PyTorch tokens/s (median of rounds) | "
+        other = "JAX" if args.jax else "PyTorch"
+        print(f"| batch | seq | threads | pmlir ms | pmlir tokens/s | {other} ms | "
+              f"{other} tokens/s | pmlir / {other} tokens/s (median of rounds) | "
               "range over rounds |")
         print("|---|---|---|---|---|---|---|---|---|")
         for b, s, th, p, ptok, t, ttok, ratio, low, high in rows:
             print(f"| {b} | {s} | {th} | {p:.1f} | {ptok:.0f} | {t:.1f} | {ttok:.0f} | "
                   f"{ratio:.2f}x | {low:.2f}-{high:.2f} |")
-        print(f"\nPyTorch: {torch_side}, {'torch.compile' if args.torch_compile else 'eager'} "
-              f"({args.python}); pmlir-run's GEMMs (last run): {gemm}\n")
+        mode = "" if args.jax else (", torch.compile" if args.torch_compile else ", eager")
+        print(f"\n{other}: {torch_side}{mode} ({args.python}); pmlir-run's GEMMs (last run): "
+              f"{gemm}\n")
 
     # GEMM against the measured FMA peak.
     peak_exe = os.path.join(work, "fma_peak")
