@@ -15,10 +15,15 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 namespace pmlir::rt {
+
+/// The first of the environment variables `names` that is set, as a number
+/// (mpirun's OMPI_COMM_WORLD_*), else `fallback`.
+int64_t environmentNumber(std::initializer_list<const char *> names, int64_t fallback);
 
 /// The communicator of the group over an ordered axes list, and what error
 /// messages call it.

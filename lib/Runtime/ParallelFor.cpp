@@ -18,6 +18,8 @@
 #include "pmlir/Runtime/Runtime.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
 
+#include "Groups.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -193,11 +195,7 @@ extern "C" int pmlir_rt_default_threads(void) {
   int cores = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
   if (cores <= 0)
     cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  int localRanks = 1;
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char *value = std::getenv(name); value && std::atoi(value) > 0) {
-      localRanks = std::atoi(value);
-      break;
-    }
-  return std::max(1, cores / localRanks);
+  int64_t localRanks =
+      std::max<int64_t>(1, pmlir::rt::environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1));
+  return std::max(1, int(cores / localRanks));
 }

@@ -121,6 +121,13 @@ void pmlir::rt::checkMpi(int rc, const char *what) {
   failWith(std::string(what) + " failed: " + std::string(text, length));
 }
 
+int64_t pmlir::rt::environmentNumber(std::initializer_list<const char *> names, int64_t fallback) {
+  for (const char *name : names)
+    if (const char *value = std::getenv(name))
+      return std::strtoll(value, nullptr, 10);
+  return fallback;
+}
+
 namespace {
 
 /// The parts of a valid axes list (groupOf checked it).
@@ -315,13 +322,6 @@ void watch() {
 }
 
 /// A rank and size from the launcher's environment, before MPI is up.
-int64_t environmentNumber(std::initializer_list<const char *> names, int64_t fallback) {
-  for (const char *name : names)
-    if (const char *value = std::getenv(name))
-      return std::strtoll(value, nullptr, 10);
-  return fallback;
-}
-
 /// The backend `kind`, started on every rank, or a message: its own cause
 /// on a rank where it failed, and that rank on the others. Collective over
 /// the world, so that no rank goes on to collectives the others never
