@@ -84,6 +84,13 @@ void addShardingPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   sharding.contextAttention = o.contextAttention;
   sharding.contextLayout = o.contextLayout;
   buildShardingPipeline(pm, sharding);
+  // Before any rank runs it: every rank's program, pipeline ranks
+  // included, issues matching collectives.
+  if (o.verifySpmd) {
+    VerifySpmdOptions verify;
+    verify.axis = "pp";
+    pm.addPass(createVerifySpmd(verify));
+  }
 }
 
 void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {

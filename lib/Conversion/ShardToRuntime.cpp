@@ -228,7 +228,7 @@ struct Lowering {
   /// none, so their messages match in program order under tag 0, unless
   /// pmlir-pipeline-lower gave them one (`pipe.tag`, a transfer's number).
   static Value messageTag(OpBuilder &b, Operation *op) {
-    auto tag = op->getAttrOfType<IntegerAttr>("pipe.tag");
+    auto tag = op->getAttrOfType<IntegerAttr>(pmlir::sharding::kMessageTagAttr);
     return arith::ConstantOp::create(b, op->getLoc(), b.getI64IntegerAttr(tag ? tag.getInt() : 0));
   }
 

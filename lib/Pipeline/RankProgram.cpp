@@ -42,8 +42,6 @@ namespace {
 
 /// Message tags of pipeline transfers, above those of other messages.
 constexpr int64_t kFirstTransferTag = 1;
-/// The discardable attribute that gives a shard.send or shard.recv its tag.
-constexpr llvm::StringLiteral kTagAttr = "pipe.tag";
 
 class RankBuilder {
 public:
@@ -101,7 +99,7 @@ void RankBuilder::send(pipe::TransferOp transfer) {
   int64_t peer = rankOf(transfer.getTo());
   auto op = shard::SendOp::create(b, loc, local.getType(), gridName, ArrayRef<int16_t>{gridAxis},
                                   local, ArrayRef<int64_t>{peer}, ValueRange());
-  op->setAttr(kTagAttr, b.getI64IntegerAttr(tags.lookup(transfer)));
+  op->setAttr(pmlir::sharding::kMessageTagAttr, b.getI64IntegerAttr(tags.lookup(transfer)));
 }
 
 void RankBuilder::receive(pipe::TransferOp transfer) {
@@ -117,7 +115,7 @@ void RankBuilder::receive(pipe::TransferOp transfer) {
       shard::RecvOp::create(b, loc, type, FlatSymbolRefAttr::get(b.getContext(), gridName),
                             b.getDenseI16ArrayAttr({gridAxis}), shape,
                             b.getDenseI64ArrayAttr({rankOf(transfer.getFrom())}), ValueRange());
-  op->setAttr(kTagAttr, b.getI64IntegerAttr(tags.lookup(transfer)));
+  op->setAttr(pmlir::sharding::kMessageTagAttr, b.getI64IntegerAttr(tags.lookup(transfer)));
   mapping.map(transfer.getResult(), op.getResult());
 }
 

@@ -143,6 +143,10 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
   Option<ContextLayout> contextLayout{
       *this, "context-layout", llvm::cl::desc("the order of a sequence split on cp"),
       llvm::cl::init(ContextLayout::Contiguous), ShardingPipelineOptions::contextLayoutValues()};
+  Option<bool> verifySpmd{
+      *this, "verify-spmd",
+      llvm::cl::desc("prove that every rank's collectives and messages match (pmlir-verify-spmd)"),
+      llvm::cl::init(true)};
   Option<std::string> commReport{*this, "comm-report",
                                  llvm::cl::desc("write the rank's collectives to this JSON file")};
   Option<std::string> memoryReport{*this, "memory-report",

@@ -29,6 +29,12 @@ namespace pmlir::sharding {
 /// name of each grid axis, a mesh axis or a sub-axis.
 inline constexpr llvm::StringLiteral kGridAxesAttr = "tfm.grid_axes";
 
+/// The discardable attribute that gives a shard.send and its shard.recv
+/// the tag their message carries (pmlir-pipeline-lower numbers its
+/// transfers so); untagged messages carry tag 0 and match in program
+/// order.
+inline constexpr llvm::StringLiteral kMessageTagAttr = "pipe.tag";
+
 class Grid {
 public:
   /// The mesh's own axes.

@@ -738,6 +738,47 @@ def DropShardings : Pass<"pmlir-drop-shardings", "mlir::ModuleOp"> {
   }];
 }
 
+def VerifySpmd : Pass<"pmlir-verify-spmd", "mlir::ModuleOp"> {
+  let summary = "proves that every rank's collectives and messages match";
+  let description = [{
+    On a partitioned program (a `shard.grid @mesh`): every rank of the
+    module's `tfm.mesh` runs it, and every collective waits for its whole
+    group, which MPI and NCCL match by order alone. The pass traces each
+    rank's program with that rank's coordinates (process indices and the
+    scalar arithmetic on them folded, each `scf.if` on them decided, each
+    `scf.for` of known bounds unrolled, `tfm.layer` and `pipe.fragment`
+    bodies and called functions entered) and runs the ranks' traces against
+    each other as the runtime would: a collective completes once every
+    member of its group is at a collective of that group, and all of them
+    must agree in kind, grid axes, reduction, tensor axis, element type and
+    count; a send is buffered; a receive takes the oldest message from its
+    source under its tag (`pipe.tag`), of the same element type and count.
+    The first disagreement, a rank that would wait for ever, or a message
+    never received is an error on one rank's op with a note on the other's,
+    naming both ranks with their coordinates, e.g.
+
+    ```
+    error: pmlir-verify-spmd: rank 0 (tp=0) and rank 1 (tp=1) disagree in their 2nd
+      collective over tp: rank 0 (tp=0) issues all_reduce (sum) of 64 f32 over tp,
+      rank 1 (tp=1) all_gather (gather axis 1) of 64 f32 over tp (they differ in
+      the kind and the tensor axis)
+    note: the collective of rank 1 (tp=1)
+    ```
+
+    A condition that is not a function of the rank may guard collectives
+    only where both branches issue the same ones. A program cut into
+    pipeline stages (`pipe.fragment`s and a `pipe.schedule`) is checked as
+    `pmlir-pipeline-lower` makes it on each rank of `axis`, its transfers
+    and stage sums included. The module is left as it was.
+    `pmlir-compile-pipeline` runs the pass at the end of the sharded phase
+    (`verify-spmd=false` leaves it out).
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
+           "the mesh axis of a pipelined program's stages">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Pipeline
 //===----------------------------------------------------------------------===//
