@@ -6,6 +6,8 @@
 
 #include "pmlir/Execution/Launch.h"
 
+#include "pmlir/Support/OutputFile.h"
+
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,25 +25,79 @@
 
 namespace {
 
-/// The mpirun this process waits for, and the first signal that asked
-/// this process to end.
+/// The mpirun this process waits for, the first signal that asked this
+/// process to end, and how many did.
 volatile sig_atomic_t mpirunPid = 0;
 volatile sig_atomic_t endedBy = 0;
+volatile sig_atomic_t endingSignals = 0;
+/// Whether the job's ranks stop at a step boundary on SIGUSR1.
+volatile sig_atomic_t ranksStopAtStep = 0;
 
 /// The signals a user or a batch scheduler ends a job with.
 constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
+/// Writes `text` to standard error from a signal handler.
+void say(const char *text) {
+  ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
+  (void)ignored;
+}
+
 /// Passes a signal sent to this process on to mpirun, which ends the job's
-/// ranks. A signal from the terminal (Ctrl-C) reaches mpirun and the ranks
-/// by their process group already, so it is not sent twice.
+/// ranks (or, the first time in a training run, asks them to stop with
+/// SIGUSR1). A signal from the terminal (Ctrl-C) reaches mpirun and the
+/// ranks by their process group already, so it is not sent twice.
 void forwardToMpirun(int signal, siginfo_t *info, void *) {
   if (!endedBy)
     endedBy = signal;
-  if (mpirunPid > 0 && info->si_code != SI_KERNEL)
-    kill(mpirunPid, signal);
+  bool asks = ranksStopAtStep && endingSignals == 0 && signal != SIGQUIT;
+  endingSignals = endingSignals + 1;
+  if (mpirunPid > 0 && info->si_code != SI_KERNEL) {
+    if (asks)
+      say("pmlir-run: asked to end: the ranks stop after their current step (a second "
+          "signal ends them at once)\n");
+    kill(mpirunPid, asks ? SIGUSR1 : signal);
+  }
+}
+
+/// The signal that asked this process to stop at its next step boundary.
+volatile sig_atomic_t stopRequestedBy = 0;
+/// The actions the stop handler replaced, restored by a second signal.
+constexpr int kStopSignals[] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
+struct sigaction replacedActions[std::size(kStopSignals)];
+
+void requestStop(int signal) {
+  if (stopRequestedBy) {
+    // A second signal: it ends the process as it would have.
+    for (size_t i = 0; i < std::size(kStopSignals); ++i)
+      sigaction(kStopSignals[i], &replacedActions[i], nullptr);
+    raise(signal);
+    return;
+  }
+  stopRequestedBy = signal;
+  if (signal != SIGUSR1)
+    say("pmlir-run: asked to end: stopping after the current step (a second signal ends the "
+        "run at once)\n");
 }
 
 } // namespace
+
+void pmlir::exec::catchStopRequests(bool rankOfJob) {
+  // Temporaries are removed first by a signal that ends the process.
+  removeTemporariesOnEndingSignals();
+  struct sigaction action = {};
+  action.sa_handler = requestStop;
+  sigemptyset(&action.sa_mask);
+  // A rank's SIGTERM comes from mpirun ending the job: it ends the rank.
+  size_t caught = rankOfJob ? 1 : std::size(kStopSignals);
+  for (size_t i = 0; i < caught; ++i) {
+    sigaction(kStopSignals[i], nullptr, &replacedActions[i]);
+    // An ignored signal stays ignored (nohup).
+    if (replacedActions[i].sa_handler != SIG_IGN)
+      sigaction(kStopSignals[i], &action, nullptr);
+  }
+}
+
+int pmlir::exec::stopRequest() { return stopRequestedBy; }
 
 bool pmlir::exec::underMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");
@@ -54,7 +110,8 @@ int64_t pmlir::exec::launcherRank() {
   return -1;
 }
 
-int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &command) {
+int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &command,
+                             bool stopsAtStep) {
   // Every rank is a process of its own on this host, holding its compiled
   // program: past a number of them a core, the host thrashes rather than
   // runs the job.
@@ -120,6 +177,7 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
                  std::strerror(errno));
     std::_Exit(127);
   }
+  ranksStopAtStep = stopsAtStep;
   mpirunPid = child;
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   int status = 0;
@@ -130,7 +188,11 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
   if (int signal = endedBy) {
     // Ended as asked, after the job: the caller sees this process end by
     // the signal it sent.
-    std::fprintf(stderr, "pmlir-run: error: %s; the job's ranks were ended\n", strsignal(signal));
+    if (stopsAtStep && endingSignals == 1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      std::fprintf(stderr, "pmlir-run: %s: the job's ranks stopped after their current step\n",
+                   strsignal(signal));
+    else
+      std::fprintf(stderr, "pmlir-run: error: %s; the job's ranks were ended\n", strsignal(signal));
     std::signal(signal, SIG_DFL);
     raise(signal);
     return 128 + signal;

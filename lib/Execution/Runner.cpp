@@ -309,8 +309,10 @@ int Job::run() {
       // The ranks' output goes through mpirun: they learn from here
       // whether it ends on a terminal (a progress bar) or not.
       setenv(kTerminalEnv, isatty(STDOUT_FILENO) ? "1" : "0", /*overwrite=*/1);
-      return launchRanks(mesh->numRanks(), o.relaunch);
+      return launchRanks(mesh->numRanks(), o.relaunch, /*stopsAtStep=*/o.train && !o.compileOnly);
     }
+    if (o.train)
+      catchStopRequests(/*rankOfJob=*/true);
     maybeHang(launcherRank(), "start-up");
     char text[512];
     // A GPU program's collectives read and write device memory: NCCL's (a
@@ -326,6 +328,8 @@ int Job::run() {
     if (o.checkCollectives)
       pmlir_rt_check_collectives(1);
   }
+  if (o.train && o.mesh.empty())
+    catchStopRequests(/*rankOfJob=*/false);
   if (o.device == CompileTarget::Gpu && !o.compileOnly) {
     char text[512];
     if (pmlir_rt_gpu_init(-1, text, sizeof(text)))

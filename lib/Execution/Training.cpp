@@ -16,6 +16,7 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Checkpoint.h"
 #include "pmlir/Execution/CheckpointDirectory.h"
+#include "pmlir/Execution/Launch.h"
 #include "pmlir/Execution/StepCheck.h"
 #include "pmlir/Execution/TokenData.h"
 #include "pmlir/ModelGen/HuggingFace.h"
@@ -30,6 +31,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -543,6 +545,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
 
   bool terminal = rank == 0 && outputIsTerminal();
   maybeHang(rank, "step");
+  int64_t stoppedAfter = -1;
   for (int64_t i = 0; i < o.steps; ++i) {
     int64_t step = done + i + 1;
     if (data) {
@@ -617,6 +620,18 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
                      << (i + 1) << "/" << o.steps;
       }
       llvm::outs().flush();
+    }
+    // A stop request (a signal, see catchStopRequests) is honoured after
+    // a step, by every rank after the same one: the state saved is that
+    // step's.
+    if (i + 1 < o.steps) {
+      int64_t stopping = stopRequest() != 0;
+      if (mesh)
+        stopping = overRanks(stopping, PMLIR_RT_MAX);
+      if (stopping) {
+        stoppedAfter = step;
+        break;
+      }
     }
   }
   if (terminal)
@@ -693,6 +708,19 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
         parameters.push_back({names[k++], DType::F32, t.shape, t.values});
     if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))
       return failAtEnd("--export-hf: " + error);
+  }
+  if (stoppedAfter >= 0) {
+    if (rank == 0)
+      warn("stopped as asked after step " + std::to_string(stoppedAfter) + " of " +
+           std::to_string(done + o.steps) +
+           (o.save.empty() ? "; nothing was saved (no --save)"
+                           : "; --save " + o.save + " holds step " + std::to_string(stoppedAfter)));
+    // Alone, this process ends by the signal that asked, as it would have
+    // without the stop; a rank ends cleanly, and its launcher by it.
+    if (!mesh) {
+      std::signal(stopRequest(), SIG_DFL);
+      raise(stopRequest());
+    }
   }
   if (mesh)
     pmlir_rt_finalize();

@@ -52,7 +52,9 @@ void removeTemporariesAndEnd(int signal) {
   raise(signal);
 }
 
-void installRemovalHandlers() {
+} // namespace
+
+void pmlir::removeTemporariesOnEndingSignals() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true))
     return;
@@ -67,12 +69,14 @@ void installRemovalHandlers() {
   }
 }
 
+namespace {
+
 /// Registers `path` for removal on an ending signal; the slot, or -1 when
 /// all are taken (the file is then only removed on a clean exit).
 int registerTemporary(const std::string &path) {
   if (path.size() >= PATH_MAX)
     return -1;
-  installRemovalHandlers();
+  removeTemporariesOnEndingSignals();
   for (size_t i = 0; i < kTemporarySlots; ++i) {
     int expected = Free;
     if (temporaries[i].state.compare_exchange_strong(expected, Filling)) {

@@ -27,7 +27,26 @@ inline constexpr int64_t kMaxRanksPerCore = 64;
 /// returns its exit status; a failure to start is printed and returns 1
 /// (127 when mpirun is missing), as are more ranks than kMaxRanksPerCore a
 /// core of this host.
-int launchRanks(int64_t ranks, const std::vector<std::string> &command);
+///
+/// A signal that ends this process (SIGTERM, SIGINT, SIGHUP, SIGQUIT) ends
+/// the job: it is passed on to mpirun, which ends every rank, and this
+/// process ends by it after them. Where `stopsAtStep` (a training run),
+/// the first such signal asks instead: it is passed on as SIGUSR1, which
+/// mpirun forwards to every rank and the ranks take as a stop request
+/// (catchStopRequests), and this process ends by the signal once they have
+/// stopped; a second signal ends them at once.
+int launchRanks(int64_t ranks, const std::vector<std::string> &command, bool stopsAtStep = false);
+
+/// Lets the signals that ask a training run to stop set a request that
+/// stopRequest() reads, instead of ending the process, so that it stops at
+/// its next step boundary: SIGUSR1 (a launcher's request, passed on by
+/// mpirun) and, on a process that runs alone, also SIGTERM, SIGINT and
+/// SIGHUP. A second ending signal ends the process as the first would have
+/// (its temporaries removed).
+void catchStopRequests(bool rankOfJob);
+
+/// The signal that asked this process to stop, or 0.
+int stopRequest();
 
 } // namespace pmlir::exec
 

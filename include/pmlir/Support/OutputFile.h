@@ -84,6 +84,14 @@ private:
   int temporarySlot = -1;
 };
 
+/// Installs, once, the handlers of the signals that end a process
+/// (SIGTERM, SIGINT, SIGHUP, SIGQUIT) that remove the temporaries being
+/// written, then let the signal act as it did before. An OutputFile does
+/// it when it opens; a handler installed after this one that lets a signal
+/// end the process restores the action it replaced, so that temporaries
+/// go first.
+void removeTemporariesOnEndingSignals();
+
 /// Writes `contents` to `path` through an OutputFile ("-": standard output).
 bool writeOutputFile(const std::string &path, std::string_view contents, std::string &error);
 

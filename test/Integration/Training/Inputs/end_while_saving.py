@@ -1,4 +1,5 @@
-"""Ends a pmlir-run with a signal while it holds a checkpoint written but not
+"""Ends a pmlir-run with a signal (sent twice: a training run takes the first
+as a request to stop at its next step boundary) while it holds a checkpoint written but not
 yet in place (--test-hang-at save-commit), and checks what that leaves: the
 run ended by the signal, and the checkpoint that was there byte for byte.
 A checkpoint file pair (CHECKPOINT ends in .safetensors): no temporary file
@@ -49,7 +50,13 @@ if directory:
     print("staged:", " ".join(sorted(os.listdir(staging))))
 elif len(temporaries()) != 2:
     sys.exit(f"expected the 2 staged files, found {temporaries()}")
+# A training run takes a first signal as a request to stop after its step,
+# which a run held in its save cannot honour: the second ends it.
 run.send_signal(getattr(signal, signame))
+try:
+    run.wait(timeout=2)
+except subprocess.TimeoutExpired:
+    run.send_signal(getattr(signal, signame))
 try:
     run.wait(timeout=60)
 except subprocess.TimeoutExpired:
