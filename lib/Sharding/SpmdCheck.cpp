@@ -588,15 +588,19 @@ private:
       key[a] = -1;
     auto [it, inserted] = groupIds.try_emplace({set, key}, int64_t(members.size()));
     if (inserted) {
-      std::vector<int64_t> group;
-      for (int64_t r = 0; r < ranks.numRanks(); ++r) {
-        const std::vector<int64_t> &c = ranks.coordinatesOf(r);
-        bool same = true;
-        for (size_t a = 0; a < c.size() && same; ++a)
-          same = key[a] < 0 || key[a] == c[a];
-        if (same)
-          group.push_back(r);
+      // Every coordinate on the group's axes, the others the rank's.
+      std::vector<int64_t> group, c = ranks.coordinatesOf(rank);
+      for (int16_t a : set)
+        c[a] = 0;
+      for (;;) {
+        group.push_back(ranks.rankAtCoordinates(c));
+        size_t i = set.size();
+        while (i > 0 && ++c[set[i - 1]] == ranks.gridShape()[set[i - 1]])
+          c[set[--i]] = 0;
+        if (i == 0)
+          break;
       }
+      llvm::sort(group);
       members.push_back(std::move(group));
       completed.push_back(0);
     }

@@ -259,3 +259,15 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 4>} {
     return %b : tensor<4xf32>
   }
 }
+
+// -----
+
+// A mesh beyond what the check traces is said to be unchecked.
+// expected-warning @+1 {{pmlir-verify-spmd: the mesh has 131072 ranks, more than the 65536 the check traces: the ranks' collectives are not proven to match}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 256, tp = 512>} {
+  shard.grid @mesh(shape = 256x512)
+  func.func @huge(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %x = shard.all_reduce %a on @mesh grid_axes = [1] : tensor<4xf32> -> tensor<4xf32>
+    return %x : tensor<4xf32>
+  }
+}

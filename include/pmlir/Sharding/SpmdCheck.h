@@ -41,6 +41,10 @@
 
 namespace pmlir::sharding {
 
+/// The most ranks the check traces: every rank's program is traced, so a
+/// larger mesh (a million devices) would cost minutes.
+inline constexpr int64_t kMaxCheckedRanks = 65536;
+
 /// Proves that the ranks of `grid`'s mesh, rank r running
 /// `programs[programOf(r)]`, issue matching communication; emits the
 /// first violation as an error on the op of the lower rank (with a note on
