@@ -42,7 +42,9 @@ def draw(index):
     hidden = heads * head_dim
     layers = rng.choice([1, 2, 3]) if pp == 1 else rng.choice([2, 3, 4])
     layout = rng.choice(["contiguous", "balanced"]) if cp > 1 else None
-    seq = 2 * cp * rng.choice([2, 3, 4])
+    # Sequence parallelism splits the sequence over tp, as Megatron's.
+    sequence_parallel = tp > 1 and rng.random() < 0.6
+    seq = 2 * cp * rng.choice([2, 3, 4]) * (tp if sequence_parallel else 1)
     batch = dp * rng.choice([1, 2])
     vocab = rng.randint(40, 100)
     gen = [family, "--layers", str(layers), "--hidden", str(hidden), "--heads", str(heads),
@@ -59,7 +61,7 @@ def draw(index):
                     (("dp", dp), ("tp", tp), ("cp", cp), ("pp", pp)) if size > 1)
     run = ["--train", "--steps", "2", "--data", tokens, "--lr", "3e-3", "--mesh", mesh,
            "--recipe", "megatron", "--check"]
-    if tp > 1 and rng.random() < 0.6:
+    if sequence_parallel:
         run.append("--sequence-parallel")
     if dp > 1:
         zero = rng.choice([0, 1, 2, 3])
