@@ -709,18 +709,17 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))
       return failAtEnd("--export-hf: " + error);
   }
-  if (stoppedAfter >= 0) {
-    if (rank == 0)
-      warn("stopped as asked after step " + std::to_string(stoppedAfter) + " of " +
-           std::to_string(done + o.steps) +
-           (o.save.empty() ? "; nothing was saved (no --save)"
-                           : "; --save " + o.save + " holds step " + std::to_string(stoppedAfter)));
-    // Alone, this process ends by the signal that asked, as it would have
-    // without the stop; a rank ends cleanly, and its launcher by it.
-    if (!mesh) {
-      std::signal(stopRequest(), SIG_DFL);
-      raise(stopRequest());
-    }
+  if (stoppedAfter >= 0 && rank == 0)
+    warn("stopped as asked after step " + std::to_string(stoppedAfter) + " of " +
+         std::to_string(done + o.steps) +
+         (o.save.empty() ? "; nothing was saved (no --save)"
+                         : "; --save " + o.save + " holds step " + std::to_string(stoppedAfter)));
+  // Alone, a process asked to end ends by the signal that asked (also when
+  // its last step was under way), as it would have without the stop; a
+  // rank ends cleanly, and its launcher by the signal.
+  if (int signal = stopRequest(); signal && !mesh) {
+    std::signal(signal, SIG_DFL);
+    raise(signal);
   }
   if (mesh)
     pmlir_rt_finalize();
