@@ -179,6 +179,19 @@ std::string describe(const RankSpace &ranks, const Call &c) {
   return s;
 }
 
+/// "4 f32".
+std::string countAndType(const Call &c) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << c.count << " " << c.element;
+  return s;
+}
+
+/// A message as a send or receive passes it: "4 f32 (tag 3) over pp".
+std::string describeMessage(const RankSpace &ranks, const Call &c) {
+  return countAndType(c) + " (tag " + std::to_string(c.tag) + ") over " + ranks.axesName(c.axes);
+}
+
 /// Runs one rank's program symbolically and lists its communication calls.
 class Tracer {
 public:
@@ -496,24 +509,36 @@ std::string ordinal(int64_t n) {
   return std::to_string(n) + suffix;
 }
 
-/// What differs between two calls of one group's turn.
-std::string differences(const Call &a, const Call &b) {
+/// "a", "a and b", "a, b and c".
+std::string listed(ArrayRef<std::string> items) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return s;
+}
+
+/// What differs between two collectives of one group's turn, or between a
+/// message as sent and as received (`message`: its element type and count
+/// alone).
+std::string differences(const Call &a, const Call &b, bool message = false) {
   SmallVector<std::string> d;
-  if (a.kind != b.kind)
-    d.push_back("the kind");
-  if (a.axes != b.axes)
-    d.push_back("the order of the grid axes");
-  if (a.reduction != b.reduction)
-    d.push_back("the reduction");
-  if (a.axis != b.axis || a.secondAxis != b.secondAxis)
-    d.push_back("the tensor axis");
-  if (a.peer != b.peer)
-    d.push_back("the root");
+  if (!message) {
+    if (a.kind != b.kind)
+      d.push_back("the kind");
+    if (a.axes != b.axes)
+      d.push_back("the order of the grid axes");
+    if (a.reduction != b.reduction)
+      d.push_back("the reduction");
+    if (a.axis != b.axis || a.secondAxis != b.secondAxis)
+      d.push_back("the tensor axis");
+    if (a.peer != b.peer)
+      d.push_back("the root");
+  }
   if (a.element != b.element)
     d.push_back("the element type");
   if (a.count != b.count)
     d.push_back("the count");
-  return llvm::join(d, " and ");
+  return listed(d);
 }
 
 /// Runs every rank's trace against the others, as the runtime would.
@@ -554,8 +579,8 @@ public:
       if (!queue.empty()) {
         const Call &sent = calls[std::get<0>(key)][queue.front()];
         return sent.op->emitError("pmlir-verify-spmd: ")
-               << ranks.name(std::get<0>(key)) << " sends " << describe(ranks, sent) << " that "
-               << ranks.name(std::get<1>(key)) << " never receives";
+               << ranks.name(std::get<0>(key)) << " sends " << describeMessage(ranks, sent)
+               << " to " << ranks.name(std::get<1>(key)) << ", which never receives it";
       }
     return success();
   }
@@ -622,10 +647,10 @@ private:
       queue.pop_front();
       if (sent.element != c.element || sent.count != c.count) {
         InFlightDiagnostic d = sent.op->emitError("pmlir-verify-spmd: ")
-                               << ranks.name(c.peer) << " sends " << describe(ranks, sent)
-                               << " and " << ranks.name(r) << " receives it as "
-                               << describe(ranks, c) << " (they differ in " << differences(sent, c)
-                               << ")";
+                               << ranks.name(c.peer) << " sends " << describeMessage(ranks, sent)
+                               << " to " << ranks.name(r) << ", which receives it as "
+                               << countAndType(c) << " (they differ in "
+                               << differences(sent, c, /*message=*/true) << ")";
         d.attachNote(c.op->getLoc()) << "the receive of " << ranks.name(r);
         return failure();
       }
@@ -669,9 +694,9 @@ private:
     };
     if (c.kind == CollectiveKind::Recv) {
       InFlightDiagnostic d = c.op->emitError("pmlir-verify-spmd: ")
-                             << ranks.name(r) << " waits for ever to receive " << describe(ranks, c)
-                             << ": " << ranks.name(c.peer) << whereIs(c.peer)
-                             << " and sends no more such messages";
+                             << ranks.name(r) << " waits for ever to receive "
+                             << describeMessage(ranks, c) << " from " << ranks.name(c.peer)
+                             << ", which" << whereIs(c.peer) << " and sends no more such messages";
       if (next[c.peer] < calls[c.peer].size())
         d.attachNote(calls[c.peer][next[c.peer]].op->getLoc())
             << "where " << ranks.name(c.peer) << " waits";

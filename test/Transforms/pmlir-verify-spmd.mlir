@@ -98,7 +98,7 @@ module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {
     %r = scf.if %first -> tensor<4xf32> {
       scf.yield %a : tensor<4xf32>
     } else {
-      // expected-error @+1 {{rank 1 (pp=1) waits for ever to receive recv (from rank 0, tag 3) of 4 f32 over pp: rank 0 (pp=0) has ended its program and sends no more such messages}}
+      // expected-error @+1 {{rank 1 (pp=1) waits for ever to receive 4 f32 (tag 3) over pp from rank 0 (pp=0), which has ended its program and sends no more such messages}}
       %got = shard.recv %a on @mesh grid_axes = [0] source = [0] {pipe.tag = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
       scf.yield %got : tensor<4xf32>
     }
@@ -122,7 +122,7 @@ module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {
       %sum = shard.all_reduce %s on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
       scf.yield %sum : tensor<4xf32>
     } else {
-      // expected-error @+1 {{rank 1 (pp=1) waits for ever to receive recv (from rank 0, tag 2) of 4 f32 over pp: rank 0 (pp=0) waits in all_reduce (sum) of 4 f32 over pp and sends no more such messages}}
+      // expected-error @+1 {{rank 1 (pp=1) waits for ever to receive 4 f32 (tag 2) over pp from rank 0 (pp=0), which waits in all_reduce (sum) of 4 f32 over pp and sends no more such messages}}
       %got = shard.recv %a on @mesh grid_axes = [0] source = [0] {pipe.tag = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
       %sum = shard.all_reduce %got on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
       scf.yield %sum : tensor<4xf32>
@@ -141,7 +141,7 @@ module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {
     %c0 = arith.constant 0 : index
     %first = arith.cmpi eq, %p, %c0 : index
     %r = scf.if %first -> tensor<2xf32> {
-      // expected-error @+1 {{rank 0 (pp=0) sends send (to rank 1, tag 0) of 4 f32 over pp and rank 1 (pp=1) receives it as recv (from rank 0, tag 0) of 2 f32 over pp (they differ in the kind and the root and the count)}}
+      // expected-error @+1 {{rank 0 (pp=0) sends 4 f32 (tag 0) over pp to rank 1 (pp=1), which receives it as 2 f32 (they differ in the count)}}
       %s = shard.send %a on @mesh grid_axes = [0] destination = [1] : (tensor<4xf32>) -> tensor<4xf32>
       scf.yield %b : tensor<2xf32>
     } else {
@@ -164,7 +164,7 @@ module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
     %c2 = arith.constant 2 : index
     %n = arith.addi %i, %c1 : index
     %next = arith.remui %n, %c2 : index
-    // expected-error @+1 {{rank 0 (cp=0) sends send (to rank 1, tag 0) of 4 f32 over cp that rank 1 (cp=1) never receives}}
+    // expected-error @+1 {{rank 0 (cp=0) sends 4 f32 (tag 0) over cp to rank 1 (cp=1), which never receives it}}
     %s = shard.send %a on @mesh grid_axes = [0] destination = [%next] : (tensor<4xf32>, index) -> tensor<4xf32>
     return %s : tensor<4xf32>
   }
