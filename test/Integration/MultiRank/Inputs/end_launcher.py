@@ -11,32 +11,16 @@ import subprocess
 import sys
 import time
 
+from job_processes import job_processes
+
 signame, ranks, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 assert sys.argv[4] == "--"
 command = sys.argv[5:]
 
 
-def job_processes():
-    """(pid, is a rank) of every process but this one holding TOKEN."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if token.encode() in cmdline:
-            found.append((int(entry), b"OMPI_COMM_WORLD_RANK=" in environ))
-    return found
-
-
 launcher = subprocess.Popen(command)
 deadline = time.time() + 120
-while sum(rank for _, rank in job_processes()) < ranks:
+while sum(rank for _, rank in job_processes(token)) < ranks:
     if launcher.poll() is not None:
         sys.exit(f"the launcher ended ({launcher.returncode}) before its {ranks} ranks ran")
     if time.time() > deadline:
@@ -49,9 +33,9 @@ launcher.wait()
 if launcher.returncode != -getattr(signal, signame):
     sys.exit(f"the launcher ended with {launcher.returncode}, not by {signame}")
 deadline = time.time() + 15
-while job_processes():
+while job_processes(token):
     if time.time() > deadline:
-        left = job_processes()
+        left = job_processes(token)
         for pid, _ in left:
             os.kill(pid, signal.SIGKILL)
         sys.exit(f"15 s after the launcher ended by {signame}, {len(left)} processes of its job "

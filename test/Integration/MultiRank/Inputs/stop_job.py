@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from job_processes import job_processes
+
 args = sys.argv[1:]
 signame, pattern, token = args[0], re.compile(args[1]), args[2]
 again = None
@@ -23,20 +25,6 @@ if rest[0] == "--again":
 assert rest[0] == "--"
 command = rest[1:]
 signum = getattr(signal, signame)
-
-
-def job_processes():
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if token.encode() in f.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -61,9 +49,9 @@ if not sent:
 print(f"ended by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
       else f"exited with {proc.returncode}")
 deadline = time.time() + 15
-while job_processes():
+while job_processes(token):
     if time.time() > deadline:
-        for pid in job_processes():
+        for pid, _ in job_processes(token):
             os.kill(pid, signal.SIGKILL)
         sys.exit(f"15 s after the end, processes holding {token} still ran")
     time.sleep(0.1)
