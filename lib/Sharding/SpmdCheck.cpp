@@ -110,6 +110,13 @@ int64_t elementsOf(Value v) {
 
 bool isScalar(Type t) { return isa<IndexType, IntegerType>(t); }
 
+/// Whether `op` is a call the check traces: a collective that moves data
+/// (an all_slice moves none) or a message.
+bool isCommunication(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+             shard::BroadcastOp, shard::SendOp, shard::RecvOp>(op);
+}
+
 /// Whether `op` or anything it runs (its regions, the functions it calls)
 /// communicates; memoized.
 class CommunicationIndex {
@@ -118,8 +125,7 @@ public:
     if (auto it = memo.find(op); it != memo.end())
       return it->second;
     memo[op] = false; // a recursive call does not make itself communicate
-    bool found = isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-                     shard::AllToAllOp, shard::BroadcastOp, shard::SendOp, shard::RecvOp>(op);
+    bool found = isCommunication(op);
     if (auto call = dyn_cast<func::CallOp>(op))
       if (auto callee =
               SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, call.getCalleeAttr()))
@@ -239,10 +245,7 @@ private:
   LogicalResult traceOp(Operation *op) {
     if (op->getNumRegions() == 0 && !isa<func::CallOp>(op)) {
       evaluate(op);
-      return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
-                 shard::BroadcastOp, shard::SendOp, shard::RecvOp>(op)
-                 ? record(op)
-                 : success();
+      return isCommunication(op) ? record(op) : success();
     }
     if (!index.communicates(op))
       return success();
