@@ -524,3 +524,149 @@ bool ShardingRule::isMinorEverywhere(int64_t f) const {
   return llvm::all_of(operands, [&](const auto &dims) { return !dims || minorIn(*dims); }) &&
          llvm::all_of(results, minorIn);
 }
+
+//===----------------------------------------------------------------------===//
+// Ops that partition themselves
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A sharding of `dims` (with `parts`), no pending sums.
+ShardingAttr shardingOf(MLIRContext *context, ArrayRef<SmallVector<StringRef>> dims,
+                        ArrayRef<int64_t> parts = {}) {
+  return ShardingAttr::get(context, dims, /*pending=*/{}, /*open=*/{}, /*priority=*/0, parts);
+}
+
+/// The axes of each dimension of `s`.
+SmallVector<SmallVector<StringRef>> dimsOf(ShardingAttr s) {
+  SmallVector<SmallVector<StringRef>> dims;
+  for (int64_t d = 0; d < s.getRank(); ++d)
+    dims.push_back(s.axesOf(d));
+  return dims;
+}
+
+/// The local logits of a cross entropy as they come (tokens and vocabulary
+/// split, pending sums taken), its labels split as the logits' tokens, and
+/// the sharding of each.
+struct VocabParallelInputs {
+  Value logits, labels;
+  ShardingAttr logitsSharding, perToken;
+};
+
+FailureOr<VocabParallelInputs> vocabParallelInputs(OpPartition &partition, Value logits,
+                                                   Value labels) {
+  MLIRContext *context = logits.getContext();
+  ShardingAttr have = partition.shardingOf(logits);
+  SmallVector<SmallVector<StringRef>> dims = dimsOf(have);
+  VocabParallelInputs in;
+  in.logitsSharding = shardingOf(context, dims, have.getParts());
+  in.perToken = shardingOf(context, ArrayRef(dims).drop_back());
+  FailureOr<Value> x = partition.localAs(logits, in.logitsSharding);
+  FailureOr<Value> y = partition.localAs(labels, in.perToken);
+  if (failed(x) || failed(y))
+    return failure();
+  in.logits = *x;
+  in.labels = *y;
+  return in;
+}
+
+/// Per token of the local logits `x` (a block of columns of a vocabulary
+/// of `vocab` split over `vocabAxes`): the maximum over the whole
+/// vocabulary and the summed tfm.cross_entropy_parts (the softmax's
+/// denominator, the label's logit), by one max and one sum all-reduce over
+/// the vocabulary axes; `from` is the block's first column (null when the
+/// vocabulary is whole).
+struct VocabStats {
+  Value max, parts, from;
+};
+
+VocabStats vocabStats(OpPartition &partition, Location loc, Value x, Value labels,
+                      ArrayRef<StringRef> vocabAxes, int64_t vocab) {
+  OpBuilder &b = partition.builder();
+  auto local = cast<RankedTensorType>(x.getType());
+  Type t = local.getElementType();
+  SmallVector<int64_t> tokens(local.getShape().drop_back());
+  VocabStats stats;
+  if (!vocabAxes.empty())
+    stats.from = partition.blockStart(vocabAxes, local.getShape().back(), 0);
+  stats.max = RowMaxOp::create(b, loc, RankedTensorType::get(tokens, t), x, stats.from,
+                               stats.from ? b.getI64IntegerAttr(vocab) : IntegerAttr());
+  if (!vocabAxes.empty())
+    stats.max = partition.maxOver(stats.max, vocabAxes);
+  SmallVector<int64_t> partsShape = tokens;
+  partsShape.push_back(2);
+  stats.parts = CrossEntropyPartsOp::create(b, loc, RankedTensorType::get(partsShape, t), x, labels,
+                                            stats.max, b.getI64IntegerAttr(vocab), stats.from);
+  if (!vocabAxes.empty())
+    stats.parts = partition.sumOver(stats.parts, vocabAxes);
+  return stats;
+}
+
+} // namespace
+
+/// Megatron's vocab-parallel cross entropy: the logits stay as they come
+/// (tokens and vocabulary split). Each device takes its block's row max,
+/// all-reduced with max over the vocabulary axes, then its block's exp sum
+/// and label logit, one all-reduce of [tokens, 2]; the per-token parts,
+/// gathered over the token axes (8 bytes a token), give the mean. The
+/// logits are never gathered.
+std::optional<LogicalResult> CrossEntropyOp::partitionItself(OpPartition &partition) {
+  MLIRContext *context = getContext();
+  Location loc = getLoc();
+  FailureOr<VocabParallelInputs> in = vocabParallelInputs(partition, getLogits(), getLabels());
+  if (failed(in))
+    return failure();
+  ArrayRef<int64_t> shape = getLogits().getType().getShape();
+  SmallVector<SmallVector<StringRef>> logitsDims = dimsOf(in->logitsSharding);
+  VocabStats stats =
+      vocabStats(partition, loc, in->logits, in->labels, logitsDims.back(), shape.back());
+
+  SmallVector<int64_t> globalParts(shape.drop_back());
+  globalParts.push_back(2);
+  SmallVector<SmallVector<StringRef>> partsDims = dimsOf(in->perToken);
+  partsDims.emplace_back();
+  Type element = getLogits().getType().getElementType();
+  FailureOr<Value> allParts = partition.reshard(
+      RankedTensorType::get(globalParts, element), stats.parts, shardingOf(context, partsDims),
+      ShardingAttr::replicated(context, globalParts.size()));
+  FailureOr<Value> allLabels = partition.localAs(
+      getLabels(), ShardingAttr::replicated(context, getLabels().getType().getRank()));
+  if (failed(allParts) || failed(allLabels))
+    return failure();
+  Value loss = CrossEntropyCombineOp::create(partition.builder(), loc, getType(), *allParts,
+                                             *allLabels, getIgnoreIndexAttr());
+  return partition.setResult(getOperation()->getResult(0), loss,
+                             ShardingAttr::replicated(context, 0));
+}
+
+/// The backward of the vocab-parallel cross entropy: each device computes
+/// its block of the logits' gradient from the whole vocabulary's max and
+/// exp sum (the forward's two all-reduces again), never gathering the
+/// logits; columns past the vocabulary get zeros.
+std::optional<LogicalResult> CrossEntropyGradOp::partitionItself(OpPartition &partition) {
+  MLIRContext *context = getContext();
+  Location loc = getLoc();
+  OpBuilder &b = partition.builder();
+  FailureOr<VocabParallelInputs> in = vocabParallelInputs(partition, getLogits(), getLabels());
+  if (failed(in))
+    return failure();
+  ShardingAttr scalar = ShardingAttr::replicated(context, 0);
+  FailureOr<Value> grad = partition.localAs(getGrad(), scalar);
+  FailureOr<Value> count = partition.localAs(getCount(), scalar);
+  if (failed(grad) || failed(count))
+    return failure();
+  SmallVector<StringRef> vocabAxes = in->logitsSharding.axesOf(in->logitsSharding.getRank() - 1);
+  int64_t vocab = getLogits().getType().getShape().back();
+  Value local;
+  if (vocabAxes.empty()) {
+    local = CrossEntropyGradOp::create(b, loc, in->logits.getType(), in->logits, in->labels, *grad,
+                                       *count, Value(), Value(), Value(), IntegerAttr(),
+                                       getIgnoreIndexAttr());
+  } else {
+    VocabStats stats = vocabStats(partition, loc, in->logits, in->labels, vocabAxes, vocab);
+    local = CrossEntropyGradOp::create(b, loc, in->logits.getType(), in->logits, in->labels, *grad,
+                                       *count, stats.max, stats.parts, stats.from,
+                                       b.getI64IntegerAttr(vocab), getIgnoreIndexAttr());
+  }
+  return partition.setResult(getOperation()->getResult(0), local, in->logitsSharding);
+}

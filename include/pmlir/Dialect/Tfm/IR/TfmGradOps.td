@@ -357,7 +357,7 @@ def Tfm_CountTokensOp : Tfm_Op<"count_tokens", [Pure, Tfm_OwnRule]> {
 
 def Tfm_CrossEntropyGradOp : Tfm_Op<"cross_entropy_grad", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["logits", "result"]>,
-    Tfm_OwnRule]> {
+    Tfm_OwnRuleAndPartition]> {
   let summary = "the gradient of tfm.cross_entropy's logits";
   let description = [{
     `result[i..., j] = (softmax(logits[i...])[j] - (j == label)) * grad / count`

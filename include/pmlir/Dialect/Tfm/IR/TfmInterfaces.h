@@ -7,7 +7,7 @@
 // factors, each tensor dimension a product of factors, major first; a
 // factor is parallel, contracting (each device sums over its block: the
 // result is a pending sum) or needs replication), what partition offers an
-// op's local rewrite, and the op traits.
+// op's local rewrite and an op that partitions itself, and the op traits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +86,42 @@ public:
   /// before the local op.
   virtual mlir::Value blockStart(llvm::ArrayRef<llvm::StringRef> axes, int64_t localSize,
                                  int64_t base) = 0;
+};
+
+class ShardingAttr;
+
+/// What partition offers an op that partitions itself (partitionItself):
+/// the local values of its operands in the shardings it asks for, the
+/// collectives it combines local results with, and its results' places.
+/// Shardings are as computed: `pending` lists the axes a local value is a
+/// partial sum over.
+class OpPartition {
+public:
+  virtual ~OpPartition() = default;
+  /// Where the op's local program is built.
+  virtual mlir::OpBuilder &builder() = 0;
+  /// The sharding of the local value of the global value `global`.
+  virtual ShardingAttr shardingOf(mlir::Value global) const = 0;
+  /// The local value of `global` in sharding `want` (resharded once per
+  /// block), or failure after a diagnostic.
+  virtual mlir::FailureOr<mlir::Value> localAs(mlir::Value global, ShardingAttr want) = 0;
+  /// `local`, the local value of a global value of type `global` in
+  /// sharding `from`, resharded to `to`; or failure after a diagnostic.
+  virtual mlir::FailureOr<mlir::Value> reshard(mlir::RankedTensorType global, mlir::Value local,
+                                               ShardingAttr from, ShardingAttr to) = 0;
+  /// An index value: `base` plus this rank's block index along `axes`
+  /// times `localSize`, the first global element of its block.
+  virtual mlir::Value blockStart(llvm::ArrayRef<llvm::StringRef> axes, int64_t localSize,
+                                 int64_t base) = 0;
+  /// `local` summed (all-reduced) over the ranks of `axes`.
+  virtual mlir::Value sumOver(mlir::Value local, llvm::ArrayRef<llvm::StringRef> axes) = 0;
+  /// `local`'s maximum (all-reduced) over the ranks of `axes`.
+  virtual mlir::Value maxOver(mlir::Value local, llvm::ArrayRef<llvm::StringRef> axes) = 0;
+  /// Sets `local`, in sharding `computed`, as the local value of the op's
+  /// result `result`, resharded to the result's own sharding where that
+  /// differs; failure after a diagnostic.
+  virtual mlir::LogicalResult setResult(mlir::OpResult result, mlir::Value local,
+                                        ShardingAttr computed) = 0;
 };
 
 /// A value a backward pass keeps, and why.

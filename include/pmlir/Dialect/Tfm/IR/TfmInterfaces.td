@@ -20,7 +20,8 @@ def Tfm_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
     An op that sharding propagation and partition can shard: its factor
     sharding rule (as Shardy's OpShardingRule) and, where the local op needs
     more than local shapes (a block offset, a local head count), a rewrite
-    of the local op. The default rule is an elementwise op's with trailing
+    of the local op, or, where it is more than one op, the op's own
+    partition. The default rule is an elementwise op's with trailing
     broadcast: every result dimension is one parallel factor and each
     operand holds the trailing ones.
   }];
@@ -38,6 +39,18 @@ def Tfm_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       "::llvm::LogicalResult", "partitionLocally",
       (ins "::mlir::Operation *":$local, "::pmlir::tfm::LocalPartition &":$partition), [{}], [{
         return ::mlir::success();
+      }]>,
+    InterfaceMethod<[{
+        Partitions the op as a whole, where its program on a rank is more
+        than the op on local shapes (Megatron's vocab-parallel cross
+        entropy: local statistics combined over the vocabulary axes), by
+        what `partition` offers: it sets the local value of every result.
+        Returns std::nullopt where the op is partitioned from its rule (the
+        default), failure after a diagnostic.
+      }],
+      "std::optional<::llvm::LogicalResult>", "partitionItself",
+      (ins "::pmlir::tfm::OpPartition &":$partition), [{}], [{
+        return std::nullopt;
       }]>,
   ];
 }

@@ -52,10 +52,13 @@ def Tfm_ArgumentRoleAttr : EnumAttr<Tfm_Dialect, Tfm_ArgumentRole, "role">;
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tfm_Dialect, mnemonic, traits>;
 
-// An op with its own sharding rule; with its own local rewrite in partition.
+// An op with its own sharding rule; with its own local rewrite in partition;
+// with a partition of its own (ShardingRules.cpp).
 defvar Tfm_OwnRule = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterface, ["getShardingRule"]>;
 defvar Tfm_OwnRuleAndLocal = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterface,
                                                        ["getShardingRule", "partitionLocally"]>;
+defvar Tfm_OwnRuleAndPartition = DeclareOpInterfaceMethods<Tfm_ShardingRuleOpInterface,
+                                                           ["getShardingRule", "partitionItself"]>;
 // What a backward pass keeps of the op; its FLOPs.
 defvar Tfm_Saves = DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getSavedForBackward"]>;
 // The op's gradients (Gradients.cpp).
@@ -541,7 +544,8 @@ def Tfm_ShardingConstraintOp : Tfm_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
-def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Tfm_Differentiable, Pure, Tfm_OwnRule]> {
+def Tfm_CrossEntropyOp : Tfm_Op<"cross_entropy", [Tfm_Differentiable, Pure,
+    Tfm_OwnRuleAndPartition]> {
   let summary = "mean token cross entropy with an ignore index";
   let description = [{
     `logits` is `[..., V]`, `labels` has `logits`' shape without the last
