@@ -8,9 +8,13 @@
 // result buffer taken back as a tensor. Grid axis i is mesh axis i of
 // pmlir-run's --mesh, or where the grid lists its axes (tfm.grid_axes, a
 // grid of sub-axes: pmlir/Sharding/Grid.h) the part of the module's
-// tfm.mesh it names, which the runtime gets as its code (SubAxis::code). Ops not handled here
-// (gather, scatter, reduce, shift, update_halo, neighbors_linear_indices) are refused by name;
-// grids left without users are erased.
+// tfm.mesh it names, which the runtime gets as its code (SubAxis::code).
+// Each op is lowered by a rewrite pattern of its own (LowerToRuntime), over
+// what they share (RuntimeCalls: the grids' codes, the declarations made);
+// a new collective is one more `lower` and one more pattern. Ops not
+// handled here (gather, scatter, reduce, shift, update_halo,
+// neighbors_linear_indices) are refused by name before anything is
+// lowered; grids left without users are erased.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +28,9 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
@@ -64,12 +69,17 @@ int runtimeReduction(shard::ReductionKind kind) {
 
 MemRefType dynamic1D(Type element) { return MemRefType::get({ShapedType::kDynamic}, element); }
 
-struct Lowering {
+/// What the patterns of the lowering share: the module's symbols, the
+/// runtime's codes of each grid's axes, the constants and declarations
+/// made so far; and one `lower` for each op lowered.
+struct RuntimeCalls {
   ModuleOp module;
   SymbolTable symbols;
   /// Per grid, the runtime's code of each of its axes.
   llvm::StringMap<SmallVector<int64_t>> axisCodes;
-  explicit Lowering(ModuleOp m) : module(m), symbols(m) {}
+  /// Set once an op's lowering failed (after its diagnostic).
+  bool anyFailed = false;
+  explicit RuntimeCalls(ModuleOp m) : module(m), symbols(m) {}
 
   /// Reads every grid's axes; fails on a grid of sub-axes without the
   /// tfm.mesh they are parts of.
@@ -286,7 +296,7 @@ struct Lowering {
 
   /// Calls reducing runtime entry `name` on the flat buffer `input` and
   /// replaces `op` with the `out`-typed tensor it writes.
-  void replaceWithReduction(Operation *op, OpBuilder &b, EntryId id, Value input,
+  void replaceWithReduction(Operation *op, PatternRewriter &b, EntryId id, Value input,
                             RankedTensorType out, FlatSymbolRefAttr grid,
                             ArrayRef<shard::GridAxis> axes, int reduction) {
     Location loc = op->getLoc();
@@ -294,8 +304,7 @@ struct Lowering {
     Value code = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(reduction));
     call(b, loc, id, {input, dynamicView(b, loc, buffer), axesMemRef(b, loc, grid, axes), code},
          out.getElementType());
-    op->replaceAllUsesWith(ValueRange{tensorOf(b, loc, buffer, out)});
-    op->erase();
+    b.replaceOp(op, tensorOf(b, loc, buffer, out));
   }
 
   /// Reassociation of rank `rank` dims into rank - 1 where dims k and k+1
@@ -309,12 +318,11 @@ struct Lowering {
     return groups;
   }
 
-  LogicalResult lower(shard::AllReduceOp op) {
+  LogicalResult lower(shard::AllReduceOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     FailureOr<int> reduction = reductionFor(op, op.getReduction());
     if (failed(t) || failed(reduction))
       return failure();
-    OpBuilder b(op);
     replaceWithReduction(op, b, EntryId::all_reduce, flatBuffer(b, op.getLoc(), op.getInput()),
                          t->out, op.getGridAttr(), op.getGridAxes(), *reduction);
     return success();
@@ -380,14 +388,13 @@ struct Lowering {
 
   /// Gathers the group's blocks as [n, input...], then merges the group
   /// dimension into `gather_axis`.
-  LogicalResult lower(shard::AllGatherOp op) {
+  LogicalResult lower(shard::AllGatherOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
     if (failed(n))
       return failure();
-    OpBuilder b(op);
     Location loc = op.getLoc();
     RankedTensorType stacked = stackedType(t->in, *n);
     Value input = flatBuffer(b, loc, op.getInput());
@@ -396,14 +403,13 @@ struct Lowering {
          {input, dynamicView(b, loc, buffer),
           axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
          t->in.getElementType());
-    op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
-                                          op.getGatherAxis().getSExtValue(), t->out));
-    op.erase();
+    b.replaceOp(op, mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
+                                    op.getGatherAxis().getSExtValue(), t->out));
     return success();
   }
 
   /// Reduce-scatters the blocks of `scatter_axis`, brought to the front.
-  LogicalResult lower(shard::ReduceScatterOp op) {
+  LogicalResult lower(shard::ReduceScatterOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     FailureOr<int> reduction = reductionFor(op, op.getReduction());
     if (failed(t) || failed(reduction))
@@ -411,7 +417,6 @@ struct Lowering {
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
     if (failed(n) || failed(splittable(op, t->in, op.getScatterAxis(), *n, "scatter_axis")))
       return failure();
-    OpBuilder b(op);
     Location loc = op.getLoc();
     Value input = blocksToFront(b, loc, op.getInput(), op.getScatterAxis().getSExtValue(), *n);
     replaceWithReduction(op, b, EntryId::reduce_scatter, flatBuffer(b, loc, input), t->out,
@@ -421,14 +426,13 @@ struct Lowering {
 
   /// Block j of `split_axis` goes to member j; the blocks received, stacked
   /// by sender, merge into `concat_axis`.
-  LogicalResult lower(shard::AllToAllOp op) {
+  LogicalResult lower(shard::AllToAllOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
     if (failed(n) || failed(splittable(op, t->in, op.getSplitAxis(), *n, "split_axis")))
       return failure();
-    OpBuilder b(op);
     Location loc = op.getLoc();
     Value blocks = blocksToFront(b, loc, op.getInput(), op.getSplitAxis().getSExtValue(), *n);
     // Each member receives blocks of the shape it sends.
@@ -438,21 +442,19 @@ struct Lowering {
          {flatBuffer(b, loc, blocks), dynamicView(b, loc, buffer),
           axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
          t->in.getElementType());
-    op.replaceAllUsesWith(mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
-                                          op.getConcatAxis().getSExtValue(), t->out));
-    op.erase();
+    b.replaceOp(op, mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
+                                    op.getConcatAxis().getSExtValue(), t->out));
     return success();
   }
 
   /// This member's block of `slice_axis`; no communication.
-  LogicalResult lower(shard::AllSliceOp op) {
+  LogicalResult lower(shard::AllSliceOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
     FailureOr<int64_t> n = groupSize(op, op.getGridAttr(), op.getGridAxes());
     if (failed(n) || failed(splittable(op, t->in, op.getSliceAxis(), *n, "slice_axis")))
       return failure();
-    OpBuilder b(op);
     Location loc = op.getLoc();
     int64_t k = op.getSliceAxis().getSExtValue();
     func::CallOp index64 = call(b, loc, EntryId::index_in_group,
@@ -465,10 +467,9 @@ struct Lowering {
       sizes.push_back(b.getIndexAttr(d == k ? block : t->in.getShape()[d]));
     offsets[k] = arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, block))
                      .getResult();
-    op.replaceAllUsesWith(
-        tensor::ExtractSliceOp::create(b, loc, t->out, op.getInput(), offsets, sizes, strides)
-            .getResult());
-    op.erase();
+    b.replaceOp(
+        op, tensor::ExtractSliceOp::create(b, loc, t->out, op.getInput(), offsets, sizes, strides)
+                .getResult());
     return success();
   }
 
@@ -504,11 +505,10 @@ struct Lowering {
   }
 
   /// The root's input, copied into every member's result.
-  LogicalResult lower(shard::BroadcastOp op) {
+  LogicalResult lower(shard::BroadcastOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
-    OpBuilder b(op);
     FailureOr<Value> root =
         memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), op.getRoot(), op.getRootDynamic());
     if (failed(root))
@@ -519,17 +519,15 @@ struct Lowering {
          {flatBuffer(b, loc, op.getInput()), dynamicView(b, loc, buffer),
           axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()), *root},
          t->in.getElementType());
-    op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
-    op.erase();
+    b.replaceOp(op, tensorOf(b, loc, buffer, t->out));
     return success();
   }
 
   /// Sends the input to `destination`; the result is the input.
-  LogicalResult lower(shard::SendOp op) {
+  LogicalResult lower(shard::SendOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
-    OpBuilder b(op);
     FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(),
                                         op.getDestination(), op.getDestinationDynamic());
     if (failed(peer))
@@ -539,19 +537,17 @@ struct Lowering {
          {flatBuffer(b, loc, op.getInput()), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
           *peer, messageTag(b, op)},
          t->in.getElementType());
-    op.replaceAllUsesWith(op.getInput());
-    op.erase();
+    b.replaceOp(op, op.getInput());
     return success();
   }
 
   /// The tensor `source` sends (the input only gives the shape).
-  LogicalResult lower(shard::RecvOp op) {
+  LogicalResult lower(shard::RecvOp op, PatternRewriter &b) {
     FailureOr<Typed> t = typedFor(op, op.getInput(), op.getResult());
     if (failed(t))
       return failure();
     if (!op.getSource())
       return op.emitOpError("needs a source: receiving from any member is not lowered");
-    OpBuilder b(op);
     FailureOr<Value> peer = memberIndex(op, b, op.getGridAttr(), op.getGridAxes(), *op.getSource(),
                                         op.getSourceDynamic());
     if (failed(peer))
@@ -562,18 +558,16 @@ struct Lowering {
          {dynamicView(b, loc, buffer), axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes()),
           *peer, messageTag(b, op)},
          t->out.getElementType());
-    op.replaceAllUsesWith(tensorOf(b, loc, buffer, t->out));
-    op.erase();
+    b.replaceOp(op, tensorOf(b, loc, buffer, t->out));
     return success();
   }
 
   /// The grid's sizes: pmlir-run runs a program only on a mesh of its
   /// grid's shape.
-  LogicalResult lower(shard::GridShapeOp op) {
+  LogicalResult lower(shard::GridShapeOp op, PatternRewriter &b) {
     auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
     if (!grid || ShapedType::isDynamicShape(grid.getShape()))
       return op.emitOpError("needs a grid of static shape");
-    OpBuilder b(op);
     SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
     if (axes.empty())
       for (int64_t a = 0; a < grid.getRank(); ++a)
@@ -581,17 +575,15 @@ struct Lowering {
     SmallVector<Value> sizes;
     for (int64_t a : axes)
       sizes.push_back(arith::ConstantIndexOp::create(b, op.getLoc(), grid.getShape()[a]));
-    op.replaceAllUsesWith(sizes);
-    op.erase();
+    b.replaceOp(op, sizes);
     return success();
   }
 
   /// The linear index over all grid axes (row-major, the last fastest).
-  LogicalResult lower(shard::ProcessLinearIndexOp op) {
+  LogicalResult lower(shard::ProcessLinearIndexOp op, PatternRewriter &b) {
     auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
     if (!grid)
       return op.emitOpError("names no grid");
-    OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<shard::GridAxis> all;
     for (int64_t a = 0; a < grid.getRank(); ++a)
@@ -599,40 +591,40 @@ struct Lowering {
     func::CallOp index64 =
         call(b, loc, EntryId::index_in_group, {axesMemRef(b, loc, op.getGridAttr(), all)});
     Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index64.getResult(0));
-    op.replaceAllUsesWith(index);
-    op.erase();
+    b.replaceOp(op, index);
     return success();
   }
 
   /// A pipeline fragment's start or end, for the trace: the runtime call
   /// with the work's code, the stage and the microbatch.
-  template <typename MarkOp> LogicalResult lowerWorkMark(MarkOp op, EntryId id) {
+  template <typename MarkOp>
+  LogicalResult lowerWorkMark(MarkOp op, EntryId id, PatternRewriter &b) {
     std::optional<int> work =
         pmlir::rt::abi::workCode(pmlir::pipe::stringifyActionKind(op.getKind()));
     if (!work)
       return op.emitOpError() << "marks work of kind \""
                               << pmlir::pipe::stringifyActionKind(op.getKind())
                               << "\", which the runtime does not trace";
-    OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<Value> args;
     for (int64_t v : {int64_t(*work), int64_t(op.getStage()), int64_t(op.getMicrobatch())})
       args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)));
     call(b, loc, id, args);
-    op.erase();
+    b.eraseOp(op);
     return success();
   }
-  LogicalResult lower(pmlir::pipe::WorkBeginOp op) {
-    return lowerWorkMark(op, EntryId::trace_begin);
+  LogicalResult lower(pmlir::pipe::WorkBeginOp op, PatternRewriter &b) {
+    return lowerWorkMark(op, EntryId::trace_begin, b);
   }
-  LogicalResult lower(pmlir::pipe::WorkEndOp op) { return lowerWorkMark(op, EntryId::trace_end); }
+  LogicalResult lower(pmlir::pipe::WorkEndOp op, PatternRewriter &b) {
+    return lowerWorkMark(op, EntryId::trace_end, b);
+  }
 
   /// One coordinate per listed axis (all axes when none are listed).
-  LogicalResult lower(shard::ProcessMultiIndexOp op) {
+  LogicalResult lower(shard::ProcessMultiIndexOp op, PatternRewriter &b) {
     auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
     if (!grid)
       return op.emitOpError("names no grid");
-    OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<int64_t> axes(op.getAxes().begin(), op.getAxes().end());
     if (axes.empty())
@@ -645,46 +637,71 @@ struct Lowering {
       func::CallOp c = call(b, loc, EntryId::coordinate, {axis});
       coords.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), c.getResult(0)));
     }
-    op.replaceAllUsesWith(coords);
-    op.erase();
+    b.replaceOp(op, coords);
     return success();
   }
 };
 
+/// One op lowered by its `RuntimeCalls::lower`; a failure (after its
+/// diagnostic) is recorded for the pass.
+template <typename OpT> struct LowerToRuntime : public OpRewritePattern<OpT> {
+  LowerToRuntime(MLIRContext *context, RuntimeCalls &calls)
+      : OpRewritePattern<OpT>(context), calls(calls) {}
+
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    LLVM_DEBUG(llvm::dbgs() << "lowering " << op->getName() << " at " << op->getLoc() << "\n");
+    rewriter.setInsertionPoint(op);
+    if (succeeded(calls.lower(op, rewriter)))
+      return success();
+    calls.anyFailed = true;
+    return failure();
+  }
+
+  RuntimeCalls &calls;
+};
+
+/// Whether the lowering has a pattern for `op`; the other shard ops that
+/// compute are refused by name.
+bool isLowered(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+             shard::AllSliceOp, shard::BroadcastOp, shard::SendOp, shard::RecvOp,
+             shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp, shard::GridShapeOp,
+             pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(op);
+}
+
+template <typename... OpTs> void addLowerings(RewritePatternSet &patterns, RuntimeCalls &calls) {
+  (patterns.add<LowerToRuntime<OpTs>>(patterns.getContext(), calls), ...);
+}
+
 struct LowerShardToRuntimePass
     : public pmlir::impl::LowerShardToRuntimeBase<LowerShardToRuntimePass> {
   void runOnOperation() override {
-    Lowering lowering(getOperation());
-    if (failed(lowering.readGrids()))
-      return signalPassFailure();
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if ((isa<shard::ShardDialect>(op->getDialect()) &&
-           !isa<shard::GridOp, shard::ShardingOp, shard::ShardOp>(op)) ||
-          isa<pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(op))
-        ops.push_back(op);
+    ModuleOp module = getOperation();
+    WalkResult refused = module.walk([&](Operation *op) {
+      if (!isa<shard::ShardDialect>(op->getDialect()) ||
+          isa<shard::GridOp, shard::ShardingOp, shard::ShardOp>(op) || isLowered(op))
+        return WalkResult::advance();
+      op->emitOpError("is not lowered to the runtime (all_reduce, all_gather, reduce_scatter, "
+                      "all_to_all, all_slice, broadcast, send, recv, process_linear_index, "
+                      "process_multi_index and grid_shape are)");
+      return WalkResult::interrupt();
     });
-    for (Operation *op : ops) {
-      LLVM_DEBUG(llvm::dbgs() << "lowering " << op->getName() << " at " << op->getLoc() << "\n");
-      LogicalResult done =
-          TypeSwitch<Operation *, LogicalResult>(op)
-              .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-                    shard::AllToAllOp, shard::AllSliceOp, shard::BroadcastOp, shard::SendOp,
-                    shard::RecvOp, shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp,
-                    shard::GridShapeOp, pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(
-                  [&](auto op) { return lowering.lower(op); })
-              .Default([](Operation *op) {
-                return op->emitOpError(
-                    "is not lowered to the runtime (all_reduce, all_gather, "
-                    "reduce_scatter, all_to_all, all_slice, broadcast, send, recv, "
-                    "process_linear_index, process_multi_index and grid_shape are)");
-              });
-      if (failed(done))
-        return signalPassFailure();
-    }
+    if (refused.wasInterrupted())
+      return signalPassFailure();
+    RuntimeCalls calls(module);
+    if (failed(calls.readGrids()))
+      return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    addLowerings<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+                 shard::AllSliceOp, shard::BroadcastOp, shard::SendOp, shard::RecvOp,
+                 shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp, shard::GridShapeOp,
+                 pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(patterns, calls);
+    walkAndApplyPatterns(module, std::move(patterns));
+    if (calls.anyFailed)
+      return signalPassFailure();
     // The grids have served: collectives name their axes by index now.
-    for (auto grid : llvm::make_early_inc_range(getOperation().getOps<shard::GridOp>()))
-      if (SymbolTable::symbolKnownUseEmpty(grid, getOperation()))
+    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(grid, module))
         grid.erase();
   }
 };
