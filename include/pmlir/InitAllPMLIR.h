@@ -51,7 +51,8 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 /// phase's own pipeline is built by a function with an options struct beside
 /// it: buildShardingPipeline (lib/Transforms/Sharding/ShardingPipeline.cpp),
 /// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp) and
-/// buildGpuLoweringPipeline (lib/Target/GPU/GpuPipeline.cpp).
+/// buildGpuLoweringPipeline and buildGpuKernelLoopsPipeline
+/// (lib/Target/GPU/GpuPipeline.cpp).
 inline void registerAllPipelines() {
   registerCompilePipeline();
   mlir::PassPipelineRegistration<CpuPipelineOptions>(
@@ -64,6 +65,12 @@ inline void registerAllPipelines() {
       "lowers tfm to a host program in the LLVM dialect with cuBLASLt calls and its kernels "
       "compiled to cubins, as pmlir-run --device gpu compiles it (see GpuPipeline.cpp)",
       buildGpuLoweringPipeline);
+  mlir::PassPipelineRegistration<GpuKernelLoopsOptions>(
+      "pmlir-gpu-kernel-loops",
+      "makes every loop and memory access of host functions a parallel loop mapped to "
+      "blocks and threads, as the GPU pipeline does after bufferization: the kernel-loop "
+      "passes in order (see GpuPipeline.cpp)",
+      buildGpuKernelLoopsPipeline);
   mlir::PassPipelineRegistration<ShardingPipelineOptions>(
       "pmlir-sharding-pipeline",
       "shards a global program with tfm.mesh into the per-rank program: [recipe], "

@@ -59,6 +59,16 @@ std::string pmlir::gpuToolkitPath(const GpuPipelineOptions &options) {
   return "/usr/local/cuda";
 }
 
+void pmlir::buildGpuKernelLoopsPipeline(OpPassManager &pm, const GpuKernelLoopsOptions &options) {
+  pm.addPass(createGpuReductionKernels(
+      GpuReductionKernelsOptions{options.blockSize, options.reductionBlocks}));
+  pm.addPass(createGpuParallelLoops());
+  pm.addPass(createGpuScatterByColumns(GpuScatterByColumnsOptions{options.scatterRowGroups}));
+  pm.addPass(createGpuSinkScalarReads());
+  pm.addPass(createGpuWrapSequentialWork());
+  pm.addPass(createGpuTileAndMap(GpuTileAndMapOptions{options.blockSize}));
+}
+
 void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   LLVM_DEBUG(llvm::dbgs() << "GPU pipeline for @" << options.entry << " on " << options.chip
                           << "\n");
@@ -77,7 +87,9 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createLinalgToLibraryCalls());
 
   // Kernels.
-  pm.addPass(createGpuKernelLoops(GpuKernelLoopsOptions{options.blockSize}));
+  GpuKernelLoopsOptions kernelLoops;
+  kernelLoops.blockSize = options.blockSize;
+  buildGpuKernelLoopsPipeline(pm, kernelLoops);
   pm.addPass(createConvertParallelLoopToGpuPass());
   // A row reduction's gpu.all_reduce of one combining op takes that op's
   // name (add, maximumf), the form the NVVM lowering turns into shuffles.

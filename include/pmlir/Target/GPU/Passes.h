@@ -64,6 +64,32 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                        llvm::cl::init(3)};
 };
 
+/// The options of the kernel-loop passes, composed in order by
+/// buildGpuKernelLoopsPipeline.
+struct GpuKernelLoopsOptions : public mlir::PassPipelineOptions<GpuKernelLoopsOptions> {
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("threads a block along a loop's innermost dimension"),
+                            llvm::cl::init(256)};
+  Option<int64_t> reductionBlocks{
+      *this, "reduction-blocks",
+      llvm::cl::desc("blocks a reduction into few values is spread over, by slices of each "
+                     "value's elements (0: one block a value)"),
+      llvm::cl::init(1024)};
+  Option<int64_t> scatterRowGroups{
+      *this, "scatter-row-groups",
+      llvm::cl::desc("groups a scatter into rows splits its rows into, by row index modulo "
+                     "the groups (1: every row in one)"),
+      llvm::cl::init(32)};
+};
+
+/// Every loop and memory access of a bufferized host function as parallel
+/// loops mapped to blocks and threads: pmlir-gpu-reduction-kernels,
+/// -parallel-loops, -scatter-by-columns, -sink-scalar-reads,
+/// -wrap-sequential-work and -tile-and-map, in that order (each expects
+/// what the ones before leave).
+void buildGpuKernelLoopsPipeline(mlir::OpPassManager &pm,
+                                 const GpuKernelLoopsOptions &options = GpuKernelLoopsOptions());
+
 /// tfm -> cuBLASLt calls and kernels -> a host program in the LLVM dialect
 /// with its kernels as cubins (gpu.binary), for the JIT: exactly what
 /// `pmlir-run --device gpu` compiles.

@@ -44,7 +44,7 @@ def SelectGpuKernels : Pass<"pmlir-select-gpu-kernels"> {
 def GpuSplitReductions : Pass<"pmlir-gpu-split-reductions"> {
   let summary = "splits a reduction into several independent values into one reduction a value";
   let description = [{
-    `pmlir-gpu-kernel-loops` runs a reduction into one value on blocks of
+    `pmlir-gpu-reduction-kernels` runs a reduction into one value on blocks of
     threads, one into several values in one thread, in order. A
     `linalg.generic` on tensors with several results and reduction loops
     whose yielded values do not read one another's accumulators (a loss's
@@ -71,71 +71,113 @@ def GpuSplitReductions : Pass<"pmlir-gpu-split-reductions"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
-  let summary = "makes every loop and memory access of host functions a parallel loop for a kernel";
+// The kernel-loop passes: on a GPU the host only launches. Every buffer
+// lives in device memory, so after bufferization (the GEMMs already library
+// calls) nothing of a host function (a `func.func` outside `gpu.module`) may
+// load, store or loop over one. These passes, in this order
+// (buildGpuKernelLoopsPipeline, registered as the pipeline
+// `pmlir-gpu-kernel-loops`), leave each host function with `scf.parallel`
+// loops mapped to blocks and threads, which `convert-parallel-loops-to-gpu`
+// makes kernels, and nothing else that touches memory. Work that cannot be
+// moved (a loaded value that leaves the function, an op with memory effects
+// they do not know) is an error that names the op: it has no GPU lowering.
+
+def GpuReductionKernels : Pass<"pmlir-gpu-reduction-kernels", "mlir::ModuleOp"> {
+  let summary = "makes row reductions one block a row, other large reductions one block a value";
   let description = [{
-    On a GPU the host only launches: every buffer lives in device memory, so
-    nothing of a host function may load, store or loop over one. After
-    bufferization (the GEMMs already library calls) this pass leaves each
-    host function (a `func.func` outside `gpu.module`) with `scf.parallel`
-    loops, which become kernels, and nothing else that touches memory:
-    - each linalg op becomes one `scf.parallel` over its parallel
-      dimensions, put outermost, with its reduction dimensions as `scf.for`
-      loops inside (each thread's own sum: a norm's weight gradient sums
-      over the batch inside its column's thread);
-    - a reduction along the innermost dimension alone (a row's sum or max:
-      norms, softmax, a logsumexp) is one block a row instead, mapped
-      here: the block's threads stride over the row with partials of their
-      own, combined by a `gpu.all_reduce` (warp shuffles) that every thread
-      gets back, so that a row is read coalesced. Consecutive row
-      reductions of the same rows, each reading the values earlier ones
-      reduced, and elementwise work over those rows after them (a layer
-      norm's sum, squared deviations and normalization; a softmax's max,
-      sum of exponentials and quotient, with its causal mask from the loop
-      indices; their gradients) are one such kernel: the reduced values
-      pass from step to step in registers (and are stored as well), the
-      zero fill of each reduction's buffer is folded into it, and only
-      allocations, frees and pure ops may sit between the steps;
-    - another reduction of at least a block's worth of elements into each
+    The first of the kernel-loop passes; the reductions' loops are mapped
+    here, and later passes leave them as they are.
+    - A reduction along the innermost dimension alone (a row's sum or max:
+      norms, softmax, a logsumexp) becomes one block a row: the block's
+      threads stride over the row with partials of their own, combined by
+      a `gpu.all_reduce` (warp shuffles) that every thread gets back, so
+      that a row is read coalesced. Consecutive row reductions of the same
+      rows, each reading the values earlier ones reduced, and elementwise
+      work over those rows after them (a layer norm's sum, squared
+      deviations and normalization; a softmax's max, sum of exponentials
+      and quotient, with its causal mask from the loop indices; their
+      gradients) are one such kernel: the reduced values pass from step to
+      step in registers (and are stored as well), the zero fill of each
+      reduction's buffer is folded into it, and only allocations, frees and
+      pure ops may sit between the steps.
+    - Another reduction of at least a block's worth of elements into each
       value (a bias's or a norm weight's gradient summed over the tokens
       for each column; a whole tensor to one value: a loss's sum, the
-      gradients' sum of squares for clipping) is one block a value, whose
-      threads stride over the reduced elements, their partials combined by
-      `gpu.all_reduce`. Where that makes fewer blocks than
+      gradients' sum of squares for clipping) becomes one block a value,
+      whose threads stride over the reduced elements, their partials
+      combined by `gpu.all_reduce`. Where that makes fewer blocks than
       `reduction-blocks` and each value has many elements (at least 16
-      times a block's threads a slice), each value's elements are cut
-      into slices, one block a slice (two kernels: the first writes each
-      slice's partial to a buffer of its own, the second combines a
-      value's partials, in order, in one block): a whole tensor's sum runs
-      on the whole GPU instead of one multiprocessor, and its result does
-      not depend on the order blocks finish in;
-    - a scatter into rows (embedding_grad: a sequential loop over tokens
-      whose only writes are one parallel loop over a row's columns, every
-      access to the rows it writes in each thread's own column) runs one
-      thread a column, each walking the tokens in order: the same sums in
-      the same order. Where every access is in one row a token (a subview
-      one row high, as embedding_grad's), the rows are split into
-      `scatter-row-groups` groups by row index modulo the groups, a thread
-      a column and group, which skips the other groups' tokens: each
-      element is still summed by one thread in token order, and the
-      scatter fills that many more blocks;
-    - `memref.copy` becomes a parallel loop of loads and stores;
-    - a scalar read (`memref.load` outside any parallel loop, and the pure
-      arithmetic on it: AdamW's step and gradient norm) is sunk into each
-      parallel loop that uses it, where every thread reads it;
-    - what remains (a sequential loop over a scalar, a 0-d update, a loop
-      over tokens whose writes cross columns, with the parallel loops
-      inside it made sequential) is wrapped in a one-iteration
-      `scf.parallel`, a one-thread kernel;
-    - each top-level parallel loop is tiled and mapped: its outer
-      dimensions collapsed into one, the rows, on `block_x` (which takes
-      2^31 - 1 blocks), its innermost dimension in tiles of `block-size`
-      threads (`thread_x`; fewer where the dimension is shorter) on
-      `block_y`.
-    `convert-parallel-loops-to-gpu` then makes each a `gpu.launch`.
-    Work that cannot be moved (a loaded value that leaves the function, an
-    op with memory effects the pass does not know) is an error that names
-    the op: it has no GPU lowering.
+      times a block's threads a slice), each value's elements are cut into
+      slices, one block a slice (two kernels: the first writes each slice's
+      partial to a buffer of its own, the second combines a value's
+      partials, in order, in one block): a whole tensor's sum runs on the
+      whole GPU instead of one multiprocessor, and its result does not
+      depend on the order blocks finish in.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "threads a block along a loop's innermost dimension">,
+    Option<"reductionBlocks", "reduction-blocks", "int64_t", "1024",
+           "blocks a reduction into few values is spread over, by slices of "
+           "each value's elements (0: one block a value)">,
+  ];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuParallelLoops : Pass<"pmlir-gpu-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "makes each linalg op on buffers and each copy a parallel loop";
+  let description = [{
+    The second of the kernel-loop passes. Each linalg op on buffers becomes
+    one `scf.parallel` over its parallel dimensions, put outermost, with
+    its reduction dimensions as `scf.for` loops inside (each thread's own
+    sum: a norm's weight gradient sums over the batch inside its column's
+    thread); a `memref.copy` outside the parallel loops becomes a parallel
+    loop of loads and stores (a 0-d copy one load and store, wrapped by
+    `pmlir-gpu-wrap-sequential-work`). A linalg op that is no loop nest is
+    an error.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuScatterByColumns : Pass<"pmlir-gpu-scatter-by-columns", "mlir::ModuleOp"> {
+  let summary = "runs a scatter into rows one thread a column, walking the tokens in order";
+  let description = [{
+    The third of the kernel-loop passes. A scatter into rows (embedding_grad:
+    a sequential loop over tokens whose only writes are one parallel loop
+    over a row's columns, every access to the rows it writes in each
+    thread's own column) runs one thread a column, each walking the tokens
+    in order: the same sums in the same order. Where every access is in
+    one row a token (a subview one row high, as embedding_grad's), the rows
+    are split into `scatter-row-groups` groups by row index modulo the
+    groups, a thread a column and group, which skips the other groups'
+    tokens: each element is still summed by one thread in token order, and
+    the scatter fills that many more blocks. Other loops are left as they
+    are.
+  }];
+  let options = [
+    Option<"scatterRowGroups", "scatter-row-groups", "int64_t", "32",
+           "groups a scatter into rows splits its rows into, by row index "
+           "modulo the groups, each its own blocks (1: every row in one; "
+           "each group's threads read every token's row index)">,
+  ];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuSinkScalarReads : Pass<"pmlir-gpu-sink-scalar-reads", "mlir::ModuleOp"> {
+  let summary = "moves scalar reads on the host into the parallel loops that use them";
+  let description = [{
+    The fourth of the kernel-loop passes. A scalar read (`memref.load`
+    outside any parallel loop, and the pure arithmetic on it: AdamW's step
+    and gradient norm) is sunk into each parallel loop that uses it, where
+    every thread reads it, when nothing between the read and the loop may
+    write what it reads; otherwise it stays, and
+    `pmlir-gpu-wrap-sequential-work` takes it.
 
     Before:
     ```mlir
@@ -154,16 +196,43 @@ def GpuKernelLoops : Pass<"pmlir-gpu-kernel-loops", "mlir::ModuleOp"> {
     }
     ```
   }];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuWrapSequentialWork : Pass<"pmlir-gpu-wrap-sequential-work", "mlir::ModuleOp"> {
+  let summary = "makes the host's remaining memory work one-thread parallel loops";
+  let description = [{
+    The fifth of the kernel-loop passes. What still reads or writes memory
+    outside the parallel loops (a sequential loop over a scalar, a 0-d
+    update, a loop over tokens whose writes cross columns) is wrapped, a run
+    of such ops with the pure ops between them at a time, in a
+    one-iteration `scf.parallel`: a one-thread kernel. A pure op of the run
+    whose result the host uses after it is computed before the loop as
+    well; a memory op's result the host uses is an error (it has no GPU
+    lowering). Calls (the runtime's GEMMs and collectives), allocations and
+    frees stay on the host.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def GpuTileAndMap : Pass<"pmlir-gpu-tile-and-map", "mlir::ModuleOp"> {
+  let summary = "tiles each unmapped top-level parallel loop and maps it to blocks and threads";
+  let description = [{
+    The last of the kernel-loop passes. Each top-level parallel loop not
+    mapped yet is tiled and mapped: its outer dimensions collapsed into
+    one, the rows, on `block_x` (which takes 2^31 - 1 blocks), its
+    innermost dimension in tiles of `block-size` threads (`thread_x`; fewer
+    where the dimension is shorter) on `block_y`. A parallel loop nested in
+    it (a row's update inside a sequential loop over tokens) is made
+    sequential: it runs in its thread.
+  }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
            "threads a block along a loop's innermost dimension">,
-    Option<"reductionBlocks", "reduction-blocks", "int64_t", "1024",
-           "blocks a reduction into few values is spread over, by slices of "
-           "each value's elements (0: one block a value)">,
-    Option<"scatterRowGroups", "scatter-row-groups", "int64_t", "32",
-           "groups a scatter into rows splits its rows into, by row index "
-           "modulo the groups, each its own blocks (1: every row in one; "
-           "each group's threads read every token's row index)">,
   ];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",

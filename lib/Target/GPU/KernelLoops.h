@@ -1,0 +1,53 @@
+//===- KernelLoops.h - The kernel-loop passes' helpers ----------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// What the passes that make a host function's memory work into parallel
+// loops for kernels share (pmlir-gpu-reduction-kernels,
+// pmlir-gpu-parallel-loops, pmlir-gpu-scatter-by-columns,
+// pmlir-gpu-sink-scalar-reads, pmlir-gpu-wrap-sequential-work,
+// pmlir-gpu-tile-and-map): the buffers views look into, what an op may
+// read or write, and the mappings of loops to blocks and threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_LIB_TARGET_GPU_KERNELLOOPS_H
+#define PMLIR_LIB_TARGET_GPU_KERNELLOOPS_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace pmlir::kernel_loops {
+
+/// The buffer a view (subview, cast, reshape) looks into.
+mlir::Value baseOf(mlir::Value v);
+
+/// Whether `op` is inside an scf.parallel.
+bool inParallelLoop(mlir::Operation *op);
+
+/// Whether `op` (or anything nested in it) may write the buffer `base`.
+bool mayWrite(mlir::Operation *op, mlir::Value base);
+
+/// Whether `op` reads or writes memory (allocation and freeing aside, which
+/// the host does).
+bool touchesMemory(mlir::Operation *op);
+
+/// Whether `op` (or anything nested) must stay on the host: a call (the
+/// runtime's GEMMs and collectives).
+bool hostOnly(mlir::Operation *op);
+
+/// A loop dimension mapped to `processor`, as gpu-map-parallel-loops maps
+/// it (identity map and bound).
+mlir::gpu::ParallelLoopDimMappingAttr onProcessor(mlir::MLIRContext *ctx,
+                                                  mlir::gpu::Processor processor);
+
+/// The dimensions of a loop over blocks: the innermost on block_x, the next
+/// two on block_y and block_z (the grid's), any further ones looped.
+llvm::SmallVector<mlir::gpu::ParallelLoopDimMappingAttr> onBlocks(mlir::MLIRContext *ctx,
+                                                                  unsigned rank);
+
+} // namespace pmlir::kernel_loops
+
+#endif // PMLIR_LIB_TARGET_GPU_KERNELLOOPS_H
