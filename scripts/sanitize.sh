@@ -47,8 +47,8 @@ python3 fuzz/make-checkpoint-seeds.py "$scratch/ck-seeds"
 python3 test/Integration/CPU/Inputs/make-bad-files.py "$scratch/st-seeds"
 python3 fuzz/make-safetensors-seeds.py "$scratch/st-seeds"
 cp models/tiny-gpt2.mlir models/tiny-llama.mlir test/Dialect/Tfm/*.mlir \
-  test/Transforms/pmlir-partition.mlir test/Transforms/pmlir-sharding-propagation.mlir \
-  test/Transforms/pmlir-verify-spmd.mlir \
+  test/Sharding/pmlir-partition.mlir test/Sharding/pmlir-sharding-propagation.mlir \
+  test/Sharding/pmlir-verify-spmd.mlir \
   test/Integration/MultiRank/Inputs/*.mlir "$scratch/opt-seeds/"
 # The pipe dialect's tests share their names with the tfm dialect's.
 for seed in test/Dialect/Pipe/*.mlir; do

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/ModelGen/ModelGen.h"
-#include "pmlir/Transforms/ModelSummary.h"
+#include "pmlir/Analysis/ModelSummary.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"

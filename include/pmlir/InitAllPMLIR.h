@@ -16,9 +16,10 @@
 #include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Sharding/Transforms/Passes.h"
 #include "pmlir/Target/CPU/Passes.h"
 #include "pmlir/Target/GPU/Passes.h"
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Training/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -83,7 +84,11 @@ inline void registerAllPipelines() {
 /// them.
 inline void registerAllPasses() {
   mlir::registerTransformsPasses();
-  registerPMLIRPasses();
+  registerShardingPasses();
+  registerParallelPasses();
+  registerPipeliningPasses();
+  registerTrainingPasses();
+  registerAnalysisPasses();
   registerPMLIRConversionPasses();
   registerPMLIRTargetCPUPasses();
   registerPMLIRTargetGPUPasses();

@@ -20,9 +20,10 @@
 #include "pmlir/Execution/StepCheck.h"
 #include "pmlir/Execution/TokenData.h"
 #include "pmlir/ModelGen/HuggingFace.h"
+#include "pmlir/Sharding/Transforms/Passes.h"
 #include "pmlir/Support/Layout.h"
 #include "pmlir/Training/Optimizer.h"
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Training/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"

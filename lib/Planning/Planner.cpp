@@ -16,12 +16,13 @@
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
-#include "pmlir/Pipeline/Pipeline.h"
+#include "pmlir/Pipelining/Pipelining.h"
 #include "pmlir/Sharding/Collectives.h"
 #include "pmlir/Sharding/Reshard.h"
+#include "pmlir/Sharding/Transforms/Passes.h"
 #include "pmlir/Training/Autodiff.h"
 #include "pmlir/Training/Optimizer.h"
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Training/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

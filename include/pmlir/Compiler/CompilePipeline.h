@@ -24,8 +24,9 @@
 #ifndef PMLIR_COMPILER_COMPILEPIPELINE_H
 #define PMLIR_COMPILER_COMPILEPIPELINE_H
 
+#include "pmlir/Sharding/Transforms/Passes.h"
 #include "pmlir/Support/Precision.h"
-#include "pmlir/Transforms/Passes.h"
+#include "pmlir/Training/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"

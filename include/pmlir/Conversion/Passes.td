@@ -161,36 +161,6 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
                            "mlir::tensor::TensorDialect"];
 }
 
-def PipelineLower : Pass<"pmlir-pipeline-lower", "mlir::ModuleOp"> {
-  let summary = "builds one pipeline rank's program from the schedule";
-  let description = [{
-    From `@entry`, cut into stages (pmlir-pipeline-partition), repeated per
-    microbatch (pmlir-optimizer) and partitioned on a mesh with axis `axis`,
-    and the module's `pipe.schedule`, builds pipeline rank `rank`'s program:
-    its fragments inlined in its schedule's order, each `pipe.transfer` out
-    of the rank a `shard.send` and each one into it a `shard.recv` on
-    `axis` (with the transfer's number as the message tag, `pipe.tag`),
-    each `pipe.stage_sum` a `shard.all_reduce` over `axis` of the rank's
-    own stages' values. Arguments the rank does not read and results it
-    cannot make (other stages' parameters and updates) are dropped.
-
-    ```mlir
-    // rank 0 of 2, 1F1B, 2 microbatches: 0F0 0F1 0B0 0B1
-    %a = ... stage 0's forward of microbatch 0 ...
-    %s = shard.send %a on @mesh grid_axes = [2] destination = [1] {pipe.tag = 1 : i64} ...
-    ```
-  }];
-  let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
-           "the function to lower">,
-    Option<"rank", "rank", "int64_t", /*default=*/"0", "the pipeline rank (pp coordinate)">,
-    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"", "the pipeline's mesh axis">,
-    Option<"trace", "trace", "bool", /*default=*/"false",
-           "mark each fragment's work (pipe.work_begin, pipe.work_end) for the trace">,
-  ];
-  let dependentDialects = ["mlir::shard::ShardDialect", "mlir::tensor::TensorDialect"];
-}
-
 def LowerShardToRuntime : Pass<"pmlir-lower-shard-to-runtime", "mlir::ModuleOp"> {
   let summary = "lowers shard collectives on tensors to calls of the pmlir_rt_* runtime";
   let description = [{

@@ -22,7 +22,7 @@
 #ifndef PMLIR_PLANNING_PLANNER_H
 #define PMLIR_PLANNING_PLANNER_H
 
-#include "pmlir/Dialect/Pipe/Schedule.h"
+#include "pmlir/Pipelining/Schedule.h"
 #include "pmlir/Sharding/Auto/AutoSharding.h"
 #include "pmlir/Sharding/Topology.h"
 

@@ -7,8 +7,8 @@
 #ifndef PMLIR_DIALECT_PIPE_IR_PIPE_H
 #define PMLIR_DIALECT_PIPE_IR_PIPE_H
 
-#include "pmlir/Dialect/Pipe/Schedule.h"
 #include "pmlir/Dialect/Tfm/IR/TfmInterfaces.h"
+#include "pmlir/Pipelining/Schedule.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,0 +1,46 @@
+//===- JsonReport.h - The reports' shared pieces ------------------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_ANALYSIS_JSONREPORT_H
+#define PMLIR_ANALYSIS_JSONREPORT_H
+
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/OutputFile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pmlir {
+
+/// The module's tfm.mesh as {"axis": size, ...} ({} without one).
+inline llvm::json::Object meshJson(mlir::ModuleOp module) {
+  llvm::json::Object mesh;
+  if (auto attr = module->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr))
+    for (auto [name, size] : llvm::zip(attr.getAxes(), attr.getSizes()))
+      mesh[name.getValue()] = size;
+  return mesh;
+}
+
+/// Writes `report` to `path` (- for stdout) whole or not at all, without
+/// replacing a device or a link (OutputFile); an error on `module` names
+/// `what`.
+inline mlir::LogicalResult writeJsonReport(mlir::ModuleOp module, llvm::StringRef path,
+                                           llvm::StringRef what, const llvm::json::Value &report) {
+  std::string text = llvm::formatv("{0:2}", report).str() + "\n";
+  std::string error;
+  if (!writeOutputFile(path.str(), text, error)) {
+    mlir::emitError(module.getLoc())
+        << "cannot write the " << what << " to '" << path << "': " << error;
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
+} // namespace pmlir
+
+#endif // PMLIR_ANALYSIS_JSONREPORT_H

@@ -1,0 +1,79 @@
+//===- PipelineReport.cpp - The simulated schedule as JSON ----------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Pipelining/Transforms/Passes.h"
+
+#include "pmlir/Analysis/JsonReport.h"
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
+
+namespace pmlir {
+#define GEN_PASS_DEF_PIPELINEREPORT
+#include "pmlir/Pipelining/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir;
+
+namespace {
+
+struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineReportPass> {
+  using PipelineReportBase::PipelineReportBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<pipe::ScheduleOp> schedules(module.getOps<pipe::ScheduleOp>());
+    if (schedules.size() != 1) {
+      module.emitError() << "pmlir-pipeline-report: needs one pipe.schedule, the module has "
+                         << schedules.size();
+      return signalPassFailure();
+    }
+    pipe::ScheduleOp op = schedules.front();
+    pipe::Schedule schedule = op.getSchedule();
+    pipe::ActionCosts costs;
+    costs.forward = forward;
+    costs.backwardInput = backwardInput;
+    costs.backwardWeight = backwardWeight;
+    costs.transfer = transfer;
+    pipe::Simulation sim = pipe::simulate(schedule, costs);
+    if (sim.deadlocked) {
+      op.emitOpError() << sim.deadlock;
+      return signalPassFailure();
+    }
+    int64_t virtualStages = schedule.stages / schedule.ranks;
+    llvm::json::Object report{
+        {"schedule", pipe::stringifyScheduleKind(op.getKind())},
+        {"ranks", schedule.ranks},
+        {"stages", schedule.stages},
+        {"microbatches", schedule.microbatches},
+        {"costs", llvm::json::Object{{"forward", costs.forward},
+                                     {"backward_input", costs.backwardInput},
+                                     {"backward_weight", costs.backwardWeight},
+                                     {"transfer", costs.transfer}}},
+        {"makespan", sim.makespan},
+        {"bubble", sim.bubble},
+    };
+    if (pipe::isGenerated(op.getKind()))
+      if (std::optional<double> formula = pipe::formulaBubble(
+              op.getKind(), schedule.ranks, virtualStages, schedule.microbatches, costs))
+        report["formula_bubble"] = *formula;
+    llvm::json::Array busy, peak, timeline;
+    for (double t : sim.busy)
+      busy.push_back(t);
+    for (int64_t n : sim.peakInFlight)
+      peak.push_back(n);
+    for (const pipe::SimulatedAction &a : sim.timeline)
+      timeline.push_back(llvm::json::Object{
+          {"rank", a.rank}, {"action", a.action.str()}, {"start", a.start}, {"end", a.end}});
+    report["busy"] = std::move(busy);
+    report["peak_in_flight"] = std::move(peak);
+    report["timeline"] = std::move(timeline);
+    if (failed(writeJsonReport(module, output, "pipeline report",
+                               llvm::json::Value(std::move(report)))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,231 @@
+//===- MegatronRecipe.cpp - Annotate a model as Megatron-LM shards it ------===//
+//
+// Part of pmlir.
+//
+// Annotations only: the weights Megatron splits get their sharding, the
+// token ids their batch split, and sharding propagation derives the rest
+// (activations, biases, pending sums). Weights are recognized by their
+// Hugging Face names and their dimension roles (tfm.dims), so GPT-2 and
+// Llama checkpoints from pmlir-gen are covered:
+//   column-parallel (split "out" on tp): attn.c_attn, mlp.c_fc, q_proj,
+//     k_proj, v_proj, gate_proj, up_proj;
+//   row-parallel (split "in" on tp): attn.c_proj, mlp.c_proj, o_proj,
+//     down_proj;
+//   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head; a
+//     vocabulary tp does not divide is padded, as Megatron pads it (each
+//     shard holds ceil(V / tp) rows, the last ones padding);
+//   data-parallel: every argument's "batch" dimension on dp;
+//   context-parallel: every argument's "seq" dimension on cp (the token ids
+//     and labels; propagation carries the split through the whole model,
+//     and attention's keys and values are gathered over cp unless a
+//     context-parallel attention pass rewrites them).
+// With fewer key/value heads than tp, k_proj and v_proj split over the
+// major part of tp ("tp:(1)K" for K heads): each device keeps the head its
+// query heads read, replicated over the minor part, as Megatron does.
+// GPT-2's fused QKV weight and bias are cut by tfm.split into Q, K and V; a
+// contiguous split of the fused dimension would give a device parts of two
+// projections, so each part is split over tp instead (`parts = [..., 3]`):
+// a device holds its heads of q, k and v, a third of the fused weight each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Sharding/Transforms/Passes.h"
+
+#include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-megatron-recipe"
+
+namespace pmlir {
+#define GEN_PASS_DEF_MEGATRONRECIPE
+#include "pmlir/Sharding/Transforms/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+using namespace pmlir::tfm;
+
+namespace {
+
+enum class Role { None, Column, Row, Vocab };
+
+Role roleOf(StringRef name) {
+  auto endsWith = [&](StringRef part) {
+    return name.ends_with("." + part.str() + ".weight") ||
+           name.ends_with("." + part.str() + ".bias") || name.starts_with(part.str() + ".");
+  };
+  for (StringRef part :
+       {"attn.c_attn", "mlp.c_fc", "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+    if (endsWith(part))
+      return Role::Column;
+  for (StringRef part : {"attn.c_proj", "mlp.c_proj", "o_proj", "down_proj"})
+    if (endsWith(part))
+      return name.ends_with(".bias") ? Role::None : Role::Row;
+  for (StringRef part : {"wte", "embed_tokens", "lm_head"})
+    if (endsWith(part))
+      return Role::Vocab;
+  return Role::None;
+}
+
+struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecipePass> {
+  using MegatronRecipeBase::MegatronRecipeBase;
+
+  void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "Megatron recipe on " << getOperation()->getName() << "\n");
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    MeshAttr mesh = meshOf(module, "the megatron recipe");
+    if (!mesh)
+      return signalPassFailure();
+    bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
+    bool cp = mesh.axisIndex(cpAxis) >= 0;
+    // A mesh of pipeline stages alone (Megatron's TP = 1): the recipe has
+    // nothing to shard, and pmlir-pipeline-partition does the rest.
+    if (!tp && !dp && !cp && llvm::all_of(mesh.getAxes(), [&](StringAttr axis) {
+          return axis.getValue() == pipelineAxis;
+        })) {
+      LLVM_DEBUG(llvm::dbgs() << "mesh " << mesh << " has only the pipeline axis\n");
+      return;
+    }
+    if (!tp && !dp && !cp) {
+      emitError(module.getLoc()) << "the megatron recipe shards over mesh axes '" << tpAxis
+                                 << "' (tensor parallel), '" << dpAxis << "' (data parallel) and '"
+                                 << cpAxis << "' (context parallel), and mesh " << mesh
+                                 << " has none of them; name an axis so, or annotate by hand";
+      return signalPassFailure();
+    }
+    if (tp && failed(checkHeads(module, mesh.axisSize(tpAxis))))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
+        auto roles = func.getArgAttrOfType<ArrayAttr>(i, kDimsAttr);
+        if (!type || !roles || func.getArgAttr(i, kShardingAttr))
+          continue;
+        SmallVector<SmallVector<StringRef>> dims(type.getRank());
+        auto dimWithRole = [&](StringRef role) -> int64_t {
+          for (auto [d, r] : llvm::enumerate(roles))
+            if (auto s = dyn_cast<StringAttr>(r); s && s.getValue() == role)
+              return d;
+          return -1;
+        };
+        if (dp && dimWithRole("batch") >= 0)
+          dims[dimWithRole("batch")].push_back(dpAxis);
+        if (int64_t seq = dimWithRole("seq"); cp && seq >= 0) {
+          // Sequence shards are not padded: a padded key would be attended.
+          int64_t cpSize = mesh.axisSize(cpAxis);
+          if (type.getDimSize(seq) % cpSize != 0) {
+            InFlightDiagnostic diag = emitError(arg.getLoc()) << "argument #" << i;
+            if (name)
+              diag << " ('" << name.getValue() << "')";
+            diag << " has a sequence of " << type.getDimSize(seq) << ", which " << cpAxis << " = "
+                 << cpSize << " does not divide (context parallelism splits the sequence "
+                 << "into equal shards)";
+            return signalPassFailure();
+          }
+          dims[seq].push_back(cpAxis);
+        }
+        Role role = name && tp ? roleOf(name.getValue()) : Role::None;
+        int64_t split = role == Role::Column  ? dimWithRole("out")
+                        : role == Role::Row   ? dimWithRole("in")
+                        : role == Role::Vocab ? dimWithRole("vocab")
+                                              : -1;
+        SmallVector<int64_t> parts;
+        if (split >= 0) {
+          if (auto fused = fusedSplit(arg, split)) {
+            // Each projection's part split over tp: a device holds its
+            // heads of q, k and v and nothing else.
+            parts.assign(type.getRank(), 1);
+            parts[split] = fused.getNumResults();
+            dims[split].push_back(tpAxis);
+          } else if (int64_t heads = projectedHeads(arg);
+                     role == Role::Column && heads > 0 && heads < mesh.axisSize(tpAxis)) {
+            // Fewer key/value heads than tp: each device keeps the one its
+            // query heads read, as Megatron replicates them; the heads
+            // split over the major part of tp, the minor part replicates.
+            // One head (multi-query attention) is whole on every device.
+            if (heads > 1)
+              dims[split].push_back(mesh.subAxisName(mesh.axisIndex(tpAxis), 1, heads));
+          } else {
+            dims[split].push_back(tpAxis);
+          }
+        }
+        if (llvm::any_of(dims, [](const auto &axes) { return !axes.empty(); }))
+          func.setArgAttr(i, kShardingAttr,
+                          ShardingAttr::get(context, dims, {}, /*open=*/{}, /*priority=*/0, parts));
+      }
+    }
+  }
+
+  /// Megatron splits attention by heads: tp must divide the query heads,
+  /// and the kv heads or be a multiple of them.
+  LogicalResult checkHeads(ModuleOp module, int64_t tpSize) {
+    WalkResult walked = module.walk([&](AttentionOp op) {
+      int64_t heads = op.getQuery().getType().getShape()[1];
+      int64_t kvHeads = op.getKey().getType().getShape()[1];
+      if (heads % tpSize != 0) {
+        op.emitOpError() << "has " << heads << " query heads, which " << tpAxis << " = " << tpSize
+                         << " does not divide (Megatron splits attention by heads)";
+        return WalkResult::interrupt();
+      }
+      if (kvHeads % tpSize != 0 && tpSize % kvHeads != 0) {
+        op.emitOpError() << "has " << kvHeads << " key/value heads; " << tpAxis << " = " << tpSize
+                         << " must divide them or be a multiple of them";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(walked.wasInterrupted());
+  }
+
+  /// The heads of the projection `arg` is the weight of (its matmul's
+  /// result split into heads), or 0.
+  static int64_t projectedHeads(Value arg) {
+    for (Operation *user : arg.getUsers())
+      if (isa<MatmulOp>(user))
+        for (Operation *next : user->getResult(0).getUsers())
+          if (auto heads = dyn_cast<SplitHeadsOp>(next))
+            return heads.getHeads();
+    return 0;
+  }
+
+  /// The tfm.split that cuts `arg` along `dim` into projections, if every
+  /// use of `arg` is such a split (a training program splits it again in
+  /// the backward pass) or reads it elementwise (an optimizer's update,
+  /// which keeps any parts).
+  static SplitOp fusedSplit(Value arg, int64_t dim) {
+    SplitOp first;
+    for (OpOperand &use : arg.getUses()) {
+      auto split = dyn_cast<SplitOp>(use.getOwner());
+      if (!split) {
+        if (readsElementwise(use))
+          continue;
+        return {};
+      }
+      if (static_cast<int64_t>(split.getDim()) != dim ||
+          (first && split.getNumResults() != first.getNumResults()))
+        return {};
+      first = first ? first : split;
+    }
+    return first;
+  }
+
+  /// Whether the op of `use` reads the operand elementwise: each of its
+  /// dimensions one parallel factor of the op's rule.
+  static bool readsElementwise(OpOperand &use) {
+    std::optional<ShardingRule> rule = getShardingRule(use.getOwner());
+    if (!rule || use.getOperandNumber() >= rule->operands.size() ||
+        !rule->operands[use.getOperandNumber()])
+      return false;
+    return llvm::all_of(
+        *rule->operands[use.getOperandNumber()], [&](const SmallVector<int64_t> &factors) {
+          return factors.size() == 1 && rule->factors[factors.front()].kind == FactorKind::Parallel;
+        });
+  }
+};
+
+} // namespace
