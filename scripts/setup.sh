@@ -16,6 +16,8 @@ packages=(
   coinor-libcbc-dev
   # unit tests; the PyTorch reference of the model tests
   libgtest-dev python3-torch
+  # the multi-host test's hosts: network namespaces, a bridge, veth pairs
+  iproute2 util-linux
 )
 
 scripts/install-packages.sh "${packages[@]}"

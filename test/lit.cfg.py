@@ -61,6 +61,19 @@ try:
 except (OSError, subprocess.SubprocessError):
     pass
 
+# Network namespaces joined by a bridge (root with CAP_NET_ADMIN and
+# CAP_SYS_ADMIN, iproute2): the multi-host test builds its hosts from them.
+try:
+    import subprocess
+    if subprocess.run(["unshare", "--net", "--mount", "sh", "-c",
+                       "ip link add pmlirbr0 type bridge && "
+                       "ip link add pmlirv0 type veth peer name pmlirv1 && "
+                       "mount -t tmpfs none /dev/shm && command -v nsenter"],
+                      capture_output=True, timeout=30).returncode == 0:
+        config.available_features.add("netns")
+except (OSError, subprocess.SubprocessError):
+    pass
+
 # Making a character device (root, with CAP_MKNOD): the output tests write
 # through a scratch copy of /dev/null.
 try:
@@ -71,6 +84,10 @@ try:
         config.available_features.add("mknod")
 except (OSError, AttributeError):
     pass
+
+# The cores this process may run on, as a rank alone on its host counts
+# them for its threads.
+config.substitutions.append(("%cores", str(len(os.sched_getaffinity(0)))))
 
 # Multi-rank tests: ranks on this host, more ranks than cores allowed. mpirun
 # refuses root without the explicit opt-in (CI containers run as root);

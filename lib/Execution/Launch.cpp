@@ -6,7 +6,11 @@
 
 #include "pmlir/Execution/Launch.h"
 
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Support/OutputFile.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,6 +26,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace {
 
@@ -110,13 +116,62 @@ int64_t pmlir::exec::launcherRank() {
   return -1;
 }
 
+std::optional<pmlir::exec::HostList> pmlir::exec::readHostfile(const std::string &path,
+                                                               std::string &error) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file) {
+    error = "--hostfile '" + path + "': " + file.getError().message();
+    return std::nullopt;
+  }
+  HostList list;
+  int64_t slots = 0;
+  bool everyHostCounted = true;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (auto [index, line] : llvm::enumerate(lines)) {
+    llvm::SmallVector<llvm::StringRef> words;
+    llvm::SplitString(line.split('#').first, words);
+    if (words.empty())
+      continue;
+    auto where = [&, index = index] {
+      return "--hostfile '" + path + "' line " + std::to_string(index + 1) + ": ";
+    };
+    std::optional<int64_t> hostSlots;
+    for (llvm::StringRef word : llvm::ArrayRef(words).drop_front()) {
+      auto [key, value] = word.split('=');
+      int64_t count = 0;
+      if (key != "slots" && key != "max_slots")
+        continue; // mpirun's to read
+      if (value.getAsInteger(10, count) || count <= 0) {
+        error = where() + "'" + word.str() + "' is not a positive number of slots";
+        return std::nullopt;
+      }
+      if (key == "slots")
+        hostSlots = count;
+    }
+    list.hosts.push_back(words.front().str());
+    if (hostSlots)
+      slots += *hostSlots;
+    else
+      everyHostCounted = false;
+  }
+  if (list.hosts.empty()) {
+    error = "--hostfile '" + path + "' names no host";
+    return std::nullopt;
+  }
+  if (everyHostCounted)
+    list.slots = slots;
+  return list;
+}
+
 int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &command,
-                             bool stopsAtStep) {
+                             const std::string &hostfile, bool stopsAtStep) {
   // Every rank is a process of its own on this host, holding its compiled
   // program: past a number of them a core, the host thrashes rather than
   // runs the job.
   int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  if (ranks > kMaxRanksPerCore * cores) {
+  if (hostfile.empty() && ranks > kMaxRanksPerCore * cores) {
     llvm::WithColor::error(llvm::errs(), "pmlir-run")
         << "the mesh has " << ranks << " ranks, and pmlir-run starts them all on this host of "
         << cores << (cores == 1 ? " core" : " cores") << ": at most " << kMaxRanksPerCore * cores
@@ -125,11 +180,21 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
     return 1;
   }
   std::vector<std::string> words = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
-  // More ranks than cores: ranks that wait must leave the core to the rank
-  // they wait for (the runtime's own waits do so in that case too).
-  if (ranks > static_cast<int64_t>(std::thread::hardware_concurrency()))
+  if (!hostfile.empty()) {
+    words.insert(words.end(), {"--hostfile", hostfile});
+    // A rank on another host starts with that host's environment.
+    for (char **entry = environ; *entry; ++entry) {
+      llvm::StringRef name = llvm::StringRef(*entry).split('=').first;
+      if ((name.starts_with("PMLIR_") || name.starts_with("OPENBLAS_")) &&
+          !rt::isThisCpusGemmChoice(name))
+        words.insert(words.end(), {"-x", name.str()});
+    }
+  } else if (ranks > static_cast<int64_t>(std::thread::hardware_concurrency())) {
+    // More ranks than cores: ranks that wait must leave the core to the
+    // rank they wait for (the runtime's own waits do so in that case too).
     for (const char *word : {"--oversubscribe", "--mca", "mpi_yield_when_idle", "1"})
       words.push_back(word);
+  }
   if (geteuid() == 0)
     words.push_back("--allow-run-as-root");
   words.insert(words.end(), command.begin(), command.end());

@@ -165,6 +165,12 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::cat(c.mesh));
   bind("tolerance", o.tolerance, cl::desc("largest relative error --check accepts (1e-5)"),
        cl::cat(c.mesh));
+  bind("hostfile", o.hostfile,
+       cl::desc("on a mesh: run the ranks on these hosts, an Open MPI host file ('NAME "
+                "slots=N' a line) passed to mpirun, which enters the other hosts by ssh (or "
+                "OMPI_MCA_plm_rsh_agent); every host needs pmlir-run and the files at the same "
+                "paths"),
+       cl::value_desc("FILE"), cl::cat(c.mesh));
   bind("timeout", o.timeout,
        cl::desc("on a mesh: end the job when one collective waits longer than this many "
                 "seconds (0: no limit; 60)"),

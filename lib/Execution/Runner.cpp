@@ -151,7 +151,8 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
                                                  : optimizerStatePath(o.resume)},
           {"--data", o.data},
           {"--pipeline-csv", o.pipelineCsv},
-          {"--topology", o.topology}};
+          {"--topology", o.topology},
+          {"--hostfile", o.hostfile}};
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--output", o.output},
         {"--grads", o.grads},
@@ -309,7 +310,8 @@ int Job::run() {
       // The ranks' output goes through mpirun: they learn from here
       // whether it ends on a terminal (a progress bar) or not.
       setenv(kTerminalEnv, isatty(STDOUT_FILENO) ? "1" : "0", /*overwrite=*/1);
-      return launchRanks(mesh->numRanks(), o.relaunch, /*stopsAtStep=*/o.train && !o.compileOnly);
+      return launchRanks(mesh->numRanks(), o.relaunch, o.hostfile,
+                         /*stopsAtStep=*/o.train && !o.compileOnly);
     }
     if (o.train)
       catchStopRequests(/*rankOfJob=*/true);
@@ -631,6 +633,11 @@ int Job::run() {
   if (!program)
     return failHere(error);
   pmlir_rt_set_num_threads(o.threads);
+  if (o.verbose && rank == 0 && mesh) {
+    char hosts[4096];
+    pmlir_rt_describe_hosts(hosts, sizeof(hosts));
+    llvm::outs() << "hosts: " << hosts << "\n";
+  }
   if (o.verbose && rank == 0 && o.device == CompileTarget::Cpu) {
     llvm::outs() << "gemm: " << rt::gemmPath() << "\n";
     llvm::outs() << "loops: " << pmlir_rt_parallel_threads()
@@ -925,6 +932,21 @@ int exec::runModel(const RunOptions &o) {
     return fail("--device gpu runs the collectives on device memory: --backend nccl, not mpi");
   if (!o.trace.empty() && o.mesh.empty())
     return fail("--trace writes the ranks' spans: it needs --mesh");
+  if (!o.hostfile.empty() && o.mesh.empty())
+    return fail("--hostfile places a mesh's ranks on hosts: it needs --mesh");
+  if (!o.hostfile.empty() && mesh && !underMpirun()) {
+    // Refused here rather than by mpirun after the compile.
+    std::string error;
+    std::optional<HostList> hosts = readHostfile(o.hostfile, error);
+    if (!hosts)
+      return fail(error);
+    if (hosts->slots && mesh->numRanks() > *hosts->slots)
+      return fail("the mesh has " + std::to_string(mesh->numRanks()) + " ranks and --hostfile '" +
+                  o.hostfile + "' holds " + std::to_string(*hosts->slots) + " (the slots of its " +
+                  std::to_string(hosts->hosts.size()) +
+                  (hosts->hosts.size() == 1 ? " host" : " hosts") + "): give hosts or slots for " +
+                  std::to_string(mesh->numRanks() - *hosts->slots) + " more");
+  }
   if (o.compileOnly) {
     if (o.device == CompileTarget::Gpu && o.gpuChip.empty())
       return fail("--compile-only with --device gpu asks no GPU which chip it is: give "

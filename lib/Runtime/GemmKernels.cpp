@@ -155,6 +155,12 @@ void pmlir::rt::chooseGemmKernels(char **argv) {
   unsetenv(kChoseEnv);
 }
 
+bool pmlir::rt::isThisCpusGemmChoice(std::string_view name) {
+  // OPENBLAS_CORETYPE is pmlir's choice where PMLIR_OPENBLAS_CHOSE says
+  // so, else the user's.
+  return name == kChoseEnv || (name == kCoreTypeEnv && std::getenv(kChoseEnv));
+}
+
 std::string pmlir::rt::gemmPath() {
   // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
   // its first two words.

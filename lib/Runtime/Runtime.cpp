@@ -75,6 +75,9 @@ struct State {
   int64_t spinNs = -1;
   std::map<std::vector<int64_t>, Group> groups;
   std::unique_ptr<ProgressBoard> board;
+  // Every rank's host (MPI's processor name), known after start-up: the
+  // board shows only this host's ranks.
+  std::vector<std::string> hostOf;
   double timeoutSeconds = 0;
   std::thread watchdog;
   std::atomic<bool> stopping{false};
@@ -280,6 +283,40 @@ void pmlir::rt::broadcastBytes(void *data, int bytes, const Group &group, const 
 
 namespace {
 
+/// Whether the board of this host shows `member`: it runs here, or the
+/// hosts are not known yet (start-up).
+bool onThisHost(int64_t member) {
+  return state->hostOf.empty() || state->hostOf[member] == state->hostOf[state->rank];
+}
+
+/// The members of `members` that run on other hosts, host by host: "ranks
+/// 2, 3 run on b, whose progress this host does not see"; empty if none.
+std::string elsewhere(const std::vector<int64_t> &members) {
+  std::map<std::string, std::vector<int64_t>> byHost;
+  for (int64_t member : members)
+    if (!onThisHost(member))
+      byHost[state->hostOf[member]].push_back(member);
+  std::string text;
+  for (auto &[host, ranks] : byHost) {
+    text += text.empty() ? "" : "; ";
+    text += ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(ranks[i]);
+    text += (ranks.size() == 1 ? " runs on " : " run on ") + host +
+            ", whose progress this host does not see";
+  }
+  return text;
+}
+
+/// Joins the parts of a message that are not empty with "; ".
+std::string joined(std::initializer_list<std::string> parts) {
+  std::string text;
+  for (const std::string &part : parts)
+    if (!part.empty())
+      text += (text.empty() ? "" : "; ") + part;
+  return text;
+}
+
 void watch() {
   while (!state->stopping.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -302,13 +339,21 @@ void watch() {
       awaited = "rank " + std::to_string(wait.peer);
       what = std::string(wait.what) + (std::string(wait.what) == "send" ? " to " : " from ") +
              awaited + " over " + wait.group->axes;
-      if (state->board)
+      if (!onThisHost(wait.peer))
+        who = elsewhere({wait.peer});
+      else if (state->board)
         who = state->board->whereIs(wait.peer, wait.group->boardKey);
     } else {
       what = std::string(wait.what) + (wait.sequence ? " #" + std::to_string(wait.sequence) : "") +
              " over " + wait.group->axes;
-      if (state->board)
-        who = state->board->notArrived(wait.group->members, wait.group->boardKey, wait.sequence);
+      std::vector<int64_t> here;
+      for (int64_t member : wait.group->members)
+        if (onThisHost(member))
+          here.push_back(member);
+      who =
+          joined({state->board ? state->board->notArrived(here, wait.group->boardKey, wait.sequence)
+                               : std::string(),
+                  elsewhere(wait.group->members)});
     }
     std::fprintf(stderr,
                  "pmlir-run: rank %d: %s waited more than %g s for %s%s%s; ending the job\n",
@@ -446,6 +491,19 @@ extern "C" int pmlir_rt_init(const pmlir_rt_mesh *meshAxes, double timeoutSecond
     if (size != state->ranks)
       state->board.reset(); // not the launcher's numbering: rows would lie
     state->ranks = size;
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(host, &length);
+    std::vector<char> hosts(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+    if (MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME,
+                      MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS)
+      return "MPI_Allgather of the ranks' hosts failed";
+    std::vector<std::string> hostOf;
+    for (int r = 0; r < size; ++r)
+      hostOf.emplace_back(hosts.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME,
+                          strnlen(hosts.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME,
+                                  MPI_MAX_PROCESSOR_NAME));
+    state->hostOf = std::move(hostOf);
     // Every set of axes, ascending: created here, by all ranks together.
     // The empty one too (each rank alone: a pipeline rank gathering its
     // results on a mesh of pp alone).
@@ -504,6 +562,28 @@ extern "C" void pmlir_rt_ready(void) {
 
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }
 extern "C" int64_t pmlir_rt_num_ranks(void) { return state ? state->mesh->numRanks() : 1; }
+
+extern "C" void pmlir_rt_describe_hosts(char *text, size_t size) {
+  if (size == 0)
+    return;
+  std::string description;
+  std::vector<std::pair<std::string, std::vector<int>>> hosts; // in order of first rank
+  for (int r = 0; state && r < static_cast<int>(state->hostOf.size()); ++r) {
+    auto it = std::find_if(hosts.begin(), hosts.end(),
+                           [&](const auto &host) { return host.first == state->hostOf[r]; });
+    if (it == hosts.end())
+      it = hosts.insert(hosts.end(), {state->hostOf[r], {}});
+    it->second.push_back(r);
+  }
+  for (auto &[host, ranks] : hosts) {
+    description +=
+        (description.empty() ? "" : ", ") + host + (ranks.size() == 1 ? " (rank " : " (ranks ");
+    for (size_t i = 0; i < ranks.size(); ++i)
+      description += (i ? ", " : "") + std::to_string(ranks[i]);
+    description += ")";
+  }
+  std::snprintf(text, size, "%s", description.c_str());
+}
 
 extern "C" int64_t pmlir_rt_group_size(const int64_t *axes, int64_t numAxes) {
   return groupOf(axes, numAxes, "group_size").size;

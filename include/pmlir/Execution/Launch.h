@@ -8,6 +8,7 @@
 #define PMLIR_EXECUTION_LAUNCH_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,30 @@ int64_t launcherRank();
 /// The most ranks pmlir-run starts on its own host, a core.
 inline constexpr int64_t kMaxRanksPerCore = 64;
 
-/// Runs `command` on `ranks` processes of this host through mpirun and
-/// returns its exit status; a failure to start is printed and returns 1
-/// (127 when mpirun is missing), as are more ranks than kMaxRanksPerCore a
-/// core of this host.
+/// The hosts of an Open MPI host file and the ranks they hold.
+struct HostList {
+  std::vector<std::string> hosts;
+  /// The slots of all hosts together; nullopt where a host names none
+  /// (mpirun then counts that host's cores).
+  std::optional<int64_t> slots;
+};
+
+/// Reads an Open MPI host file: a host a line ("NAME [slots=N]
+/// [max_slots=N]"), '#' starting a comment. Nullopt, with `error` naming
+/// the file and the line, for a file that cannot be read, holds no host, or
+/// gives a slot count that is not a positive integer.
+std::optional<HostList> readHostfile(const std::string &path, std::string &error);
+
+/// Runs `command` on `ranks` processes through mpirun and returns its exit
+/// status; a failure to start is printed and returns 1 (127 when mpirun is
+/// missing). Without `hostfile` the ranks run on this host, at most
+/// kMaxRanksPerCore a core of it. With one, mpirun places them on its hosts
+/// (the caller checked they hold them: readHostfile) and enters the other
+/// hosts by its rsh agent (ssh unless OMPI_MCA_plm_rsh_agent names
+/// another), which starts them with that host's environment: the variables
+/// pmlir's ranks read (PMLIR_*, OPENBLAS_*) are passed on by mpirun, less
+/// the GEMM kernels chosen for this host's CPU, which every host chooses
+/// for its own.
 ///
 /// A signal that ends this process (SIGTERM, SIGINT, SIGHUP, SIGQUIT) ends
 /// the job: it is passed on to mpirun, which ends every rank, and this
@@ -35,7 +56,8 @@ inline constexpr int64_t kMaxRanksPerCore = 64;
 /// mpirun forwards to every rank and the ranks take as a stop request
 /// (catchStopRequests), and this process ends by the signal once they have
 /// stopped; a second signal ends them at once.
-int launchRanks(int64_t ranks, const std::vector<std::string> &command, bool stopsAtStep = false);
+int launchRanks(int64_t ranks, const std::vector<std::string> &command,
+                const std::string &hostfile = "", bool stopsAtStep = false);
 
 /// Lets the signals that ask a training run to stop set a request that
 /// stopRequest() reads, instead of ending the process, so that it stops at

@@ -49,6 +49,9 @@ struct RunOptions {
 
   /// The mesh ("tp=2,dp=2"; empty: one process) and its rank order.
   std::string mesh, rankOrder;
+  /// The hosts the mesh's ranks run on: an Open MPI host file passed to
+  /// mpirun (empty: all on this host).
+  std::string hostfile;
   /// Seconds a collective may wait before the job ends (<= 0: no limit).
   double timeout = 60;
   /// Compare each collective's fingerprint across its group before it

@@ -52,6 +52,10 @@ std::optional<std::string> betterOpenBlasCore(std::string_view chosen, SimdLevel
 /// pick in tests (a CPU OpenBLAS does not know, on any machine).
 void chooseGemmKernels(char **argv);
 
+/// Whether the environment variable `name` holds a choice chooseGemmKernels
+/// made for this CPU, which a process on another host makes for its own.
+bool isThisCpusGemmChoice(std::string_view name);
+
 /// The GEMM path of this process, for people: the library and version,
 /// the kernels and who chose them, the threads. E.g. "OpenBLAS 0.3.21,
 /// Cooperlake kernels (pmlir's choice for this CPU's AVX-512 BF16;

@@ -93,6 +93,10 @@ void *pmlir_rt_stream(void);
 
 int64_t pmlir_rt_rank(void);
 int64_t pmlir_rt_num_ranks(void);
+/* The job's hosts (MPI's processor names) and the ranks each runs, for
+ * people: "a (ranks 0, 1), b (ranks 2, 3)"; cut to `size` bytes, always
+ * terminated. Empty before pmlir_rt_init. */
+void pmlir_rt_describe_hosts(char *text, size_t size);
 /* Size of the group over `axes` and this rank's index in it. */
 int64_t pmlir_rt_group_size(const int64_t *axes, int64_t num_axes);
 int64_t pmlir_rt_index_in_group(const int64_t *axes, int64_t num_axes);
