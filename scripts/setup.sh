@@ -12,6 +12,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools zlib1g-dev libzstd-dev
   # safetensors headers; BLAS for the CPU GEMMs; MPI for the multi-rank runtime
   nlohmann-json3-dev libopenblas-dev openmpi-bin libopenmpi-dev
+  # oneDNN: the bf16 GEMMs on CPUs with AVX-512 BF16
+  libdnnl-dev
   # the auto-sharder's integer programs
   coinor-libcbc-dev
   # unit tests; the PyTorch reference of the model tests

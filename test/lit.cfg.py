@@ -85,6 +85,15 @@ try:
 except (OSError, AttributeError):
     pass
 
+# AVX-512 BF16 (the kernel's flags are what cpuid and the OS's saved
+# registers allow): bf16 GEMMs run on oneDNN's native kernels there.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if any(line.startswith("flags") and " avx512_bf16" in line for line in cpuinfo):
+            config.available_features.add("avx512_bf16")
+except OSError:
+    pass
+
 # The cores this process may run on, as a rank alone on its host counts
 # them for its threads.
 config.substitutions.append(("%cores", str(len(os.sched_getaffinity(0)))))

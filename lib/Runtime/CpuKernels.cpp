@@ -8,11 +8,15 @@
 // into the result (accumulate) or overwrites it (not read, so it may be
 // uninitialized) with cblas_sgemm, one call per batch element, or
 // one call for the whole batch when a shared rank-2 rhs meets a contiguous
-// lhs (the common activation-times-weight case).
+// lhs (the common activation-times-weight case). On bf16 operands (their
+// bits, uint16_t) the same calls go to oneDNN's bf16 GEMM, f32 sums into an
+// f32 result, where the CPU has AVX-512 BF16 (GemmKernels.h); elsewhere the
+// operands are widened to f32 copies first.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/Runtime.h"
 
 #include "HalfFloat.h"
@@ -21,7 +25,18 @@
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
 
+// oneDNN's row-major bf16 x bf16 -> f32 GEMM (alpha A B + beta C, as
+// dnnl_sgemm): exported by libdnnl beside dnnl_sgemm, declared by its own
+// tests rather than its public header.
+extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n,
+                                               dnnl_dim_t k, float alpha, const uint16_t *a,
+                                               dnnl_dim_t lda, const uint16_t *b, dnnl_dim_t ldb,
+                                               float beta, float *c, dnnl_dim_t ldc);
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -33,9 +48,8 @@ namespace {
 using pmlir::rt::isContiguous;
 
 /// Offset of batch element `b` (row-major over the leading Rank-2 dims).
-template <int Rank>
-int64_t batchOffset(const StridedMemRefType<float, Rank> *m,
-                    const int64_t *batchSizes, int64_t b) {
+template <typename T, int Rank>
+int64_t batchOffset(const StridedMemRefType<T, Rank> *m, const int64_t *batchSizes, int64_t b) {
   int64_t offset = m->offset;
   for (int i = Rank - 3; i >= 0; --i) {
     offset += (b % batchSizes[i]) * m->strides[i];
@@ -68,8 +82,20 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     }
 }
 
-template <int L, int R, bool TA, bool TB>
-void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
+/// Row-major GEMM of bf16 operands into f32 on oneDNN; the caller checked
+/// that every innermost stride is 1.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+          int64_t aRow, int64_t, const uint16_t *b, int64_t bRow, int64_t, float *c, int64_t cRow,
+          int64_t, bool accumulate) {
+  dnnl_status_t status = dnnl_gemm_bf16bf16f32(
+      transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, std::max<int64_t>(aRow, 1), b,
+      std::max<int64_t>(bRow, 1), accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(cRow, 1));
+  if (status != dnnl_success)
+    pmlir_rt_fail("oneDNN's bf16 GEMM failed");
+}
+
+template <int L, int R, bool TA, bool TB, typename In>
+void matmul(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
             StridedMemRefType<float, L> *out, bool accumulate) {
   static_assert(L >= 2 && (R == 2 || R == L), "unsupported ranks");
   int64_t m = out->sizes[L - 2], n = out->sizes[L - 1];
@@ -77,8 +103,8 @@ void matmul(StridedMemRefType<float, L> *lhs, StridedMemRefType<float, R> *rhs,
   int64_t batch = 1;
   for (int i = 0; i < L - 2; ++i)
     batch *= out->sizes[i];
-  const float *a = lhs->data;
-  const float *b = rhs->data;
+  const In *a = lhs->data;
+  const In *b = rhs->data;
   float *c = out->data;
   int64_t bRow = rhs->strides[R - 2], bCol = rhs->strides[R - 1];
 
@@ -140,14 +166,30 @@ template <int Rank> struct WideCopy {
   }
 };
 
+/// Whether oneDNN can read `m` as it is: a row-major matrix (or batch of
+/// them) whose rows are contiguous and do not overlap.
+template <typename T, int Rank> bool rowsContiguous(const StridedMemRefType<T, Rank> *m) {
+  return m->strides[Rank - 1] == 1 && m->strides[Rank - 2] >= m->sizes[Rank - 1];
+}
+
 /// lhs @ rhs on bf16 operands with f32 sums, into a bf16 (uint16_t bits) or
 /// f32 result.
 template <int L, int R, bool TA, bool TB, typename Out>
 void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t, R> *rhs,
                 StridedMemRefType<Out, L> *out, bool accumulate) {
-  WideCopy<L> a(lhs, true), c(out, accumulate);
-  WideCopy<R> b(rhs, true);
-  matmul<L, R, TA, TB>(&a.view, &b.view, &c.view, accumulate);
+  bool native = pmlir::rt::bf16Gemm() == pmlir::rt::Bf16Gemm::OneDnn && rowsContiguous(lhs) &&
+                rowsContiguous(rhs);
+  if constexpr (std::is_same_v<Out, float>)
+    if (native && rowsContiguous(out))
+      return matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
+  WideCopy<L> c(out, accumulate);
+  if (native) {
+    matmul<L, R, TA, TB>(lhs, rhs, &c.view, accumulate);
+  } else {
+    WideCopy<L> a(lhs, true);
+    WideCopy<R> b(rhs, true);
+    matmul<L, R, TA, TB>(&a.view, &b.view, &c.view, accumulate);
+  }
   forEachElement(out, [&](int64_t offset, int64_t flat) {
     if constexpr (std::is_same_v<Out, float>)
       out->data[offset] = c.data[flat];
@@ -245,6 +287,15 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
   // training step of GPT-2 small ran 15% slower that way on 2 cores
   // (docs/performance.md).
   openblas_set_num_threads(n);
+  // oneDNN's bf16 GEMMs run on the threads of the OpenMP runtime it was
+  // built with, which it loaded (its symbol is looked up rather than
+  // linked, so that a build with another compiler's OpenMP cannot bring a
+  // second runtime).
+  using SetThreads = void (*)(int);
+  static SetThreads setOpenMpThreads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (setOpenMpThreads)
+    setOpenMpThreads(n);
   // Test hook: the loops on other threads than the GEMMs, so that a test
   // can split them while OpenBLAS, whose sums depend on its threads, keeps
   // one.

@@ -7,6 +7,7 @@
 #include "pmlir/Runtime/GemmKernels.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cctype>
@@ -155,6 +156,14 @@ void pmlir::rt::chooseGemmKernels(char **argv) {
   unsetenv(kChoseEnv);
 }
 
+Bf16Gemm pmlir::rt::bf16Gemm() {
+  static const Bf16Gemm chosen =
+      cpuSimdLevel() >= SimdLevel::Avx512Bf16 && !std::getenv("PMLIR_TEST_BF16_GEMM_WIDENED")
+          ? Bf16Gemm::OneDnn
+          : Bf16Gemm::Widened;
+  return chosen;
+}
+
 bool pmlir::rt::isThisCpusGemmChoice(std::string_view name) {
   // OPENBLAS_CORETYPE is pmlir's choice where PMLIR_OPENBLAS_CHOSE says
   // so, else the user's.
@@ -179,6 +188,14 @@ std::string pmlir::rt::gemmPath() {
   else
     who = "OpenBLAS's choice; this CPU runs " + cpu;
   int threads = openblas_get_num_threads();
+  std::string bf16;
+  if (bf16Gemm() == Bf16Gemm::OneDnn) {
+    const dnnl_version_t *version = dnnl_version();
+    bf16 = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+           std::to_string(version->patch) + " on AVX-512 BF16";
+  } else {
+    bf16 = "widened to f32";
+  }
   return library + ", " + core + " kernels (" + who + "), " + std::to_string(threads) +
-         (threads == 1 ? " thread" : " threads");
+         (threads == 1 ? " thread" : " threads") + "; bf16 operands: " + bf16;
 }

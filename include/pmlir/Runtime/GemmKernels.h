@@ -10,7 +10,11 @@
 // runs, pmlir-run starts itself again with OPENBLAS_CORETYPE naming the
 // kernels for the CPU's level, before anything else happens (OpenBLAS reads
 // it when it loads, which is before main). An OPENBLAS_CORETYPE the user
-// set is left alone. Ranks under mpirun inherit the choice. No MLIR.
+// set is left alone. Ranks under mpirun inherit the choice.
+//
+// GEMMs on bf16 operands run on oneDNN's bf16 GEMM (vdpbf16ps, f32 sums)
+// where the CPU has AVX-512 BF16; elsewhere their operands are widened to
+// f32 for OpenBLAS. No MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +55,19 @@ std::optional<std::string> betterOpenBlasCore(std::string_view chosen, SimdLevel
 /// environment variable PMLIR_TEST_OPENBLAS_CORE stands for OpenBLAS's
 /// pick in tests (a CPU OpenBLAS does not know, on any machine).
 void chooseGemmKernels(char **argv);
+
+/// How this process multiplies bf16 operands.
+enum class Bf16Gemm {
+  /// Widened to f32 and multiplied by OpenBLAS.
+  Widened,
+  /// oneDNN's bf16 GEMM, on the CPU's AVX-512 BF16 instructions.
+  OneDnn,
+};
+
+/// The bf16 GEMM for this CPU: oneDNN's where the CPU has AVX-512 BF16,
+/// unless the environment variable PMLIR_TEST_BF16_GEMM_WIDENED is set
+/// (benchmarks measure the widened path with it).
+Bf16Gemm bf16Gemm();
 
 /// Whether the environment variable `name` holds a choice chooseGemmKernels
 /// made for this CPU, which a process on another host makes for its own.
