@@ -4,6 +4,7 @@
   /usr/bin/python3 bench/cpu_forward.py [--build build] [--rounds 3]
       [--repeat 3] [--shapes 1x128,8x128,1x512,8x512] [--threads 1,2]
       [--gemm-only] [--python PYTHON] [--torch-compile | --jax]
+      [--precision f32|bf16]
 
 For every batch x seq and thread count the script alternates `rounds` runs of
 `pmlir-run --repeat N` and of the same forward in PyTorch
@@ -12,7 +13,10 @@ Hugging Face model runs, or its torch.compile with --torch-compile) under
 --python (default: this interpreter, Debian's python3-torch; a virtual
 environment's python for PyTorch 2.x from PyPI), or with --jax a jax.jit of
 the same forward (random weights of the same shapes; XLA's CPU threads are
-the cores its process may use, so T threads is an affinity to T cores); each run reports the median of N forwards
+the cores its process may use, so T threads is an affinity to T cores). With
+--precision bf16, pmlir-run runs --precision bf16 (bf16 tensors and GEMM
+operands, f32 sums) and PyTorch the same forward under
+torch.autocast("cpu", dtype=torch.bfloat16). Each run reports the median of N forwards
 after a warm-up; the table gives the medians over rounds and the ratio of
 each back-to-back pair (median, min and max over rounds). Both sides get
 random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
@@ -44,9 +48,10 @@ ROOT = os.path.dirname(HERE)
 GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
-def torch_worker(batch, seq, threads, repeat, compile):
+def torch_worker(batch, seq, threads, repeat, compile, bf16):
     """Runs in a child process: prints the median forward time in ms (eager,
-    or torch.compile'd with `compile`)."""
+    or torch.compile'd with `compile`; under bf16 autocast with `bf16`)."""
+    import contextlib
     import time
     import torch
     sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "CPU"))
@@ -59,7 +64,9 @@ def torch_worker(batch, seq, threads, repeat, compile):
     if compile:
         forward = torch.compile(forward)
     times = []
-    with torch.inference_mode():
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if bf16
+                else contextlib.nullcontext())
+    with torch.inference_mode(), autocast:
         forward(ids)
         for _ in range(repeat):
             start = time.perf_counter()
@@ -157,13 +164,17 @@ def main():
     add_torch_options(ap)
     ap.add_argument("--jax", action="store_true",
                     help="compare with a jax.jit of the same forward under --python instead")
-    ap.add_argument("--torch-worker", nargs=5, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                    help="bf16: pmlir-run --precision bf16 against PyTorch's bf16 autocast")
+    ap.add_argument("--torch-worker", nargs=6, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--jax-worker", nargs=4, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(*args.torch_worker)
     if args.jax_worker:
         return jax_worker(*args.jax_worker)
+    if args.jax and args.precision == "bf16":
+        ap.error("--precision bf16 compares with PyTorch's bf16 autocast, not with --jax")
 
     with tempfile.TemporaryDirectory(prefix="pmlir-bench-") as work:
         measure(args, work)
@@ -176,7 +187,7 @@ def measure(args, work):
     thread_counts = [int(t) for t in args.threads.split(",")]
 
     print(f"Machine: {machine()}; rounds {args.rounds}, {args.repeat} timed "
-          f"forwards per run.\n")
+          f"forwards per run; {args.precision}.\n")
 
     # Side by side forward.
     rows, memory, torch_side, gemm = [], [], None, None
@@ -203,7 +214,7 @@ def measure(args, work):
                     if who == "pmlir":
                         out, peak = run([pmlir_run, model, "--inputs", ids, "--repeat",
                                          str(args.repeat), "--threads", str(threads),
-                                         "--verbose"])
+                                         "--precision", args.precision, "--verbose"])
                         gemm = re.search(r"gemm: (.*)", out).group(1)
                         ours.append(float(re.search(r"median ([\d.]+) ms", out).group(1)))
                         rss = max(rss, peak)
@@ -211,7 +222,8 @@ def measure(args, work):
                         worker = (["--jax-worker"] if args.jax else ["--torch-worker"]) + [
                             str(batch), str(seq), str(threads), str(args.repeat)]
                         if not args.jax:
-                            worker.append(str(int(args.torch_compile)))
+                            worker += [str(int(args.torch_compile)),
+                                       str(int(args.precision == "bf16"))]
                         out, _ = run([args.python, __file__, *worker], env=env)
                         ms, torch_side = torch_result(out)
                         theirs.append(ms)
@@ -237,6 +249,8 @@ def measure(args, work):
             print(f"| {b} | {s} | {th} | {p:.1f} | {ptok:.0f} | {t:.1f} | {ttok:.0f} | "
                   f"{ratio:.2f}x | {low:.2f}-{high:.2f} |")
         mode = "" if args.jax else (", torch.compile" if args.torch_compile else ", eager")
+        if args.precision == "bf16" and not args.jax:
+            mode += ", bf16 autocast"
         print(f"\n{other}: {torch_side}{mode} ({args.python}); pmlir-run's GEMMs (last run): "
               f"{gemm}\n")
 

@@ -40,6 +40,7 @@ extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_di
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -141,9 +142,10 @@ void forEachElement(const StridedMemRefType<T, Rank> *m, F f) {
   }
 }
 
-/// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it.
+/// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it;
+/// uninitialized where not copied (a GEMM's result it overwrites).
 template <int Rank> struct WideCopy {
-  std::vector<float> data;
+  std::unique_ptr<float[]> data;
   StridedMemRefType<float, Rank> view;
 
   template <typename T> explicit WideCopy(const StridedMemRefType<T, Rank> *m, bool copy) {
@@ -153,8 +155,8 @@ template <int Rank> struct WideCopy {
       view.strides[d] = count;
       count *= m->sizes[d];
     }
-    data.resize(count);
-    view.basePtr = view.data = data.data();
+    data.reset(new float[count]);
+    view.basePtr = view.data = data.get();
     view.offset = 0;
     if (copy)
       forEachElement(m, [&](int64_t offset, int64_t flat) {
@@ -165,6 +167,25 @@ template <int Rank> struct WideCopy {
       });
   }
 };
+
+/// Rounds the f32 values of a tensor of `rank` dimensions `sizes` to bf16
+/// bits, over the runtime's threads (a GEMM's result, as large as the GEMM's
+/// operands: rounded on one thread it took longer than the GEMM on two).
+void roundToBf16(const float *from, uint16_t *to, const int64_t *sizes, int rank) {
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    count *= sizes[d];
+  struct Rows {
+    const float *from;
+    uint16_t *to;
+  } rows{from, to};
+  auto body = +[](void *context, int64_t begin, int64_t end) {
+    auto *r = static_cast<Rows *>(context);
+    for (int64_t i = begin; i < end; ++i)
+      r->to[i] = pmlir::rt::floatToBf16(r->from[i]);
+  };
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &rows, count, /*unit_cost=*/4);
+}
 
 /// Whether oneDNN can read `m` as it is: a row-major matrix (or batch of
 /// them) whose rows are contiguous and do not overlap.
@@ -189,6 +210,10 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
     WideCopy<L> a(lhs, true);
     WideCopy<R> b(rhs, true);
     matmul<L, R, TA, TB>(&a.view, &b.view, &c.view, accumulate);
+  }
+  if constexpr (!std::is_same_v<Out, float>) {
+    if (isContiguous(out))
+      return roundToBf16(c.data.get(), out->data + out->offset, c.view.sizes, L);
   }
   forEachElement(out, [&](int64_t offset, int64_t flat) {
     if constexpr (std::is_same_v<Out, float>)

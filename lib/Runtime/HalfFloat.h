@@ -33,12 +33,12 @@ inline float bf16ToFloat(uint16_t h) { return bitsFloat(uint32_t(h) << 16); }
 
 inline uint16_t floatToBf16(float f) {
   uint32_t bits = floatBits(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one, quiet
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
   // Round to nearest, ties to even: add just under half an ulp, plus the
   // lowest kept bit; the carry may run into the exponent, as it should.
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  // A NaN stays one, quiet. (A select, not a branch: loops of it vectorize.)
+  uint32_t quietNaN = (bits >> 16) | 0x0040u;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quietNaN : rounded);
 }
 
 inline float f16ToFloat(uint16_t h) {
