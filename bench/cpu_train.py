@@ -3,6 +3,7 @@
 
   /usr/bin/python3 bench/cpu_train.py [--build build] [--rounds 3] [--steps 5]
       [--shape 4x128] [--threads 1,2] [--python PYTHON] [--torch-compile]
+      [--precision f32|bf16]
 
 One training step is the forward, the backward and AdamW's update of every
 parameter (lr 1e-3, weight decay 0.01, torch's defaults otherwise) on a
@@ -13,7 +14,10 @@ interpreter, Debian's python3-torch; a virtual environment's python for
 PyTorch 2.x) runs the f32 GPT-2 of test/Integration/CPU/reference.py (the
 ops of Hugging Face's GPT2LMHeadModel; eager, or its forward and loss
 torch.compile'd with --torch-compile) with `loss.backward()` and `torch.optim.AdamW` on the same
-shapes. Each run reports the median step time of its steps after the first;
+shapes. With --precision bf16, pmlir-run trains with --precision bf16 and
+PyTorch runs its forward and loss under torch.autocast("cpu",
+dtype=torch.bfloat16) (parameters, gradients and AdamW in f32 on both
+sides). Each run reports the median step time of its steps after the first;
 for every thread count the script alternates `rounds` runs of each side and
 gives the medians and the ratio of each back-to-back pair.
 
@@ -45,9 +49,11 @@ ROOT = os.path.dirname(HERE)
 GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
-def torch_worker(batch, seq, threads, steps, compile):
+def torch_worker(batch, seq, threads, steps, compile, bf16):
     """Runs in a child process: prints the median step time in ms (eager, or
-    the forward and loss torch.compile'd with `compile`)."""
+    the forward and loss torch.compile'd with `compile`; under bf16 autocast
+    with `bf16`)."""
+    import contextlib
     import time
     import torch
     import torch.nn.functional as F
@@ -72,7 +78,9 @@ def torch_worker(batch, seq, threads, steps, compile):
     for _ in range(steps):
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = forward_loss(ids, labels)
+        with (torch.autocast("cpu", dtype=torch.bfloat16) if bf16
+              else contextlib.nullcontext()):
+            loss = forward_loss(ids, labels)
         loss.backward()
         opt.step()
         times.append((time.perf_counter() - start) * 1e3)
@@ -87,7 +95,9 @@ def main():
     ap.add_argument("--shape", default="4x128", help="batch x seq")
     ap.add_argument("--threads", default="1,2")
     add_torch_options(ap)
-    ap.add_argument("--torch-worker", nargs=5, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                    help="bf16: pmlir-run --precision bf16 against PyTorch's bf16 autocast")
+    ap.add_argument("--torch-worker", nargs=6, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(*args.torch_worker)
@@ -106,7 +116,7 @@ def measure(args, work):
     c = GPT2_SMALL
 
     print(f"Machine: {machine()}; rounds {args.rounds}, {args.steps} steps per run "
-          f"(the first not timed).\n")
+          f"(the first not timed); {args.precision}.\n")
 
     model = os.path.join(work, "gpt2.mlir")
     subprocess.run([pmlir_gen, "gpt2", "--layers", str(c["layers"]), "--hidden",
@@ -129,7 +139,8 @@ def measure(args, work):
             for who in order:
                 if who == "pmlir":
                     out, peak = run([pmlir_run, model, "--train", "--steps", str(args.steps),
-                                     "--data", data, "--threads", str(threads), "--verbose"])
+                                     "--data", data, "--threads", str(threads),
+                                     "--precision", args.precision, "--verbose"])
                     gemm = re.search(r"gemm: (.*)", out).group(1)
                     rates = [float(x) for x in re.findall(r"(\d+) tokens/s", out)]
                     if len(rates) != args.steps:
@@ -139,7 +150,8 @@ def measure(args, work):
                 else:
                     out, _ = run([args.python, __file__, "--torch-worker", str(batch),
                                   str(seq), str(threads), str(args.steps),
-                                  str(int(args.torch_compile))], env=env)
+                                  str(int(args.torch_compile)),
+                                  str(int(args.precision == "bf16"))], env=env)
                     ms, torch_side = torch_result(out)
                     theirs.append(ms)
         p, t = statistics.median(ours), statistics.median(theirs)
@@ -154,7 +166,9 @@ def measure(args, work):
     for th, p, t, ratio, low, high in rows:
         print(f"| {batch} x {seq} | {th} | {p:.0f} | {tokens / p * 1e3:.0f} | {t:.0f} | "
               f"{tokens / t * 1e3:.0f} | {ratio:.2f}x | {low:.2f}-{high:.2f} |")
-    print(f"\nPyTorch: {torch_side}, {'torch.compile' if args.torch_compile else 'eager'} "
+    autocast = ", bf16 autocast" if args.precision == "bf16" else ""
+    print(f"\nPyTorch: {torch_side}, {'torch.compile' if args.torch_compile else 'eager'}"
+          f"{autocast} "
           f"({args.python}); pmlir-run's GEMMs (last run): {gemm}")
 
     # What the backward pass keeps, per recompute mode, against the formula.
