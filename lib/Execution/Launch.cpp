@@ -11,7 +11,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
-
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 

@@ -25,16 +25,6 @@
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cblas.h>
-#include <dlfcn.h>
-#include <oneapi/dnnl/dnnl.h>
-
-// oneDNN's row-major bf16 x bf16 -> f32 GEMM (alpha A B + beta C, as
-// dnnl_sgemm): exported by libdnnl beside dnnl_sgemm, declared by its own
-// tests rather than its public header.
-extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n,
-                                               dnnl_dim_t k, float alpha, const uint16_t *a,
-                                               dnnl_dim_t lda, const uint16_t *b, dnnl_dim_t ldb,
-                                               float beta, float *c, dnnl_dim_t ldc);
 
 #include <algorithm>
 #include <cstdint>
@@ -88,10 +78,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
           int64_t aRow, int64_t, const uint16_t *b, int64_t bRow, int64_t, float *c, int64_t cRow,
           int64_t, bool accumulate) {
-  dnnl_status_t status = dnnl_gemm_bf16bf16f32(
-      transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, std::max<int64_t>(aRow, 1), b,
-      std::max<int64_t>(bRow, 1), accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(cRow, 1));
-  if (status != dnnl_success)
+  if (!pmlir::rt::oneDnnBf16Gemm(transA, transB, m, n, k, a, aRow, b, bRow, c, cRow, accumulate))
     pmlir_rt_fail("oneDNN's bf16 GEMM failed");
 }
 
@@ -312,15 +299,7 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
   // training step of GPT-2 small ran 15% slower that way on 2 cores
   // (docs/performance.md).
   openblas_set_num_threads(n);
-  // oneDNN's bf16 GEMMs run on the threads of the OpenMP runtime it was
-  // built with, which it loaded (its symbol is looked up rather than
-  // linked, so that a build with another compiler's OpenMP cannot bring a
-  // second runtime).
-  using SetThreads = void (*)(int);
-  static SetThreads setOpenMpThreads =
-      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (setOpenMpThreads)
-    setOpenMpThreads(n);
+  pmlir::rt::setBf16GemmThreads(n);
   // Test hook: the loops on other threads than the GEMMs, so that a test
   // can split them while OpenBLAS, whose sums depend on its threads, keeps
   // one.

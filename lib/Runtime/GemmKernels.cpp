@@ -7,9 +7,11 @@
 #include "pmlir/Runtime/GemmKernels.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -79,6 +81,45 @@ std::string lowered(std::string_view text) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
+
+/// oneDNN, loaded at its first use: its bf16 GEMM (row-major, alpha A B +
+/// beta C as dnnl_sgemm; exported beside dnnl_sgemm, declared by oneDNN's
+/// own tests rather than its public header), its version, and the thread
+/// count of the OpenMP runtime it loaded.
+struct OneDnn {
+  using Gemm = dnnl_status_t (*)(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, float,
+                                 const uint16_t *, dnnl_dim_t, const uint16_t *, dnnl_dim_t, float,
+                                 float *, dnnl_dim_t);
+  Gemm gemm = nullptr;
+  const dnnl_version_t *(*version)() = nullptr;
+  void (*setThreads)(int) = nullptr;
+};
+constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
+constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
+/// The threads setBf16GemmThreads asked for (0: OpenMP's default).
+std::atomic<int> bf16GemmThreads{0};
+
+/// oneDNN's functions, or no gemm where it did not load.
+const OneDnn &oneDnn() {
+  static const OneDnn loaded = [] {
+    OneDnn library;
+    void *handle = dlopen(kOneDnnLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return library;
+    library.gemm = reinterpret_cast<OneDnn::Gemm>(dlsym(handle, "dnnl_gemm_bf16bf16f32"));
+    library.version = reinterpret_cast<const dnnl_version_t *(*)()>(dlsym(handle, "dnnl_version"));
+    library.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
+    if (!library.version)
+      library.gemm = nullptr;
+    if (library.setThreads && bf16GemmThreads.load() > 0)
+      library.setThreads(bf16GemmThreads.load());
+    return library;
+  }();
+  return loaded;
+}
+
+/// Whether oneDNN has been loaded (never loads it).
+std::atomic<bool> oneDnnLoaded{false};
 
 constexpr const char *kChoseEnv = "PMLIR_OPENBLAS_CHOSE";
 constexpr const char *kTestCoreEnv = "PMLIR_TEST_OPENBLAS_CORE";
@@ -157,11 +198,28 @@ void pmlir::rt::chooseGemmKernels(char **argv) {
 }
 
 Bf16Gemm pmlir::rt::bf16Gemm() {
-  static const Bf16Gemm chosen =
-      cpuSimdLevel() >= SimdLevel::Avx512Bf16 && !std::getenv("PMLIR_TEST_BF16_GEMM_WIDENED")
-          ? Bf16Gemm::OneDnn
-          : Bf16Gemm::Widened;
+  static const Bf16Gemm chosen = [] {
+    if (cpuSimdLevel() < SimdLevel::Avx512Bf16 || std::getenv(kWidenedEnv) || !oneDnn().gemm)
+      return Bf16Gemm::Widened;
+    oneDnnLoaded.store(true);
+    return Bf16Gemm::OneDnn;
+  }();
   return chosen;
+}
+
+bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                               const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                               float *c, int64_t ldc, bool accumulate) {
+  // oneDNN refuses a leading dimension below 1, which an empty matrix has.
+  return oneDnn().gemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
+                       std::max<int64_t>(lda, 1), b, std::max<int64_t>(ldb, 1),
+                       accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(ldc, 1)) == dnnl_success;
+}
+
+void pmlir::rt::setBf16GemmThreads(int threads) {
+  bf16GemmThreads.store(threads);
+  if (oneDnnLoaded.load() && oneDnn().setThreads)
+    oneDnn().setThreads(threads);
 }
 
 bool pmlir::rt::isThisCpusGemmChoice(std::string_view name) {
@@ -190,11 +248,15 @@ std::string pmlir::rt::gemmPath() {
   int threads = openblas_get_num_threads();
   std::string bf16;
   if (bf16Gemm() == Bf16Gemm::OneDnn) {
-    const dnnl_version_t *version = dnnl_version();
+    const dnnl_version_t *version = oneDnn().version();
     bf16 = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
            std::to_string(version->patch) + " on AVX-512 BF16";
+  } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16) {
+    bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
+  } else if (std::getenv(kWidenedEnv)) {
+    bf16 = std::string("widened to f32 (") + kWidenedEnv + ")";
   } else {
-    bf16 = "widened to f32";
+    bf16 = std::string("widened to f32 (oneDNN's ") + kOneDnnLibrary + " did not load)";
   }
   return library + ", " + core + " kernels (" + who + "), " + std::to_string(threads) +
          (threads == 1 ? " thread" : " threads") + "; bf16 operands: " + bf16;

@@ -14,13 +14,17 @@
 //
 // GEMMs on bf16 operands run on oneDNN's bf16 GEMM (vdpbf16ps, f32 sums)
 // where the CPU has AVX-512 BF16; elsewhere their operands are widened to
-// f32 for OpenBLAS. No MLIR.
+// f32 for OpenBLAS. oneDNN (libdnnl.so.2, 40 MB) is loaded at the first
+// bf16 GEMM, not linked: an f32 run never maps it (unless --verbose asks
+// which bf16 path this CPU takes), and a machine without it (the GPU
+// bundle's) takes the widened path. No MLIR.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PMLIR_RUNTIME_GEMMKERNELS_H
 #define PMLIR_RUNTIME_GEMMKERNELS_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,10 +68,23 @@ enum class Bf16Gemm {
   OneDnn,
 };
 
-/// The bf16 GEMM for this CPU: oneDNN's where the CPU has AVX-512 BF16,
-/// unless the environment variable PMLIR_TEST_BF16_GEMM_WIDENED is set
-/// (benchmarks measure the widened path with it).
+/// The bf16 GEMM for this process: oneDNN's where the CPU has AVX-512 BF16
+/// and libdnnl.so.2 loads, unless the environment variable
+/// PMLIR_TEST_BF16_GEMM_WIDENED is set (benchmarks and tests measure the
+/// widened path with it). The first call loads oneDNN where it may be used.
 Bf16Gemm bf16Gemm();
+
+/// C = A B (+ C with `accumulate`) of row-major bf16 (bits) A and B into
+/// f32 C, with A m x k (k x m with `transA`), B k x n (n x k with
+/// `transB`) and the rows' strides lda, ldb, ldc, on oneDNN's bf16 GEMM.
+/// Only where bf16Gemm() is OneDnn. False where oneDNN reports a failure.
+bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                    int64_t lda, const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                    bool accumulate);
+
+/// The threads of oneDNN's GEMMs (the OpenMP runtime it brings), set now
+/// where it is loaded, else when it loads.
+void setBf16GemmThreads(int threads);
 
 /// Whether the environment variable `name` holds a choice chooseGemmKernels
 /// made for this CPU, which a process on another host makes for its own.
