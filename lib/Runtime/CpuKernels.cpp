@@ -129,6 +129,25 @@ void forEachElement(const StridedMemRefType<T, Rank> *m, F f) {
   }
 }
 
+/// Widens `count` contiguous values (bf16 bits or f32) to f32, over the
+/// runtime's threads.
+template <typename T> void widen(const T *from, float *to, int64_t count) {
+  struct Span {
+    const T *from;
+    float *to;
+  } span{from, to};
+  auto body = +[](void *context, int64_t begin, int64_t end) {
+    auto *s = static_cast<Span *>(context);
+    for (int64_t i = begin; i < end; ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        s->to[i] = s->from[i];
+      else
+        s->to[i] = pmlir::rt::bf16ToFloat(s->from[i]);
+    }
+  };
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &span, count, /*unit_cost=*/2);
+}
+
 /// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it;
 /// uninitialized where not copied (a GEMM's result it overwrites).
 template <int Rank> struct WideCopy {
@@ -145,7 +164,9 @@ template <int Rank> struct WideCopy {
     data.reset(new float[count]);
     view.basePtr = view.data = data.get();
     view.offset = 0;
-    if (copy)
+    if (copy && isContiguous(m))
+      widen(m->data + m->offset, data.get(), count);
+    else if (copy)
       forEachElement(m, [&](int64_t offset, int64_t flat) {
         if constexpr (std::is_same_v<T, float>)
           data[flat] = m->data[offset];
@@ -187,17 +208,21 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
                 StridedMemRefType<Out, L> *out, bool accumulate) {
   bool native = pmlir::rt::bf16Gemm() == pmlir::rt::Bf16Gemm::OneDnn && rowsContiguous(lhs) &&
                 rowsContiguous(rhs);
-  if constexpr (std::is_same_v<Out, float>)
-    if (native && rowsContiguous(out))
-      return matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
-  WideCopy<L> c(out, accumulate);
-  if (native) {
-    matmul<L, R, TA, TB>(lhs, rhs, &c.view, accumulate);
-  } else {
+  auto multiplyInto = [&](StridedMemRefType<float, L> *result) {
+    if (native)
+      return matmul<L, R, TA, TB>(lhs, rhs, result, accumulate);
     WideCopy<L> a(lhs, true);
     WideCopy<R> b(rhs, true);
-    matmul<L, R, TA, TB>(&a.view, &b.view, &c.view, accumulate);
-  }
+    matmul<L, R, TA, TB>(&a.view, &b.view, result, accumulate);
+  };
+  // An f32 result is written in place (OpenBLAS's path takes any strides;
+  // oneDNN's contiguous rows): a copy of it would be as large as the
+  // logits.
+  if constexpr (std::is_same_v<Out, float>)
+    if (!native || rowsContiguous(out))
+      return multiplyInto(out);
+  WideCopy<L> c(out, accumulate);
+  multiplyInto(&c.view);
   if constexpr (!std::is_same_v<Out, float>) {
     if (isContiguous(out))
       return roundToBf16(c.data.get(), out->data + out->offset, c.view.sizes, L);
