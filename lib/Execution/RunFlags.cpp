@@ -304,9 +304,10 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
                 "blocks that compile several times slower and run no faster (2)"),
        cl::cat(c.debugging));
   bind("verbose", o.verbose,
-       cl::desc("print what the run chose that the flags did not say: the CPU's GEMM library, "
-                "its kernels and who chose them (by the CPU's features), its threads; the loops' "
-                "threads and, at the end, how many loop calls were split over them"),
+       cl::desc("print what the run chose that the flags did not say: on a mesh, the hosts "
+                "and their ranks; the CPU's GEMM library, its kernels and who chose them (by the "
+                "CPU's features), its threads, and the path of bf16 operands; the loops' threads "
+                "and, at the end, how many loop calls were split over them"),
        cl::cat(c.debugging));
   bind("print-bytes-read", o.printBytesRead,
        cl::desc("each rank prints the bytes of parameters it read from --weights or --resume "

@@ -10,7 +10,8 @@
 // runs, pmlir-run starts itself again with OPENBLAS_CORETYPE naming the
 // kernels for the CPU's level, before anything else happens (OpenBLAS reads
 // it when it loads, which is before main). An OPENBLAS_CORETYPE the user
-// set is left alone. Ranks under mpirun inherit the choice.
+// set is left alone. Ranks under mpirun on this host inherit the choice;
+// ranks on other hosts make their own.
 //
 // GEMMs on bf16 operands run on oneDNN's bf16 GEMM (vdpbf16ps, f32 sums)
 // where the CPU has AVX-512 BF16; elsewhere their operands are widened to
