@@ -129,23 +129,27 @@ void forEachElement(const StridedMemRefType<T, Rank> *m, F f) {
   }
 }
 
-/// Widens `count` contiguous values (bf16 bits or f32) to f32, over the
-/// runtime's threads.
-template <typename T> void widen(const T *from, float *to, int64_t count) {
+/// Converts `count` contiguous values one by one over the runtime's threads:
+/// widens bf16 bits (or copies f32) to f32, or rounds f32 to bf16 bits. (A
+/// GEMM's operands and result are as large as the GEMM: converted on one
+/// thread they took longer than the GEMM on two.)
+template <typename From, typename To> void convert(const From *from, To *to, int64_t count) {
   struct Span {
-    const T *from;
-    float *to;
+    const From *from;
+    To *to;
   } span{from, to};
   auto body = +[](void *context, int64_t begin, int64_t end) {
     auto *s = static_cast<Span *>(context);
     for (int64_t i = begin; i < end; ++i) {
-      if constexpr (std::is_same_v<T, float>)
+      if constexpr (std::is_same_v<From, To>)
         s->to[i] = s->from[i];
-      else
+      else if constexpr (std::is_same_v<To, float>)
         s->to[i] = pmlir::rt::bf16ToFloat(s->from[i]);
+      else
+        s->to[i] = pmlir::rt::floatToBf16(s->from[i]);
     }
   };
-  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &span, count, /*unit_cost=*/2);
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &span, count, /*unit_cost=*/4);
 }
 
 /// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it;
@@ -153,9 +157,9 @@ template <typename T> void widen(const T *from, float *to, int64_t count) {
 template <int Rank> struct WideCopy {
   std::unique_ptr<float[]> data;
   StridedMemRefType<float, Rank> view;
+  int64_t count = 1;
 
   template <typename T> explicit WideCopy(const StridedMemRefType<T, Rank> *m, bool copy) {
-    int64_t count = 1;
     for (int d = Rank - 1; d >= 0; --d) {
       view.sizes[d] = m->sizes[d];
       view.strides[d] = count;
@@ -165,7 +169,7 @@ template <int Rank> struct WideCopy {
     view.basePtr = view.data = data.get();
     view.offset = 0;
     if (copy && isContiguous(m))
-      widen(m->data + m->offset, data.get(), count);
+      convert(m->data + m->offset, data.get(), count);
     else if (copy)
       forEachElement(m, [&](int64_t offset, int64_t flat) {
         if constexpr (std::is_same_v<T, float>)
@@ -175,25 +179,6 @@ template <int Rank> struct WideCopy {
       });
   }
 };
-
-/// Rounds the f32 values of a tensor of `rank` dimensions `sizes` to bf16
-/// bits, over the runtime's threads (a GEMM's result, as large as the GEMM's
-/// operands: rounded on one thread it took longer than the GEMM on two).
-void roundToBf16(const float *from, uint16_t *to, const int64_t *sizes, int rank) {
-  int64_t count = 1;
-  for (int d = 0; d < rank; ++d)
-    count *= sizes[d];
-  struct Rows {
-    const float *from;
-    uint16_t *to;
-  } rows{from, to};
-  auto body = +[](void *context, int64_t begin, int64_t end) {
-    auto *r = static_cast<Rows *>(context);
-    for (int64_t i = begin; i < end; ++i)
-      r->to[i] = pmlir::rt::floatToBf16(r->from[i]);
-  };
-  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &rows, count, /*unit_cost=*/4);
-}
 
 /// Whether oneDNN can read `m` as it is: a row-major matrix (or batch of
 /// them) whose rows are contiguous and do not overlap.
@@ -225,7 +210,7 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
   multiplyInto(&c.view);
   if constexpr (!std::is_same_v<Out, float>) {
     if (isContiguous(out))
-      return roundToBf16(c.data.get(), out->data + out->offset, c.view.sizes, L);
+      return convert(c.data.get(), out->data + out->offset, c.count);
   }
   forEachElement(out, [&](int64_t offset, int64_t flat) {
     if constexpr (std::is_same_v<Out, float>)
