@@ -106,6 +106,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   CpuPipelineOptions cpu;
   cpu.entry = compiledEntryName(o);
   cpu.precision = o.precision;
+  cpu.bufferPeak = o.bufferPeak;
   buildCpuLoweringPipeline(pm, cpu);
 }
 
@@ -125,6 +126,11 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
   auto runs = [&](CompilePhase phase) { return o.from < phase && phase <= o.to; };
   if (o.to < o.from) {
     error = "pmlir-compile-pipeline: phase 'to' comes before phase 'from'";
+    return failure();
+  }
+  if (o.bufferPeak && o.target != CompileTarget::Cpu) {
+    error = "pmlir-compile-pipeline: buffer-peak counts a CPU program's buffers; target=gpu "
+            "takes none";
     return failure();
   }
   // Without a mesh the program runs unsharded (on one process, or the same

@@ -29,7 +29,7 @@
 
 using namespace mlir;
 
-void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry) {
+void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool bufferPeak) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -51,6 +51,9 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry) {
   // Deallocation clones what a function returns but does not own (an
   // argument returned as it is): clones become allocs and copies.
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // What the buffers hold at the heaviest point, for pmlir-run --predict.
+  if (bufferPeak)
+    pm.addPass(createBufferPeak(BufferPeakOptions{entry.str()}));
 }
 
 void pmlir::registerBufferizationInterfaces(DialectRegistry &registry) {

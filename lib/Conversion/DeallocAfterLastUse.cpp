@@ -27,13 +27,14 @@ using namespace mlir;
 namespace {
 
 /// The op in `block` after which the alloc `buffer` and every view of it are
-/// no longer used, or null if a view escapes through a terminator.
-Operation *lastUse(Value buffer, Operation *dealloc, Block *block) {
+/// no longer used (but by `freeing`, the ops that free it), or null if a
+/// view escapes through a terminator.
+Operation *lastUse(Value buffer, ArrayRef<Operation *> freeing, Block *block) {
   SmallVector<Value> aliases = {buffer};
   Operation *last = buffer.getDefiningOp();
   for (unsigned i = 0; i < aliases.size(); ++i) {
     for (Operation *user : aliases[i].getUsers()) {
-      if (user == dealloc)
+      if (llvm::is_contained(freeing, user))
         continue;
       Operation *inBlock = block->findAncestorOpInBlock(*user);
       if (!inBlock || inBlock->hasTrait<OpTrait::IsTerminator>())
@@ -55,14 +56,31 @@ struct DeallocAfterLastUsePass
     getOperation()->walk([&](memref::DeallocOp op) { deallocs.push_back(op); });
     for (memref::DeallocOp dealloc : deallocs) {
       Value buffer = dealloc.getMemref();
-      auto alloc = buffer.getDefiningOp<memref::AllocOp>();
-      if (!alloc || alloc->getBlock() != dealloc->getBlock())
+      // Ownership-based deallocation frees a buffer it did not allocate
+      // (a call's result) through its base buffer: the free is the
+      // metadata's extraction and the dealloc, moved together.
+      SmallVector<Operation *> freeing = {dealloc};
+      if (auto metadata = buffer.getDefiningOp<memref::ExtractStridedMetadataOp>();
+          metadata && metadata->getBlock() == dealloc->getBlock() &&
+          metadata.getBaseBuffer().hasOneUse() &&
+          llvm::all_of(metadata->getResults().drop_front(),
+                       [](Value v) { return v.use_empty(); })) {
+        freeing.insert(freeing.begin(), metadata);
+        buffer = metadata.getSource();
+      }
+      // A buffer of the block's own: allocated there, or returned to it by
+      // a call (a transformer block's activations and gradients), which
+      // gives it to the caller to free.
+      Operation *def = buffer.getDefiningOp();
+      if (!def || !isa<memref::AllocOp, func::CallOp>(def) ||
+          def->getBlock() != dealloc->getBlock())
         continue;
-      Operation *last = lastUse(buffer, dealloc, dealloc->getBlock());
-      if (last && last->isBeforeInBlock(dealloc)) {
-        LLVM_DEBUG(llvm::dbgs() << "free of " << alloc.getType() << " moved to after "
+      Operation *last = lastUse(buffer, freeing, dealloc->getBlock());
+      if (last && last->isBeforeInBlock(freeing.front())) {
+        LLVM_DEBUG(llvm::dbgs() << "free of " << buffer.getType() << " moved to after "
                                 << last->getName() << "\n");
-        dealloc->moveAfter(last);
+        for (Operation *op : llvm::reverse(freeing))
+          op->moveAfter(last);
       }
     }
   }

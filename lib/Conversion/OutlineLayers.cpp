@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/Conversion/BufferPeak.h"
 #include "pmlir/Conversion/Passes.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
@@ -41,6 +42,8 @@ func::FuncOp outline(ModuleOp module, func::FuncOp parent, tfm::LayerOp layer,
   auto fn = func::FuncOp::create(b, layer.getLoc(), (parent.getName() + "_layer").str(),
                                  b.getFunctionType(argTypes, layer.getResultTypes()));
   fn.setPrivate();
+  // Which pass of a block it is, for pmlir-buffer-peak's account.
+  fn->setAttr(layer.getBackward() ? kBackwardLayerAttr : kForwardLayerAttr, b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   IRMapping mapping;
   for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))

@@ -88,8 +88,6 @@ std::string closestNames(const SafeTensorsSet &weights, const std::string &name)
   return text.empty() ? "the file has no tensors" : "closest: " + text;
 }
 
-size_t widthOf(ElementKind element) { return element == ElementKind::I64 ? 8 : 4; }
-
 /// Warns where this rank's block `a` of a weight read from `path` holds a
 /// value that is not finite.
 void warnNonFiniteBlock(const BoundArgument &a, const std::string &path,
@@ -113,7 +111,7 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   };
   a.name = spec.name;
   a.shape = spec.shape;
-  size_t width = widthOf(spec.element);
+  size_t width = elementWidth(spec.element);
 
   // A sharded argument: bind the global tensor, then keep this rank's block.
   const std::optional<BlockLayout> &layout = spec.block;

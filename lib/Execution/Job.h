@@ -78,6 +78,10 @@ using mlir::ModuleOp;
 using mlir::OwningOpRef;
 using mlir::PassManager;
 
+/// The bytes this process has resident now, and at most so far.
+int64_t residentBytes();
+int64_t peakResidentBytes();
+
 /// One run on this process: one rank of a mesh, or the whole job.
 class Job {
 public:
@@ -107,6 +111,19 @@ private:
   std::string huggingFaceConfig;
   /// --data: the token file a training run reads its batches from.
   std::unique_ptr<TokenData> tokens;
+  /// Every rank's peak resident bytes once its runs are done (on rank 0).
+  std::vector<int64_t> peakResident;
+
+  /// --predict: compiles `module` (at the rank phase, its entry `entry`)
+  /// as the run would, and prints every rank's predicted peak instead of
+  /// running it (RankMemory.cpp).
+  int predict(ModuleOp module, mlir::func::FuncOp entry, bool pipelined);
+  /// Every rank's peak so far, taken by every rank at the same point of
+  /// the job; printed by rank 0 at its end.
+  void measurePeakResident();
+  void reportPeakResident() const;
+  /// `mine` from every rank, rank by rank (a collective of every rank).
+  std::vector<int64_t> fromEveryRank(const std::vector<int64_t> &mine) const;
 
   /// Stops here forever if the fault tests asked this rank to hang at
   /// `phase`.

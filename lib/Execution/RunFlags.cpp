@@ -297,6 +297,12 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("compile (writing --emit-compiled and the reports) and stop: nothing is bound "
                 "or run, and --device gpu needs no GPU (give --gpu-chip)"),
        cl::cat(c.reports));
+  bind("predict", o.predict,
+       cl::desc("compile as the run would (every rank its own program) and print each rank's "
+                "predicted peak resident memory, broken down, instead of running"),
+       cl::cat(c.reports));
+  bind("json", o.json, cl::desc("with --predict: print one JSON object instead"),
+       cl::cat(c.reports));
 
   //===--- Debugging ---===//
   bind("jit-opt-level", o.jitOptLevel,

@@ -272,6 +272,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.pipelineSchedule = pipe::ScheduleKind::None;
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
+  lowering.bufferPeak = o.predict;
   if (o.device == CompileTarget::Gpu)
     lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
   if (failed(buildCompilePipeline(pm, lowering, error)))
@@ -311,7 +312,7 @@ int Job::run() {
       // whether it ends on a terminal (a progress bar) or not.
       setenv(kTerminalEnv, isatty(STDOUT_FILENO) ? "1" : "0", /*overwrite=*/1);
       return launchRanks(mesh->numRanks(), o.relaunch, o.hostfile,
-                         /*stopsAtStep=*/o.train && !o.compileOnly);
+                         /*stopsAtStep=*/o.train && !o.compileOnly && !o.predict);
     }
     if (o.train)
       catchStopRequests(/*rankOfJob=*/true);
@@ -506,6 +507,8 @@ int Job::run() {
     }
   }
 
+  if (o.predict)
+    return predict(*module, entry, pipelined);
   if (o.compileOnly) {
     std::string error;
     if (failed(lower(*module, entry.getSymName().str(), rank == 0, error)))
@@ -698,6 +701,8 @@ int Job::run() {
                                    median, jobTokens / (median / 1000.0),
                                    static_cast<long long>(jobTokens));
   }
+  // Every rank is here after the same collectives: the peak of its runs.
+  measurePeakResident();
   reportLoops();
   if (!writeTrace(error))
     return failAtEnd("--trace: " + error);
@@ -861,6 +866,7 @@ int Job::assembleAndReport(JitProgram &program, const EntrySignature &signature,
       return failAtEnd(error);
   }
   program.releaseResults();
+  reportPeakResident();
   if (mesh)
     pmlir_rt_finalize();
   return 0;
@@ -962,6 +968,13 @@ int exec::runModel(const RunOptions &o) {
       if (given)
         return fail(std::string(flag) + " needs a run: --compile-only runs nothing");
   }
+  if (o.json && !o.predict)
+    return fail("--json prints the report of --predict: it needs --predict");
+  if (o.predict && o.compileOnly)
+    return fail("--predict compiles and stops already: it takes no --compile-only");
+  if (o.predict && o.device == CompileTarget::Gpu)
+    return fail("--predict predicts a CPU run's resident memory; a GPU's device memory is not "
+                "predicted yet: drop --device gpu");
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;

@@ -637,6 +637,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   }
   if (terminal)
     llvm::outs() << "\r\033[K";
+  // Every rank is here after the same steps: the peak of its training.
+  measurePeakResident();
   // The trace is rank 0's to write; every rank learns whether it could
   // before the collectives that follow.
   bool traced = writeTrace(error);
@@ -710,6 +712,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))
       return failAtEnd("--export-hf: " + error);
   }
+  reportPeakResident();
   if (stoppedAfter >= 0 && rank == 0)
     warn("stopped as asked after step " + std::to_string(stoppedAfter) + " of " +
          std::to_string(done + o.steps) +

@@ -11,7 +11,9 @@
 // forward's results, returned on the first stage's rank).
 // Messages carry the transfer's number as their tag, so that two messages
 // between the same ranks cannot be confused. The stage sums come last, in
-// program order, on every rank alike, then the results the rank can make.
+// program order, on every rank alike, then the results the rank can make;
+// the running sums of gradients over microbatches are then moved up to
+// where their terms are made (accumulateEarly).
 //
 //===----------------------------------------------------------------------===//
 
@@ -417,6 +419,36 @@ LogicalResult RankBuilder::run() {
 
 } // namespace
 
+namespace {
+
+/// Moves each sum of two values that nothing else reads to just after the
+/// later of the two. The stage sums come last, so a gradient's sum over
+/// microbatches would keep every microbatch's gradient until the end; moved,
+/// each joins the running sum as soon as its backward pass made it, and one
+/// is live at a time, as without a pipeline. The sums keep their order, and
+/// so their f32 results.
+void accumulateEarly(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  SmallVector<tfm::AddOp> adds(body.getOps<tfm::AddOp>());
+  for (tfm::AddOp add : adds) {
+    if (!llvm::all_of(add->getOperands(), [](Value v) { return v.hasOneUse(); }))
+      continue;
+    Operation *after = nullptr;
+    for (Value v : add->getOperands())
+      if (Operation *def = v.getDefiningOp()) {
+        def = body.findAncestorOpInBlock(*def);
+        if (!after || after->isBeforeInBlock(def))
+          after = def;
+      }
+    if (after)
+      add->moveAfter(after);
+    else
+      add->moveBefore(&body.front());
+  }
+}
+
+} // namespace
+
 LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t rank, StringRef axis,
                                                    bool markWork) {
   auto module = func->getParentOfType<ModuleOp>();
@@ -457,6 +489,7 @@ LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t ra
   RankBuilder builder(func, schedule, rank, kGridName, axes.front(), markWork);
   if (failed(builder.run()))
     return failure();
+  accumulateEarly(func);
   scheduleOp->erase();
   return success();
 }

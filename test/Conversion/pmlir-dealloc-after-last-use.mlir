@@ -37,3 +37,50 @@ func.func @frees_follow_last_uses(%n: index, %arg: memref<8xf32>) -> memref<8xf3
   memref.dealloc %arg : memref<8xf32>
   return %c : memref<8xf32>
 }
+
+// A buffer a call returns is the caller's to free: it dies after the call
+// that reads it last (a block's activations after its backward pass), not
+// at the end of the caller.
+func.func private @block(memref<8xf32>) -> memref<8xf32>
+func.func private @block_grad(memref<8xf32>) -> memref<4xf32>
+func.func private @shrink(memref<4xf32>) -> memref<2xf32>
+// CHECK-LABEL: func @call_results_freed_after_last_use
+func.func @call_results_freed_after_last_use(%x: memref<8xf32>) -> memref<4xf32> {
+  // CHECK: %[[ACT:.*]] = call @block(
+  // CHECK-NEXT: %[[G1:.*]] = call @block_grad(%[[ACT]])
+  // CHECK-NEXT: %[[G2:.*]] = call @shrink(%[[G1]])
+  // CHECK-NEXT: memref.dealloc %[[G2]]
+  // CHECK-NEXT: memref.dealloc %[[G1]]
+  // CHECK-NEXT: %[[G3:.*]] = call @block_grad(%[[ACT]])
+  // CHECK-NEXT: memref.dealloc %[[ACT]]
+  // CHECK-NEXT: return %[[G3]]
+  %act = call @block(%x) : (memref<8xf32>) -> memref<8xf32>
+  %g1 = call @block_grad(%act) : (memref<8xf32>) -> memref<4xf32>
+  %g2 = call @shrink(%g1) : (memref<4xf32>) -> memref<2xf32>
+  %g3 = call @block_grad(%act) : (memref<8xf32>) -> memref<4xf32>
+  memref.dealloc %act : memref<8xf32>
+  memref.dealloc %g1 : memref<4xf32>
+  memref.dealloc %g2 : memref<2xf32>
+  return %g3 : memref<4xf32>
+}
+
+// Ownership-based deallocation frees a call's result through its base
+// buffer: the extraction moves with the free.
+// CHECK-LABEL: func @call_result_freed_through_its_base
+func.func @call_result_freed_through_its_base(%x: memref<8xf32>) -> memref<4xf32> {
+  // CHECK: %[[ACT:.*]] = call @block(
+  // CHECK-NEXT: %[[G:.*]] = call @block_grad(%[[ACT]])
+  // CHECK-NEXT: %[[BASE:.*]], %{{.*}}, %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[ACT]]
+  // CHECK-NEXT: memref.dealloc %[[BASE]]
+  // CHECK-NEXT: memref.alloc
+  // CHECK-NEXT: call @block_grad(
+  %act = call @block(%x) : (memref<8xf32>) -> memref<8xf32>
+  %g = call @block_grad(%act) : (memref<8xf32>) -> memref<4xf32>
+  %other = memref.alloc() : memref<8xf32>
+  %g2 = call @block_grad(%other) : (memref<8xf32>) -> memref<4xf32>
+  memref.dealloc %other : memref<8xf32>
+  %base, %offset, %size, %stride = memref.extract_strided_metadata %act : memref<8xf32> -> memref<f32>, index, index, index
+  memref.dealloc %base : memref<f32>
+  memref.dealloc %g2 : memref<4xf32>
+  return %g : memref<4xf32>
+}

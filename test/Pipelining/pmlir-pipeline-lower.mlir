@@ -49,6 +49,24 @@
 // UNTRACED-NOT: pipe.work_begin
 // UNTRACED: return
 
+// Over 4 microbatches (rank 0: 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3) each
+// microbatch's gradients join their running sum right after its backward
+// pass made them, not after the last one: one microbatch's gradients are
+// live at a time.
+// RUN: pmlir-gen gpt2 --layers 2 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=pp=2" \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
+// RUN:       --pmlir-optimizer="entry=grad grad-accum=4" --pmlir-pipeline-schedule="schedule=1f1b microbatches=4" \
+// RUN:       --pmlir-sharding-pipeline -o %t-4.mlir
+// RUN: pmlir-opt %t-4.mlir --pmlir-pipeline-lower="rank=0 trace=true" | FileCheck %s --check-prefix=ACCUM
+// ACCUM: pipe.work_begin stage 0 "B" microbatch 1
+// ACCUM: tfm.add {{.*}} : tensor<16x48xf32>, tensor<16x48xf32>
+// ACCUM: pipe.work_begin stage 0 "B" microbatch 2
+// ACCUM: tfm.add {{.*}} : tensor<16x48xf32>, tensor<16x48xf32>
+// ACCUM: pipe.work_begin stage 0 "B" microbatch 3
+// ACCUM: tfm.add {{.*}} : tensor<16x48xf32>, tensor<16x48xf32>
+// ACCUM: tfm.adamw
+
 // Inference: a forward repeated over 2 microbatches. The last stage sends
 // each microbatch's logits to rank 0 as soon as it has them and returns
 // nothing; rank 0 receives them after its own forwards and joins them.

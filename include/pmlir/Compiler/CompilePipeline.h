@@ -160,6 +160,11 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                        clEnumValN(CompileTarget::Gpu, "gpu", "pmlir-gpu-pipeline"))};
   Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
                               llvm::cl::init(Precision::F32), precisionValues()};
+  Option<bool> bufferPeak{
+      *this, "buffer-peak",
+      llvm::cl::desc("target=cpu: write the bytes the entry's buffers hold at their heaviest "
+                     "point on the module (pmlir-buffer-peak, for pmlir-run --predict)"),
+      llvm::cl::init(false)};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};
   Option<std::string> gpuFormat{

@@ -36,8 +36,11 @@ void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// Tensors to buffers for every target: one-shot bufferization across
 /// function boundaries (identity layouts; the results of `entry` that
 /// update its arguments written into them), ownership-based deallocation
-/// with each free at its buffer's last use, clones to allocs and copies.
-void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry);
+/// with each free at its buffer's last use, clones to allocs and copies;
+/// with `bufferPeak`, the heaviest point of `entry`'s buffers written on the
+/// module (pmlir-buffer-peak).
+void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry,
+                                bool bufferPeak = false);
 
 /// The external models bufferization and deallocation need (arith, func,
 /// linalg, memref, scf, tensor, cf).

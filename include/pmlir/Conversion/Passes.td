@@ -90,7 +90,10 @@ def OutlineLayers : Pass<"pmlir-outline-layers", "mlir::ModuleOp"> {
     values. Layers whose bodies print the same (the same ops on the same
     types, whatever the layer index) call one function, so the CPU
     pipeline compiles one transformer block however deep the model is, and
-    the compiled code stays small.
+    the compiled code stays small. The function of a backward block (a
+    `tfm.layer` with `backward`) is marked `tfm.backward_layer`, that of a
+    forward block `tfm.forward_layer`, for `pmlir-buffer-peak`'s account of
+    what the buffers it returns are.
 
     Before:
     ```mlir
@@ -275,7 +278,10 @@ def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
     Ownership-based deallocation frees a buffer at the end of the block that
     allocated it, so every temporary of a transformer block stays alive
     until the block returns. For each `memref.dealloc` of a `memref.alloc`
-    in the same block, this pass finds the last op of the block that uses
+    in the same block, or of a buffer a `func.call` in the same block
+    returned (the caller owns it: a transformer block's activations, kept
+    until that block's backward pass, and its gradients), this pass finds
+    the last op of the block that uses
     the buffer or any view of it (casts, reshapes, subviews, also inside
     nested regions) and moves the dealloc right after it. Buffers that
     escape through a terminator are left alone. Peak memory becomes the
@@ -291,6 +297,44 @@ def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
     ```
     After: the dealloc follows the second generic.
   }];
+}
+
+def BufferPeak : Pass<"pmlir-buffer-peak", "mlir::ModuleOp"> {
+  let summary = "writes the bytes a bufferized entry holds at its heaviest point on the module";
+  let description = [{
+    Walks `entry` of a bufferized module in program order, into the
+    functions it calls, counting the bytes of the buffers live at each point
+    (a `memref.alloc` adds its buffer, a `memref.dealloc` of it or of a view
+    of it removes it; a call holds the callee's own heaviest point on top of
+    the caller's live buffers for its duration and leaves the buffers it
+    returns; the heavier branch of a region counts, and a loop that keeps
+    buffers keeps them for each of its iterations). Arguments are not
+    counted. The heaviest point is written on the module as
+    `tfm.buffer_peak`: `peak_bytes`; `by_source`, those bytes by where the
+    buffers come from (`forward_layers`: returned by a forward transformer
+    block, the activations kept for the backward pass; `backward_layers`:
+    returned by a backward block, gradients; `entry`: allocated by the
+    entry itself or a function that is no block; `in_call`: inside the call
+    that runs there); `result_bytes`, what the entry returns; `at`, the op
+    there inside its calls; `largest`, the five largest buffers live there.
+    A buffer of dynamic shape, recursion, or a loop that keeps buffers over
+    an unknown number of iterations gives `{error = "..."}` instead.
+    Every target's bufferization ends with it; `pmlir-run --predict` reads
+    it (docs/pmlir-run.md). The IR is otherwise unchanged.
+
+    ```mlir
+    module attributes {tfm.buffer_peak = {at = "@step: call @step_layer (loc(...)) > ...",
+        by_source = {backward_layers = 0 : i64, entry = 4096 : i64,
+                     forward_layers = 16384 : i64, in_call = 8192 : i64},
+        largest = [{bytes = 8192 : i64, loc = "loc(...)", type = "memref<32x64xf32>"}, ...],
+        peak_bytes = 28672 : i64, result_bytes = 4 : i64}} { ... }
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the entry function">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -32,6 +32,9 @@ class CheckpointDirectory;
 
 enum class ElementKind { F32, I32, I64 };
 
+/// The bytes of one element of `element`.
+inline size_t elementWidth(ElementKind element) { return element == ElementKind::I64 ? 8 : 4; }
+
 /// What an argument is, as tfm::argumentRole() decides it.
 using Role = tfm::ArgumentRole;
 

@@ -139,6 +139,10 @@ struct RunOptions {
   /// Compile (writing emitCompiled and the reports) and stop before any
   /// binding, JIT or run; a GPU program needs gpuChip instead of a GPU.
   bool compileOnly = false;
+  /// Compile as the run would and print each rank's predicted peak
+  /// resident memory instead of running; `json`: as one JSON object.
+  bool predict = false;
+  bool json = false;
 
   /// How to start this same run on every rank (the command line that
   /// launched it, its first word the executable).

@@ -74,7 +74,9 @@ mlir::LogicalResult splitBackwardFragments(mlir::func::FuncOp func);
 /// `rank` on the grid's axis `axis`: its fragments in its schedule's order,
 /// each transfer a shard.send on the producing rank and a shard.recv on the
 /// consuming one, each stage sum a shard.all_reduce over `axis`. Arguments
-/// and results the rank does not use or make are dropped. With `markWork`,
+/// and results the rank does not use or make are dropped. The running sums
+/// of gradients over microbatches are made as their terms are, one
+/// microbatch's gradients live at a time. With `markWork`,
 /// pipe.work_begin and pipe.work_end mark each fragment's work for the
 /// trace.
 mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank, llvm::StringRef axis,

@@ -156,7 +156,12 @@ def PipelineLower : Pass<"pmlir-pipeline-lower", "mlir::ModuleOp"> {
     `axis` (with the transfer's number as the message tag, `pipe.tag`),
     each `pipe.stage_sum` a `shard.all_reduce` over `axis` of the rank's
     own stages' values. Arguments the rank does not read and results it
-    cannot make (other stages' parameters and updates) are dropped.
+    cannot make (other stages' parameters and updates) are dropped. Each
+    sum of two values nothing else reads (a gradient's running sum over the
+    microbatches) then moves up to just after its later term, so that each
+    microbatch's gradients join the sum as soon as its backward pass made
+    them and one microbatch's are live at a time; the sums keep their order
+    and their f32 results.
 
     ```mlir
     // rank 0 of 2, 1F1B, 2 microbatches: 0F0 0F1 0B0 0B1

@@ -1,0 +1,333 @@
+//===- RankMemory.cpp - A rank's resident memory: predicted and measured --===//
+//
+// Part of pmlir.
+//
+// --predict compiles the job as it would run (each rank its own program,
+// JIT-compiled) and stops before binding anything: the process then holds
+// what it holds before any tensor, its baseline. The rank's peak is that
+// baseline, plus its arguments at the shapes it binds them, plus the bytes
+// its program's buffers hold at their heaviest point (pmlir-buffer-peak,
+// from the bufferized program), plus the results it returns, less what of
+// those buffers the heap's free chunks take: the compiler's freed memory
+// stays resident (exec::keepFreedMemory) and glibc gives a request the
+// smallest free chunk that holds it. A real run measures the peak (VmHWM)
+// once its last step or forward is done, and prints it at its end, so the
+// two can be compared.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Job.h"
+
+#include "pmlir/Conversion/BufferPeak.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/Bytes.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <malloc.h>
+#include <set>
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::exec;
+
+int64_t exec::residentBytes() {
+  // statm: size, resident, ... in pages.
+  FILE *statm = fopen("/proc/self/statm", "r");
+  if (!statm)
+    return 0;
+  long long size = 0, resident = 0;
+  int read = fscanf(statm, "%lld %lld", &size, &resident);
+  fclose(statm);
+  return read == 2 ? resident * sysconf(_SC_PAGESIZE) : 0;
+}
+
+int64_t exec::peakResidentBytes() {
+  // VmHWM: this process image's own peak (getrusage's ru_maxrss keeps the
+  // peak of the image before an exec too: pmlir-run may re-execute itself
+  // to choose the GEMM kernels before OpenBLAS starts).
+  FILE *status = fopen("/proc/self/status", "r");
+  if (!status)
+    return 0;
+  char line[256];
+  long long kib = 0;
+  while (fgets(line, sizeof(line), status))
+    if (sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+      break;
+  fclose(status);
+  return kib * 1024;
+}
+
+namespace {
+
+/// The free chunks of the process's one heap (keepFreedMemory makes it
+/// one), from glibc's malloc_info: each size class's chunks taken at their
+/// mean size, and the free top of the heap.
+std::vector<int64_t> freeHeapChunks() {
+  std::vector<int64_t> chunks;
+  char *text = nullptr;
+  size_t size = 0;
+  FILE *out = open_memstream(&text, &size);
+  if (!out)
+    return chunks;
+  malloc_info(0, out);
+  fclose(out);
+  // The first <sizes> block is the main arena's.
+  llvm::StringRef xml(text, size);
+  xml = xml.substr(0, xml.find("</sizes>"));
+  while (true) {
+    size_t at = xml.find("<size ");
+    if (at == llvm::StringRef::npos)
+      break;
+    xml = xml.drop_front(at + 6);
+    long long from = 0, to = 0, total = 0, count = 0;
+    std::string entry = xml.take_until([](char c) { return c == '>'; }).str();
+    if (sscanf(entry.c_str(), "from=\"%lld\" to=\"%lld\" total=\"%lld\" count=\"%lld\"", &from, &to,
+               &total, &count) == 4 &&
+        count > 0)
+      chunks.insert(chunks.end(), count, total / count);
+  }
+  free(text);
+  chunks.push_back(static_cast<int64_t>(mallinfo2().keepcost));
+  return chunks;
+}
+
+/// The bytes of `buffers` (largest first) that free chunks of `chunks`
+/// hold, each buffer placed in the smallest chunk that holds it with its
+/// header, the rest of the chunk free again (glibc's best fit).
+int64_t bytesInFreeChunks(const std::vector<int64_t> &buffers, std::vector<int64_t> chunks) {
+  constexpr int64_t kHeader = 16;
+  std::multiset<int64_t> free(chunks.begin(), chunks.end());
+  int64_t held = 0;
+  for (int64_t bytes : buffers) {
+    auto it = free.lower_bound(bytes + kHeader);
+    if (it == free.end())
+      continue;
+    int64_t rest = *it - bytes - kHeader;
+    free.erase(it);
+    if (rest >= 32)
+      free.insert(rest);
+    held += bytes;
+  }
+  return held;
+}
+
+/// Bytes as the reports print them: to a tenth of a MiB, also from a GiB on
+/// ("1.160 GiB"), so that a prediction and a measurement compare.
+std::string bytesText(int64_t bytes) {
+  return formatBytes(static_cast<double>(bytes), bytes >= (int64_t(1) << 30) ? 3 : 1);
+}
+
+/// One rank's predicted peak, in the order the ranks exchange it.
+struct RankPrediction {
+  int64_t process = 0, parameters = 0, optimizerState = 0, inputs = 0, buffers = 0, results = 0;
+  /// Of the buffers, the bytes the heap's free chunks hold.
+  int64_t inFreeHeap = 0;
+  std::array<int64_t, kNumBufferSources> bySource{};
+
+  static constexpr size_t kFields = 7 + kNumBufferSources;
+  int64_t peak() const {
+    return process + parameters + optimizerState + inputs + buffers - inFreeHeap + results;
+  }
+  std::vector<int64_t> fields() const {
+    std::vector<int64_t> f = {process, parameters, optimizerState, inputs,
+                              buffers, results,    inFreeHeap};
+    f.insert(f.end(), bySource.begin(), bySource.end());
+    return f;
+  }
+  static RankPrediction of(const int64_t *f) {
+    RankPrediction p{f[0], f[1], f[2], f[3], f[4], f[5], f[6], {}};
+    for (size_t s = 0; s < kNumBufferSources; ++s)
+      p.bySource[s] = f[7 + s];
+    return p;
+  }
+};
+
+/// What each source of buffers is called in the text report.
+const char *describeSource(BufferSource source) {
+  switch (source) {
+  case BufferSource::ForwardLayers:
+    return "returned by forward blocks";
+  case BufferSource::BackwardLayers:
+    return "returned by backward blocks";
+  case BufferSource::Entry:
+    return "the entry's own";
+  case BufferSource::InCall:
+    return "inside the call running there";
+  }
+  llvm_unreachable("unknown buffer source");
+}
+
+} // namespace
+
+std::vector<int64_t> Job::fromEveryRank(const std::vector<int64_t> &mine) const {
+  if (!mesh)
+    return mine;
+  // Each rank fills its own slot; the sum over ranks is every slot filled.
+  size_t n = mine.size();
+  std::vector<int64_t> slots(n * mesh->numRanks(), 0), all(slots.size(), 0);
+  std::copy(mine.begin(), mine.end(), slots.begin() + rank * n);
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
+    axes.push_back(static_cast<int64_t>(a));
+  pmlir_rt_all_reduce(slots.data(), all.data(), static_cast<int64_t>(slots.size()), PMLIR_RT_I64,
+                      PMLIR_RT_SUM, axes.data(), static_cast<int64_t>(axes.size()));
+  return all;
+}
+
+void Job::measurePeakResident() { peakResident = fromEveryRank({peakResidentBytes()}); }
+
+void Job::reportPeakResident() const {
+  if (rank != 0 || peakResident.empty())
+    return;
+  std::string line = "peak resident memory:";
+  if (peakResident.size() == 1) {
+    line += " " + bytesText(peakResident[0]);
+  } else if (peakResident.size() <= 8) {
+    for (auto [r, bytes] : llvm::enumerate(peakResident))
+      line += std::string(r ? "," : "") + " rank " + std::to_string(r) + " " + bytesText(bytes);
+  } else {
+    auto [least, most] = std::minmax_element(peakResident.begin(), peakResident.end());
+    line += " largest " + bytesText(*most) + " (rank " +
+            std::to_string(most - peakResident.begin()) + "), smallest " + bytesText(*least) +
+            " (rank " + std::to_string(least - peakResident.begin()) + "), of " +
+            std::to_string(peakResident.size()) + " ranks";
+  }
+  llvm::outs() << line << "\n";
+  llvm::outs().flush();
+}
+
+int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
+  std::string error;
+  EntrySignature signature;
+  if (!describeEntry(entry, signature, error, /*mayReturnNothing=*/pipelined))
+    return failHere(error);
+  RankPrediction mine;
+  for (const TensorSpec &argument : signature.arguments) {
+    int64_t bytes = elementCount(argument.shape) * elementWidth(argument.element);
+    switch (argument.role) {
+    case Role::Param:
+      mine.parameters += bytes;
+      break;
+    case Role::OptimizerState:
+      mine.optimizerState += bytes;
+      break;
+    case Role::Input:
+    case Role::Label:
+      mine.inputs += bytes;
+      break;
+    }
+  }
+  // Compiled as the run compiles it: the process then holds its baseline.
+  std::unique_ptr<JitProgram> program = compile(module, signature, rank == 0, error);
+  if (!program)
+    return failHere(error);
+  auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
+  if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
+    return failHere("--predict: the buffers of @" + signature.name +
+                    " cannot be counted before the run: " + why.str());
+  std::optional<BufferPeak> peak = attr ? BufferPeak::fromAttribute(attr) : std::nullopt;
+  if (!peak)
+    return failHere("--predict: the lowered program carries no " + kBufferPeakAttr.str());
+  mine.buffers = peak->peakBytes;
+  mine.bySource = peak->bytesBySource;
+  mine.results = peak->resultBytes;
+  mine.process = residentBytes();
+  mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
+
+  std::vector<int64_t> all = fromEveryRank(mine.fields());
+  if (mesh)
+    pmlir_rt_finalize();
+  if (rank != 0)
+    return 0;
+  size_t ranks = all.size() / RankPrediction::kFields;
+  std::vector<RankPrediction> predictions;
+  for (size_t r = 0; r < ranks; ++r)
+    predictions.push_back(RankPrediction::of(all.data() + r * RankPrediction::kFields));
+  int64_t largest = 0;
+  for (const RankPrediction &p : predictions)
+    largest = std::max(largest, p.peak());
+
+  if (o.json) {
+    llvm::json::Array rankList;
+    for (auto [r, p] : llvm::enumerate(predictions)) {
+      llvm::json::Object sources;
+      for (size_t s = 0; s < kNumBufferSources; ++s)
+        sources[bufferSourceName(BufferSource(s))] = p.bySource[s];
+      rankList.push_back(llvm::json::Object{
+          {"rank", static_cast<int64_t>(r)},
+          {"peak_bytes", p.peak()},
+          {"process_bytes", p.process},
+          {"parameter_bytes", p.parameters},
+          {"optimizer_state_bytes", p.optimizerState},
+          {"input_bytes", p.inputs},
+          {"buffer_bytes", p.buffers},
+          {"buffer_bytes_by_source", std::move(sources)},
+          {"buffer_bytes_in_free_heap", p.inFreeHeap},
+          {"result_bytes", p.results},
+      });
+    }
+    llvm::json::Array buffers;
+    for (const BufferPeak::Buffer &b : peak->largest)
+      buffers.push_back(
+          llvm::json::Object{{"bytes", b.bytes}, {"type", b.type}, {"location", b.location}});
+    llvm::json::Object report{
+        {"peak_bytes", largest},
+        {"ranks", std::move(rankList)},
+        {"rank0_heaviest_point", peak->at},
+        {"rank0_largest_buffers", std::move(buffers)},
+    };
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+    return 0;
+  }
+
+  llvm::outs() << "predicted peak resident memory (nothing ran): " << bytesText(largest)
+               << (ranks > 1 ? " on the heaviest rank" : "") << "\n";
+  // Ranks that predict alike print once ("ranks 0, 2").
+  std::vector<bool> printed(ranks, false);
+  for (size_t r = 0; r < ranks; ++r) {
+    if (printed[r])
+      continue;
+    std::vector<size_t> same;
+    for (size_t q = r; q < ranks; ++q)
+      if (!printed[q] && predictions[q].fields() == predictions[r].fields()) {
+        same.push_back(q);
+        printed[q] = true;
+      }
+    const RankPrediction &p = predictions[r];
+    std::string who;
+    if (ranks > 1) {
+      who = same.size() == 1 ? "rank " : "ranks ";
+      for (size_t i = 0; i < same.size(); ++i)
+        who += (i ? ", " : "") + std::to_string(same[i]);
+      who += ": ";
+    }
+    llvm::outs() << "  " << who << bytesText(p.peak()) << " = process " << bytesText(p.process)
+                 << " + parameters " << bytesText(p.parameters) << " + optimizer state "
+                 << bytesText(p.optimizerState) << " + inputs " << bytesText(p.inputs)
+                 << " + buffers " << bytesText(p.buffers) << " + results " << bytesText(p.results)
+                 << " - buffers in the free heap " << bytesText(p.inFreeHeap) << "\n";
+    llvm::outs() << "    buffers at the heaviest point:";
+    for (size_t s = 0; s < kNumBufferSources; ++s)
+      llvm::outs() << (s ? "," : "") << " " << describeSource(BufferSource(s)) << " "
+                   << bytesText(p.bySource[s]);
+    llvm::outs() << "\n";
+  }
+  llvm::outs() << "  heaviest point of " << (ranks > 1 ? "rank 0" : "the run") << ": " << peak->at
+               << "\n";
+  if (!peak->largest.empty()) {
+    llvm::outs() << "  largest buffers there:";
+    for (auto [i, b] : llvm::enumerate(peak->largest))
+      llvm::outs() << (i ? "," : "") << " " << bytesText(b.bytes) << " " << b.type << " ("
+                   << b.location << ")";
+    llvm::outs() << "\n";
+  }
+  llvm::outs().flush();
+  return 0;
+}
