@@ -7,8 +7,8 @@
 // what it holds before any tensor, its baseline. The rank's peak is that
 // baseline, plus its arguments at the shapes it binds them, plus the bytes
 // its program's buffers hold at their heaviest point (pmlir-buffer-peak,
-// from the bufferized program), plus the results it returns, less what of
-// those buffers the heap's free chunks take: the compiler's freed memory
+// from the bufferized program; the results it returns among them), less
+// what of those buffers the heap's free chunks take: the compiler's freed memory
 // stays resident (exec::keepFreedMemory) and glibc gives a request the
 // smallest free chunk that holds it. A real run measures the peak (VmHWM)
 // once its last step or forward is done, and prints it at its end, so the
@@ -132,8 +132,9 @@ struct RankPrediction {
   std::array<int64_t, kNumBufferSources> bySource{};
 
   static constexpr size_t kFields = 7 + kNumBufferSources;
+  /// The buffers' peak holds the results (live at its last point).
   int64_t peak() const {
-    return process + parameters + optimizerState + inputs + buffers - inFreeHeap + results;
+    return process + parameters + optimizerState + inputs + buffers - inFreeHeap;
   }
   std::vector<int64_t> fields() const {
     std::vector<int64_t> f = {process, parameters, optimizerState, inputs,
@@ -311,13 +312,13 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     llvm::outs() << "  " << who << bytesText(p.peak()) << " = process " << bytesText(p.process)
                  << " + parameters " << bytesText(p.parameters) << " + optimizer state "
                  << bytesText(p.optimizerState) << " + inputs " << bytesText(p.inputs)
-                 << " + buffers " << bytesText(p.buffers) << " + results " << bytesText(p.results)
-                 << " - buffers in the free heap " << bytesText(p.inFreeHeap) << "\n";
+                 << " + buffers " << bytesText(p.buffers) << " - buffers in the free heap "
+                 << bytesText(p.inFreeHeap) << "\n";
     llvm::outs() << "    buffers at the heaviest point:";
     for (size_t s = 0; s < kNumBufferSources; ++s)
       llvm::outs() << (s ? "," : "") << " " << describeSource(BufferSource(s)) << " "
                    << bytesText(p.bySource[s]);
-    llvm::outs() << "\n";
+    llvm::outs() << "; the results, live at the end, " << bytesText(p.results) << "\n";
   }
   llvm::outs() << "  heaviest point of " << (ranks > 1 ? "rank 0" : "the run") << ": " << peak->at
                << "\n";

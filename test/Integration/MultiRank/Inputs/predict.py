@@ -22,7 +22,7 @@ import sys
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 PARTS = ["process_bytes", "parameter_bytes", "optimizer_state_bytes", "input_bytes",
-         "buffer_bytes", "result_bytes"]
+         "buffer_bytes"]
 
 
 def fail(message):
