@@ -162,6 +162,14 @@ private:
     error = text;
     return false;
   }
+  /// Every axis of the mesh: the group of every rank of the job.
+  std::vector<int64_t> allAxes() const {
+    std::vector<int64_t> axes;
+    if (mesh)
+      for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
+        axes.push_back(static_cast<int64_t>(a));
+    return axes;
+  }
   /// The mesh axes other than the pipeline's, and whether this rank is the
   /// first of its group over them: with pipeline stages, each stage's
   /// parameters are checked on their pipeline rank's first rank.
@@ -187,9 +195,7 @@ private:
   int64_t overRanks(int64_t value, pmlir_rt_reduction op) const {
     if (!mesh)
       return value;
-    std::vector<int64_t> axes;
-    for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
-      axes.push_back(static_cast<int64_t>(a));
+    std::vector<int64_t> axes = allAxes();
     int64_t result = value;
     pmlir_rt_all_reduce(&value, &result, 1, PMLIR_RT_I64, op, axes.data(),
                         static_cast<int64_t>(axes.size()));

@@ -174,9 +174,7 @@ std::vector<int64_t> Job::fromEveryRank(const std::vector<int64_t> &mine) const 
   size_t n = mine.size();
   std::vector<int64_t> slots(n * mesh->numRanks(), 0), all(slots.size(), 0);
   std::copy(mine.begin(), mine.end(), slots.begin() + rank * n);
-  std::vector<int64_t> axes;
-  for (size_t a = 0; a < mesh->axisSizes().size(); ++a)
-    axes.push_back(static_cast<int64_t>(a));
+  std::vector<int64_t> axes = allAxes();
   pmlir_rt_all_reduce(slots.data(), all.data(), static_cast<int64_t>(slots.size()), PMLIR_RT_I64,
                       PMLIR_RT_SUM, axes.data(), static_cast<int64_t>(axes.size()));
   return all;

@@ -737,21 +737,21 @@ bool Job::assemble(const float *data, const TensorSpec &result, AssembledResult 
     return true;
   // The group over every axis but the pipeline's (all of them without
   // pipeline stages), gathered on its first rank.
-  std::vector<int64_t> allAxes = nonPipelineAxes();
+  std::vector<int64_t> groupAxes = nonPipelineAxes();
   int64_t ranks = 1;
-  for (int64_t a : allAxes)
+  for (int64_t a : groupAxes)
     ranks *= mesh->axisSizes()[a];
   std::vector<float> blocks(checksHere() ? n * ranks : 0);
-  pmlir_rt_gather(out.values, blocks.data(), n, PMLIR_RT_F32, 0, allAxes.data(),
-                  static_cast<int64_t>(allAxes.size()));
+  pmlir_rt_gather(out.values, blocks.data(), n, PMLIR_RT_F32, 0, groupAxes.data(),
+                  static_cast<int64_t>(groupAxes.size()));
   if (!checksHere())
     return true;
   for (int64_t member = 0; member < ranks; ++member) {
     // Member j of the group, its last axis fastest.
     std::vector<int64_t> coords = mesh->coordinates(rank);
-    for (int64_t i = static_cast<int64_t>(allAxes.size()) - 1, j = member; i >= 0; --i) {
-      coords[allAxes[i]] = j % mesh->axisSizes()[allAxes[i]];
-      j /= mesh->axisSizes()[allAxes[i]];
+    for (int64_t i = static_cast<int64_t>(groupAxes.size()) - 1, j = member; i >= 0; --i) {
+      coords[groupAxes[i]] = j % mesh->axisSizes()[groupAxes[i]];
+      j /= mesh->axisSizes()[groupAxes[i]];
     }
     std::optional<BlockLayout> layout = blockOf(result, *mesh, coords, error);
     if (!layout)
