@@ -106,7 +106,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   CpuPipelineOptions cpu;
   cpu.entry = compiledEntryName(o);
   cpu.precision = o.precision;
-  cpu.bufferPeak = o.bufferPeak;
+  cpu.predict = o.predict;
   buildCpuLoweringPipeline(pm, cpu);
 }
 
@@ -128,8 +128,8 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
     error = "pmlir-compile-pipeline: phase 'to' comes before phase 'from'";
     return failure();
   }
-  if (o.bufferPeak && o.target != CompileTarget::Cpu) {
-    error = "pmlir-compile-pipeline: buffer-peak counts a CPU program's buffers; target=gpu "
+  if (o.predict && o.target != CompileTarget::Cpu) {
+    error = "pmlir-compile-pipeline: predict counts a CPU program's buffers and work; target=gpu "
             "takes none";
     return failure();
   }

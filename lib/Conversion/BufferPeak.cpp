@@ -38,6 +38,16 @@ namespace pmlir {
 using namespace mlir;
 using namespace pmlir;
 
+std::string pmlir::sourcePosition(Location location) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (auto file = location->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+  else
+    location.print(os);
+  return s;
+}
+
 llvm::StringRef pmlir::bufferSourceName(BufferSource source) {
   switch (source) {
   case BufferSource::ForwardLayers:
@@ -70,18 +80,6 @@ std::string text(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << type;
-  return s;
-}
-
-/// "file:line:col" of the source `location` comes from (or MLIR's form of
-/// it where it has no file position).
-std::string text(Location location) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  if (auto file = location->findInstanceOf<FileLineColLoc>())
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
-  else
-    location.print(os);
   return s;
 }
 
@@ -167,7 +165,7 @@ private:
     std::string where = op->getName().getStringRef().str();
     if (auto call = dyn_cast<func::CallOp>(op))
       where += " @" + call.getCallee().str();
-    where += " (" + text(op->getLoc()) + ")";
+    where += " (" + sourcePosition(op->getLoc()) + ")";
     if (callee) {
       for (Live live : callee->atPeak) {
         live.source = BufferSource::InCall;
@@ -182,7 +180,7 @@ private:
   bool add(Frame &frame, Value buffer, BufferSource source, Operation *op, std::string &error) {
     std::optional<int64_t> bytes = bytesOf(buffer.getType());
     if (!bytes) {
-      error = "the buffer of " + op->getName().getStringRef().str() + " at " + text(op->getLoc()) +
+      error = "the buffer of " + op->getName().getStringRef().str() + " at " + sourcePosition(op->getLoc()) +
               " has a dynamic shape (" + text(buffer.getType()) +
               "): its bytes are not known before the run";
       return false;
@@ -285,7 +283,7 @@ private:
         if (std::optional<APInt> n = loop.getStaticTripCount())
           trips = static_cast<int64_t>(n->getZExtValue());
       if (!trips) {
-        error = op.getName().getStringRef().str() + " at " + text(op.getLoc()) +
+        error = op.getName().getStringRef().str() + " at " + sourcePosition(op.getLoc()) +
                 " keeps buffers over a number of iterations not known before the run";
         return false;
       }
@@ -331,7 +329,7 @@ std::optional<BufferPeak> pmlir::measureBufferPeak(func::FuncOp entry, std::stri
     peak.largest.push_back(
         {live[i].bytes,
          (live[i].copies > 1 ? std::to_string(live[i].copies) + " x " : "") + text(live[i].type),
-         text(Location(live[i].location))});
+         sourcePosition(Location(live[i].location))});
   return peak;
 }
 

@@ -29,7 +29,7 @@
 
 using namespace mlir;
 
-void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool bufferPeak) {
+void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool predict) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -51,9 +51,12 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   // Deallocation clones what a function returns but does not own (an
   // argument returned as it is): clones become allocs and copies.
   pm.addPass(createConvertBufferizationToMemRefPass());
-  // What the buffers hold at the heaviest point, for pmlir-run --predict.
-  if (bufferPeak)
+  // What the buffers hold at the heaviest point, and the work in program
+  // order, for pmlir-run --predict.
+  if (predict) {
     pm.addPass(createBufferPeak(BufferPeakOptions{entry.str()}));
+    pm.addPass(createStepWork(StepWorkOptions{entry.str()}));
+  }
 }
 
 void pmlir::registerBufferizationInterfaces(DialectRegistry &registry) {

@@ -15,6 +15,7 @@
 #include "pmlir/Execution/Program.h"
 #include "pmlir/Execution/Runner.h"
 #include "pmlir/Execution/TokenData.h"
+#include "pmlir/Planning/StepTime.h"
 #include "pmlir/Runtime/Runtime.h"
 #include "pmlir/Support/Mesh.h"
 #include "pmlir/Support/SafeTensors.h"
@@ -115,9 +116,45 @@ private:
   std::vector<int64_t> peakResident;
 
   /// --predict: compiles `module` (at the rank phase, its entry `entry`)
-  /// as the run would, and prints every rank's predicted peak instead of
-  /// running it (RankMemory.cpp).
+  /// as the run would, and prints every rank's predicted peak and the
+  /// step's predicted time instead of running it (RankMemory.cpp).
   int predict(ModuleOp module, mlir::func::FuncOp entry, bool pipelined);
+  /// --predict's step: the tokens one call of the entry consumes (its
+  /// token ids' elements) and the model FLOPs of one call (the forward's
+  /// matmul and attention FLOPs per token, times 3 for a gradient), set by
+  /// run().
+  int64_t tokensPerStep = 0;
+  double modelFlopsPerStep = 0;
+  /// --predict's step time: every rank's compiled program (its
+  /// tfm.step_work) priced on the device profile, and the ranks' timelines
+  /// run against each other (RankTime.cpp). A collective of every rank;
+  /// the simulation is rank 0's. nullopt with `error` where a rank's work
+  /// or the profile cannot be had (every rank fails alike).
+  struct StepPrediction {
+    planning::StepSimulation simulation;
+    planning::DeviceProfile profile;
+    /// Where the profile comes from: "measured on this host (cached in
+    /// F)" or the file given.
+    std::string source;
+  };
+  std::optional<StepPrediction> predictStepTime(ModuleOp module, std::string &error);
+  /// --profile cpu: this host's rates for `work`, measured on the threads
+  /// set for the run, cached (RankTime.cpp).
+  std::optional<planning::DeviceProfile> cpuProfile(const StepWork &work, std::string &source,
+                                                    std::string &error);
+  /// A program of loops (tfm text with an entry @calibrate) compiled as the
+  /// run compiles and timed: its loops' bytes and operations
+  /// (pmlir-step-work) and the median seconds of a call.
+  struct LoopSample {
+    double bytes, operations, seconds;
+  };
+  std::optional<LoopSample> timeGeneratedLoops(const char *text, std::string &error);
+  /// The step's tokens per second, and its model FLOPs over the job's
+  /// peak (0 where either is unknown).
+  double tokensPerSecond(double stepSeconds) const;
+  double utilization(double stepSeconds, const planning::DeviceProfile &profile) const;
+  /// The text report of the step's time, on rank 0.
+  void printStepPrediction(const StepPrediction &step) const;
   /// Every rank's peak so far, taken by every rank at the same point of
   /// the job; printed by rank 0 at its end.
   void measurePeakResident();

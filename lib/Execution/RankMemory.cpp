@@ -241,8 +241,12 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
 
   std::vector<int64_t> all = fromEveryRank(mine.fields());
+  // The time after the memory: measuring the profile allocates.
+  std::optional<StepPrediction> step = predictStepTime(module, error);
   if (mesh)
     pmlir_rt_finalize();
+  if (!step)
+    return rank == 0 ? fail("--predict: " + error) : 1;
   if (rank != 0)
     return 0;
   size_t ranks = all.size() / RankPrediction::kFields;
@@ -276,11 +280,33 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     for (const BufferPeak::Buffer &b : peak->largest)
       buffers.push_back(
           llvm::json::Object{{"bytes", b.bytes}, {"type", b.type}, {"location", b.location}});
+    const planning::StepSimulation &sim = step->simulation;
+    for (auto [r, s] : llvm::enumerate(sim.ranks)) {
+      llvm::json::Object &entry = *rankList[r].getAsObject();
+      entry["step_seconds"] = s.seconds;
+      entry["gemm_seconds"] = s.compute.gemm;
+      entry["loop_seconds"] = s.compute.loops;
+      entry["copy_seconds"] = s.compute.copies;
+      entry["communication_seconds"] = s.communication;
+      entry["waiting_seconds"] = s.waiting;
+    }
+    const planning::DeviceProfile &profile = step->profile;
     llvm::json::Object report{
         {"peak_bytes", largest},
+        {"step_seconds", sim.seconds},
+        {"tokens_per_step", tokensPerStep},
+        {"tokens_per_second", tokensPerSecond(sim.seconds)},
+        {"model_flops_per_step", modelFlopsPerStep},
+        {"mfu", utilization(sim.seconds, profile)},
         {"ranks", std::move(rankList)},
         {"rank0_heaviest_point", peak->at},
         {"rank0_largest_buffers", std::move(buffers)},
+        {"profile",
+         llvm::json::Object{{"name", profile.name},
+                            {"source", step->source},
+                            {"peak_flops_per_second", profile.peakFlopsPerSecond},
+                            {"link_bytes_per_second", profile.link.bytesPerSecond},
+                            {"link_latency_seconds", profile.link.latencySeconds}}},
     };
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
     return 0;
@@ -327,6 +353,7 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
                    << b.location << ")";
     llvm::outs() << "\n";
   }
+  printStepPrediction(*step);
   llvm::outs().flush();
   return 0;
 }

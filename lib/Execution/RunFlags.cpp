@@ -299,8 +299,13 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::cat(c.reports));
   bind("predict", o.predict,
        cl::desc("compile as the run would (every rank its own program) and print each rank's "
-                "predicted peak resident memory, broken down, instead of running"),
+                "predicted peak resident memory and the step's predicted time, broken down, "
+                "instead of running"),
        cl::cat(c.reports));
+  bind("profile", o.profile,
+       cl::desc("with --predict: the device profile that prices the step: cpu (measured on "
+                "this host, cached) or a JSON file of fixed rates (cpu)"),
+       cl::value_desc("cpu|file"), cl::cat(c.reports));
   bind("json", o.json, cl::desc("with --predict: print one JSON object instead"),
        cl::cat(c.reports));
 

@@ -8,6 +8,7 @@
 
 #include "Job.h"
 
+#include "pmlir/Analysis/ModelSummary.h"
 #include "pmlir/Compiler/CompilePipeline.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Execution/Binding.h"
@@ -56,6 +57,18 @@ using namespace pmlir;
 using namespace pmlir::exec;
 
 namespace {
+
+/// The elements of `func`'s token ids (its first integer input): the
+/// tokens one call consumes.
+int64_t tokensOf(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (tfm::argumentRole(func, i) == tfm::ArgumentRole::Input && type &&
+        type.hasStaticShape() && isa<IntegerType>(type.getElementType()))
+      return type.getNumElements();
+  }
+  return 0;
+}
 
 std::string attrText(Attribute attr) {
   std::string text;
@@ -272,7 +285,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.pipelineSchedule = pipe::ScheduleKind::None;
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
-  lowering.bufferPeak = o.predict;
+  lowering.predict = o.predict;
   if (o.device == CompileTarget::Gpu)
     lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
   if (failed(buildCompilePipeline(pm, lowering, error)))
@@ -447,6 +460,11 @@ int Job::run() {
                       (o.train ? "training step" : "forward") + " of --check failed" +
                       (error.empty() ? "" : ": " + error));
   }
+  // --predict's model FLOPs: the forward's per token, as given.
+  double forwardFlopsPerToken = 0;
+  if (o.predict)
+    if (int64_t tokens = tokensOf(entry))
+      forwardFlopsPerToken = summarizeModel(entry).flops / static_cast<double>(tokens);
   // The program.
   if (!o.grads.empty() || o.train || pipelined) {
     std::string error;
@@ -462,6 +480,9 @@ int Job::run() {
     }
     entry = module->lookupSymbol<func::FuncOp>(compiledEntryName(phases));
   }
+  tokensPerStep = tokensOf(entry);
+  modelFlopsPerStep = forwardFlopsPerToken * static_cast<double>(tokensPerStep) *
+                      (o.train || !o.grads.empty() ? 3 : 1);
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
   // The sequence length of the token ids, from the global program: a middle
   // pipeline stage reads neither ids nor labels, but --check's reference
@@ -970,6 +991,8 @@ int exec::runModel(const RunOptions &o) {
   }
   if (o.json && !o.predict)
     return fail("--json prints the report of --predict: it needs --predict");
+  if (o.profile != "cpu" && !o.predict)
+    return fail("--profile prices the step --predict predicts: it needs --predict");
   if (o.predict && o.compileOnly)
     return fail("--predict compiles and stops already: it takes no --compile-only");
   if (o.predict && o.device == CompileTarget::Gpu)

@@ -160,10 +160,11 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                        clEnumValN(CompileTarget::Gpu, "gpu", "pmlir-gpu-pipeline"))};
   Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
                               llvm::cl::init(Precision::F32), precisionValues()};
-  Option<bool> bufferPeak{
-      *this, "buffer-peak",
-      llvm::cl::desc("target=cpu: write the bytes the entry's buffers hold at their heaviest "
-                     "point on the module (pmlir-buffer-peak, for pmlir-run --predict)"),
+  Option<bool> predict{
+      *this, "predict",
+      llvm::cl::desc("target=cpu: write what pmlir-run --predict reads on the module: the bytes "
+                     "the entry's buffers hold at their heaviest point (pmlir-buffer-peak) and "
+                     "its work in program order (pmlir-step-work)"),
       llvm::cl::init(false)};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};

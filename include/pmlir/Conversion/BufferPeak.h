@@ -66,6 +66,10 @@ struct BufferPeak {
   static std::optional<BufferPeak> fromAttribute(mlir::DictionaryAttr attr);
 };
 
+/// "file:line:col" of the source `location` comes from (or MLIR's form of
+/// it where it has no file position): how --predict's reports name a place.
+std::string sourcePosition(mlir::Location location);
+
 /// The heaviest point of `entry` of a bufferized module, or nullopt with
 /// `error` set: a buffer of dynamic shape, recursion, or a loop that keeps
 /// buffers over an unknown number of iterations.

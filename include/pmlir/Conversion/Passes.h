@@ -37,10 +37,11 @@ void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// function boundaries (identity layouts; the results of `entry` that
 /// update its arguments written into them), ownership-based deallocation
 /// with each free at its buffer's last use, clones to allocs and copies;
-/// with `bufferPeak`, the heaviest point of `entry`'s buffers written on the
-/// module (pmlir-buffer-peak).
+/// with `predict`, what pmlir-run --predict reads written on the module: the
+/// heaviest point of `entry`'s buffers (pmlir-buffer-peak) and its work
+/// (pmlir-step-work).
 void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry,
-                                bool bufferPeak = false);
+                                bool predict = false);
 
 /// The external models bufferization and deallocation need (arith, func,
 /// linalg, memref, scf, tensor, cf).

@@ -337,6 +337,52 @@ def BufferPeak : Pass<"pmlir-buffer-peak", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def StepWork : Pass<"pmlir-step-work", "mlir::ModuleOp"> {
+  let summary = "writes what a bufferized entry does, in program order, on the module";
+  let description = [{
+    Walks `entry` of a bufferized module in program order, into the
+    functions it calls (a loop of a known trip count repeats its body's
+    work; the heavier branch of an if counts), and lists its work as
+    compute segments between communications, written on the module as
+    `tfm.step_work`:
+
+    - `gemms`: every GEMM kernel called (a linalg op carrying its
+      `library_call`, the runtime kernel it becomes), with its operands'
+      shapes;
+    - `events`, in program order: a compute segment is `[0, parallel loop
+      bytes, parallel loop operations, serial loop bytes, serial loop
+      operations, copy bytes, loops, (gemm, calls)...]`, where a loop nest
+      (any other linalg op) counts the bytes of its operands and its
+      iterations times the operations of its body (a math function as 12),
+      on the threads where that work passes the runtime's threshold for
+      splitting a loop, else on one; a communication (a call of the
+      runtime's collectives, sends and receives, RuntimeAbi.def) is
+      `[1, kind, bytes, peer, tag, axes...]`, its larger buffer's bytes, a
+      transfer's peer and tag (a broadcast's root as the peer; -1 where
+      none), and its mesh axes' codes.
+
+    A dynamic shape, recursion, a loop of an unknown trip count, or a
+    runtime call whose axes, peer or tag are no constant gives
+    `{error = "..."}` instead. Runs with `pmlir-buffer-peak` under
+    `predict`; `pmlir-run --predict` prices the segments on a device
+    profile and runs every rank's events against the others' to predict a
+    step's time (docs/pmlir-run.md). The IR is otherwise unchanged.
+
+    ```mlir
+    module attributes {tfm.step_work = {
+        events = [array<i64: 0, 0, 0, 16384, 4096, 0, 1, 0, 2>,
+                  array<i64: 1, 0, 16384, -1, -1, 1>],
+        gemms = [{kernel = "pmlir_matmul_f32_r22_t00", lhs = array<i64: 64, 32>,
+                  out = array<i64: 64, 64>, rhs = array<i64: 32, 64>} ]}} { ... }
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the entry function">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion and library calls (the targets mark which contractions are calls)
 //===----------------------------------------------------------------------===//

@@ -140,9 +140,13 @@ struct RunOptions {
   /// binding, JIT or run; a GPU program needs gpuChip instead of a GPU.
   bool compileOnly = false;
   /// Compile as the run would and print each rank's predicted peak
-  /// resident memory instead of running; `json`: as one JSON object.
+  /// resident memory and the step's predicted time instead of running;
+  /// `json`: as one JSON object.
   bool predict = false;
   bool json = false;
+  /// --predict's device profile: "cpu" (calibrated on this host, cached)
+  /// or a JSON file of fixed rates (planning::DeviceProfile::fromJson).
+  std::string profile = "cpu";
 
   /// How to start this same run on every rank (the command line that
   /// launched it, its first word the executable).

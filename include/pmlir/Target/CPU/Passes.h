@@ -37,10 +37,10 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<Precision> precision{*this, "precision",
                               llvm::cl::desc("the arithmetic (f32 or bf16: a CPU has no tf32)"),
                               llvm::cl::init(Precision::F32), precisionValues()};
-  Option<bool> bufferPeak{*this, "buffer-peak",
-                          llvm::cl::desc("write the bytes the entry's buffers hold at their "
-                                         "heaviest point on the module (pmlir-buffer-peak)"),
-                          llvm::cl::init(false)};
+  Option<bool> predict{*this, "predict",
+                       llvm::cl::desc("write what pmlir-run --predict reads on the module "
+                                      "(pmlir-buffer-peak, pmlir-step-work)"),
+                       llvm::cl::init(false)};
 };
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""Predicted against measured peak resident memory, per rank, over the
-parallelisms pmlir-run has.
+"""Predicted against measured peak resident memory per rank, and step time,
+over the parallelisms pmlir-run has.
 
 Each config runs twice: `pmlir-run ... --predict --json` (the job compiled as
-it would run, each rank's peak predicted: its process after the compile, its
-arguments, its program's buffers at their heaviest point) and the real run,
-whose last line gives each rank's measured peak (VmHWM once its steps are
-done). Per config it prints the heaviest rank's predicted and measured peak,
-the error against the whole peak, and the error against the run's own part
-(the measured peak less the process's baseline, which --predict measured on
-itself). Every rank is compared, and the worst rank's errors are reported.
+it would run; each rank's peak predicted from its process after the compile,
+its arguments and its program's buffers at their heaviest point; the step's
+time from every rank's GEMMs, loops, copies and communication priced on the
+`cpu` profile measured on this host, the ranks run against each other) and
+the real run, whose last line gives each rank's measured peak (VmHWM once its
+steps are done) and whose steps (the median of those after the first) or
+forwards (--repeat's median) give its time. Per config it prints the
+heaviest rank's predicted and measured peak, the error against the whole
+peak and against the run's own part (the measured peak less the process's
+baseline, which --predict measured on itself; the worst rank's), and the
+predicted and measured time with its error.
+
+The profile cache is kept in a temporary file, so the first config of each
+ranks and threads measures it: pass --cache FILE to keep it.
 
 Run from the repository root after building:
-  /usr/bin/python3 bench/predict_memory.py [--build build] [--only NAME,...]
+  /usr/bin/python3 bench/predict.py [--build build] [--only NAME,...] [--cache FILE]
 """
 import argparse
 import json
@@ -30,15 +37,15 @@ GPT2 = "gpt2 --layers 4 --hidden 512 --heads 8 --vocab 8000 --seq 256 --batch 4 
 LLAMA = ("llama --layers 4 --hidden 512 --heads 8 --kv-heads 4 --ffn 1408 --vocab 8000 --seq 256 "
          "--batch 4")
 
-TRAIN = "--train --steps 2 --data {data}"
+TRAIN = "--train --steps 4 --data {data}"
 MEGATRON = "--recipe megatron"
 
 # name, model, flags
 CONFIGS = [
-    ("forward", "gpt2-logits", "--inputs {inputs}"),
-    ("forward tp=2", "gpt2-logits", f"--inputs {{inputs}} --mesh tp=2 {MEGATRON}"),
+    ("forward", "gpt2-logits", "--inputs {inputs} --repeat 3"),
+    ("forward tp=2", "gpt2-logits", f"--inputs {{inputs}} --repeat 3 --mesh tp=2 {MEGATRON}"),
     ("forward pp=2 1f1b mb=4", "gpt2-logits",
-     "--inputs {inputs16} --mesh pp=2 --pipeline-schedule 1f1b --microbatches 4"),
+     "--inputs {inputs16} --repeat 3 --mesh pp=2 --pipeline-schedule 1f1b --microbatches 4"),
     ("train", "gpt2", TRAIN),
     ("train recompute none", "gpt2", f"{TRAIN} --recompute none"),
     ("train recompute full", "gpt2", f"{TRAIN} --recompute full"),
@@ -78,14 +85,28 @@ def measured_peaks(out):
     return [float(v) * UNITS[u] for v, u in values]
 
 
+def measured_seconds(out, tokens_per_step):
+    """A run's time: the median of its steps after the first, or --repeat's
+    median forward."""
+    forward = re.findall(r"^forward: median ([0-9.]+) ms", out, re.M)
+    if forward:
+        return float(forward[-1]) / 1e3
+    steps = re.findall(r"^step (\d+): .*, ([0-9.]+) tokens/s", out, re.M)
+    if len(steps) < 2:
+        sys.exit("the run printed neither a forward's median nor two steps:\n" + out)
+    return statistics.median(tokens_per_step / float(rate) for _, rate in steps[1:])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--only", default="", help="comma-separated config names")
+    ap.add_argument("--cache", default="", help="the profile cache (default: a temporary file)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     pmlir = f"{args.build}/bin"
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["PMLIR_PROFILE_CACHE"] = args.cache or f"{tmp}/cpu-profile.json"
         models = {}
         for name, flags in (("gpt2", GPT2 + " --loss"), ("gpt2-logits", GPT2),
                             ("llama", LLAMA + " --loss")):
@@ -105,16 +126,22 @@ def main():
 
         print(f"machine: {machine()}")
         print(f"models: {GPT2} (--loss to train); {LLAMA} --loss")
-        print(f"{'config':34} {'predicted':>11} {'measured':>11} {'error':>7} {'run part':>9}")
-        errors, part_errors = [], []
+        print(f"{'':34} {'peak resident memory':^42} {'step time':^27}")
+        print(f"{'config':34} {'predicted':>11} {'measured':>11} {'error':>7} {'run part':>9} "
+              f"{'predicted':>9} {'measured':>9} {'error':>7}")
+        errors, part_errors, time_errors = [], [], []
         for name, model, flags in CONFIGS:
             if only and name not in only:
                 continue
             cmd = [f"{pmlir}/pmlir-run", models[model]] + flags.format(data=data, inputs=inputs[4], inputs16=inputs[16]).split()
             out, _ = run(cmd + ["--predict", "--json"])
-            predicted = json.loads(out)["ranks"]
+            prediction = json.loads(out)
+            predicted = prediction["ranks"]
             out, _ = run(cmd)
             measured = measured_peaks(out)
+            seconds = measured_seconds(out, prediction["tokens_per_step"])
+            time_error = (prediction["step_seconds"] - seconds) / seconds
+            time_errors.append(abs(time_error))
             if len(measured) != len(predicted):
                 sys.exit(f"{name}: {len(predicted)} ranks predicted, {len(measured)} measured")
             worst = None
@@ -127,10 +154,14 @@ def main():
             part_errors.append(abs(worst[3]))
             mib = 1 << 20
             print(f"{name:34} {worst[0] / mib:8.1f} MiB {worst[1] / mib:8.1f} MiB "
-                  f"{100 * worst[2]:+6.1f}% {100 * worst[3]:+8.1f}%", flush=True)
-        print(f"{len(errors)} configs; |error| median {100 * statistics.median(errors):.1f}%, "
+                  f"{100 * worst[2]:+6.1f}% {100 * worst[3]:+8.1f}% "
+                  f"{prediction['step_seconds']:8.3f}s {seconds:8.3f}s {100 * time_error:+6.1f}%",
+                  flush=True)
+        print(f"{len(errors)} configs; memory |error| median {100 * statistics.median(errors):.1f}%, "
               f"worst {100 * max(errors):.1f}%; of the run's part median "
-              f"{100 * statistics.median(part_errors):.1f}%, worst {100 * max(part_errors):.1f}%")
+              f"{100 * statistics.median(part_errors):.1f}%, worst {100 * max(part_errors):.1f}%; "
+              f"time |error| median {100 * statistics.median(time_errors):.1f}%, "
+              f"worst {100 * max(time_errors):.1f}%")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+//===- StepTime.h - A step's time from every rank's work --------*- C++ -*-===//
+//
+// Part of pmlir.
+//
+// A rank's program is compute segments between communications
+// (pmlir/Conversion/StepWork.h). A device profile prices the compute: each
+// GEMM kernel call at its measured time for its shape (or the profile's GEMM
+// rate where it has none), each loop nest at its bytes over the memory
+// bandwidth plus its operations over the operation rate (on the threads
+// where the program splits it, else on one), each copy over the copy
+// bandwidth. The step then runs every rank's timeline against the others',
+// as the runtime runs them: a collective starts once every rank of its
+// group has reached it and costs what the CostModel says on the profile's
+// link; a send copies its buffer and goes on, the transfer arriving a
+// latency and its bytes over the link later; a receive waits for it. A
+// rank's step is its compute, its communication, and its waiting (a
+// pipeline's bubble, a slower rank of a group).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_PLANNING_STEPTIME_H
+#define PMLIR_PLANNING_STEPTIME_H
+
+#include "pmlir/Conversion/StepWork.h"
+#include "pmlir/Sharding/CostModel.h"
+#include "pmlir/Support/Mesh.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pmlir::planning {
+
+/// What a rank computes and communicates with.
+struct DeviceProfile {
+  std::string name;
+  /// Seconds of one call of each GEMM kernel and shape measured.
+  std::map<StepWork::Gemm, double> gemmSeconds;
+  /// A GEMM not measured: its FLOPs at this rate.
+  double gemmFlopsPerSecond = 1e11;
+  /// Loop nests split over the threads, and on one thread.
+  double parallelBytesPerSecond = 1e10, parallelOperationsPerSecond = 4e9;
+  double serialBytesPerSecond = 1e10, serialOperationsPerSecond = 2e9;
+  /// memref.copy: the bytes it reads.
+  double copyBytesPerSecond = 1e10;
+  /// The link every collective and transfer runs over.
+  sharding::Link link = sharding::CostModel::kDefaultLink;
+  /// The FLOP rate model FLOPs utilization is against.
+  double peakFlopsPerSecond = 1e11;
+
+  /// A profile of fixed rates from its JSON text: {"name", "gemm_gflops",
+  /// "loop_gbps", "loop_gops", "serial_loop_gbps", "serial_loop_gops",
+  /// "copy_gbps", "link_gbps", "link_latency_us", "peak_gflops"} (the
+  /// serial ones default to the parallel ones, peak to the GEMM rate);
+  /// nullopt with `error` naming what is missing or not positive.
+  static std::optional<DeviceProfile> fromJson(const std::string &text, std::string &error);
+};
+
+/// The seconds of one segment's compute, by kind.
+struct ComputeSeconds {
+  double gemm = 0, loops = 0, copies = 0;
+  double total() const { return gemm + loops + copies; }
+  ComputeSeconds &operator+=(const ComputeSeconds &other) {
+    gemm += other.gemm;
+    loops += other.loops;
+    copies += other.copies;
+    return *this;
+  }
+};
+
+ComputeSeconds priceCompute(const StepWork &work, const StepWork::Compute &compute,
+                            const DeviceProfile &profile);
+
+/// A rank's work priced: its compute segments' seconds between its
+/// communications.
+struct Timeline {
+  struct Event {
+    ComputeSeconds compute;
+    std::optional<StepWork::Communication> communication;
+  };
+  std::vector<Event> events;
+
+  static Timeline of(const StepWork &work, const DeviceProfile &profile);
+  /// As integers (the doubles' bits) to send between ranks, and back.
+  std::vector<int64_t> encode() const;
+  static std::optional<Timeline> decode(const int64_t *data, size_t size);
+};
+
+/// One rank's step.
+struct RankStep {
+  double seconds = 0;
+  ComputeSeconds compute;
+  /// Collectives and transfers at the link's pace.
+  double communication = 0;
+  /// Waiting for other ranks: at a collective for the last of its group,
+  /// at a receive for its sender.
+  double waiting = 0;
+};
+
+struct StepSimulation {
+  /// The step: when its last rank ends.
+  double seconds = 0;
+  std::vector<RankStep> ranks;
+  /// Where the ranks stopped when they wait for each other forever.
+  std::string deadlock;
+};
+
+/// Runs every rank's timeline (rank r at index r of the job on `mesh`;
+/// null: one rank without one)
+/// against the others' over `link`.
+StepSimulation simulateStep(const std::vector<Timeline> &ranks, const Mesh *mesh,
+                            const sharding::Link &link);
+
+} // namespace pmlir::planning
+
+#endif // PMLIR_PLANNING_STEPTIME_H

@@ -1,0 +1,276 @@
+//===- StepTime.cpp - A step's time from every rank's work ----------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Planning/StepTime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <tuple>
+
+using namespace pmlir;
+using namespace pmlir::planning;
+using sharding::CollectiveKind;
+using sharding::CostModel;
+
+std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, std::string &error) {
+  nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    error = "the device profile is not a JSON object";
+    return std::nullopt;
+  }
+  auto number = [&](const char *key, std::optional<double> fallback) -> std::optional<double> {
+    auto it = root.find(key);
+    if (it == root.end()) {
+      if (!fallback)
+        error = std::string("the device profile needs '") + key + "'";
+      return fallback;
+    }
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) {
+      error = std::string("the device profile's '") + key + "' must be a positive number";
+      return std::nullopt;
+    }
+    return it->get<double>();
+  };
+  DeviceProfile p;
+  auto name = root.find("name");
+  p.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
+  std::optional<double> gemm = number("gemm_gflops", std::nullopt);
+  std::optional<double> bytes = gemm ? number("loop_gbps", std::nullopt) : std::nullopt;
+  std::optional<double> ops = bytes ? number("loop_gops", std::nullopt) : std::nullopt;
+  std::optional<double> serialBytes = ops ? number("serial_loop_gbps", bytes) : std::nullopt;
+  std::optional<double> serialOps = serialBytes ? number("serial_loop_gops", ops) : std::nullopt;
+  std::optional<double> copy = serialOps ? number("copy_gbps", bytes) : std::nullopt;
+  std::optional<double> linkBandwidth = copy ? number("link_gbps", std::nullopt) : std::nullopt;
+  std::optional<double> latency =
+      linkBandwidth ? number("link_latency_us", std::nullopt) : std::nullopt;
+  std::optional<double> peak = latency ? number("peak_gflops", gemm) : std::nullopt;
+  if (!peak)
+    return std::nullopt;
+  p.gemmFlopsPerSecond = *gemm * 1e9;
+  p.parallelBytesPerSecond = *bytes * 1e9;
+  p.parallelOperationsPerSecond = *ops * 1e9;
+  p.serialBytesPerSecond = *serialBytes * 1e9;
+  p.serialOperationsPerSecond = *serialOps * 1e9;
+  p.copyBytesPerSecond = *copy * 1e9;
+  p.link = {*linkBandwidth * 1e9, *latency * 1e-6};
+  p.peakFlopsPerSecond = *peak * 1e9;
+  return p;
+}
+
+ComputeSeconds planning::priceCompute(const StepWork &work, const StepWork::Compute &compute,
+                                      const DeviceProfile &profile) {
+  ComputeSeconds s;
+  for (auto [gemm, calls] : compute.gemmCalls) {
+    const StepWork::Gemm &g = work.gemms[gemm];
+    auto measured = profile.gemmSeconds.find(g);
+    double one = measured != profile.gemmSeconds.end() ? measured->second
+                                                       : g.flops() / profile.gemmFlopsPerSecond;
+    s.gemm += one * static_cast<double>(calls);
+  }
+  // A loop nest streams its operands and runs its body; the generated
+  // loops overlap the two little (the rates are fitted so on them).
+  s.loops = static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond +
+            static_cast<double>(compute.parallelLoopOperations) /
+                profile.parallelOperationsPerSecond +
+            static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
+            static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond;
+  s.copies = static_cast<double>(compute.copyBytes) / profile.copyBytesPerSecond;
+  return s;
+}
+
+Timeline Timeline::of(const StepWork &work, const DeviceProfile &profile) {
+  Timeline t;
+  for (const StepWork::Event &event : work.events)
+    t.events.push_back(
+        {event.communication ? ComputeSeconds{} : priceCompute(work, event.compute, profile),
+         event.communication});
+  return t;
+}
+
+namespace {
+
+int64_t bitsOf(double d) {
+  int64_t i;
+  std::memcpy(&i, &d, sizeof(i));
+  return i;
+}
+
+double doubleOf(int64_t i) {
+  double d;
+  std::memcpy(&d, &i, sizeof(d));
+  return d;
+}
+
+} // namespace
+
+// A compute segment: [0, gemm, loops, copies] (the seconds' bits); a
+// communication: [1, kind, bytes, peer, tag, axes count, axes...].
+std::vector<int64_t> Timeline::encode() const {
+  std::vector<int64_t> out;
+  for (const Event &e : events) {
+    if (const std::optional<StepWork::Communication> &c = e.communication) {
+      out.insert(out.end(), {1, static_cast<int64_t>(c->kind), c->bytes, c->peer, c->tag,
+                             static_cast<int64_t>(c->axes.size())});
+      out.insert(out.end(), c->axes.begin(), c->axes.end());
+    } else {
+      out.insert(out.end(),
+                 {0, bitsOf(e.compute.gemm), bitsOf(e.compute.loops), bitsOf(e.compute.copies)});
+    }
+  }
+  return out;
+}
+
+std::optional<Timeline> Timeline::decode(const int64_t *data, size_t size) {
+  Timeline t;
+  size_t i = 0;
+  while (i < size) {
+    if (data[i] == 0) {
+      if (i + 4 > size)
+        return std::nullopt;
+      t.events.push_back(
+          {{doubleOf(data[i + 1]), doubleOf(data[i + 2]), doubleOf(data[i + 3])}, std::nullopt});
+      i += 4;
+      continue;
+    }
+    if (data[i] != 1 || i + 6 > size || data[i + 5] < 0 ||
+        i + 6 + static_cast<size_t>(data[i + 5]) > size || data[i + 1] < 0 ||
+        data[i + 1] > static_cast<int64_t>(CollectiveKind::Recv))
+      return std::nullopt;
+    StepWork::Communication c;
+    c.kind = static_cast<CollectiveKind>(data[i + 1]);
+    c.bytes = data[i + 2];
+    c.peer = data[i + 3];
+    c.tag = data[i + 4];
+    c.axes.assign(data + i + 6, data + i + 6 + data[i + 5]);
+    t.events.push_back({{}, c});
+    i += 6 + static_cast<size_t>(data[i + 5]);
+  }
+  return t;
+}
+
+StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const Mesh *mesh,
+                                      const sharding::Link &link) {
+  size_t n = ranks.size();
+  StepSimulation sim;
+  sim.ranks.resize(n);
+  std::vector<size_t> next(n, 0);
+  std::vector<double> clock(n, 0);
+
+  // The group of `rank` over a communication's axes (rank order).
+  auto groupOf = [&](int64_t rank, const StepWork::Communication &c) {
+    std::vector<SubAxis> axes;
+    for (int64_t code : c.axes)
+      if (mesh)
+        if (std::optional<SubAxis> part = mesh->axisOfCode(code))
+          axes.push_back(*part);
+    if (!mesh)
+      return std::vector<int64_t>{rank};
+    return mesh->group(rank, axes);
+  };
+  auto seconds = [&](CollectiveKind kind, int64_t bytes, int64_t groupSize) {
+    if (groupSize <= 1 && kind != CollectiveKind::Send)
+      return 0.0;
+    return static_cast<double>(CostModel::steps(kind, groupSize)) * link.latencySeconds +
+           CostModel::wireFactor(kind, groupSize) * static_cast<double>(bytes) /
+               link.bytesPerSecond;
+  };
+
+  // Collectives met so far: per group (its members) and the count of
+  // collectives each member ran on it, the members there and when each
+  // came.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> collectivesRun;
+  std::map<std::pair<std::vector<int64_t>, int64_t>, std::map<int64_t, double>> arrived;
+  // Transfers sent: (from, to, tag) -> when each arrives, in the order
+  // sent (a tag may be sent again before it is received).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<double>> inFlight;
+
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t r = 0; r < n; ++r) {
+      RankStep &step = sim.ranks[r];
+      const std::vector<Timeline::Event> &events = ranks[r].events;
+      while (next[r] < events.size()) {
+        const Timeline::Event &e = events[next[r]];
+        if (!e.communication) {
+          clock[r] += e.compute.total();
+          step.compute += e.compute;
+          ++next[r];
+          progress = true;
+          continue;
+        }
+        const StepWork::Communication &c = *e.communication;
+        std::vector<int64_t> group = groupOf(static_cast<int64_t>(r), c);
+        int64_t size = static_cast<int64_t>(group.size());
+        if (c.kind == CollectiveKind::Send) {
+          int64_t to = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
+          double own = seconds(CollectiveKind::Send, c.bytes, 2);
+          inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(clock[r] + own);
+          // The runtime copies the buffer and goes on.
+          clock[r] += static_cast<double>(c.bytes) / link.bytesPerSecond;
+          step.communication += static_cast<double>(c.bytes) / link.bytesPerSecond;
+          ++next[r];
+          progress = true;
+          continue;
+        }
+        if (c.kind == CollectiveKind::Recv) {
+          int64_t from = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
+          auto it = inFlight.find({from, static_cast<int64_t>(r), c.tag});
+          if (it == inFlight.end() || it->second.empty())
+            break; // not sent yet
+          double ready = std::max(clock[r], it->second.front());
+          it->second.pop_front();
+          step.waiting += ready - clock[r];
+          clock[r] = ready;
+          ++next[r];
+          progress = true;
+          continue;
+        }
+        // A collective: the n-th this rank runs on its group waits for the
+        // n-th of every member.
+        std::vector<int64_t> &counts = collectivesRun[group];
+        counts.resize(n, 0);
+        auto key = std::make_pair(group, counts[r]);
+        std::map<int64_t, double> &here = arrived[key];
+        here.emplace(static_cast<int64_t>(r), clock[r]);
+        if (static_cast<int64_t>(here.size()) < size)
+          break; // the others have not come yet
+        double start = 0;
+        for (auto [member, at] : here)
+          start = std::max(start, at);
+        double own = seconds(c.kind, c.bytes, size);
+        for (auto [member, at] : here) {
+          RankStep &m = sim.ranks[member];
+          m.waiting += start - at;
+          m.communication += own;
+          clock[member] = start + own;
+          ++next[member];
+          ++counts[member];
+        }
+        arrived.erase(key);
+        progress = true;
+        // This rank goes on; the others go on at their turn.
+      }
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    sim.ranks[r].seconds = clock[r];
+    sim.seconds = std::max(sim.seconds, clock[r]);
+    if (next[r] < ranks[r].events.size() && sim.deadlock.empty())
+      sim.deadlock = "rank " + std::to_string(r) + " waits at its communication " +
+                     std::to_string(next[r]) + " (" +
+                     sharding::stringifyCollectiveKind(ranks[r].events[next[r]].communication->kind)
+                         .str() +
+                     ") for ranks that never come";
+  }
+  return sim;
+}

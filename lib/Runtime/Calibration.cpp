@@ -1,0 +1,202 @@
+//===- Calibration.cpp - What this host's CPU kernels take ----------------===//
+//
+// Part of pmlir.
+//
+// A GEMM kernel is called through the table the JIT binds it from
+// (pmlir_rt_cpu_kernel_symbols), on memref descriptors of contiguous
+// operands built here: the same code, threads and shapes as the run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Runtime/Calibration.h"
+#include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/GemmKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <fstream>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The bytes of one element of the kernel's operands and of its result:
+/// its types as RuntimeAbi.def's CPU GEMMs spell them.
+std::optional<std::pair<int, int>> elementBytes(const std::string &kernel) {
+  const std::string prefix = "pmlir_matmul_";
+  if (kernel.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  std::string types = kernel.substr(prefix.size(), kernel.find("_r", prefix.size()) - prefix.size());
+  if (types == "f32")
+    return std::pair{4, 4};
+  if (types == "bf16")
+    return std::pair{2, 2};
+  if (types == "bf16f32")
+    return std::pair{2, 4};
+  return std::nullopt;
+}
+
+int64_t elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+using Kernel = void (*)(void *, void *, void *, bool);
+
+/// A GEMM kernel call ready to run: the kernel, its operands and the
+/// descriptors over them.
+class PreparedGemm {
+public:
+  /// nullopt where the runtime has no such kernel or the ranks do not fit.
+  static std::unique_ptr<PreparedGemm> create(const pmlir::rt::GemmCall &call) {
+    std::optional<std::pair<int, int>> bytes = elementBytes(call.kernel);
+    size_t rank = call.out.size();
+    if (!bytes || call.lhs.size() != rank || (call.rhs.size() != 2 && call.rhs.size() != rank) ||
+        rank < 2 || rank > 4)
+      return nullptr;
+    std::string symbol = "_mlir_ciface_" + call.kernel;
+    Kernel kernel = nullptr;
+    for (const pmlir_rt_symbol *s = pmlir_rt_cpu_kernel_symbols(); s->name; ++s)
+      if (symbol == s->name)
+        kernel = reinterpret_cast<Kernel>(s->address);
+    if (!kernel)
+      return nullptr;
+    auto g = std::unique_ptr<PreparedGemm>(new PreparedGemm());
+    g->kernel = kernel;
+    g->a = filled(elements(call.lhs), bytes->first);
+    g->b = filled(elements(call.rhs), bytes->first);
+    g->c.assign(static_cast<size_t>(elements(call.out) * bytes->second), 0);
+    g->lhs = describe(g->a.data(), call.lhs);
+    g->rhs = describe(g->b.data(), call.rhs);
+    g->out = describe(g->c.data(), call.out);
+    return g;
+  }
+  size_t bytes() const { return a.size() + b.size() + c.size(); }
+  double time() {
+    Clock::time_point t0 = Clock::now();
+    kernel(lhs.data(), rhs.data(), out.data(), false);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+private:
+  PreparedGemm() = default;
+  Kernel kernel = nullptr;
+  std::vector<char> a, b, c;
+  /// Descriptors as words: two pointers, the offset, the sizes, the
+  /// strides (StridedMemRefType's layout for any rank).
+  std::vector<int64_t> lhs, rhs, out;
+
+  static std::vector<int64_t> describe(char *data, const std::vector<int64_t> &shape) {
+    static_assert(sizeof(char *) == sizeof(int64_t), "descriptor words are pointers");
+    std::vector<int64_t> words(3 + 2 * shape.size());
+    std::memcpy(&words[0], &data, sizeof(data));
+    std::memcpy(&words[1], &data, sizeof(data));
+    words[2] = 0;
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      words[3 + i] = shape[i];
+      words[3 + shape.size() + i] = stride;
+      stride *= shape[i];
+    }
+    return words;
+  }
+  /// Operands of small values (0.5 in f32 and in bf16): no denormals, no
+  /// overflow.
+  static std::vector<char> filled(int64_t count, int width) {
+    std::vector<char> v(static_cast<size_t>(count * width));
+    for (int64_t i = 0; i < count; ++i) {
+      if (width == 4) {
+        float half = 0.5f;
+        std::memcpy(v.data() + i * 4, &half, 4);
+      } else {
+        uint16_t half = 0x3F00;
+        std::memcpy(v.data() + i * 2, &half, 2);
+      }
+    }
+    return v;
+  }
+};
+
+/// Operands held at once while passes go over every call: beyond it, each
+/// call is timed in its own passes.
+constexpr size_t kInterleavedBytes = size_t(512) << 20;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+} // namespace
+
+std::vector<std::optional<double>>
+pmlir::rt::timeGemmKernels(const std::vector<GemmCall> &calls, int passes) {
+  std::vector<std::optional<double>> seconds(calls.size());
+  std::vector<std::unique_ptr<PreparedGemm>> prepared;
+  std::vector<size_t> which;
+  size_t held = 0;
+  // Times the calls prepared so far in interleaved passes, then lets them go.
+  auto timeHeld = [&]() {
+    std::vector<std::vector<double>> samples(prepared.size());
+    for (size_t i = 0; i < prepared.size(); ++i)
+      prepared[i]->time(); // warm-up: threads started, pages touched
+    for (int pass = 0; pass < std::max(1, passes); ++pass)
+      for (size_t i = 0; i < prepared.size(); ++i)
+        samples[i].push_back(prepared[i]->time());
+    for (size_t i = 0; i < prepared.size(); ++i)
+      seconds[which[i]] = median(samples[i]);
+    prepared.clear();
+    which.clear();
+    held = 0;
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::unique_ptr<PreparedGemm> g = PreparedGemm::create(calls[i]);
+    if (!g)
+      continue;
+    if (held + g->bytes() > kInterleavedBytes && !prepared.empty())
+      timeHeld();
+    held += g->bytes();
+    prepared.push_back(std::move(g));
+    which.push_back(i);
+  }
+  timeHeld();
+  return seconds;
+}
+
+std::string pmlir::rt::calibrationHost() {
+  std::string model = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return model + ", " + simdLevelName(cpuSimdLevel()) + ", OpenBLAS " + openblas_get_corename() +
+         " kernels";
+}
+
+double pmlir::rt::gemmPeakFlopsPerSecond(int64_t size) {
+  std::optional<double> seconds =
+      timeGemmKernels({{"pmlir_matmul_f32_r22_t00", {size, size}, {size, size}, {size, size}}})[0];
+  double flops = 2.0 * static_cast<double>(size) * static_cast<double>(size) *
+                 static_cast<double>(size);
+  return seconds && *seconds > 0 ? flops / *seconds : 0;
+}
+
+double pmlir::rt::copyBytesPerSecond() {
+  constexpr size_t kBytes = size_t(64) << 20;
+  std::vector<char> from(kBytes, 1), to(kBytes, 0);
+  std::vector<double> seconds;
+  for (int run = 0; run < 5; ++run) {
+    Clock::time_point t0 = Clock::now();
+    std::memcpy(to.data(), from.data(), kBytes);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return static_cast<double>(kBytes) / median(seconds);
+}

@@ -1,0 +1,115 @@
+// RUN: pmlir-opt %s --split-input-file --pmlir-step-work=entry=step | FileCheck %s
+
+// A block called twice: its GEMM (64x32 by 32x16) and its loop (64x16
+// elements, one add each: 4096 + 64 + 4096 bytes of operands, 1024
+// operations, on one thread) twice in the first segment; then an
+// all-reduce over mesh axis 1 of the 64x16 f32 result (4096 bytes, seen
+// through the cast the lowering makes); then a send to peer 1 with tag 7
+// over axis 0 and a copy of 256 bytes after it, three times in a loop.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {events = [
+// CHECK-SAME: array<i64: 0, 0, 0, 16512, 2048, 0, 2, 0, 2>,
+// CHECK-SAME: array<i64: 1, 0, 4096, -1, -1, 1>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>],
+// CHECK-SAME: gemms = [{kernel = "pmlir_matmul_f32_r22_t00", lhs = array<i64: 64, 32>, out = array<i64: 64, 16>, rhs = array<i64: 32, 16>}]}
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (j)>
+#lhs = affine_map<(i, j, k) -> (i, k)>
+#rhs = affine_map<(i, j, k) -> (k, j)>
+#out = affine_map<(i, j, k) -> (i, j)>
+memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+memref.global "private" constant @axes_1 : memref<1xi64> = dense<1>
+func.func private @pmlir_rt_all_reduce_f32(memref<?xf32>, memref<?xf32>, memref<?xi64>, i32)
+func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @block(%x: memref<64x32xf32>, %w: memref<32x16xf32>, %b: memref<16xf32>,
+                         %y: memref<64x16xf32>) {
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "reduction"],
+                  library_call = "pmlir_matmul_f32_r22_t00"}
+      ins(%x, %w : memref<64x32xf32>, memref<32x16xf32>) outs(%y : memref<64x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %b : memref<64x16xf32>, memref<16xf32>) outs(%y : memref<64x16xf32>) {
+  ^bb0(%v: f32, %bias: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @step(%x: memref<64x32xf32>, %w: memref<32x16xf32>, %b: memref<16xf32>,
+                %y: memref<64x16xf32>, %r: memref<1024xf32>, %small: memref<64xf32>,
+                %to: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %sum = arith.constant 0 : i32
+  %peer = arith.constant 1 : i64
+  %tag = arith.constant 7 : i64
+  call @block(%x, %w, %b, %y) : (memref<64x32xf32>, memref<32x16xf32>, memref<16xf32>, memref<64x16xf32>) -> ()
+  call @block(%x, %w, %b, %y) : (memref<64x32xf32>, memref<32x16xf32>, memref<16xf32>, memref<64x16xf32>) -> ()
+  %flat = memref.collapse_shape %y [[0, 1]] : memref<64x16xf32> into memref<1024xf32>
+  %in = memref.cast %flat : memref<1024xf32> to memref<?xf32>
+  %out = memref.cast %r : memref<1024xf32> to memref<?xf32>
+  %g1 = memref.get_global @axes_1 : memref<1xi64>
+  %a1 = memref.cast %g1 : memref<1xi64> to memref<?xi64>
+  call @pmlir_rt_all_reduce_f32(%in, %out, %a1, %sum) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, i32) -> ()
+  %g0 = memref.get_global @axes_0 : memref<1xi64>
+  %a0 = memref.cast %g0 : memref<1xi64> to memref<?xi64>
+  scf.for %i = %c0 to %c3 step %c1 {
+    func.call @pmlir_rt_send_f32(%out, %a0, %peer, %tag) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+    memref.copy %small, %to : memref<64xf32> to memref<64xf32>
+  }
+  return
+}
+
+// -----
+
+// A loop of an unknown trip count.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {error = "scf.for at {{.*}}step-work.mlir:{{[0-9]+}}:{{[0-9]+}} runs a number of iterations not known before the run"}
+func.func @step(%n: index, %a: memref<8xf32>, %b: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    memref.copy %a, %b : memref<8xf32> to memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Axes that are no constant.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {error = "the axes of pmlir_rt_all_reduce_f32 at {{.*}} are no constant"}
+func.func private @pmlir_rt_all_reduce_f32(memref<?xf32>, memref<?xf32>, memref<?xi64>, i32)
+func.func @step(%x: memref<4xf32>, %y: memref<4xf32>, %axes: memref<?xi64>) {
+  %sum = arith.constant 0 : i32
+  %a = memref.cast %x : memref<4xf32> to memref<?xf32>
+  %b = memref.cast %y : memref<4xf32> to memref<?xf32>
+  call @pmlir_rt_all_reduce_f32(%a, %b, %axes, %sum) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, i32) -> ()
+  return
+}
+
+// -----
+
+// A loop nest over a dynamic shape.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {error = "linalg.generic at {{.*}} works on a dynamic shape: its work is not known before the run"}
+#id1 = affine_map<(i) -> (i)>
+func.func @step(%a: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%a : memref<?xf32>) {
+  ^bb0(%o: f32):
+    %s = arith.addf %o, %o : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,159 @@
+//===- StepTimeTest.cpp - Pricing and running ranks' timelines ------------===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Planning/StepTime.h"
+
+#include <gtest/gtest.h>
+
+using namespace pmlir;
+using namespace pmlir::planning;
+using sharding::CollectiveKind;
+
+namespace {
+
+DeviceProfile profile() {
+  DeviceProfile p;
+  p.gemmFlopsPerSecond = 1e9;
+  p.parallelBytesPerSecond = 1e9;
+  p.parallelOperationsPerSecond = 4e9;
+  p.serialBytesPerSecond = 5e8;
+  p.serialOperationsPerSecond = 1e9;
+  p.copyBytesPerSecond = 2e9;
+  p.link = {1e9, 1e-3};
+  return p;
+}
+
+Timeline::Event compute(double seconds) { return {{seconds, 0, 0}, std::nullopt}; }
+
+Timeline::Event communicate(CollectiveKind kind, int64_t bytes, std::vector<int64_t> axes,
+                            int64_t peer = -1, int64_t tag = -1) {
+  return {{}, StepWork::Communication{kind, bytes, std::move(axes), peer, tag}};
+}
+
+Mesh mesh(const std::string &spec) {
+  std::string error;
+  std::optional<Mesh> m = Mesh::parse(spec, "", error);
+  EXPECT_TRUE(m) << error;
+  return *m;
+}
+
+} // namespace
+
+TEST(StepTime, PricesGemmsLoopsAndCopies) {
+  StepWork work;
+  // A measured GEMM, and one priced at the profile's rate: 2 x 8 x 4 x 16
+  // FLOPs.
+  work.gemms = {{"pmlir_matmul_f32_r22_t00", {8, 16}, {16, 4}, {8, 4}},
+                {"pmlir_matmul_f32_r22_t10", {16, 8}, {16, 4}, {8, 4}}};
+  DeviceProfile p = profile();
+  p.gemmSeconds[work.gemms[0]] = 0.25;
+  StepWork::Compute c;
+  c.gemmCalls = {{0, 2}, {1, 3}};
+  c.parallelLoopBytes = 2'000'000'000;      // 2 s of bytes
+  c.parallelLoopOperations = 4'000'000'000; // 1 s of operations
+  c.serialLoopBytes = 100'000'000;          // 0.2 s
+  c.serialLoopOperations = 300'000'000;     // 0.3 s
+  c.copyBytes = 1'000'000'000;              // 0.5 s
+  ComputeSeconds s = priceCompute(work, c, p);
+  EXPECT_DOUBLE_EQ(work.gemms[1].flops(), 2.0 * 8 * 4 * 16);
+  EXPECT_DOUBLE_EQ(s.gemm, 2 * 0.25 + 3 * (2.0 * 8 * 4 * 16) / 1e9);
+  EXPECT_DOUBLE_EQ(s.loops, 2.0 + 1.0 + 0.2 + 0.3);
+  EXPECT_DOUBLE_EQ(s.copies, 0.5);
+}
+
+TEST(StepTime, TimelineRoundTrips) {
+  Timeline t;
+  t.events = {compute(0.125), communicate(CollectiveKind::Send, 4096, {0, 3}, 1, 7),
+              compute(1.5)};
+  std::vector<int64_t> encoded = t.encode();
+  std::optional<Timeline> back = Timeline::decode(encoded.data(), encoded.size());
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->events.size(), 3u);
+  EXPECT_DOUBLE_EQ(back->events[0].compute.gemm, 0.125);
+  ASSERT_TRUE(back->events[1].communication);
+  EXPECT_EQ(back->events[1].communication->kind, CollectiveKind::Send);
+  EXPECT_EQ(back->events[1].communication->bytes, 4096);
+  EXPECT_EQ(back->events[1].communication->axes, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(back->events[1].communication->peer, 1);
+  EXPECT_EQ(back->events[1].communication->tag, 7);
+  EXPECT_DOUBLE_EQ(back->events[2].compute.gemm, 1.5);
+  // Cut short: no timeline.
+  EXPECT_FALSE(Timeline::decode(encoded.data(), encoded.size() - 1));
+}
+
+TEST(StepTime, ACollectiveWaitsForTheLastOfItsGroup) {
+  // dp=2: rank 1 computes 2 s more, so rank 0 waits 2 s at the
+  // all-reduce; both end after it, its ring time over the link.
+  Mesh dp = mesh("dp=2");
+  sharding::Link link{1e9, 1e-3};
+  int64_t bytes = 1'000'000;
+  std::vector<Timeline> ranks(2);
+  ranks[0].events = {compute(1), communicate(CollectiveKind::AllReduce, bytes, {0})};
+  ranks[1].events = {compute(3), communicate(CollectiveKind::AllReduce, bytes, {0})};
+  StepSimulation sim = simulateStep(ranks, &dp, link);
+  EXPECT_TRUE(sim.deadlock.empty());
+  double ring = 2 * 1e-3 + 1.0 * bytes / 1e9; // 2(n-1) steps, 2(n-1)/n of the bytes
+  EXPECT_DOUBLE_EQ(sim.seconds, 3 + ring);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].waiting, 2);
+  EXPECT_DOUBLE_EQ(sim.ranks[1].waiting, 0);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].communication, ring);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].compute.gemm, 1);
+}
+
+TEST(StepTime, AReceiveWaitsForItsSend) {
+  // pp=2: rank 0 computes 1 s and sends; the transfer arrives a latency
+  // and its bytes later; rank 1 waits for it, then computes 2 s. A tag
+  // sent twice is received in order.
+  Mesh pp = mesh("pp=2");
+  sharding::Link link{1e6, 0.5};
+  std::vector<Timeline> ranks(2);
+  ranks[0].events = {compute(1), communicate(CollectiveKind::Send, 1000, {0}, 1, 4),
+                     communicate(CollectiveKind::Send, 1000, {0}, 1, 4), compute(1)};
+  ranks[1].events = {communicate(CollectiveKind::Recv, 1000, {0}, 0, 4), compute(2),
+                     communicate(CollectiveKind::Recv, 1000, {0}, 0, 4)};
+  StepSimulation sim = simulateStep(ranks, &pp, link);
+  ASSERT_TRUE(sim.deadlock.empty()) << sim.deadlock;
+  double copy = 1000 / 1e6, transfer = 0.5 + 1000 / 1e6;
+  EXPECT_DOUBLE_EQ(sim.ranks[0].seconds, 1 + 2 * copy + 1);
+  EXPECT_DOUBLE_EQ(sim.ranks[1].waiting, 1 + transfer);
+  EXPECT_DOUBLE_EQ(sim.ranks[1].seconds, 1 + transfer + 2);
+  EXPECT_DOUBLE_EQ(sim.seconds, sim.ranks[1].seconds);
+}
+
+TEST(StepTime, NamesRanksThatWaitForever) {
+  Mesh pp = mesh("pp=2");
+  std::vector<Timeline> ranks(2);
+  ranks[0].events = {communicate(CollectiveKind::Recv, 8, {0}, 1, 1)};
+  ranks[1].events = {communicate(CollectiveKind::Recv, 8, {0}, 0, 2)};
+  StepSimulation sim = simulateStep(ranks, &pp, {1e9, 0});
+  EXPECT_NE(sim.deadlock.find("rank 0 waits at its communication 0 (recv)"), std::string::npos)
+      << sim.deadlock;
+}
+
+TEST(StepTime, ProfileFromJson) {
+  std::string error;
+  std::optional<DeviceProfile> p = DeviceProfile::fromJson(
+      R"({"name": "test", "gemm_gflops": 100, "loop_gbps": 10, "loop_gops": 4,
+          "link_gbps": 50, "link_latency_us": 2})",
+      error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->name, "test");
+  EXPECT_DOUBLE_EQ(p->gemmFlopsPerSecond, 100e9);
+  EXPECT_DOUBLE_EQ(p->serialBytesPerSecond, 10e9);    // the parallel rate
+  EXPECT_DOUBLE_EQ(p->serialOperationsPerSecond, 4e9); // likewise
+  EXPECT_DOUBLE_EQ(p->copyBytesPerSecond, 10e9);
+  EXPECT_DOUBLE_EQ(p->peakFlopsPerSecond, 100e9);
+  EXPECT_DOUBLE_EQ(p->link.latencySeconds, 2e-6);
+  EXPECT_FALSE(DeviceProfile::fromJson(R"({"gemm_gflops": 100})", error));
+  EXPECT_EQ(error, "the device profile needs 'loop_gbps'");
+  EXPECT_FALSE(DeviceProfile::fromJson(
+      R"({"gemm_gflops": -1, "loop_gbps": 10, "loop_gops": 4, "link_gbps": 1,
+          "link_latency_us": 1})",
+      error));
+  EXPECT_EQ(error, "the device profile's 'gemm_gflops' must be a positive number");
+  EXPECT_FALSE(DeviceProfile::fromJson("[1]", error));
+  EXPECT_EQ(error, "the device profile is not a JSON object");
+}
