@@ -15,8 +15,10 @@ peak and against the run's own part (the measured peak less the process's
 baseline, which --predict measured on itself; the worst rank's), and the
 predicted and measured time with its error.
 
-The profile cache is kept in a temporary file, so the first config of each
-ranks and threads measures it: pass --cache FILE to keep it.
+Each config's prediction measures the cpu profile afresh, just before its run
+(a slow moment of a shared host then shows in both, not in every later
+config's cached profile): --cache FILE shares one cache among the configs
+instead.
 
 Run from the repository root after building:
   /usr/bin/python3 bench/predict.py [--build build] [--only NAME,...] [--cache FILE]
@@ -106,7 +108,8 @@ def main():
     only = set(filter(None, args.only.split(",")))
     pmlir = f"{args.build}/bin"
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["PMLIR_PROFILE_CACHE"] = args.cache or f"{tmp}/cpu-profile.json"
+        if args.cache:
+            os.environ["PMLIR_PROFILE_CACHE"] = args.cache
         models = {}
         for name, flags in (("gpt2", GPT2 + " --loss"), ("gpt2-logits", GPT2),
                             ("llama", LLAMA + " --loss")):
@@ -133,6 +136,8 @@ def main():
         for name, model, flags in CONFIGS:
             if only and name not in only:
                 continue
+            if not args.cache:
+                os.environ["PMLIR_PROFILE_CACHE"] = f"{tmp}/{len(errors)}.json"
             cmd = [f"{pmlir}/pmlir-run", models[model]] + flags.format(data=data, inputs=inputs[4], inputs16=inputs[16]).split()
             out, _ = run(cmd + ["--predict", "--json"])
             prediction = json.loads(out)

@@ -111,6 +111,10 @@ config.substitutions.append(("%mpirun", mpirun))
 # waits sleeps after 100 us instead of busy-polling the core away from the
 # rank it waits for (docs/performance.md). mpirun passes it to local ranks.
 config.environment["PMLIR_RT_SPIN_US"] = "100"
+# What --predict measures of the host goes to the suite's own profile cache,
+# not the user's (~/.cache/pmlir).
+config.environment["PMLIR_PROFILE_CACHE"] = os.path.join(
+    config.test_exec_root, "pmlir-profile-cache.json")
 config.substitutions.append(
     ("%collectives_check",
      os.path.join(config.pmlir_binary_dir, "unittests", "pmlir-rt-collectives-check")))

@@ -107,6 +107,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   cpu.entry = compiledEntryName(o);
   cpu.precision = o.precision;
   cpu.predict = o.predict;
+  cpu.rank = o.rank;
   buildCpuLoweringPipeline(pm, cpu);
 }
 

@@ -29,7 +29,8 @@
 
 using namespace mlir;
 
-void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool predict) {
+void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool predict,
+                                       int64_t rank) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -55,7 +56,7 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   // order, for pmlir-run --predict.
   if (predict) {
     pm.addPass(createBufferPeak(BufferPeakOptions{entry.str()}));
-    pm.addPass(createStepWork(StepWorkOptions{entry.str()}));
+    pm.addPass(createStepWork(StepWorkOptions{entry.str(), rank}));
   }
 }
 

@@ -18,7 +18,9 @@
 #include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Conversion/BufferPeak.h"
 #include "pmlir/Conversion/Passes.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
+#include "pmlir/Support/Mesh.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -174,7 +176,9 @@ void append(std::vector<StepWork::Event> &into, const std::vector<StepWork::Even
 
 class Walker {
 public:
-  Walker(ModuleOp module) : symbols(module) {}
+  /// `mesh` and `rank`: where the program runs, when known.
+  Walker(ModuleOp module, std::optional<Mesh> mesh, int64_t rank)
+      : symbols(module), mesh(std::move(mesh)), rank(rank) {}
 
   std::vector<StepWork::Gemm> gemms;
 
@@ -202,6 +206,8 @@ public:
 
 private:
   SymbolTable symbols;
+  std::optional<Mesh> mesh;
+  int64_t rank;
   llvm::DenseMap<func::FuncOp, std::vector<StepWork::Event>> walked;
   SmallVector<func::FuncOp> walking;
   std::map<StepWork::Gemm, int64_t> gemmIndex;
@@ -272,6 +278,67 @@ private:
     return true;
   }
 
+  /// The integer `v` holds on this rank: a constant, the rank's coordinate
+  /// or index in a group (the runtime's answers, from the mesh), and
+  /// integer arithmetic on them.
+  std::optional<int64_t> evaluate(Value v) {
+    APInt constant;
+    if (matchPattern(v, m_ConstantInt(&constant)))
+      return constant.getSExtValue();
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto call = dyn_cast<func::CallOp>(def)) {
+      const rt::abi::Entry *entry = rt::abi::entryOfSymbol(call.getCallee().str());
+      if (!entry || !mesh || rank < 0 || rank >= mesh->numRanks() || call.getNumOperands() != 1)
+        return std::nullopt;
+      auto id = static_cast<rt::abi::EntryId>(entry - rt::abi::entries().data());
+      if (id == rt::abi::EntryId::coordinate) {
+        std::optional<int64_t> code = evaluate(call.getOperand(0));
+        std::optional<SubAxis> part = code ? mesh->axisOfCode(*code) : std::nullopt;
+        if (!part)
+          return std::nullopt;
+        int64_t whole = mesh->coordinates(rank)[part->index];
+        return part->coordinate(whole, mesh->axisSizes()[part->index]);
+      }
+      if (id == rt::abi::EntryId::index_in_group) {
+        std::optional<std::vector<int64_t>> codes = axisCodes(call.getOperand(0), symbols);
+        if (!codes)
+          return std::nullopt;
+        std::vector<SubAxis> parts;
+        for (int64_t code : *codes) {
+          std::optional<SubAxis> part = mesh->axisOfCode(code);
+          if (!part)
+            return std::nullopt;
+          parts.push_back(*part);
+        }
+        return mesh->indexInGroup(rank, parts);
+      }
+      return std::nullopt;
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp,
+            arith::TruncIOp>(def))
+      return evaluate(def->getOperand(0));
+    if (def->getNumOperands() != 2)
+      return std::nullopt;
+    std::optional<int64_t> a = evaluate(def->getOperand(0)), b = evaluate(def->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(def))
+      return *a + *b;
+    if (isa<arith::SubIOp>(def))
+      return *a - *b;
+    if (isa<arith::MulIOp>(def))
+      return *a * *b;
+    if (*b == 0)
+      return std::nullopt;
+    if (isa<arith::RemUIOp, arith::RemSIOp>(def))
+      return *a % *b;
+    if (isa<arith::DivUIOp, arith::DivSIOp>(def))
+      return *a / *b;
+    return std::nullopt;
+  }
+
   bool walkRuntimeCall(func::CallOp call, const rt::abi::Entry &entry,
                        std::vector<StepWork::Event> &events, std::string &error) {
     auto id = static_cast<rt::abi::EntryId>(&entry - rt::abi::entries().data());
@@ -296,13 +363,15 @@ private:
         }
         comm.axes = std::move(*axes);
       } else if (param == rt::abi::I64) {
-        APInt value;
-        if (!matchPattern(operand, m_ConstantInt(&value))) {
+        std::optional<int64_t> value = evaluate(operand);
+        if (!value) {
           error = "the peer or tag of " + call.getCallee().str() + " at " +
-                  sourcePosition(call.getLoc()) + " is no constant";
+                  sourcePosition(call.getLoc()) +
+                  " is neither a constant nor computed from the rank's coordinates" +
+                  (mesh && rank >= 0 ? "" : " (no rank given)");
           return false;
         }
-        integers.push_back(value.getSExtValue());
+        integers.push_back(*value);
       }
     }
     // (peer, tag) of a send or receive; (root) of a broadcast.
@@ -378,8 +447,15 @@ private:
 
 } // namespace
 
-std::optional<StepWork> pmlir::measureStepWork(func::FuncOp entry, std::string &error) {
-  Walker walker(entry->getParentOfType<ModuleOp>());
+std::optional<StepWork> pmlir::measureStepWork(func::FuncOp entry, int64_t rank,
+                                               std::string &error) {
+  auto module = entry->getParentOfType<ModuleOp>();
+  std::optional<Mesh> mesh;
+  if (auto attr = module->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr)) {
+    std::string why;
+    mesh = attr.toMesh(why);
+  }
+  Walker walker(module, std::move(mesh), rank);
   const std::vector<StepWork::Event> *events = walker.eventsOf(entry, error);
   if (!events)
     return std::nullopt;
@@ -494,7 +570,7 @@ struct StepWorkPass : public pmlir::impl::StepWorkBase<StepWorkPass> {
     if (!func)
       return; // a module of other functions: nothing to measure
     std::string error;
-    std::optional<StepWork> work = measureStepWork(func, error);
+    std::optional<StepWork> work = measureStepWork(func, rank, error);
     Builder b(&getContext());
     module->setAttr(kStepWorkAttr,
                     work ? work->toAttribute(&getContext())

@@ -286,6 +286,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
   lowering.predict = o.predict;
+  lowering.rank = rank;
   if (o.device == CompileTarget::Gpu)
     lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
   if (failed(buildCompilePipeline(pm, lowering, error)))

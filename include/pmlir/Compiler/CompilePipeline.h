@@ -166,6 +166,11 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                      "the entry's buffers hold at their heaviest point (pmlir-buffer-peak) and "
                      "its work in program order (pmlir-step-work)"),
       llvm::cl::init(false)};
+  Option<int64_t> rank{*this, "rank",
+                       llvm::cl::desc("with predict: the job's rank the program runs on, whose "
+                                      "coordinates give the peers its transfers compute "
+                                      "(-1: none computed)"),
+                       llvm::cl::init(-1)};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};
   Option<std::string> gpuFormat{

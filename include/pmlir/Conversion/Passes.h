@@ -38,10 +38,10 @@ void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// update its arguments written into them), ownership-based deallocation
 /// with each free at its buffer's last use, clones to allocs and copies;
 /// with `predict`, what pmlir-run --predict reads written on the module: the
-/// heaviest point of `entry`'s buffers (pmlir-buffer-peak) and its work
-/// (pmlir-step-work).
+/// heaviest point of `entry`'s buffers (pmlir-buffer-peak) and its work on
+/// the job's rank `rank` (pmlir-step-work).
 void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry,
-                                bool predict = false);
+                                bool predict = false, int64_t rank = -1);
 
 /// The external models bufferization and deallocation need (arith, func,
 /// linalg, memref, scf, tensor, cf).

@@ -361,9 +361,13 @@ def StepWork : Pass<"pmlir-step-work", "mlir::ModuleOp"> {
       transfer's peer and tag (a broadcast's root as the peer; -1 where
       none), and its mesh axes' codes.
 
-    A dynamic shape, recursion, a loop of an unknown trip count, or a
-    runtime call whose axes, peer or tag are no constant gives
-    `{error = "..."}` instead. Runs with `pmlir-buffer-peak` under
+    A transfer's peer may be computed from the rank's coordinates
+    (`pmlir_rt_coordinate`, `pmlir_rt_index_in_group` and integer
+    arithmetic, as a ring's neighbour is): `rank` names the job's rank the
+    program runs on, on the module's `tfm.mesh`. A dynamic shape,
+    recursion, a loop of an unknown trip count, or a runtime call whose
+    axes, peer or tag are no constant (nor computed from the rank's
+    coordinates) gives `{error = "..."}` instead. Runs with `pmlir-buffer-peak` under
     `predict`; `pmlir-run --predict` prices the segments on a device
     profile and runs every rank's events against the others' to predict a
     step's time (docs/pmlir-run.md). The IR is otherwise unchanged.
@@ -379,6 +383,8 @@ def StepWork : Pass<"pmlir-step-work", "mlir::ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
            "the entry function">,
+    Option<"rank", "rank", "int64_t", /*default=*/"-1",
+           "the job's rank the program runs on (-1: none)">,
   ];
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }

@@ -102,11 +102,14 @@ struct StepWork {
 /// loop body: the CPU evaluates it as a polynomial (pmlir-approximate-math).
 inline constexpr int64_t kMathOperations = 12;
 
-/// What one call of `entry` of a bufferized module does, or nullopt with
-/// `error` set: a buffer or loop range of dynamic shape, recursion, a loop
-/// over an unknown number of iterations, or a runtime call whose bytes or
-/// axes are not constants.
-std::optional<StepWork> measureStepWork(mlir::func::FuncOp entry, std::string &error);
+/// What one call of `entry` of a bufferized module does on the job's rank
+/// `rank` (-1: none; its coordinates on the module's tfm.mesh evaluate the
+/// peers a program computes), or nullopt with `error` set: a buffer or loop
+/// range of dynamic shape, recursion, a loop over an unknown number of
+/// iterations, or a runtime call whose bytes, axes, peer or tag are not
+/// known.
+std::optional<StepWork> measureStepWork(mlir::func::FuncOp entry, int64_t rank,
+                                        std::string &error);
 
 /// Module attribute that pmlir-step-work writes: the StepWork of the
 /// entry, or {error = "..."} where it has none.

@@ -43,7 +43,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createSelectCpuKernels(SelectCpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());
 
-  buildBufferizationPipeline(pm, options.entry, options.predict);
+  buildBufferizationPipeline(pm, options.entry, options.predict, options.rank);
 
   // Contractions marked with a library call (f32 matmuls) become calls to
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.

@@ -41,6 +41,10 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
                        llvm::cl::desc("write what pmlir-run --predict reads on the module "
                                       "(pmlir-buffer-peak, pmlir-step-work)"),
                        llvm::cl::init(false)};
+  Option<int64_t> rank{*this, "rank",
+                       llvm::cl::desc("with predict: the job's rank the program runs on "
+                                      "(pmlir-step-work)"),
+                       llvm::cl::init(-1)};
 };
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:
