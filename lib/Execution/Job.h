@@ -144,7 +144,8 @@ private:
                                                     std::string &error);
   /// A program of loops (tfm text with an entry @calibrate) compiled as the
   /// run compiles and timed: its loops' bytes and operations
-  /// (pmlir-step-work) and the median seconds of a call.
+  /// (pmlir-step-work) and the seconds of a call on a quiet host
+  /// (rt::quietSeconds).
   struct LoopSample {
     double bytes, operations, seconds;
   };

@@ -6,14 +6,15 @@
 // its GEMMs, loops, copies and communication, in program order) on a device
 // profile, and runs the ranks' timelines against each other
 // (pmlir/Planning/StepTime.h). The `cpu` profile is measured on this host,
-// as the run will use it: each GEMM kernel the program calls, timed at its
-// shapes on the run's threads while every rank of the job measures at once
-// (the ranks share the cores as they will in the run); the loops' and
-// copies' rates; the collectives' latency and bandwidth over the job's
-// ranks; the FLOP rate of a square GEMM, the peak that model FLOPs
-// utilization is against. What was measured is cached per host, threads and
-// ranks ($PMLIR_PROFILE_CACHE, else $XDG_CACHE_HOME/pmlir or ~/.cache/pmlir,
-// cpu-profile.json), so a second prediction measures only new shapes.
+// as the run will use it, every rank of the job measuring at once (the
+// ranks share the cores as they will in the run): each GEMM kernel the
+// program calls, timed at its shapes on the run's threads; the rates of the
+// loops the CPU pipeline generates, fitted on two programs it compiles; a
+// copy's rate; the collectives' latency and bandwidth over the job's ranks;
+// the FLOP rate of a square GEMM (or of a faster GEMM the program calls),
+// the peak that model FLOPs utilization is against. What was measured is cached per host, threads
+// and ranks ($PMLIR_PROFILE_CACHE, else $XDG_CACHE_HOME/pmlir or ~/.cache/pmlir, cpu-profile.json),
+// so a second prediction measures only new shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,8 +71,6 @@ std::string gemmKey(const StepWork::Gemm &gemm) {
   return gemm.kernel + " " + shape(gemm.lhs) + " " + shape(gemm.rhs) + " " + shape(gemm.out);
 }
 
-/// The cache's section of this host, threads and ranks: what was measured
-/// there. Empty where nothing was or the file is another host's.
 /// What loop nests and copies do a second: bytes of their operands and
 /// operations of their bodies, split over the threads and on one.
 struct LoopRates {
@@ -80,6 +79,8 @@ struct LoopRates {
   double copyBytes = 0;
 };
 
+/// The cache's section of this host, threads and ranks: what was measured
+/// there. Empty where nothing was or the file is another host's.
 struct CachedProfile {
   std::optional<LoopRates> loops;
   std::optional<double> peak;
@@ -197,11 +198,6 @@ bool writeCache(const std::string &path, const std::string &section, const Cache
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 } // namespace
 
 namespace {
@@ -229,37 +225,48 @@ func.func @calibrate(%x: tensor<1024x4096xf32> {tfm.name = "x"},
 } // namespace
 
 std::optional<Job::LoopSample> Job::timeGeneratedLoops(const char *text, std::string &error) {
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
-  auto entry = module ? module->lookupSymbol<func::FuncOp>("calibrate") : nullptr;
-  EntrySignature signature;
-  if (!entry || !describeEntry(entry, signature, error)) {
-    error = "the loop calibration program is not one pmlir-run runs: " + error;
-    return std::nullopt;
-  }
-  std::unique_ptr<JitProgram> program = compile(*module, signature, /*emit=*/false, error);
-  if (!program)
-    return std::nullopt;
-  auto attr = (*module)->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
-  std::optional<StepWork> work = attr ? StepWork::fromAttribute(attr) : std::nullopt;
-  if (!work) {
-    error = "the loop calibration program carries no " + kStepWorkAttr.str();
-    return std::nullopt;
-  }
+  // Compiled and bound on every rank, then timed by all at once, as the
+  // ranks of the run share the cores.
+  std::unique_ptr<JitProgram> program;
+  std::optional<StepWork> work;
   std::vector<BoundArgument> arguments;
-  for (const TensorSpec &spec : signature.arguments) {
-    BoundArgument a;
-    a.name = spec.name;
-    a.shape = spec.shape;
-    size_t elements = static_cast<size_t>(elementCount(spec.shape));
-    if (!a.owned.allocate(elements * sizeof(float))) {
-      error = "no memory for the loop calibration";
-      return std::nullopt;
+  auto prepare = [&]() {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+    auto entry = module ? module->lookupSymbol<func::FuncOp>("calibrate") : nullptr;
+    EntrySignature signature;
+    if (!entry || !describeEntry(entry, signature, error)) {
+      error = "the loop calibration program is not one pmlir-run runs: " + error;
+      return false;
     }
-    std::fill_n(reinterpret_cast<float *>(a.owned.data()), elements, 0.5f);
-    a.data = a.owned.data();
-    arguments.push_back(std::move(a));
+    if (!(program = compile(*module, signature, /*emit=*/false, error)))
+      return false;
+    auto attr = (*module)->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
+    if (!(work = attr ? StepWork::fromAttribute(attr) : std::nullopt)) {
+      error = "the loop calibration program carries no " + kStepWorkAttr.str();
+      return false;
+    }
+    for (const TensorSpec &spec : signature.arguments) {
+      BoundArgument a;
+      a.name = spec.name;
+      a.shape = spec.shape;
+      size_t elements = static_cast<size_t>(elementCount(spec.shape));
+      if (!a.owned.allocate(elements * sizeof(float))) {
+        error = "no memory for the loop calibration";
+        return false;
+      }
+      std::fill_n(reinterpret_cast<float *>(a.owned.data()), elements, 0.5f);
+      a.data = a.owned.data();
+      arguments.push_back(std::move(a));
+    }
+    program->bind(arguments);
+    return true;
+  };
+  bool ready = prepare();
+  if (overRanks(ready ? 0 : 1, PMLIR_RT_MAX)) {
+    if (ready)
+      error = "another rank could not compile the loop calibration";
+    return std::nullopt;
   }
-  program->bind(arguments);
   std::vector<double> seconds;
   for (int run = 0; run < 6; ++run) {
     Clock::time_point t0 = Clock::now();
@@ -272,9 +279,8 @@ std::optional<Job::LoopSample> Job::timeGeneratedLoops(const char *text, std::st
   }
   StepWork::Compute total = work->total();
   return LoopSample{static_cast<double>(total.parallelLoopBytes + total.serialLoopBytes),
-                    static_cast<double>(total.parallelLoopOperations +
-                                        total.serialLoopOperations),
-                    median(seconds)};
+                    static_cast<double>(total.parallelLoopOperations + total.serialLoopOperations),
+                    rt::quietSeconds(std::move(seconds))};
 }
 
 std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std::string &source,
@@ -301,7 +307,7 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
         seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
       seconds.erase(seconds.begin()); // the first sets up the group
-      return median(seconds);
+      return rt::quietSeconds(std::move(seconds));
     };
     int64_t steps = sharding::CostModel::steps(sharding::CollectiveKind::AllReduce, ranks);
     double factor = sharding::CostModel::wireFactor(sharding::CollectiveKind::AllReduce, ranks);
@@ -312,7 +318,9 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
     measured.link = sharding::Link{factor * static_cast<double>(large) * 4 / transfer, latency};
     cached.link = measured.link;
   }
-  if (!cached.loops) {
+  // The loops and the peak: every rank measures when any lacks them, all
+  // at once.
+  if (overRanks(cached.loops ? 0 : 1, PMLIR_RT_MAX)) {
     // Time = bytes / bandwidth + operations / rate, solved on the two
     // programs; where they do not separate the two (a host whose streaming
     // is as slow as its arithmetic), the stream gives the bandwidth and
@@ -342,7 +350,7 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
     rates.copyBytes = rt::copyBytesPerSecond();
     cached.loops = measured.loops = rates;
   }
-  if (!cached.peak)
+  if (overRanks(cached.peak ? 0 : 1, PMLIR_RT_MAX))
     cached.peak = measured.peak = rt::gemmPeakFlopsPerSecond();
   planning::DeviceProfile profile;
   profile.name = "cpu";
@@ -361,7 +369,10 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
   for (const StepWork::Gemm &gemm : work.gemms)
     if (auto it = cached.gemms.find(gemmKey(gemm)); it != cached.gemms.end())
       profile.gemmSeconds[gemm] = it->second;
+  // The peak: the square GEMM's rate, or a faster one the program calls.
   profile.gemmFlopsPerSecond = profile.peakFlopsPerSecond = *cached.peak;
+  for (const auto &[gemm, seconds] : profile.gemmSeconds)
+    profile.peakFlopsPerSecond = std::max(profile.peakFlopsPerSecond, gemm.flops() / seconds);
   profile.parallelBytesPerSecond = cached.loops->parallelBytes;
   profile.parallelOperationsPerSecond = cached.loops->parallelOperations;
   profile.serialBytesPerSecond = cached.loops->serialBytes;
@@ -388,7 +399,6 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
   }
   return profile;
 }
-
 
 std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::string &error) {
   auto attr = module->getAttrOfType<DictionaryAttr>(kStepWorkAttr);

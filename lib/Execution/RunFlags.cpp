@@ -302,10 +302,11 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
                 "predicted peak resident memory and the step's predicted time, broken down, "
                 "instead of running"),
        cl::cat(c.reports));
-  bind("profile", o.profile,
-       cl::desc("with --predict: the device profile that prices the step: cpu (measured on "
-                "this host, cached) or a JSON file of fixed rates (cpu)"),
-       cl::value_desc("cpu|file"), cl::cat(c.reports));
+  profileFlag =
+      bind("profile", o.profile,
+           cl::desc("with --predict: the device profile that prices the step: cpu (measured on "
+                    "this host, cached) or a JSON file of fixed rates (cpu)"),
+           cl::value_desc("cpu|file"), cl::cat(c.reports));
   bind("json", o.json, cl::desc("with --predict: print one JSON object instead"),
        cl::cat(c.reports));
 
@@ -354,6 +355,10 @@ bool RunFlags::finish(std::string &error) {
   }
   if (threadsFlag->getNumOccurrences() && (options.threads <= 0 || options.threads > kMaxThreads)) {
     error = "--threads expects a number of threads from 1 to " + std::to_string(kMaxThreads);
+    return false;
+  }
+  if (profileFlag->getNumOccurrences() && !options.predict) {
+    error = "--profile prices the step --predict predicts: it needs --predict";
     return false;
   }
   if (options.jitOptLevel > 3) {

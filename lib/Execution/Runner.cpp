@@ -992,8 +992,6 @@ int exec::runModel(const RunOptions &o) {
   }
   if (o.json && !o.predict)
     return fail("--json prints the report of --predict: it needs --predict");
-  if (o.profile != "cpu" && !o.predict)
-    return fail("--profile prices the step --predict predicts: it needs --predict");
   if (o.predict && o.compileOnly)
     return fail("--predict compiles and stops already: it takes no --compile-only");
   if (o.predict && o.device == CompileTarget::Gpu)

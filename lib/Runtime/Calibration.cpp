@@ -128,12 +128,12 @@ private:
 /// call is timed in its own passes.
 constexpr size_t kInterleavedBytes = size_t(512) << 20;
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 } // namespace
+
+double pmlir::rt::quietSeconds(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples.size() >= 3 ? samples[1] : samples.front();
+}
 
 std::vector<std::optional<double>>
 pmlir::rt::timeGemmKernels(const std::vector<GemmCall> &calls, int passes) {
@@ -150,7 +150,7 @@ pmlir::rt::timeGemmKernels(const std::vector<GemmCall> &calls, int passes) {
       for (size_t i = 0; i < prepared.size(); ++i)
         samples[i].push_back(prepared[i]->time());
     for (size_t i = 0; i < prepared.size(); ++i)
-      seconds[which[i]] = median(samples[i]);
+      seconds[which[i]] = quietSeconds(std::move(samples[i]));
     prepared.clear();
     which.clear();
     held = 0;
@@ -198,5 +198,5 @@ double pmlir::rt::copyBytesPerSecond() {
     std::memcpy(to.data(), from.data(), kBytes);
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  return static_cast<double>(kBytes) / median(seconds);
+  return static_cast<double>(kBytes) / quietSeconds(std::move(seconds));
 }

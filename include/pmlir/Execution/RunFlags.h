@@ -38,15 +38,17 @@ public:
   void hideOtherOptions();
 
   /// After parsing: the values the parser cannot check alone (--betas,
-  /// --threads, --jit-opt-level). Returns false with `error` set.
+  /// --threads, --jit-opt-level, --profile). Returns false with `error`
+  /// set.
   bool finish(std::string &error);
 
 private:
   RunOptions &options;
   std::vector<std::unique_ptr<llvm::cl::Option>> flags;
-  /// --betas ("beta1,beta2") and whether --threads was given.
+  /// --betas ("beta1,beta2") and whether --threads and --profile were
+  /// given.
   std::string betas;
-  llvm::cl::Option *threadsFlag = nullptr;
+  llvm::cl::Option *threadsFlag = nullptr, *profileFlag = nullptr;
 };
 
 } // namespace pmlir::exec

@@ -19,6 +19,11 @@
 
 namespace pmlir::rt {
 
+/// The time of a measurement on a quiet host, from repeated samples: the
+/// second fastest (a shared host's slow moments only make samples slower;
+/// the fastest alone may be an outlier).
+double quietSeconds(std::vector<double> samples);
+
 /// A call of a CPU GEMM kernel ("pmlir_matmul_f32_r32_t00") on operands
 /// of these shapes.
 struct GemmCall {
@@ -28,8 +33,8 @@ struct GemmCall {
 
 /// The seconds of one call of each of `calls` on contiguous operands, on
 /// the threads set for the run: after a warm-up, each is called once a
-/// pass over all of them, `passes` times, and its median call taken (a
-/// slow moment of the host costs one pass, not one kernel's every call).
+/// pass over all of them, `passes` times, and its quiet time taken (a slow
+/// moment of the host costs one pass, not one kernel's every call).
 /// nullopt for a kernel the runtime does not have, or shapes that do not
 /// fit its ranks.
 std::vector<std::optional<double>> timeGemmKernels(const std::vector<GemmCall> &calls,
