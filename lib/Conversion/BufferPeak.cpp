@@ -180,8 +180,8 @@ private:
   bool add(Frame &frame, Value buffer, BufferSource source, Operation *op, std::string &error) {
     std::optional<int64_t> bytes = bytesOf(buffer.getType());
     if (!bytes) {
-      error = "the buffer of " + op->getName().getStringRef().str() + " at " + sourcePosition(op->getLoc()) +
-              " has a dynamic shape (" + text(buffer.getType()) +
+      error = "the buffer of " + op->getName().getStringRef().str() + " at " +
+              sourcePosition(op->getLoc()) + " has a dynamic shape (" + text(buffer.getType()) +
               "): its bytes are not known before the run";
       return false;
     }

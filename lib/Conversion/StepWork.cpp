@@ -413,8 +413,9 @@ private:
     auto weight = [](const std::vector<StepWork::Event> &list) {
       int64_t w = 0;
       for (const StepWork::Event &e : list)
-        w += e.communication ? 1 : static_cast<int64_t>(e.compute.gemmCalls.size()) +
-                                       e.compute.loops + (e.compute.copyBytes > 0);
+        w += e.communication ? 1
+                             : static_cast<int64_t>(e.compute.gemmCalls.size()) + e.compute.loops +
+                                   (e.compute.copyBytes > 0);
       return w;
     };
     for (Region &region : op.getRegions()) {
@@ -536,8 +537,7 @@ std::optional<StepWork> StepWork::fromAttribute(DictionaryAttr attr) {
       if (f.size() < 5 || f[1] < 0 || f[1] > static_cast<int64_t>(CollectiveKind::Recv))
         return std::nullopt;
       event.communication = Communication{static_cast<CollectiveKind>(f[1]), f[2],
-                                          std::vector<int64_t>(f.begin() + 5, f.end()), f[3],
-                                          f[4]};
+                                          std::vector<int64_t>(f.begin() + 5, f.end()), f[3], f[4]};
     } else {
       if (f.size() < 7 || (f.size() - 7) % 2 != 0)
         return std::nullopt;

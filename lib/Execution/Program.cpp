@@ -185,35 +185,6 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
   return true;
 }
 
-MemRefDescriptor::MemRefDescriptor(void *data, const std::vector<int64_t> &shape) {
-  words.resize(3 + 2 * shape.size());
-  setPointers(data);
-  words[2] = 0;
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    words[3 + i] = shape[i];
-    words[3 + shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-}
-
-void MemRefDescriptor::setPointers(void *data) {
-  std::memcpy(&words[0], &data, sizeof(void *));
-  std::memcpy(&words[1], &data, sizeof(void *));
-}
-
-void *MemRefDescriptor::allocated() const {
-  void *p;
-  std::memcpy(&p, &words[0], sizeof(void *));
-  return p;
-}
-
-void *MemRefDescriptor::aligned() const {
-  void *p;
-  std::memcpy(&p, &words[1], sizeof(void *));
-  return p;
-}
-
 JitProgram::~JitProgram() {
   releaseResults();
   for (void *p : deviceArguments)

@@ -301,12 +301,11 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
         {"ranks", std::move(rankList)},
         {"rank0_heaviest_point", peak->at},
         {"rank0_largest_buffers", std::move(buffers)},
-        {"profile",
-         llvm::json::Object{{"name", profile.name},
-                            {"source", step->source},
-                            {"peak_flops_per_second", profile.peakFlopsPerSecond},
-                            {"link_bytes_per_second", profile.link.bytesPerSecond},
-                            {"link_latency_seconds", profile.link.latencySeconds}}},
+        {"profile", llvm::json::Object{{"name", profile.name},
+                                       {"source", step->source},
+                                       {"peak_flops_per_second", profile.peakFlopsPerSecond},
+                                       {"link_bytes_per_second", profile.link.bytesPerSecond},
+                                       {"link_latency_seconds", profile.link.latencySeconds}}},
     };
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
     return 0;

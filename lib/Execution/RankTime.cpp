@@ -112,7 +112,7 @@ CachedProfile sectionOf(const llvm::json::Object &root, const std::string &secti
   if (const llvm::json::Object *loops = s->getObject("loops")) {
     auto n = [&](llvm::StringRef key) { return loops->getNumber(key).value_or(0); };
     LoopRates r{n("parallel_bytes"), n("parallel_operations"), n("serial_bytes"),
-                    n("serial_operations"), n("copy_bytes")};
+                n("serial_operations"), n("copy_bytes")};
     if (r.parallelBytes > 0 && r.parallelOperations > 0 && r.serialBytes > 0 &&
         r.serialOperations > 0 && r.copyBytes > 0)
       cached.loops = r;
@@ -287,8 +287,8 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
                                                        std::string &error) {
   pmlir_rt_set_num_threads(o.threads);
   int64_t ranks = mesh ? mesh->numRanks() : 1;
-  std::string section = "threads=" + std::to_string(pmlir_rt_parallel_threads()) +
-                        " ranks=" + std::to_string(ranks);
+  std::string section =
+      "threads=" + std::to_string(pmlir_rt_parallel_threads()) + " ranks=" + std::to_string(ranks);
   std::string path = cachePath();
   CachedProfile cached = path.empty() ? CachedProfile() : sectionOf(readCache(path), section);
   CachedProfile measured;
@@ -326,14 +326,14 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
     // is as slow as its arithmetic), the stream gives the bandwidth and
     // the rest goes to the operations.
     std::optional<LoopSample> stream = timeGeneratedLoops(kStreamingLoops, error);
-    std::optional<LoopSample> mix = stream ? timeGeneratedLoops(kComputingLoops, error)
-                                           : std::nullopt;
+    std::optional<LoopSample> mix =
+        stream ? timeGeneratedLoops(kComputingLoops, error) : std::nullopt;
     if (!mix)
       return std::nullopt;
     double det = stream->bytes * mix->operations - stream->operations * mix->bytes;
-    double perByte = det != 0 ? (stream->seconds * mix->operations -
-                                 stream->operations * mix->seconds) / det
-                              : 0;
+    double perByte =
+        det != 0 ? (stream->seconds * mix->operations - stream->operations * mix->seconds) / det
+                 : 0;
     double perOperation =
         det != 0 ? (stream->bytes * mix->seconds - stream->seconds * mix->bytes) / det : 0;
     if (!(perByte > 0 && perOperation > 0)) {
@@ -496,11 +496,10 @@ void Job::printStepPrediction(const StepPrediction &step) const {
     const planning::RankStep &s = sim.ranks[r];
     if (ranks > 8 && s.seconds < sim.seconds)
       continue;
-    llvm::outs() << "  " << (ranks > 1 ? "rank " + std::to_string(r) + ": " : "")
-                 << time(s.seconds) << " = GEMMs " << time(s.compute.gemm) << " + loops "
-                 << time(s.compute.loops) << " + copies " << time(s.compute.copies)
-                 << " + communication " << time(s.communication) << " + waiting "
-                 << time(s.waiting) << "\n";
+    llvm::outs() << "  " << (ranks > 1 ? "rank " + std::to_string(r) + ": " : "") << time(s.seconds)
+                 << " = GEMMs " << time(s.compute.gemm) << " + loops " << time(s.compute.loops)
+                 << " + copies " << time(s.compute.copies) << " + communication "
+                 << time(s.communication) << " + waiting " << time(s.waiting) << "\n";
     if (ranks > 8)
       break;
   }

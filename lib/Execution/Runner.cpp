@@ -63,8 +63,8 @@ namespace {
 int64_t tokensOf(func::FuncOp func) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (tfm::argumentRole(func, i) == tfm::ArgumentRole::Input && type &&
-        type.hasStaticShape() && isa<IntegerType>(type.getElementType()))
+    if (tfm::argumentRole(func, i) == tfm::ArgumentRole::Input && type && type.hasStaticShape() &&
+        isa<IntegerType>(type.getElementType()))
       return type.getNumElements();
   }
   return 0;

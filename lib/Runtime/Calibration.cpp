@@ -11,13 +11,14 @@
 #include "pmlir/Runtime/Calibration.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GemmKernels.h"
+#include "pmlir/Runtime/MemRefDescriptor.h"
 
 #include <cblas.h>
 
 #include <algorithm>
-#include <fstream>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -31,7 +32,8 @@ std::optional<std::pair<int, int>> elementBytes(const std::string &kernel) {
   const std::string prefix = "pmlir_matmul_";
   if (kernel.compare(0, prefix.size(), prefix) != 0)
     return std::nullopt;
-  std::string types = kernel.substr(prefix.size(), kernel.find("_r", prefix.size()) - prefix.size());
+  std::string types =
+      kernel.substr(prefix.size(), kernel.find("_r", prefix.size()) - prefix.size());
   if (types == "f32")
     return std::pair{4, 4};
   if (types == "bf16")
@@ -73,15 +75,15 @@ public:
     g->a = filled(elements(call.lhs), bytes->first);
     g->b = filled(elements(call.rhs), bytes->first);
     g->c.assign(static_cast<size_t>(elements(call.out) * bytes->second), 0);
-    g->lhs = describe(g->a.data(), call.lhs);
-    g->rhs = describe(g->b.data(), call.rhs);
-    g->out = describe(g->c.data(), call.out);
+    g->lhs.emplace(g->a.data(), call.lhs);
+    g->rhs.emplace(g->b.data(), call.rhs);
+    g->out.emplace(g->c.data(), call.out);
     return g;
   }
   size_t bytes() const { return a.size() + b.size() + c.size(); }
   double time() {
     Clock::time_point t0 = Clock::now();
-    kernel(lhs.data(), rhs.data(), out.data(), false);
+    kernel(lhs->get(), rhs->get(), out->get(), false);
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -89,24 +91,8 @@ private:
   PreparedGemm() = default;
   Kernel kernel = nullptr;
   std::vector<char> a, b, c;
-  /// Descriptors as words: two pointers, the offset, the sizes, the
-  /// strides (StridedMemRefType's layout for any rank).
-  std::vector<int64_t> lhs, rhs, out;
+  std::optional<pmlir::rt::MemRefDescriptor> lhs, rhs, out;
 
-  static std::vector<int64_t> describe(char *data, const std::vector<int64_t> &shape) {
-    static_assert(sizeof(char *) == sizeof(int64_t), "descriptor words are pointers");
-    std::vector<int64_t> words(3 + 2 * shape.size());
-    std::memcpy(&words[0], &data, sizeof(data));
-    std::memcpy(&words[1], &data, sizeof(data));
-    words[2] = 0;
-    int64_t stride = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-      words[3 + i] = shape[i];
-      words[3 + shape.size() + i] = stride;
-      stride *= shape[i];
-    }
-    return words;
-  }
   /// Operands of small values (0.5 in f32 and in bf16): no denormals, no
   /// overflow.
   static std::vector<char> filled(int64_t count, int width) {
@@ -135,8 +121,8 @@ double pmlir::rt::quietSeconds(std::vector<double> samples) {
   return samples.size() >= 3 ? samples[1] : samples.front();
 }
 
-std::vector<std::optional<double>>
-pmlir::rt::timeGemmKernels(const std::vector<GemmCall> &calls, int passes) {
+std::vector<std::optional<double>> pmlir::rt::timeGemmKernels(const std::vector<GemmCall> &calls,
+                                                              int passes) {
   std::vector<std::optional<double>> seconds(calls.size());
   std::vector<std::unique_ptr<PreparedGemm>> prepared;
   std::vector<size_t> which;
@@ -184,8 +170,8 @@ std::string pmlir::rt::calibrationHost() {
 double pmlir::rt::gemmPeakFlopsPerSecond(int64_t size) {
   std::optional<double> seconds =
       timeGemmKernels({{"pmlir_matmul_f32_r22_t00", {size, size}, {size, size}, {size, size}}})[0];
-  double flops = 2.0 * static_cast<double>(size) * static_cast<double>(size) *
-                 static_cast<double>(size);
+  double flops =
+      2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
   return seconds && *seconds > 0 ? flops / *seconds : 0;
 }
 

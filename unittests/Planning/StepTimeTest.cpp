@@ -66,8 +66,7 @@ TEST(StepTime, PricesGemmsLoopsAndCopies) {
 
 TEST(StepTime, TimelineRoundTrips) {
   Timeline t;
-  t.events = {compute(0.125), communicate(CollectiveKind::Send, 4096, {0, 3}, 1, 7),
-              compute(1.5)};
+  t.events = {compute(0.125), communicate(CollectiveKind::Send, 4096, {0, 3}, 1, 7), compute(1.5)};
   std::vector<int64_t> encoded = t.encode();
   std::optional<Timeline> back = Timeline::decode(encoded.data(), encoded.size());
   ASSERT_TRUE(back);
@@ -142,7 +141,7 @@ TEST(StepTime, ProfileFromJson) {
   ASSERT_TRUE(p) << error;
   EXPECT_EQ(p->name, "test");
   EXPECT_DOUBLE_EQ(p->gemmFlopsPerSecond, 100e9);
-  EXPECT_DOUBLE_EQ(p->serialBytesPerSecond, 10e9);    // the parallel rate
+  EXPECT_DOUBLE_EQ(p->serialBytesPerSecond, 10e9);     // the parallel rate
   EXPECT_DOUBLE_EQ(p->serialOperationsPerSecond, 4e9); // likewise
   EXPECT_DOUBLE_EQ(p->copyBytesPerSecond, 10e9);
   EXPECT_DOUBLE_EQ(p->peakFlopsPerSecond, 100e9);

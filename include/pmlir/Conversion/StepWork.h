@@ -27,8 +27,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pmlir {
@@ -42,7 +42,8 @@ struct StepWork {
     /// 2 per multiply-add: the output's elements times the contraction.
     double flops() const;
     bool operator<(const Gemm &other) const {
-      return std::tie(kernel, lhs, rhs, out) < std::tie(other.kernel, other.lhs, other.rhs, other.out);
+      return std::tie(kernel, lhs, rhs, out) <
+             std::tie(other.kernel, other.lhs, other.rhs, other.out);
     }
   };
 
@@ -61,9 +62,7 @@ struct StepWork {
     int64_t copyBytes = 0;
     int64_t loops = 0;
 
-    bool empty() const {
-      return gemmCalls.empty() && loops == 0 && copyBytes == 0;
-    }
+    bool empty() const { return gemmCalls.empty() && loops == 0 && copyBytes == 0; }
     Compute &operator+=(const Compute &other);
   };
 
@@ -108,8 +107,7 @@ inline constexpr int64_t kMathOperations = 12;
 /// range of dynamic shape, recursion, a loop over an unknown number of
 /// iterations, or a runtime call whose bytes, axes, peer or tag are not
 /// known.
-std::optional<StepWork> measureStepWork(mlir::func::FuncOp entry, int64_t rank,
-                                        std::string &error);
+std::optional<StepWork> measureStepWork(mlir::func::FuncOp entry, int64_t rank, std::string &error);
 
 /// Module attribute that pmlir-step-work writes: the StepWork of the
 /// entry, or {error = "..."} where it has none.

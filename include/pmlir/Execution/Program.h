@@ -13,6 +13,7 @@
 #define PMLIR_EXECUTION_PROGRAM_H
 
 #include "pmlir/Execution/Binding.h"
+#include "pmlir/Runtime/MemRefDescriptor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -45,15 +46,7 @@ struct EntrySignature {
 bool describeEntry(mlir::func::FuncOp entry, EntrySignature &signature, std::string &error,
                    bool mayReturnNothing = false);
 
-/// A ranked memref descriptor as the C interface lays it out:
-/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
-struct MemRefDescriptor {
-  std::vector<int64_t> words;
-  MemRefDescriptor(void *data, const std::vector<int64_t> &shape);
-  void setPointers(void *data);
-  void *allocated() const;
-  void *aligned() const;
-};
+using rt::MemRefDescriptor;
 
 /// How the host code of a program is compiled and where its tensors live.
 struct CompileOptions {

@@ -78,11 +78,11 @@ ComputeSeconds planning::priceCompute(const StepWork &work, const StepWork::Comp
   }
   // A loop nest streams its operands and runs its body; the generated
   // loops overlap the two little (the rates are fitted so on them).
-  s.loops = static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond +
-            static_cast<double>(compute.parallelLoopOperations) /
-                profile.parallelOperationsPerSecond +
-            static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
-            static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond;
+  s.loops =
+      static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond +
+      static_cast<double>(compute.parallelLoopOperations) / profile.parallelOperationsPerSecond +
+      static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
+      static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond;
   s.copies = static_cast<double>(compute.copyBytes) / profile.copyBytesPerSecond;
   return s;
 }
@@ -266,11 +266,11 @@ StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const 
     sim.ranks[r].seconds = clock[r];
     sim.seconds = std::max(sim.seconds, clock[r]);
     if (next[r] < ranks[r].events.size() && sim.deadlock.empty())
-      sim.deadlock = "rank " + std::to_string(r) + " waits at its communication " +
-                     std::to_string(next[r]) + " (" +
-                     sharding::stringifyCollectiveKind(ranks[r].events[next[r]].communication->kind)
-                         .str() +
-                     ") for ranks that never come";
+      sim.deadlock =
+          "rank " + std::to_string(r) + " waits at its communication " + std::to_string(next[r]) +
+          " (" +
+          sharding::stringifyCollectiveKind(ranks[r].events[next[r]].communication->kind).str() +
+          ") for ranks that never come";
   }
   return sim;
 }
