@@ -113,3 +113,34 @@ func.func @step(%a: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// A ring's neighbour, computed from the rank's coordinate: on rank 1 of
+// cp=2 the send goes to (1 + 1) mod 2 = 0.
+// RUN: pmlir-opt %s --split-input-file --pmlir-step-work="entry=step rank=1" | FileCheck %s --check-prefix=RANK
+// RANK: tfm.step_work = {events = [array<i64: 1, 6, 32, 0, 3, 0>]
+// Without a rank, the peer is not known.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {error = "the peer or tag of pmlir_rt_send_f32 at {{.*}} is neither a constant nor computed from the rank's coordinates (no rank given)"}
+module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
+  memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+  func.func private @pmlir_rt_coordinate(i64) -> i64
+  func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+  func.func @step(%x: memref<8xf32>) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %tag = arith.constant 3 : i64
+    %me = call @pmlir_rt_coordinate(%c0) : (i64) -> i64
+    %i = arith.index_cast %me : i64 to index
+    %next = arith.addi %i, %c1 : index
+    %wrapped = arith.remui %next, %c2 : index
+    %peer = arith.index_cast %wrapped : index to i64
+    %buffer = memref.cast %x : memref<8xf32> to memref<?xf32>
+    %g = memref.get_global @axes_0 : memref<1xi64>
+    %axes = memref.cast %g : memref<1xi64> to memref<?xi64>
+    call @pmlir_rt_send_f32(%buffer, %axes, %peer, %tag) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+    return
+  }
+}
