@@ -13,6 +13,8 @@
 #include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/MemRefDescriptor.h"
 
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -26,20 +28,52 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The bytes of one element of the kernel's operands and of its result:
-/// its types as RuntimeAbi.def's CPU GEMMs spell them.
-std::optional<std::pair<int, int>> elementBytes(const std::string &kernel) {
+/// Calls a kernel of RuntimeAbi.def's CPU GEMM family through its own
+/// function type (In operands, an Out result, ranks L and R) on
+/// descriptors: the JIT's call, made from C++.
+using Invoke = void (*)(void *kernel, void *lhs, void *rhs, void *out);
+template <typename In, typename Out, int L, int R>
+void invoke(void *kernel, void *lhs, void *rhs, void *out) {
+  using Kernel = void (*)(StridedMemRefType<In, L> *, StridedMemRefType<In, R> *,
+                          StridedMemRefType<Out, L> *, bool);
+  reinterpret_cast<Kernel>(kernel)(static_cast<StridedMemRefType<In, L> *>(lhs),
+                                   static_cast<StridedMemRefType<In, R> *>(rhs),
+                                   static_cast<StridedMemRefType<Out, L> *>(out), false);
+}
+template <typename In, typename Out> std::optional<Invoke> invokeOfRanks(size_t l, size_t r) {
+  if (l == 2 && r == 2)
+    return invoke<In, Out, 2, 2>;
+  if (l == 3 && r == 2)
+    return invoke<In, Out, 3, 2>;
+  if (l == 3 && r == 3)
+    return invoke<In, Out, 3, 3>;
+  if (l == 4 && r == 2)
+    return invoke<In, Out, 4, 2>;
+  if (l == 4 && r == 4)
+    return invoke<In, Out, 4, 4>;
+  return std::nullopt;
+}
+
+/// How to call `kernel` on operands of ranks `l` and `r`, and the bytes of
+/// one element of its operands and of its result: its types as
+/// RuntimeAbi.def's CPU GEMMs spell them.
+struct KernelCall {
+  Invoke invoke;
+  int inBytes, outBytes;
+};
+std::optional<KernelCall> kernelCall(const std::string &kernel, size_t l, size_t r) {
   const std::string prefix = "pmlir_matmul_";
   if (kernel.compare(0, prefix.size(), prefix) != 0)
     return std::nullopt;
   std::string types =
       kernel.substr(prefix.size(), kernel.find("_r", prefix.size()) - prefix.size());
-  if (types == "f32")
-    return std::pair{4, 4};
-  if (types == "bf16")
-    return std::pair{2, 2};
-  if (types == "bf16f32")
-    return std::pair{2, 4};
+  std::optional<Invoke> call;
+  if (types == "f32" && (call = invokeOfRanks<float, float>(l, r)))
+    return KernelCall{*call, 4, 4};
+  if (types == "bf16" && (call = invokeOfRanks<uint16_t, uint16_t>(l, r)))
+    return KernelCall{*call, 2, 2};
+  if (types == "bf16f32" && (call = invokeOfRanks<uint16_t, float>(l, r)))
+    return KernelCall{*call, 2, 4};
   return std::nullopt;
 }
 
@@ -50,31 +84,30 @@ int64_t elements(const std::vector<int64_t> &shape) {
   return n;
 }
 
-using Kernel = void (*)(void *, void *, void *, bool);
-
 /// A GEMM kernel call ready to run: the kernel, its operands and the
 /// descriptors over them.
 class PreparedGemm {
 public:
   /// nullopt where the runtime has no such kernel or the ranks do not fit.
   static std::unique_ptr<PreparedGemm> create(const pmlir::rt::GemmCall &call) {
-    std::optional<std::pair<int, int>> bytes = elementBytes(call.kernel);
-    size_t rank = call.out.size();
-    if (!bytes || call.lhs.size() != rank || (call.rhs.size() != 2 && call.rhs.size() != rank) ||
-        rank < 2 || rank > 4)
+    std::optional<KernelCall> how = call.lhs.size() == call.out.size()
+                                        ? kernelCall(call.kernel, call.out.size(), call.rhs.size())
+                                        : std::nullopt;
+    if (!how)
       return nullptr;
     std::string symbol = "_mlir_ciface_" + call.kernel;
-    Kernel kernel = nullptr;
+    void *kernel = nullptr;
     for (const pmlir_rt_symbol *s = pmlir_rt_cpu_kernel_symbols(); s->name; ++s)
       if (symbol == s->name)
-        kernel = reinterpret_cast<Kernel>(s->address);
+        kernel = s->address;
     if (!kernel)
       return nullptr;
     auto g = std::unique_ptr<PreparedGemm>(new PreparedGemm());
     g->kernel = kernel;
-    g->a = filled(elements(call.lhs), bytes->first);
-    g->b = filled(elements(call.rhs), bytes->first);
-    g->c.assign(static_cast<size_t>(elements(call.out) * bytes->second), 0);
+    g->invoke = how->invoke;
+    g->a = filled(elements(call.lhs), how->inBytes);
+    g->b = filled(elements(call.rhs), how->inBytes);
+    g->c.assign(static_cast<size_t>(elements(call.out) * how->outBytes), 0);
     g->lhs.emplace(g->a.data(), call.lhs);
     g->rhs.emplace(g->b.data(), call.rhs);
     g->out.emplace(g->c.data(), call.out);
@@ -83,13 +116,14 @@ public:
   size_t bytes() const { return a.size() + b.size() + c.size(); }
   double time() {
     Clock::time_point t0 = Clock::now();
-    kernel(lhs->get(), rhs->get(), out->get(), false);
+    invoke(kernel, lhs->get(), rhs->get(), out->get());
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
 private:
   PreparedGemm() = default;
-  Kernel kernel = nullptr;
+  void *kernel = nullptr;
+  Invoke invoke = nullptr;
   std::vector<char> a, b, c;
   std::optional<pmlir::rt::MemRefDescriptor> lhs, rhs, out;
 
