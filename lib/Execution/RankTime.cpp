@@ -423,14 +423,8 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
     if (profile)
       prediction.profile = std::move(*profile);
   } else {
-    auto buffer = llvm::MemoryBuffer::getFile(o.profile);
-    std::optional<planning::DeviceProfile> profile;
-    if (!buffer)
-      mine = "--profile " + o.profile + ": " + buffer.getError().message() +
-             " (a profile is cpu or a JSON file)";
-    else if (!(profile = planning::DeviceProfile::fromJson((*buffer)->getBuffer().str(), mine)))
-      mine = "--profile " + o.profile + ": " + mine;
-    else
+    if (std::optional<planning::DeviceProfile> profile =
+            planning::DeviceProfile::fromFile(o.profile, mine))
       prediction.profile = std::move(*profile);
     prediction.source = "the rates of " + o.profile;
   }

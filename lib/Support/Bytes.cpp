@@ -1,4 +1,4 @@
-//===- Bytes.cpp - Byte counts as people write them -----------------------===//
+//===- Bytes.cpp - Byte counts and durations as people write them ---------===//
 //
 // Part of pmlir.
 //
@@ -18,6 +18,17 @@ std::string pmlir::formatBytes(double bytes, int decimals) {
     bytes /= 1024, ++u;
   char text[48];
   std::snprintf(text, sizeof(text), "%.*f %s", decimals, bytes, units[u]);
+  return text;
+}
+
+std::string pmlir::formatSeconds(double seconds) {
+  char text[48];
+  if (std::abs(seconds) >= 1)
+    std::snprintf(text, sizeof(text), "%.2f s", seconds);
+  else if (std::abs(seconds) >= 1e-3)
+    std::snprintf(text, sizeof(text), "%.2f ms", seconds * 1e3);
+  else
+    std::snprintf(text, sizeof(text), "%.1f us", seconds * 1e6);
   return text;
 }
 

@@ -6,6 +6,8 @@
 //              [--memory-budget B] [--train] [--microbatches M] [--top K]
 //              [--schedules gpipe,1f1b,...] [--max-tp T] [--max-pp P]
 //              [--time-limit S] [--search-nodes N] [--compile K]
+//              [--profile cpu|FILE.json [--memory-cap B] [--predict K]
+//               [--recompute none,selective,full]]
 //              [--json PLANS.json]
 //
 // Searches every pp x dp x tp layout of N devices (pmlir/Planning/
@@ -13,13 +15,19 @@
 // time split into compute, communication per mesh axis and bubble, its
 // memory per device and communication bytes (those of the program the
 // printed command compiles), the arithmetic of the best one, and the
-// pmlir-run command that runs each.
+// pmlir-run command that runs each. With --profile, the best plans are then
+// predicted as pmlir-run --predict predicts them, under each recomputation
+// mode (pmlir/Planning/PlanPrediction.h): the fastest whose every rank
+// stays under --memory-cap is the choice, printed with why it beat the
+// runner-up.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Planning/PlanPrediction.h"
 #include "pmlir/Planning/Planner.h"
+#include "pmlir/Planning/StepTime.h"
 #include "pmlir/Support/Bytes.h"
 #include "pmlir/Support/OutputFile.h"
 #include "pmlir/Support/ToolMain.h"
@@ -29,8 +37,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
@@ -78,6 +88,22 @@ llvm::cl::opt<int64_t>
             llvm::cl::init(-1));
 llvm::cl::opt<std::string> entry("entry", llvm::cl::desc("the function to plan (default forward)"),
                                  llvm::cl::init("forward"));
+llvm::cl::opt<std::string> profile(
+    "profile",
+    llvm::cl::desc("predict the best plans as pmlir-run --predict does, on this device profile: "
+                   "cpu (measured on this host, cached) or a JSON file of rates"));
+llvm::cl::opt<std::string> memoryCap(
+    "memory-cap",
+    llvm::cl::desc("with --profile: the most resident bytes a rank may hold, as 8GiB (default: "
+                   "the budget); also the search's budget where --memory-budget is not given"));
+llvm::cl::opt<int64_t> predictCount(
+    "predict", llvm::cl::desc("with --profile: the plans to predict, best first (default: --top)"),
+    llvm::cl::init(-1));
+llvm::cl::opt<std::string> recomputeModes(
+    "recompute",
+    llvm::cl::desc("with --profile and --train: the recomputation modes each plan is predicted "
+                   "under (default: none,selective,full)"),
+    llvm::cl::init(""));
 llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("write every plan as JSON here"));
 
 int fail(const std::string &message) {
@@ -85,35 +111,24 @@ int fail(const std::string &message) {
   return 1;
 }
 
-std::string seconds(double s) {
-  if (s >= 1)
-    return llvm::formatv("{0:f2} s", s).str();
-  if (s >= 1e-3)
-    return llvm::formatv("{0:f2} ms", s * 1e3).str();
-  return llvm::formatv("{0:f1} us", s * 1e6).str();
+std::string seconds(double s) { return formatSeconds(s); }
+
+/// How the printed commands run a plan: as the budget and topology given.
+planning::RunCommandOptions runCommandOptions(const std::string &budget) {
+  planning::RunCommandOptions options;
+  options.model = modelPath;
+  options.train = train;
+  options.topology = topologyFlag;
+  options.memoryBudget = budget;
+  return options;
 }
+
+/// The budget the printed commands pass on ("" where none was given).
+std::string commandBudget() { return !memoryBudget.empty() ? memoryBudget : memoryCap; }
 
 /// The pmlir-run command that runs `plan`.
 std::string runCommand(const planning::Plan &plan) {
-  std::string cmd = "pmlir-run " + modelPath;
-  if (train)
-    cmd += " --train";
-  cmd += " --mesh " + plan.meshSpec() + " --recipe auto --topology " + topologyFlag;
-  if (!memoryBudget.empty())
-    cmd += " --memory-budget " + memoryBudget;
-  if (plan.schedule) {
-    cmd += " --pipeline-schedule " + plan.scheduleName() + " --microbatches " +
-           std::to_string(plan.microbatches);
-    if (plan.virtualStages > 1)
-      cmd += " --virtual-stages " + std::to_string(plan.virtualStages);
-    std::string split;
-    for (int64_t s : plan.splitPoints)
-      split += (split.empty() ? "" : ",") + std::to_string(s);
-    cmd += " --pipeline-split " + split;
-  } else if (train && plan.microbatches > 1) {
-    cmd += " --grad-accum " + std::to_string(plan.microbatches);
-  }
-  return cmd;
+  return planning::commandLine(planning::runArguments(plan, runCommandOptions(commandBudget())));
 }
 
 std::string commText(const planning::CommPerAxes &comm) {
@@ -173,6 +188,91 @@ llvm::json::Object planJson(const planning::Plan &plan) {
                             {"command", runCommand(plan)}};
 }
 
+llvm::json::Object predictedJson(const planning::PredictedPlan &p) {
+  llvm::json::Array ranks;
+  for (const planning::PredictedRank &r : p.ranks)
+    ranks.push_back(llvm::json::Object{{"peak_bytes", r.peakBytes},
+                                       {"step_seconds", r.stepSeconds},
+                                       {"gemm_seconds", r.gemmSeconds},
+                                       {"loop_seconds", r.loopSeconds},
+                                       {"copy_seconds", r.copySeconds},
+                                       {"communication_seconds", r.communicationSeconds},
+                                       {"waiting_seconds", r.waitingSeconds}});
+  return llvm::json::Object{{"mesh", p.plan.meshSpec()},
+                            {"schedule", p.plan.scheduleName()},
+                            {"virtual_stages", p.plan.virtualStages},
+                            {"microbatches", p.plan.microbatches},
+                            {"recompute", p.recomputeName()},
+                            {"command", planning::commandLine(p.command)},
+                            {"predicted", p.predicted},
+                            {"error", p.error},
+                            {"fits", p.fits},
+                            {"peak_bytes", p.peakBytes},
+                            {"step_seconds", p.stepSeconds},
+                            {"tokens_per_second", p.tokensPerSecond},
+                            {"mfu", p.mfu},
+                            {"ranks", std::move(ranks)}};
+}
+
+/// The predicted plans, the choice and why it beat the runner-up.
+void printPredictions(const std::vector<planning::PredictedPlan> &predicted,
+                      const planning::PredictOptions &options) {
+  std::string source;
+  for (const planning::PredictedPlan &p : predicted)
+    if (p.predicted) {
+      source = p.profileName + ": " + p.profileSource;
+      break;
+    }
+  llvm::outs() << "\npredicted by compiling every rank (pmlir-run --predict; profile "
+               << (source.empty() ? options.profile : source) << "), cap "
+               << (std::isfinite(options.memoryCap) ? formatBytes(options.memoryCap)
+                                                    : std::string("none"))
+               << " a rank:\n";
+  llvm::outs() << llvm::formatv("{0,3} {1,-16} {2,-17} {3,3} {4,-10} {5,11} {6,11} {7,6} {8,11}  "
+                                "{9}\n",
+                                "#", "mesh", "schedule", "v", "recompute", "step", "tokens/s",
+                                "MFU", "peak",
+                                "slowest rank: GEMMs + loops + copies + comm + wait");
+  for (auto [i, p] : llvm::enumerate(predicted)) {
+    std::string head =
+        llvm::formatv("{0,3} {1,-16} {2,-17} {3,3} {4,-10}", i + 1, p.plan.meshSpec(),
+                      p.plan.scheduleName(), p.plan.virtualStages, p.recomputeName());
+    if (!p.predicted) {
+      llvm::outs() << head << " not predicted: " << p.error << "\n";
+      continue;
+    }
+    const planning::PredictedRank &r = p.criticalRank();
+    llvm::outs() << llvm::formatv(
+        "{0} {1,11} {2,11:f0} {3,5:f1}% {4,11}  {5} + {6} + {7} + {8} + {9}{10}\n", head,
+        seconds(p.stepSeconds), p.tokensPerSecond, 100 * p.mfu, formatBytes(p.peakBytes),
+        seconds(r.gemmSeconds), seconds(r.loopSeconds), seconds(r.copySeconds),
+        seconds(r.communicationSeconds), seconds(r.waitingSeconds),
+        p.fits ? "" : " (over the cap)");
+  }
+  if (predicted.empty() || !predicted.front().fits) {
+    llvm::outs() << "\nno predicted plan fits under the cap\n";
+    return;
+  }
+  const planning::PredictedPlan &choice = predicted.front();
+  llvm::outs() << "\nchoice: " << choice.plan.meshSpec() << ", " << choice.plan.scheduleName()
+               << (choice.recompute ? ", recompute " + choice.recomputeName() : "") << ": step "
+               << seconds(choice.stepSeconds) << ", peak " << formatBytes(choice.peakBytes)
+               << " on the heaviest rank\n";
+  if (predicted.size() > 1 && predicted[1].fits) {
+    const planning::PredictedPlan &next = predicted[1];
+    double faster = (next.stepSeconds - choice.stepSeconds) / next.stepSeconds;
+    // Plans the profile cannot tell apart (the same program on another
+    // mesh's names) are a tie, kept in the search's order.
+    std::string margin = faster < 5e-4 ? std::string("ties with")
+                                       : llvm::formatv("{0:f1}% faster than", 100 * faster).str();
+    llvm::outs() << llvm::formatv("  {0} {1}, {2}{3}: {4}\n", margin, next.plan.meshSpec(),
+                                  next.plan.scheduleName(),
+                                  next.recompute ? ", recompute " + next.recomputeName() : "",
+                                  planning::whyFaster(choice, next));
+  }
+  llvm::outs() << "  run: " << planning::commandLine(choice.command) << "\n";
+}
+
 int planMain(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "pmlir-plan: the best pp x dp x tp plans of a model on N devices\n");
@@ -196,6 +296,46 @@ int planMain(int argc, char **argv) {
   options.compile = compile < 0 ? top : compile;
   options.devices = devices;
   options.memoryBudget = topology->device.memoryBytes;
+  planning::PredictOptions predicting;
+  if (profile.empty()) {
+    for (const llvm::cl::Option *flag : std::initializer_list<const llvm::cl::Option *>{
+             &memoryCap, &predictCount, &recomputeModes})
+      if (flag->getNumOccurrences() > 0)
+        return fail("--" + flag->ArgStr.str() +
+                    " sets how the best plans are predicted: it needs --profile");
+  } else {
+    predicting.profile = profile;
+    // A file of rates is read now, not once per plan after the search.
+    if (profile != "cpu" && !planning::DeviceProfile::fromFile(profile, error))
+      return fail(error);
+    predicting.plans = predictCount < 0 ? top : predictCount;
+    if (predicting.plans < 1)
+      return fail("--predict must be at least 1 plan, not " + std::to_string(predictCount));
+    if (!memoryCap.empty()) {
+      std::optional<double> bytes = parseBytes(memoryCap);
+      if (!bytes)
+        return fail("--memory-cap '" + memoryCap +
+                    "' is not a positive byte count (as 8GiB, 800MB or 1e9)");
+      predicting.memoryCap = *bytes;
+      options.memoryBudget = *bytes;
+    }
+    if (!recomputeModes.empty()) {
+      if (!train)
+        return fail("--recompute lists the modes a training step is predicted under: it needs "
+                    "--train");
+      predicting.recompute.clear();
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(recomputeModes).split(names, ',');
+      for (llvm::StringRef name : names) {
+        std::optional<training::Recompute> mode = training::parseRecompute(name.trim());
+        if (!mode)
+          return fail("--recompute: unknown mode '" + name.trim().str() +
+                      "' (known: none, selective, full)");
+        if (!llvm::is_contained(predicting.recompute, *mode))
+          predicting.recompute.push_back(*mode);
+      }
+    }
+  }
   if (!memoryBudget.empty()) {
     std::optional<double> bytes = parseBytes(memoryBudget);
     if (!bytes)
@@ -294,20 +434,44 @@ int planMain(int argc, char **argv) {
   } else {
     llvm::outs() << "\nno plan fits under " << formatBytes(options.memoryBudget) << "\n";
   }
+  std::vector<planning::PredictedPlan> predicted;
+  if (!profile.empty()) {
+    // The pmlir-run beside this pmlir-plan predicts; the printed commands
+    // name it as a user types it.
+    planning::RunCommandOptions running = runCommandOptions(commandBudget());
+    llvm::SmallString<256> self(llvm::sys::fs::getMainExecutable(argv[0], (void *)&planMain));
+    llvm::sys::path::remove_filename(self);
+    llvm::sys::path::append(self, "pmlir-run");
+    running.pmlirRun = self.str().str();
+    predicted = planning::predictPlans(*result, running, predicting);
+    for (planning::PredictedPlan &p : predicted)
+      p.command.front() = "pmlir-run";
+    printPredictions(predicted, predicting);
+  }
   if (!jsonPath.empty()) {
     llvm::json::Array plans;
     for (const planning::Plan &plan : result->plans)
       plans.push_back(planJson(plan));
+    llvm::json::Array predictions;
+    for (const planning::PredictedPlan &p : predicted)
+      predictions.push_back(predictedJson(p));
     llvm::json::Object report{
         {"model", modelPath.getValue()}, {"devices", devices.getValue()},
         {"topology", topology->name},    {"memory_budget_bytes", options.memoryBudget},
         {"train", train.getValue()},     {"layers", result->layers},
         {"solves", result->solves},      {"seconds", result->seconds},
         {"plans", std::move(plans)}};
+    if (!profile.empty()) {
+      report["predicted"] = std::move(predictions);
+      report["profile"] = profile.getValue();
+      report["memory_cap_bytes"] = predicting.memoryCap;
+    }
     std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(report))).str() + "\n";
     if (!writeOutputFile(jsonPath, text, error))
       return fail(error);
   }
+  if (!profile.empty())
+    return predicted.empty() || !predicted.front().fits ? 1 : 0;
   return result->plans.empty() || !result->plans.front().fits ? 1 : 0;
 }
 

@@ -56,6 +56,9 @@ struct DeviceProfile {
   /// serial ones default to the parallel ones, peak to the GEMM rate);
   /// nullopt with `error` naming what is missing or not positive.
   static std::optional<DeviceProfile> fromJson(const std::string &text, std::string &error);
+  /// The profile of a file as --profile names it; `error` says "--profile
+  /// PATH: ..." where it cannot be read or is not a profile.
+  static std::optional<DeviceProfile> fromFile(const std::string &path, std::string &error);
 };
 
 /// The seconds of one segment's compute, by kind.

@@ -1,8 +1,9 @@
-//===- Bytes.h - Byte counts as people write them ---------------*- C++ -*-===//
+//===- Bytes.h - Byte counts and durations as people write them -*- C++ -*-===//
 //
 // Part of pmlir.
 //
-// Byte counts in messages ("1.5 GiB") and in flags ("12GiB", "800MB").
+// Byte counts in messages ("1.5 GiB") and in flags ("12GiB", "800MB"), and
+// durations in messages ("1.25 s", "3.40 ms").
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,9 @@ std::string formatBytes(double bytes, int decimals = 1);
 /// of 1000) or KiB, MiB, GiB, TiB (powers of 1024), as "12GiB" or "1e9";
 /// nullopt where `text` is none or not positive.
 std::optional<double> parseBytes(const std::string &text);
+
+/// `seconds` in s, ms or us, with two decimals (one for us): "3.40 ms".
+std::string formatSeconds(double seconds);
 
 } // namespace pmlir
 

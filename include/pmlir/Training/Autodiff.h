@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
 #include <string>
 
 namespace pmlir::training {
@@ -38,14 +39,36 @@ enum class Recompute {
   Full,
 };
 
+/// The name of a mode, as the options spell it.
+inline llvm::StringRef stringifyRecompute(Recompute recompute) {
+  switch (recompute) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "selective";
+}
+
+/// The mode a name spells, or nullopt.
+inline std::optional<Recompute> parseRecompute(llvm::StringRef name) {
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (name == stringifyRecompute(r))
+      return r;
+  return std::nullopt;
+}
+
 /// The alternatives of a `recompute` option, with their names: every
 /// option that takes one lists these.
 inline llvm::cl::ValuesClass recomputeValues() {
-  return llvm::cl::values(
-      clEnumValN(Recompute::None, "none",
-                 "nothing: the forward keeps the attention probabilities too"),
-      clEnumValN(Recompute::Selective, "selective", "the attention core (its probabilities)"),
-      clEnumValN(Recompute::Full, "full", "each layer from its input"));
+  return llvm::cl::values(clEnumValN(Recompute::None, stringifyRecompute(Recompute::None),
+                                     "nothing: the forward keeps the attention probabilities too"),
+                          clEnumValN(Recompute::Selective, stringifyRecompute(Recompute::Selective),
+                                     "the attention core (its probabilities)"),
+                          clEnumValN(Recompute::Full, stringifyRecompute(Recompute::Full),
+                                     "each layer from its input"));
 }
 
 /// The name pmlir-run, the compile pipeline and the planner give the

@@ -6,6 +6,8 @@
 
 #include "pmlir/Planning/StepTime.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,6 +22,19 @@ using namespace pmlir;
 using namespace pmlir::planning;
 using sharding::CollectiveKind;
 using sharding::CostModel;
+
+std::optional<DeviceProfile> DeviceProfile::fromFile(const std::string &path, std::string &error) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "--profile " + path + ": " + buffer.getError().message() +
+            " (a profile is cpu or a JSON file)";
+    return std::nullopt;
+  }
+  std::optional<DeviceProfile> profile = fromJson((*buffer)->getBuffer().str(), error);
+  if (!profile)
+    error = "--profile " + path + ": " + error;
+  return profile;
+}
 
 std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, std::string &error) {
   nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
