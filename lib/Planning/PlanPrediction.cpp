@@ -206,28 +206,31 @@ std::vector<PredictedPlan> planning::predictPlans(const PlannerResult &result,
   return predicted;
 }
 
-std::string planning::whyFaster(const PredictedPlan &best, const PredictedPlan &runnerUp) {
-  const PredictedRank &a = best.criticalRank(), &b = runnerUp.criticalRank();
-  struct Part {
-    const char *name;
-    double difference;
-  };
-  std::vector<Part> parts = {{"GEMMs", a.gemmSeconds - b.gemmSeconds},
-                             {"loops", a.loopSeconds - b.loopSeconds},
-                             {"copies", a.copySeconds - b.copySeconds},
-                             {"communication", a.communicationSeconds - b.communicationSeconds},
-                             {"waiting", a.waitingSeconds - b.waitingSeconds}};
+std::string planning::differenceText(std::vector<std::pair<std::string, double>> parts,
+                                     double significantSeconds) {
   // The largest differences first: what decided it.
-  std::stable_sort(parts.begin(), parts.end(), [](const Part &x, const Part &y) {
-    return std::abs(x.difference) > std::abs(y.difference);
+  std::stable_sort(parts.begin(), parts.end(), [](const auto &x, const auto &y) {
+    return std::abs(x.second) > std::abs(y.second);
   });
   std::string text;
-  for (const Part &part : parts) {
-    // Parts within 1% of the step do not explain it.
-    if (std::abs(part.difference) < 0.01 * std::max(best.stepSeconds, runnerUp.stepSeconds))
+  for (const auto &[name, difference] : parts) {
+    if (std::abs(difference) < significantSeconds)
       continue;
-    text += (text.empty() ? "" : ", ") + std::string(part.name) + " " +
-            formatSeconds(std::abs(part.difference)) + (part.difference < 0 ? " less" : " more");
+    text += (text.empty() ? "" : ", ") + name + " " + formatSeconds(std::abs(difference)) +
+            (difference < 0 ? " less" : " more");
   }
+  return text;
+}
+
+std::string planning::whyFaster(const PredictedPlan &best, const PredictedPlan &runnerUp) {
+  const PredictedRank &a = best.criticalRank(), &b = runnerUp.criticalRank();
+  // Parts within 1% of the step do not explain it.
+  std::string text =
+      differenceText({{"GEMMs", a.gemmSeconds - b.gemmSeconds},
+                      {"loops", a.loopSeconds - b.loopSeconds},
+                      {"copies", a.copySeconds - b.copySeconds},
+                      {"communication", a.communicationSeconds - b.communicationSeconds},
+                      {"waiting", a.waitingSeconds - b.waitingSeconds}},
+                     0.01 * std::max(best.stepSeconds, runnerUp.stepSeconds));
   return text.empty() ? "every part within 1% of the step" : text;
 }

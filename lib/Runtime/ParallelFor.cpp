@@ -188,14 +188,18 @@ extern "C" void pmlir_rt_parallel_counts(int64_t *calls, int64_t *split) {
   *split = WorkerPool::get().splitCallCount();
 }
 
-extern "C" int pmlir_rt_default_threads(void) {
-  // The cores this process may run on, shared among the ranks of this
-  // host (mpirun's local size), as torchrun gives each rank its share.
+extern "C" int pmlir_rt_host_cores(void) {
   cpu_set_t allowed;
   int cores = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
-  if (cores <= 0)
-    cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  int64_t localRanks =
-      std::max<int64_t>(1, pmlir::rt::environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1));
-  return std::max(1, int(cores / localRanks));
+  return cores > 0 ? cores : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+extern "C" int pmlir_rt_ranks_on_host(void) {
+  return int(std::max<int64_t>(1, pmlir::rt::environmentNumber({"OMPI_COMM_WORLD_LOCAL_SIZE"}, 1)));
+}
+
+extern "C" int pmlir_rt_default_threads(void) {
+  // The cores shared among the ranks of this host, as torchrun gives each
+  // rank its share.
+  return std::max(1, pmlir_rt_host_cores() / pmlir_rt_ranks_on_host());
 }

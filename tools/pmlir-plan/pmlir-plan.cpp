@@ -188,6 +188,26 @@ llvm::json::Object planJson(const planning::Plan &plan) {
                             {"command", runCommand(plan)}};
 }
 
+/// Why the search's best plan beat its runner-up: the step's parts that
+/// differ, largest first.
+std::string overRunnerUp(const planning::Plan &best, const planning::Plan &next) {
+  std::vector<std::pair<std::string, double>> parts = {
+      {"compute", best.computeSeconds - next.computeSeconds},
+      {"bubble", best.bubbleSeconds - next.bubbleSeconds}};
+  std::map<std::string, double> comm;
+  for (const auto &[axes, c] : best.comm())
+    comm[axes] += c.seconds;
+  for (const auto &[axes, c] : next.comm())
+    comm[axes] -= c.seconds;
+  for (const auto &[axes, difference] : comm)
+    parts.push_back({axes + " comm", difference});
+  std::string text =
+      llvm::formatv("step {0} against {1}", seconds(best.stepSeconds), seconds(next.stepSeconds))
+          .str();
+  std::string differences = planning::differenceText(std::move(parts), 0.01 * next.stepSeconds);
+  return differences.empty() ? text : text + ": " + differences;
+}
+
 llvm::json::Object predictedJson(const planning::PredictedPlan &p) {
   llvm::json::Array ranks;
   for (const planning::PredictedRank &r : p.ranks)
@@ -430,6 +450,10 @@ int planMain(int argc, char **argv) {
     }
     llvm::outs() << llvm::formatv("  memory {0} a device of {1}\n", formatBytes(best.memoryBytes),
                                   formatBytes(options.memoryBudget));
+    if (result->plans.size() > 1 && result->plans[1].fits && !result->plans[1].rankComm.empty())
+      llvm::outs() << "  over the runner-up, " << result->plans[1].meshSpec() << " "
+                   << result->plans[1].scheduleName() << ": "
+                   << overRunnerUp(best, result->plans[1]) << "\n";
     llvm::outs() << "  run: " << runCommand(best) << "\n";
   } else {
     llvm::outs() << "\nno plan fits under " << formatBytes(options.memoryBudget) << "\n";

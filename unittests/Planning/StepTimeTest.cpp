@@ -122,6 +122,33 @@ TEST(StepTime, AReceiveWaitsForItsSend) {
   EXPECT_DOUBLE_EQ(sim.seconds, sim.ranks[1].seconds);
 }
 
+TEST(StepTime, RanksShareTheirHostsCores) {
+  // dp=4 on one host of 2 cores, one thread a rank: 4 ranks computing 1 s
+  // each at once take 2 s; the all-reduce is not stretched.
+  Mesh dp = mesh("dp=4");
+  sharding::Link link{1e9, 0};
+  std::vector<Timeline> ranks(4);
+  for (Timeline &t : ranks)
+    t.events = {compute(1), communicate(CollectiveKind::AllReduce, 4, {0})};
+  HostSharing host{2, 4, 1};
+  StepSimulation sim = simulateStep(ranks, &dp, link, &host);
+  double ring = 2.0 * 3 / 4 * 4 / 1e9;
+  EXPECT_NEAR(sim.seconds, 2 + ring, 1e-2);
+  EXPECT_NEAR(sim.ranks[0].compute.gemm, 2, 1e-2);
+  // Two hosts of 2 cores, 2 ranks each: every rank has a core.
+  HostSharing twoHosts{2, 2, 1};
+  EXPECT_DOUBLE_EQ(simulateStep(ranks, &dp, link, &twoHosts).seconds, 1 + ring);
+  // A pipeline's ranks take turns: rank 1 waits while rank 0 computes, so
+  // 2 ranks on 1 core are slowed by what they compute at once, not twice.
+  Mesh pp = mesh("pp=2");
+  std::vector<Timeline> turns(2);
+  turns[0].events = {compute(1), communicate(CollectiveKind::Send, 8, {0}, 1, 1)};
+  turns[1].events = {communicate(CollectiveKind::Recv, 8, {0}, 0, 1), compute(1)};
+  HostSharing oneCore{1, 2, 1};
+  StepSimulation piped = simulateStep(turns, &pp, link, &oneCore);
+  EXPECT_DOUBLE_EQ(piped.seconds, simulateStep(turns, &pp, link).seconds);
+}
+
 TEST(StepTime, NamesRanksThatWaitForever) {
   Mesh pp = mesh("pp=2");
   std::vector<Timeline> ranks(2);

@@ -134,6 +134,8 @@ TEST(ParallelFor, ResizesAndDefaults) {
   pmlir_rt_set_parallel_threads(0);
   EXPECT_EQ(pmlir_rt_parallel_threads(), 1);
   EXPECT_GE(pmlir_rt_default_threads(), 1);
+  EXPECT_LE(pmlir_rt_default_threads(), pmlir_rt_host_cores());
+  EXPECT_EQ(pmlir_rt_ranks_on_host(), 1); // not under mpirun
 }
 
 } // namespace

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pmlir::planning {
@@ -95,6 +96,11 @@ struct PredictedPlan {
 std::vector<PredictedPlan> predictPlans(const PlannerResult &result,
                                         const RunCommandOptions &command,
                                         const PredictOptions &options);
+
+/// Differences of a step's parts as "communication 1.20 s less, waiting
+/// 0.30 s more", largest first, those under `significantSeconds` left out.
+std::string differenceText(std::vector<std::pair<std::string, double>> parts,
+                           double significantSeconds);
 
 /// Why `best` is predicted faster than `runnerUp`: the critical ranks'
 /// time by part ("communication 1.20 s less, waiting 0.30 s more, ...").

@@ -110,11 +110,27 @@ struct StepSimulation {
   std::string deadlock;
 };
 
+/// Ranks that share a host's cores: a profile measured on the host gives a
+/// rank's rates alone on its threads (its quietest samples), but where the
+/// host's ranks want more threads than it has cores, those computing at
+/// once share them.
+struct HostSharing {
+  int64_t cores = 1;
+  /// The job's ranks on each host, in rank order (mpirun's by-slot
+  /// placement), and the threads each computes on.
+  int64_t ranksPerHost = 1;
+  int64_t threadsPerRank = 1;
+};
+
 /// Runs every rank's timeline (rank r at index r of the job on `mesh`;
 /// null: one rank without one)
-/// against the others' over `link`.
+/// against the others' over `link`. With `sharing`, each host's compute is
+/// slowed by how many threads want its cores: the step is simulated again
+/// with every compute segment of a host's ranks stretched by the host's
+/// demand (the ranks' busy time, computing or communicating, times their
+/// threads, over the cores and the step) until the stretch settles.
 StepSimulation simulateStep(const std::vector<Timeline> &ranks, const Mesh *mesh,
-                            const sharding::Link &link);
+                            const sharding::Link &link, const HostSharing *sharing = nullptr);
 
 } // namespace pmlir::planning
 

@@ -122,6 +122,10 @@ void pmlir_rt_parallel_counts(int64_t *calls, int64_t *split);
 /* The threads a rank uses when none are asked for: the cores this process
  * may run on, shared among the ranks of its host. */
 int pmlir_rt_default_threads(void);
+/* The cores this process may run on, and the ranks of its job on its host
+ * (mpirun's local size; 1 outside mpirun). */
+int pmlir_rt_host_cores(void);
+int pmlir_rt_ranks_on_host(void);
 
 /* Fault injection for --check's tests: the `nth` all-reduce from now on
  * (counted from 1) reduces over this rank alone instead of its group, as a
