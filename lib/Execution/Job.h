@@ -146,6 +146,13 @@ private:
   /// run compiles and timed: its loops' bytes and operations
   /// (pmlir-step-work) and the seconds of a call on a quiet host
   /// (rt::quietSeconds).
+  /// Runs `measure` on every rank (a collective of every rank): all at
+  /// once, or, where the host's ranks want more threads than it has cores,
+  /// one rank at a time, each alone on the host as the profile's rates
+  /// mean (the step's simulation then shares the cores among the ranks
+  /// computing at once: planning::HostSharing). False where it failed on
+  /// any rank.
+  bool measureInTurns(llvm::function_ref<bool()> measure);
   struct LoopSample {
     double bytes, operations, seconds;
   };

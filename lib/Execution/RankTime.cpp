@@ -5,16 +5,18 @@
 // --predict prices each rank's compiled program (pmlir-step-work's list of
 // its GEMMs, loops, copies and communication, in program order) on a device
 // profile, and runs the ranks' timelines against each other
-// (pmlir/Planning/StepTime.h). The `cpu` profile is measured on this host,
-// as the run will use it, every rank of the job measuring at once (the
-// ranks share the cores as they will in the run): each GEMM kernel the
-// program calls, timed at its shapes on the run's threads; the rates of the
-// loops the CPU pipeline generates, fitted on two programs it compiles; a
-// copy's rate; the collectives' latency and bandwidth over the job's ranks;
-// the FLOP rate of a square GEMM (or of a faster GEMM the program calls),
-// the peak that model FLOPs utilization is against. What was measured is cached per host, threads
-// and ranks ($PMLIR_PROFILE_CACHE, else $XDG_CACHE_HOME/pmlir or ~/.cache/pmlir, cpu-profile.json),
-// so a second prediction measures only new shapes.
+// (pmlir/Planning/StepTime.h). The `cpu` profile is measured on this host
+// by every rank of the job, on the run's threads, all at once where the
+// host has a core for each of their threads, else one rank at a time (the
+// simulation then shares the cores among the ranks computing at once):
+// each GEMM kernel the program calls, timed at its shapes; the rates of
+// the loops the CPU pipeline generates, fitted on two programs it
+// compiles; a copy's rate; the collectives' latency and bandwidth over the
+// job's ranks; the FLOP rate of a square GEMM (or of a faster GEMM the
+// program calls), the peak that model FLOPs utilization is against. What
+// was measured is cached per host, threads and ranks
+// ($PMLIR_PROFILE_CACHE, else $XDG_CACHE_HOME/pmlir or ~/.cache/pmlir,
+// cpu-profile.json), so a second prediction measures only new shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,9 +226,26 @@ func.func @calibrate(%x: tensor<1024x4096xf32> {tfm.name = "x"},
 
 } // namespace
 
+bool Job::measureInTurns(llvm::function_ref<bool()> measure) {
+  int64_t ranks = mesh ? mesh->numRanks() : 1;
+  bool oversubscribed =
+      ranks > 1 &&
+      pmlir_rt_ranks_on_host() * std::max(1, pmlir_rt_parallel_threads()) > pmlir_rt_host_cores();
+  bool ok = true;
+  if (!oversubscribed) {
+    ok = measure();
+  } else {
+    for (int64_t turn = 0; turn < ranks; ++turn) {
+      if (turn == rank)
+        ok = measure();
+      overRanks(0, PMLIR_RT_MAX); // the next rank's turn
+    }
+  }
+  return !overRanks(ok ? 0 : 1, PMLIR_RT_MAX);
+}
+
 std::optional<Job::LoopSample> Job::timeGeneratedLoops(const char *text, std::string &error) {
-  // Compiled and bound on every rank, then timed by all at once, as the
-  // ranks of the run share the cores.
+  // Compiled and bound on every rank, then timed (measureInTurns).
   std::unique_ptr<JitProgram> program;
   std::optional<StepWork> work;
   std::vector<BoundArgument> arguments;
@@ -268,14 +287,21 @@ std::optional<Job::LoopSample> Job::timeGeneratedLoops(const char *text, std::st
     return std::nullopt;
   }
   std::vector<double> seconds;
-  for (int run = 0; run < 6; ++run) {
-    Clock::time_point t0 = Clock::now();
-    if (!program->run(error))
-      return std::nullopt;
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    program->releaseResults();
-    if (run > 0) // the first touches the pages
-      seconds.push_back(s);
+  if (!measureInTurns([&] {
+        for (int run = 0; run < 6; ++run) {
+          Clock::time_point t0 = Clock::now();
+          if (!program->run(error))
+            return false;
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          program->releaseResults();
+          if (run > 0) // the first touches the pages
+            seconds.push_back(s);
+        }
+        return true;
+      })) {
+    if (error.empty())
+      error = "another rank could not time the loop calibration";
+    return std::nullopt;
   }
   StepWork::Compute total = work->total();
   return LoopSample{static_cast<double>(total.parallelLoopBytes + total.serialLoopBytes),
@@ -318,40 +344,44 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
     measured.link = sharding::Link{factor * static_cast<double>(large) * 4 / transfer, latency};
     cached.link = measured.link;
   }
-  // The loops and the peak: every rank measures when any lacks them, all
-  // at once.
-  if (overRanks(cached.loops ? 0 : 1, PMLIR_RT_MAX)) {
-    // Time = bytes / bandwidth + operations / rate, solved on the two
-    // programs; where they do not separate the two (a host whose streaming
-    // is as slow as its arithmetic), the stream gives the bandwidth and
-    // the rest goes to the operations.
-    std::optional<LoopSample> stream = timeGeneratedLoops(kStreamingLoops, error);
-    std::optional<LoopSample> mix =
-        stream ? timeGeneratedLoops(kComputingLoops, error) : std::nullopt;
-    if (!mix)
-      return std::nullopt;
-    double det = stream->bytes * mix->operations - stream->operations * mix->bytes;
-    double perByte =
-        det != 0 ? (stream->seconds * mix->operations - stream->operations * mix->seconds) / det
-                 : 0;
-    double perOperation =
-        det != 0 ? (stream->bytes * mix->seconds - stream->seconds * mix->bytes) / det : 0;
-    if (!(perByte > 0 && perOperation > 0)) {
-      perByte = stream->seconds / stream->bytes;
-      perOperation =
-          std::max(mix->seconds - mix->bytes * perByte, 1e-3 * mix->seconds) / mix->operations;
-    }
-    double threads = std::max(1, pmlir_rt_parallel_threads());
-    LoopRates rates;
-    rates.parallelBytes = 1 / perByte;
-    rates.parallelOperations = 1 / perOperation;
-    rates.serialBytes = rates.parallelBytes / threads;
-    rates.serialOperations = rates.parallelOperations / threads;
-    rates.copyBytes = rt::copyBytesPerSecond();
-    cached.loops = measured.loops = rates;
-  }
+  // The loops and the peak: every rank measures when any lacks them.
+  if (overRanks(cached.loops ? 0 : 1, PMLIR_RT_MAX) && ![&] {
+        // Time = bytes / bandwidth + operations / rate, solved on the two
+        // programs; where they do not separate the two (a host whose streaming
+        // is as slow as its arithmetic), the stream gives the bandwidth and
+        // the rest goes to the operations.
+        std::optional<LoopSample> stream = timeGeneratedLoops(kStreamingLoops, error);
+        std::optional<LoopSample> mix =
+            stream ? timeGeneratedLoops(kComputingLoops, error) : std::nullopt;
+        if (!mix)
+          return false;
+        double det = stream->bytes * mix->operations - stream->operations * mix->bytes;
+        double perByte =
+            det != 0 ? (stream->seconds * mix->operations - stream->operations * mix->seconds) / det
+                     : 0;
+        double perOperation =
+            det != 0 ? (stream->bytes * mix->seconds - stream->seconds * mix->bytes) / det : 0;
+        if (!(perByte > 0 && perOperation > 0)) {
+          perByte = stream->seconds / stream->bytes;
+          perOperation =
+              std::max(mix->seconds - mix->bytes * perByte, 1e-3 * mix->seconds) / mix->operations;
+        }
+        double threads = std::max(1, pmlir_rt_parallel_threads());
+        LoopRates rates;
+        rates.parallelBytes = 1 / perByte;
+        rates.parallelOperations = 1 / perOperation;
+        rates.serialBytes = rates.parallelBytes / threads;
+        rates.serialOperations = rates.parallelOperations / threads;
+        rates.copyBytes = rt::copyBytesPerSecond();
+        cached.loops = measured.loops = rates;
+        return true;
+      }())
+    return std::nullopt;
   if (overRanks(cached.peak ? 0 : 1, PMLIR_RT_MAX))
-    cached.peak = measured.peak = rt::gemmPeakFlopsPerSecond();
+    measureInTurns([&] {
+      cached.peak = measured.peak = rt::gemmPeakFlopsPerSecond();
+      return true;
+    });
   planning::DeviceProfile profile;
   profile.name = "cpu";
   // The GEMMs not cached, timed together; a kernel the runtime lacks is
@@ -360,7 +390,11 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
   for (const StepWork::Gemm &gemm : work.gemms)
     if (!cached.gemms.count(gemmKey(gemm)))
       missing.push_back({gemm.kernel, gemm.lhs, gemm.rhs, gemm.out});
-  std::vector<std::optional<double>> timed = rt::timeGemmKernels(missing);
+  std::vector<std::optional<double>> timed;
+  measureInTurns([&] {
+    timed = rt::timeGemmKernels(missing);
+    return true;
+  });
   for (auto [call, seconds] : llvm::zip(missing, timed))
     if (seconds) {
       std::string key = gemmKey({call.kernel, call.lhs, call.rhs, call.out});
