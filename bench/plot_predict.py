@@ -75,7 +75,10 @@ def ranks(report_path, out):
     sources = sorted({s for r in ranks for s in r["buffer_bytes_by_source"]})
     for s in sources:
         memory.append((f"buffers: {s}", lambda r, s=s: r["buffer_bytes_by_source"].get(s, 0)))
-    memory.append(("less: in the free heap", lambda r: -r["buffer_bytes_in_free_heap"]))
+    memory.append(("copies of sends held", lambda r: r.get("send_copy_bytes", 0)))
+    # Drawn last, downwards from the top: the buffers the free heap holds
+    # are counted in the process already.
+    memory.append(("less: buffers in the free heap", lambda r: -r["buffer_bytes_in_free_heap"]))
     time = [("GEMMs", "gemm_seconds"), ("loops", "loop_seconds"), ("copies", "copy_seconds"),
             ("communication", "communication_seconds"), ("waiting", "waiting_seconds")]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))

@@ -130,11 +130,14 @@ struct RankPrediction {
   /// Of the buffers, the bytes the heap's free chunks hold.
   int64_t inFreeHeap = 0;
   std::array<int64_t, kNumBufferSources> bySource{};
+  /// The copies of its sends the runtime holds at once, from the step's
+  /// simulation (set on rank 0, not exchanged).
+  int64_t sendCopies = 0;
 
   static constexpr size_t kFields = 7 + kNumBufferSources;
   /// The buffers' peak holds the results (live at its last point).
   int64_t peak() const {
-    return process + parameters + optimizerState + inputs + buffers - inFreeHeap;
+    return process + parameters + optimizerState + inputs + buffers - inFreeHeap + sendCopies;
   }
   std::vector<int64_t> fields() const {
     std::vector<int64_t> f = {process, parameters, optimizerState, inputs,
@@ -251,8 +254,11 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     return 0;
   size_t ranks = all.size() / RankPrediction::kFields;
   std::vector<RankPrediction> predictions;
-  for (size_t r = 0; r < ranks; ++r)
+  for (size_t r = 0; r < ranks; ++r) {
     predictions.push_back(RankPrediction::of(all.data() + r * RankPrediction::kFields));
+    if (r < step->simulation.ranks.size())
+      predictions.back().sendCopies = step->simulation.ranks[r].heldSendBytes;
+  }
   int64_t largest = 0;
   for (const RankPrediction &p : predictions)
     largest = std::max(largest, p.peak());
@@ -273,6 +279,7 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
           {"buffer_bytes", p.buffers},
           {"buffer_bytes_by_source", std::move(sources)},
           {"buffer_bytes_in_free_heap", p.inFreeHeap},
+          {"send_copy_bytes", p.sendCopies},
           {"result_bytes", p.results},
       });
     }
@@ -320,7 +327,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
       continue;
     std::vector<size_t> same;
     for (size_t q = r; q < ranks; ++q)
-      if (!printed[q] && predictions[q].fields() == predictions[r].fields()) {
+      if (!printed[q] && predictions[q].fields() == predictions[r].fields() &&
+          predictions[q].sendCopies == predictions[r].sendCopies) {
         same.push_back(q);
         printed[q] = true;
       }
@@ -336,7 +344,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
                  << " + parameters " << bytesText(p.parameters) << " + optimizer state "
                  << bytesText(p.optimizerState) << " + inputs " << bytesText(p.inputs)
                  << " + buffers " << bytesText(p.buffers) << " - buffers in the free heap "
-                 << bytesText(p.inFreeHeap) << "\n";
+                 << bytesText(p.inFreeHeap) << " + copies of sends held " << bytesText(p.sendCopies)
+                 << "\n";
     llvm::outs() << "    buffers at the heaviest point:";
     for (size_t s = 0; s < kNumBufferSources; ++s)
       llvm::outs() << (s ? "," : "") << " " << describeSource(BufferSource(s)) << " "

@@ -120,6 +120,31 @@ TEST(StepTime, AReceiveWaitsForItsSend) {
   EXPECT_DOUBLE_EQ(sim.ranks[1].waiting, 1 + transfer);
   EXPECT_DOUBLE_EQ(sim.ranks[1].seconds, 1 + transfer + 2);
   EXPECT_DOUBLE_EQ(sim.seconds, sim.ranks[1].seconds);
+  // Rank 0 holds both copies until rank 1 takes the second.
+  EXPECT_EQ(sim.ranks[0].heldSendBytes, 2000);
+  EXPECT_EQ(sim.ranks[1].heldSendBytes, 0);
+}
+
+TEST(StepTime, SendCopiesHeldUntilTaken) {
+  // pp=2: rank 1 sends three results and rank 0 takes them only after 5 s
+  // of its own work: all three are held at once. Taken as they come, one
+  // at a time.
+  Mesh pp = mesh("pp=2");
+  sharding::Link link{1e9, 0};
+  std::vector<Timeline> late(2);
+  for (int i = 0; i < 3; ++i)
+    late[1].events.push_back(communicate(CollectiveKind::Send, 100, {0}, 0, i));
+  late[0].events = {compute(5)};
+  for (int i = 0; i < 3; ++i)
+    late[0].events.push_back(communicate(CollectiveKind::Recv, 100, {0}, 1, i));
+  EXPECT_EQ(simulateStep(late, &pp, link).ranks[1].heldSendBytes, 300);
+  std::vector<Timeline> prompt(2);
+  for (int i = 0; i < 3; ++i) {
+    prompt[1].events.push_back(communicate(CollectiveKind::Send, 100, {0}, 0, i));
+    prompt[1].events.push_back(compute(1));
+    prompt[0].events.push_back(communicate(CollectiveKind::Recv, 100, {0}, 1, i));
+  }
+  EXPECT_EQ(simulateStep(prompt, &pp, link).ranks[1].heldSendBytes, 100);
 }
 
 TEST(StepTime, RanksShareTheirHostsCores) {

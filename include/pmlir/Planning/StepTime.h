@@ -100,6 +100,9 @@ struct RankStep {
   /// Waiting for other ranks: at a collective for the last of its group,
   /// at a receive for its sender.
   double waiting = 0;
+  /// The most bytes of this rank's sends held at once: the runtime copies
+  /// what a rank sends and holds the copy until the receiver takes it.
+  int64_t heldSendBytes = 0;
 };
 
 struct StepSimulation {

@@ -252,9 +252,16 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
   // came.
   std::map<std::vector<int64_t>, std::vector<int64_t>> collectivesRun;
   std::map<std::pair<std::vector<int64_t>, int64_t>, std::map<int64_t, double>> arrived;
-  // Transfers sent: (from, to, tag) -> when each arrives, in the order
-  // sent (a tag may be sent again before it is received).
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<double>> inFlight;
+  // Transfers sent: (from, to, tag) -> each in the order sent (a tag may
+  // be sent again before it is received): when it arrives, and the copy
+  // its sender holds until then, from when.
+  struct Transfer {
+    double arrives, sent;
+    int64_t bytes;
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Transfer>> inFlight;
+  // Per sender, each copy's bytes from when it is made to when it is taken.
+  std::vector<std::vector<std::tuple<double, double, int64_t>>> held(n);
 
   bool progress = true;
   while (progress) {
@@ -277,7 +284,8 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         if (c.kind == CollectiveKind::Send) {
           int64_t to = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
           double own = seconds(CollectiveKind::Send, c.bytes, 2);
-          inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(clock[r] + own);
+          inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(
+              {clock[r] + own, clock[r], c.bytes});
           // The runtime copies the buffer and goes on.
           clock[r] += static_cast<double>(c.bytes) / link.bytesPerSecond;
           step.communication += static_cast<double>(c.bytes) / link.bytesPerSecond;
@@ -290,8 +298,10 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
           auto it = inFlight.find({from, static_cast<int64_t>(r), c.tag});
           if (it == inFlight.end() || it->second.empty())
             break; // not sent yet
-          double ready = std::max(clock[r], it->second.front());
+          Transfer sent = it->second.front();
+          double ready = std::max(clock[r], sent.arrives);
           it->second.pop_front();
+          held[from].emplace_back(sent.sent, ready, sent.bytes);
           step.waiting += ready - clock[r];
           clock[r] = ready;
           ++next[r];
@@ -324,6 +334,25 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         // This rank goes on; the others go on at their turn.
       }
     }
+  }
+  // Copies never taken are held to the end.
+  for (const auto &[key, transfers] : inFlight)
+    for (const Transfer &t : transfers)
+      held[std::get<0>(key)].emplace_back(t.sent, std::numeric_limits<double>::infinity(), t.bytes);
+  for (size_t r = 0; r < n; ++r) {
+    // The most held at once; a copy taken at the instant another is made
+    // is gone first.
+    std::vector<std::pair<double, int64_t>> changes;
+    for (auto [from, to, bytes] : held[r]) {
+      changes.push_back({from, bytes});
+      changes.push_back({to, -bytes});
+    }
+    std::sort(changes.begin(), changes.end(), [](const auto &a, const auto &b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
+    int64_t now = 0;
+    for (auto [at, delta] : changes)
+      sim.ranks[r].heldSendBytes = std::max(sim.ranks[r].heldSendBytes, now += delta);
   }
   for (size_t r = 0; r < n; ++r) {
     sim.ranks[r].seconds = clock[r];
