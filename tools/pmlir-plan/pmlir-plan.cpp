@@ -111,8 +111,6 @@ int fail(const std::string &message) {
   return 1;
 }
 
-std::string seconds(double s) { return formatSeconds(s); }
-
 /// How the printed commands run a plan: as the budget and topology given.
 planning::RunCommandOptions runCommandOptions(const std::string &budget) {
   planning::RunCommandOptions options;
@@ -135,7 +133,7 @@ std::string commText(const planning::CommPerAxes &comm) {
   std::string text;
   for (const auto &[axes, c] : comm)
     if (c.collectives > 0)
-      text += (text.empty() ? "" : ", ") + axes + " " + seconds(c.seconds);
+      text += (text.empty() ? "" : ", ") + axes + " " + formatSeconds(c.seconds);
   return text.empty() ? "none" : text;
 }
 
@@ -201,9 +199,9 @@ std::string overRunnerUp(const planning::Plan &best, const planning::Plan &next)
     comm[axes] -= c.seconds;
   for (const auto &[axes, difference] : comm)
     parts.push_back({axes + " comm", difference});
-  std::string text =
-      llvm::formatv("step {0} against {1}", seconds(best.stepSeconds), seconds(next.stepSeconds))
-          .str();
+  std::string text = llvm::formatv("step {0} against {1}", formatSeconds(best.stepSeconds),
+                                   formatSeconds(next.stepSeconds))
+                         .str();
   std::string differences = planning::differenceText(std::move(parts), 0.01 * next.stepSeconds);
   return differences.empty() ? text : text + ": " + differences;
 }
@@ -264,9 +262,9 @@ void printPredictions(const std::vector<planning::PredictedPlan> &predicted,
     const planning::PredictedRank &r = p.criticalRank();
     llvm::outs() << llvm::formatv(
         "{0} {1,11} {2,11:f0} {3,5:f1}% {4,11}  {5} + {6} + {7} + {8} + {9}{10}\n", head,
-        seconds(p.stepSeconds), p.tokensPerSecond, 100 * p.mfu, formatBytes(p.peakBytes),
-        seconds(r.gemmSeconds), seconds(r.loopSeconds), seconds(r.copySeconds),
-        seconds(r.communicationSeconds), seconds(r.waitingSeconds),
+        formatSeconds(p.stepSeconds), p.tokensPerSecond, 100 * p.mfu, formatBytes(p.peakBytes),
+        formatSeconds(r.gemmSeconds), formatSeconds(r.loopSeconds), formatSeconds(r.copySeconds),
+        formatSeconds(r.communicationSeconds), formatSeconds(r.waitingSeconds),
         p.fits ? "" : " (over the cap)");
   }
   if (predicted.empty() || !predicted.front().fits) {
@@ -276,7 +274,7 @@ void printPredictions(const std::vector<planning::PredictedPlan> &predicted,
   const planning::PredictedPlan &choice = predicted.front();
   llvm::outs() << "\nchoice: " << choice.plan.meshSpec() << ", " << choice.plan.scheduleName()
                << (choice.recompute ? ", recompute " + choice.recomputeName() : "") << ": step "
-               << seconds(choice.stepSeconds) << ", peak " << formatBytes(choice.peakBytes)
+               << formatSeconds(choice.stepSeconds) << ", peak " << formatBytes(choice.peakBytes)
                << " on the heaviest rank\n";
   if (predicted.size() > 1 && predicted[1].fits) {
     const planning::PredictedPlan &next = predicted[1];
@@ -410,7 +408,8 @@ int planMain(int argc, char **argv) {
       microbatches > 1 ? std::to_string(microbatches) + "-microbatch" : std::string("one-batch"),
       devices, topology->name, topology->devicesPerNode, formatBytes(options.memoryBudget));
   llvm::outs() << llvm::formatv("searched {0} layouts ({1} intra-op solves) in {2}\n\n",
-                                result->plans.size(), result->solves, seconds(result->seconds));
+                                result->plans.size(), result->solves,
+                                formatSeconds(result->seconds));
   llvm::outs() << llvm::formatv("{0,3} {1,-16} {2,-17} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11}  "
                                 "{9}\n",
                                 "#", "mesh", "schedule", "v", "step", "compute", "comm", "bubble",
@@ -427,18 +426,18 @@ int planMain(int argc, char **argv) {
     }
     llvm::outs() << llvm::formatv(
         "{0,3} {1,-16} {2,-17} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11}  {9}; {10}{11}\n", shown,
-        plan.meshSpec(), plan.scheduleName(), plan.virtualStages, seconds(plan.stepSeconds),
-        seconds(plan.computeSeconds), seconds(plan.commSeconds()), seconds(plan.bubbleSeconds),
-        formatBytes(plan.memoryBytes), commText(plan.comm()), formatBytes(commBytes(plan.comm())),
-        plan.fits ? "" : " (does not fit: " + plan.note + ")");
+        plan.meshSpec(), plan.scheduleName(), plan.virtualStages, formatSeconds(plan.stepSeconds),
+        formatSeconds(plan.computeSeconds), formatSeconds(plan.commSeconds()),
+        formatSeconds(plan.bubbleSeconds), formatBytes(plan.memoryBytes), commText(plan.comm()),
+        formatBytes(commBytes(plan.comm())), plan.fits ? "" : " (does not fit: " + plan.note + ")");
   }
   if (!result->plans.empty() && result->plans.front().fits) {
     const planning::Plan &best = result->plans.front();
     llvm::outs() << "\nbest: " << best.meshSpec() << ", " << best.scheduleName() << "\n";
-    llvm::outs() << llvm::formatv("  step {0} = compute {1} + comm {2} ({3}) + bubble {4}\n",
-                                  seconds(best.stepSeconds), seconds(best.computeSeconds),
-                                  seconds(best.commSeconds()), commText(best.comm()),
-                                  seconds(best.bubbleSeconds));
+    llvm::outs() << llvm::formatv(
+        "  step {0} = compute {1} + comm {2} ({3}) + bubble {4}\n", formatSeconds(best.stepSeconds),
+        formatSeconds(best.computeSeconds), formatSeconds(best.commSeconds()),
+        commText(best.comm()), formatSeconds(best.bubbleSeconds));
     if (best.schedule) {
       std::string split;
       for (int64_t s : best.splitPoints)
