@@ -488,9 +488,8 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
   // this host share its cores. A file's rates are a device of each rank's.
   planning::HostSharing host{pmlir_rt_host_cores(), pmlir_rt_ranks_on_host(),
                              std::max(1, pmlir_rt_parallel_threads())};
-  prediction.simulation =
-      planning::simulateStep(timelines, mesh ? &*mesh : nullptr, prediction.profile.link,
-                             o.profile == "cpu" ? &host : nullptr);
+  prediction.simulation = planning::simulateStep(
+      timelines, mesh ? &*mesh : nullptr, prediction.profile, o.profile == "cpu" ? &host : nullptr);
   if (!prediction.simulation.deadlock.empty()) {
     error = "the ranks' programs wait for each other forever: " + prediction.simulation.deadlock;
     return std::nullopt;

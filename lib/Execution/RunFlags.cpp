@@ -137,7 +137,7 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
          cl::desc("shard the global model with a recipe on --mesh, then propagate and partition"),
          cl::cat(c.mesh));
   bind("topology", o.topology,
-       cl::desc("--recipe auto: the hardware, a preset (cpu, h100) or a JSON file (default: "
+       cl::desc("--recipe auto: the hardware, a preset (cpu, h100, h200) or a JSON file (default: "
                 "cpu)"),
        cl::cat(c.mesh));
   bind("memory-budget", o.memoryBudget,

@@ -14,7 +14,7 @@
 
 using namespace pmlir::sharding;
 
-std::vector<std::string> Topology::presetNames() { return {"cpu", "h100"}; }
+std::vector<std::string> Topology::presetNames() { return {"cpu", "h100", "h200"}; }
 
 std::optional<Topology> Topology::preset(const std::string &name) {
   Topology t;
@@ -35,6 +35,16 @@ std::optional<Topology> Topology::preset(const std::string &name) {
     // per GPU, about 45 GB/s.
     t.devicesPerNode = 8;
     t.device = {600e12, 3e12, 80e9};
+    t.intraNode = {360e9, 3e-6};
+    t.interNode = {45e9, 10e-6};
+    return t;
+  }
+  if (name == "h200") {
+    // H200 SXM: the H100's compute and links with 141 GB of HBM3e at 4.8
+    // TB/s (the H100's 3.35): its copy bandwidth is the H100's measured one
+    // scaled by that ratio, not measured.
+    t.devicesPerNode = 8;
+    t.device = {600e12, 3e12 * 4.8 / 3.35, 141e9};
     t.intraNode = {360e9, 3e-6};
     t.interNode = {45e9, 10e-6};
     return t;
@@ -159,6 +169,17 @@ Link Topology::linkOf(const Mesh &mesh, int axis) const {
   // `devicesPerNode` consecutive ranks each.
   int64_t span = mesh.rankStride(axis) * mesh.axisSizes()[axis];
   return span <= devicesPerNode ? intraNode : interNode;
+}
+
+Link Topology::linkOfGroup(const Mesh &mesh, const std::vector<SubAxis> &axes,
+                           const std::vector<int64_t> &members) const {
+  if (axes.size() == 1 && axes[0].size == mesh.axisSizes()[axes[0].index])
+    if (auto it = axisLinks.find(mesh.axisNames()[axes[0].index]); it != axisLinks.end())
+      return it->second;
+  for (int64_t member : members)
+    if (member / devicesPerNode != members.front() / devicesPerNode)
+      return interNode;
+  return intraNode;
 }
 
 CostModel Topology::costModel(const Mesh &mesh) const {

@@ -61,7 +61,7 @@
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="solver=simplex" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SOLVER
 // SOLVER: error: auto-sharding: solver 'simplex' is neither cbc nor exhaustive
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
-// TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100) nor a readable JSON file
+// TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100, h200) nor a readable JSON file
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
 // LIMIT: error: auto-sharding: time limit 0.00 must be a positive number of seconds
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | not pmlir-opt --pmlir-auto-sharding -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER

@@ -56,7 +56,8 @@ llvm::cl::opt<std::string> modelPath(llvm::cl::Positional, llvm::cl::desc("MODEL
                                      llvm::cl::Required);
 llvm::cl::opt<int64_t> devices("devices", llvm::cl::desc("devices to lay out"), llvm::cl::Required);
 llvm::cl::opt<std::string>
-    topologyFlag("topology", llvm::cl::desc("a preset (cpu, h100) or a JSON file (default: cpu)"),
+    topologyFlag("topology",
+                 llvm::cl::desc("a preset (cpu, h100, h200) or a JSON file (default: cpu)"),
                  llvm::cl::init("cpu"));
 llvm::cl::opt<std::string>
     memoryBudget("memory-budget",

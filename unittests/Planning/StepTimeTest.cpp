@@ -26,6 +26,13 @@ DeviceProfile profile() {
   return p;
 }
 
+/// The profile whose every communication runs on `link`.
+DeviceProfile on(const sharding::Link &link) {
+  DeviceProfile p = profile();
+  p.link = link;
+  return p;
+}
+
 Timeline::Event compute(double seconds) { return {{seconds, 0, 0}, std::nullopt}; }
 
 Timeline::Event communicate(CollectiveKind kind, int64_t bytes, std::vector<int64_t> axes,
@@ -92,7 +99,7 @@ TEST(StepTime, ACollectiveWaitsForTheLastOfItsGroup) {
   std::vector<Timeline> ranks(2);
   ranks[0].events = {compute(1), communicate(CollectiveKind::AllReduce, bytes, {0})};
   ranks[1].events = {compute(3), communicate(CollectiveKind::AllReduce, bytes, {0})};
-  StepSimulation sim = simulateStep(ranks, &dp, link);
+  StepSimulation sim = simulateStep(ranks, &dp, on(link));
   EXPECT_TRUE(sim.deadlock.empty());
   double ring = 2 * 1e-3 + 1.0 * bytes / 1e9; // 2(n-1) steps, 2(n-1)/n of the bytes
   EXPECT_DOUBLE_EQ(sim.seconds, 3 + ring);
@@ -113,7 +120,7 @@ TEST(StepTime, AReceiveWaitsForItsSend) {
                      communicate(CollectiveKind::Send, 1000, {0}, 1, 4), compute(1)};
   ranks[1].events = {communicate(CollectiveKind::Recv, 1000, {0}, 0, 4), compute(2),
                      communicate(CollectiveKind::Recv, 1000, {0}, 0, 4)};
-  StepSimulation sim = simulateStep(ranks, &pp, link);
+  StepSimulation sim = simulateStep(ranks, &pp, on(link));
   ASSERT_TRUE(sim.deadlock.empty()) << sim.deadlock;
   double copy = 1000 / 1e6, transfer = 0.5 + 1000 / 1e6;
   EXPECT_DOUBLE_EQ(sim.ranks[0].seconds, 1 + 2 * copy + 1);
@@ -137,14 +144,14 @@ TEST(StepTime, SendCopiesHeldUntilTaken) {
   late[0].events = {compute(5)};
   for (int i = 0; i < 3; ++i)
     late[0].events.push_back(communicate(CollectiveKind::Recv, 100, {0}, 1, i));
-  EXPECT_EQ(simulateStep(late, &pp, link).ranks[1].heldSendBytes, 300);
+  EXPECT_EQ(simulateStep(late, &pp, on(link)).ranks[1].heldSendBytes, 300);
   std::vector<Timeline> prompt(2);
   for (int i = 0; i < 3; ++i) {
     prompt[1].events.push_back(communicate(CollectiveKind::Send, 100, {0}, 0, i));
     prompt[1].events.push_back(compute(1));
     prompt[0].events.push_back(communicate(CollectiveKind::Recv, 100, {0}, 1, i));
   }
-  EXPECT_EQ(simulateStep(prompt, &pp, link).ranks[1].heldSendBytes, 100);
+  EXPECT_EQ(simulateStep(prompt, &pp, on(link)).ranks[1].heldSendBytes, 100);
 }
 
 TEST(StepTime, RanksShareTheirHostsCores) {
@@ -156,13 +163,13 @@ TEST(StepTime, RanksShareTheirHostsCores) {
   for (Timeline &t : ranks)
     t.events = {compute(1), communicate(CollectiveKind::AllReduce, 4, {0})};
   HostSharing host{2, 4, 1};
-  StepSimulation sim = simulateStep(ranks, &dp, link, &host);
+  StepSimulation sim = simulateStep(ranks, &dp, on(link), &host);
   double ring = 2.0 * 3 / 4 * 4 / 1e9;
   EXPECT_NEAR(sim.seconds, 2 + ring, 1e-2);
   EXPECT_NEAR(sim.ranks[0].compute.gemm, 2, 1e-2);
   // Two hosts of 2 cores, 2 ranks each: every rank has a core.
   HostSharing twoHosts{2, 2, 1};
-  EXPECT_DOUBLE_EQ(simulateStep(ranks, &dp, link, &twoHosts).seconds, 1 + ring);
+  EXPECT_DOUBLE_EQ(simulateStep(ranks, &dp, on(link), &twoHosts).seconds, 1 + ring);
   // A pipeline's ranks take turns: rank 1 waits while rank 0 computes, so
   // 2 ranks on 1 core are slowed by what they compute at once, not twice.
   Mesh pp = mesh("pp=2");
@@ -170,8 +177,8 @@ TEST(StepTime, RanksShareTheirHostsCores) {
   turns[0].events = {compute(1), communicate(CollectiveKind::Send, 8, {0}, 1, 1)};
   turns[1].events = {communicate(CollectiveKind::Recv, 8, {0}, 0, 1), compute(1)};
   HostSharing oneCore{1, 2, 1};
-  StepSimulation piped = simulateStep(turns, &pp, link, &oneCore);
-  EXPECT_DOUBLE_EQ(piped.seconds, simulateStep(turns, &pp, link).seconds);
+  StepSimulation piped = simulateStep(turns, &pp, on(link), &oneCore);
+  EXPECT_DOUBLE_EQ(piped.seconds, simulateStep(turns, &pp, on(link)).seconds);
 }
 
 TEST(StepTime, NamesRanksThatWaitForever) {
@@ -179,7 +186,7 @@ TEST(StepTime, NamesRanksThatWaitForever) {
   std::vector<Timeline> ranks(2);
   ranks[0].events = {communicate(CollectiveKind::Recv, 8, {0}, 1, 1)};
   ranks[1].events = {communicate(CollectiveKind::Recv, 8, {0}, 0, 2)};
-  StepSimulation sim = simulateStep(ranks, &pp, {1e9, 0});
+  StepSimulation sim = simulateStep(ranks, &pp, on({1e9, 0}));
   EXPECT_NE(sim.deadlock.find("rank 0 waits at its communication 0 (recv)"), std::string::npos)
       << sim.deadlock;
 }
@@ -207,4 +214,91 @@ TEST(StepTime, ProfileFromJson) {
   EXPECT_EQ(error, "the device profile's 'gemm_gflops' must be a positive number");
   EXPECT_FALSE(DeviceProfile::fromJson("[1]", error));
   EXPECT_EQ(error, "the device profile is not a JSON object");
+}
+
+TEST(StepTime, GpuKernelsPayTheirLaunchAndTheirFamilysRate) {
+  StepWork work;
+  work.gemms = {{"pmlir_gpu_matmul_bf16_t01", {8, 16}, {4, 16}, {8, 4}},
+                {"pmlir_gpu_matmul_f32_t00", {8, 16}, {16, 4}, {8, 4}}};
+  DeviceProfile p = profile();
+  p.gemmFlopsPerSecondByFamily["pmlir_gpu_matmul_bf16"] = 4e9;
+  p.launchSeconds = 1e-3;
+  StepWork::Compute c;
+  c.gemmCalls = {{0, 2}, {1, 1}};
+  c.parallelLoopBytes = 1'000'000'000; // 1 s
+  c.loops = 10;
+  ComputeSeconds s = priceCompute(work, c, p);
+  double flops = 2.0 * 8 * 4 * 16;
+  EXPECT_DOUBLE_EQ(s.gemm, 2 * (flops / 4e9 + 1e-3) + (flops / 1e9 + 1e-3));
+  EXPECT_DOUBLE_EQ(s.loops, 1 + 10 * 1e-3);
+}
+
+TEST(StepTime, GpuSendsMeetTheirReceives) {
+  // pp=2 on a GPU (NCCL): rank 0 sends after 1 s, rank 1 receives after
+  // 3 s: the send waits for the receive and no copy is held.
+  Mesh pp = mesh("pp=2");
+  DeviceProfile gpu = on({1e6, 0.5});
+  gpu.target = CompileTarget::Gpu;
+  std::vector<Timeline> ranks(2);
+  ranks[0].events = {compute(1), communicate(CollectiveKind::Send, 1000, {0}, 1, 4), compute(1)};
+  ranks[1].events = {compute(3), communicate(CollectiveKind::Recv, 1000, {0}, 0, 4)};
+  StepSimulation sim = simulateStep(ranks, &pp, gpu);
+  ASSERT_TRUE(sim.deadlock.empty()) << sim.deadlock;
+  double transfer = 0.5 + 1000 / 1e6;
+  EXPECT_DOUBLE_EQ(sim.ranks[0].waiting, 2);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].seconds, 3 + transfer + 1);
+  EXPECT_DOUBLE_EQ(sim.ranks[1].seconds, 3 + transfer);
+  EXPECT_EQ(sim.ranks[0].heldSendBytes, 0);
+  // Both send first: on a CPU the copies let both go on; on a GPU each
+  // waits for the other's receive forever.
+  std::vector<Timeline> crossed(2);
+  for (int64_t r = 0; r < 2; ++r)
+    crossed[r].events = {communicate(CollectiveKind::Send, 8, {0}, 1 - r, 1),
+                         communicate(CollectiveKind::Recv, 8, {0}, 1 - r, 1)};
+  EXPECT_TRUE(simulateStep(crossed, &pp, on({1e6, 0})).deadlock.empty());
+  EXPECT_NE(simulateStep(crossed, &pp, gpu).deadlock.find("(send) for ranks that never come"),
+            std::string::npos);
+}
+
+TEST(StepTime, GroupsAcrossNodesTakeTheLinkBetweenThem) {
+  // dp=16 on nodes of 8: an all-reduce over dp crosses nodes, one over the
+  // 8 ranks of the first part of dp stays in a node.
+  std::optional<DeviceProfile> h100 = DeviceProfile::builtIn("h100");
+  ASSERT_TRUE(h100 && h100->topology);
+  Mesh dp = mesh("dp=16");
+  const sharding::Topology &t = *h100->topology;
+  int64_t whole = SubAxis{0, 1, 16}.code(16);
+  int64_t inside = SubAxis{0, 2, 8}.code(16);
+  EXPECT_DOUBLE_EQ(h100->linkOf(&dp, {whole}, 3).bytesPerSecond, t.interNode.bytesPerSecond);
+  EXPECT_DOUBLE_EQ(h100->linkOf(&dp, {inside}, 3).bytesPerSecond, t.intraNode.bytesPerSecond);
+  // No mesh: the profile's link.
+  EXPECT_DOUBLE_EQ(h100->linkOf(nullptr, {whole}, 0).bytesPerSecond, h100->link.bytesPerSecond);
+}
+
+TEST(StepTime, BuiltInGpuProfiles) {
+  for (const std::string &name : DeviceProfile::builtInNames()) {
+    std::optional<DeviceProfile> p = DeviceProfile::builtIn(name);
+    ASSERT_TRUE(p) << name;
+    EXPECT_EQ(p->target, CompileTarget::Gpu);
+    ASSERT_TRUE(p->topology);
+    EXPECT_EQ(p->topology->devicesPerNode, 8);
+    EXPECT_DOUBLE_EQ(p->peakFor(Precision::BF16), 989.4e12);
+    EXPECT_DOUBLE_EQ(p->peakFor(Precision::F32), 66.9e12);
+    EXPECT_GT(p->contextBytes, 0);
+    EXPECT_DOUBLE_EQ(p->link.bytesPerSecond, p->topology->intraNode.bytesPerSecond);
+  }
+  std::optional<DeviceProfile> h100 = DeviceProfile::builtIn("h100");
+  std::optional<DeviceProfile> h200 = DeviceProfile::builtIn("h200");
+  EXPECT_GT(h200->parallelBytesPerSecond, h100->parallelBytesPerSecond);
+  EXPECT_GT(h200->topology->device.memoryBytes, h100->topology->device.memoryBytes);
+  EXPECT_FALSE(DeviceProfile::builtIn("cpu"));
+  std::string error;
+  EXPECT_FALSE(DeviceProfile::fromJson(R"({"gemm_gflops": 1, "loop_gbps": 1, "loop_gops": 1,
+      "link_gbps": 1, "link_latency_us": 1, "target": "tpu"})",
+                                       error));
+  EXPECT_NE(error.find("'target' is cpu or gpu"), std::string::npos) << error;
+  EXPECT_FALSE(DeviceProfile::fromJson(R"({"gemm_gflops": 1, "loop_gbps": 1, "loop_gops": 1,
+      "link_gbps": 1, "link_latency_us": 1, "peak_gflops": {"fp8": 2}})",
+                                       error));
+  EXPECT_NE(error.find("not 'fp8'"), std::string::npos) << error;
 }

@@ -165,8 +165,9 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
       error));
   EXPECT_EQ(error, "the device's 'tflops' must be positive, not -1");
   EXPECT_FALSE(Topology::load("nowhere.json", error));
-  EXPECT_EQ(error,
-            "topology 'nowhere.json' is neither a preset (cpu, h100) nor a readable JSON file");
+  EXPECT_EQ(
+      error,
+      "topology 'nowhere.json' is neither a preset (cpu, h100, h200) nor a readable JSON file");
 
   EXPECT_EQ(pmlir::parseBytes("12GiB"), 12.0 * (1 << 30));
   EXPECT_EQ(pmlir::parseBytes("800MB"), 800e6);

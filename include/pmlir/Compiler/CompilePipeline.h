@@ -25,6 +25,7 @@
 #define PMLIR_COMPILER_COMPILEPIPELINE_H
 
 #include "pmlir/Sharding/Transforms/Passes.h"
+#include "pmlir/Support/CompileTarget.h"
 #include "pmlir/Support/Precision.h"
 #include "pmlir/Training/Transforms/Passes.h"
 
@@ -38,9 +39,6 @@ enum class CompilePhase { Global, Program, Sharded, Rank, Lowered };
 
 /// What a job runs: the entry, the gradient of its loss, or a training step.
 enum class ProgramKind { Forward, Gradients, Train };
-
-/// Where the program runs.
-enum class CompileTarget { Cpu, Gpu };
 
 struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipelineOptions> {
   using Recipe = ShardingPipelineOptions::Recipe;

@@ -43,8 +43,8 @@ struct Topology {
   std::map<std::string, Link> axisLinks;
 
   /// The built-in topologies: "cpu" (this 2-core machine: one core per
-  /// rank, MPI over shared memory) and "h100" (nodes of 8 H100 SXM on
-  /// NVLink, 400 Gb/s InfiniBand per GPU).
+  /// rank, MPI over shared memory), "h100" (nodes of 8 H100 SXM on NVLink,
+  /// 400 Gb/s InfiniBand per GPU) and "h200" (the same with H200s).
   static std::vector<std::string> presetNames();
   static std::optional<Topology> preset(const std::string &name);
   /// A topology from its JSON text; nullopt with `error` set to what is
@@ -55,6 +55,11 @@ struct Topology {
 
   /// The link of mesh axis `axis` of `mesh` placed on this topology.
   Link linkOf(const Mesh &mesh, int axis) const;
+  /// The link of one group of `mesh` over `axes` (parts of its axes), its
+  /// ranks `members`: a whole axis's pinned link, else the node's where
+  /// every member is on one node, else the link between nodes.
+  Link linkOfGroup(const Mesh &mesh, const std::vector<SubAxis> &axes,
+                   const std::vector<int64_t> &members) const;
   /// The cost model of `mesh` placed on this topology: per axis its link,
   /// and this topology's device.
   CostModel costModel(const Mesh &mesh) const;

@@ -16,6 +16,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <optional>
+
 namespace pmlir {
 
 /// The arithmetic of a program: f32; tf32 (on a GPU: f32 GEMMs on tensor
@@ -34,6 +36,14 @@ inline llvm::StringRef precisionName(Precision precision) {
     return "bf16";
   }
   llvm_unreachable("a precision without a name");
+}
+
+/// The precision named `name` (precisionName's), or nullopt.
+inline std::optional<Precision> parsePrecision(llvm::StringRef name) {
+  for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16})
+    if (precisionName(p) == name)
+      return p;
+  return std::nullopt;
 }
 
 /// The alternatives of a `precision` option, each with its name.

@@ -23,11 +23,85 @@ using namespace pmlir::planning;
 using sharding::CollectiveKind;
 using sharding::CostModel;
 
+namespace {
+
+/// The built-in GPU profiles as the JSON a file gives. H100 SXM, measured
+/// there (../shared/gpu-notes.md): GEMMs of 8192^3 at 51 TFLOP/s in f32,
+/// 394 in TF32, 763 in bf16; a generated elementwise kernel at 2681 GB/s;
+/// a device-to-device copy at 2.92 TB/s read and written (1460 GB/s of
+/// bytes read). Not measured: the loops' operation rate (half the FP32
+/// rate of 67 TFLOP/s), a kernel's launch (4 us), the CUDA context (512
+/// MiB) and an NCCL communicator's buffers (256 MiB); the peaks are the
+/// dense specifications. H200: the H100's compute, its memory bandwidth
+/// scaled by 4.8 / 3.35 TB/s; its links and memory are the h200 topology's.
+constexpr const char *kH100 = R"({
+  "name": "h100", "target": "gpu", "topology": "h100",
+  "gemm_gflops": 51000,
+  "gemm_gflops_by_kernel": {"pmlir_gpu_matmul_tf32": 394000, "pmlir_gpu_matmul_bf16": 763000,
+                            "pmlir_gpu_matmul_bf16f32": 763000},
+  "loop_gbps": 2681, "loop_gops": 33500, "copy_gbps": 1460, "launch_us": 4,
+  "peak_gflops": {"f32": 66900, "tf32": 494700, "bf16": 989400},
+  "context_mib": 512, "communicator_mib": 256
+})";
+constexpr const char *kH200 = R"({
+  "name": "h200", "target": "gpu", "topology": "h200",
+  "gemm_gflops": 51000,
+  "gemm_gflops_by_kernel": {"pmlir_gpu_matmul_tf32": 394000, "pmlir_gpu_matmul_bf16": 763000,
+                            "pmlir_gpu_matmul_bf16f32": 763000},
+  "loop_gbps": 3841, "loop_gops": 33500, "copy_gbps": 2092, "launch_us": 4,
+  "peak_gflops": {"f32": 66900, "tf32": 494700, "bf16": 989400},
+  "context_mib": 512, "communicator_mib": 256
+})";
+
+/// A GEMM kernel's family: its name less the transposes ("_t10").
+std::string gemmFamily(const std::string &kernel) {
+  size_t at = kernel.rfind('_');
+  if (at != std::string::npos && kernel.size() - at == 4 && kernel[at + 1] == 't')
+    return kernel.substr(0, at);
+  return kernel;
+}
+
+} // namespace
+
+std::vector<std::string> DeviceProfile::builtInNames() { return {"h100", "h200"}; }
+
+std::optional<DeviceProfile> DeviceProfile::builtIn(const std::string &name) {
+  const char *text = name == "h100" ? kH100 : name == "h200" ? kH200 : nullptr;
+  if (!text)
+    return std::nullopt;
+  std::string error;
+  std::optional<DeviceProfile> profile = fromJson(text, error);
+  assert(profile && "a built-in profile that does not parse");
+  return profile;
+}
+
+std::optional<DeviceProfile> DeviceProfile::load(const std::string &spec, std::string &error) {
+  if (std::optional<DeviceProfile> profile = builtIn(spec))
+    return profile;
+  return fromFile(spec, error);
+}
+
+double DeviceProfile::peakFor(Precision precision) const {
+  auto it = peakFlopsPerSecondByPrecision.find(precision);
+  return it != peakFlopsPerSecondByPrecision.end() ? it->second : peakFlopsPerSecond;
+}
+
+sharding::Link DeviceProfile::linkOf(const Mesh *mesh, const std::vector<int64_t> &axisCodes,
+                                     int64_t rank) const {
+  if (!topology || !mesh)
+    return link;
+  std::vector<SubAxis> axes;
+  for (int64_t code : axisCodes)
+    if (std::optional<SubAxis> part = mesh->axisOfCode(code))
+      axes.push_back(*part);
+  return topology->linkOfGroup(*mesh, axes, mesh->group(rank, axes));
+}
+
 std::optional<DeviceProfile> DeviceProfile::fromFile(const std::string &path, std::string &error) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     error = "--profile " + path + ": " + buffer.getError().message() +
-            " (a profile is cpu or a JSON file)";
+            " (a profile is cpu, h100, h200 or a JSON file)";
     return std::nullopt;
   }
   std::optional<DeviceProfile> profile = fromJson((*buffer)->getBuffer().str(), error);
@@ -42,6 +116,14 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
     error = "the device profile is not a JSON object";
     return std::nullopt;
   }
+  auto positive = [&](const nlohmann::json &value,
+                      const std::string &key) -> std::optional<double> {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+      error = "the device profile's '" + key + "' must be a positive number";
+      return std::nullopt;
+    }
+    return value.get<double>();
+  };
   auto number = [&](const char *key, std::optional<double> fallback) -> std::optional<double> {
     auto it = root.find(key);
     if (it == root.end()) {
@@ -49,26 +131,49 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
         error = std::string("the device profile needs '") + key + "'";
       return fallback;
     }
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) {
-      error = std::string("the device profile's '") + key + "' must be a positive number";
-      return std::nullopt;
-    }
-    return it->get<double>();
+    return positive(*it, key);
   };
   DeviceProfile p;
   auto name = root.find("name");
   p.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
+  if (auto target = root.find("target"); target != root.end()) {
+    if (*target == "cpu") {
+      p.target = CompileTarget::Cpu;
+    } else if (*target == "gpu") {
+      p.target = CompileTarget::Gpu;
+    } else {
+      error = "the device profile's 'target' is cpu or gpu, not " + target->dump();
+      return std::nullopt;
+    }
+  }
+  if (auto topology = root.find("topology"); topology != root.end()) {
+    if (!topology->is_string()) {
+      error = "the device profile's 'topology' names a topology preset or a JSON file";
+      return std::nullopt;
+    }
+    p.topology = sharding::Topology::load(topology->get<std::string>(), error);
+    if (!p.topology) {
+      error = "the device profile's topology: " + error;
+      return std::nullopt;
+    }
+  }
+  // With a topology, the link is its link inside a node unless given.
+  std::optional<double> topologyGbps, topologyLatency;
+  if (p.topology) {
+    topologyGbps = p.topology->intraNode.bytesPerSecond / 1e9;
+    topologyLatency = p.topology->intraNode.latencySeconds * 1e6;
+  }
   std::optional<double> gemm = number("gemm_gflops", std::nullopt);
   std::optional<double> bytes = gemm ? number("loop_gbps", std::nullopt) : std::nullopt;
   std::optional<double> ops = bytes ? number("loop_gops", std::nullopt) : std::nullopt;
   std::optional<double> serialBytes = ops ? number("serial_loop_gbps", bytes) : std::nullopt;
   std::optional<double> serialOps = serialBytes ? number("serial_loop_gops", ops) : std::nullopt;
   std::optional<double> copy = serialOps ? number("copy_gbps", bytes) : std::nullopt;
-  std::optional<double> linkBandwidth = copy ? number("link_gbps", std::nullopt) : std::nullopt;
+  std::optional<double> linkBandwidth = copy ? number("link_gbps", topologyGbps) : std::nullopt;
   std::optional<double> latency =
-      linkBandwidth ? number("link_latency_us", std::nullopt) : std::nullopt;
-  std::optional<double> peak = latency ? number("peak_gflops", gemm) : std::nullopt;
-  if (!peak)
+      linkBandwidth ? number("link_latency_us", topologyLatency) : std::nullopt;
+  std::optional<double> launch = latency ? number("launch_us", 0.0) : std::nullopt;
+  if (!launch)
     return std::nullopt;
   p.gemmFlopsPerSecond = *gemm * 1e9;
   p.parallelBytesPerSecond = *bytes * 1e9;
@@ -77,7 +182,55 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
   p.serialOperationsPerSecond = *serialOps * 1e9;
   p.copyBytesPerSecond = *copy * 1e9;
   p.link = {*linkBandwidth * 1e9, *latency * 1e-6};
-  p.peakFlopsPerSecond = *peak * 1e9;
+  p.launchSeconds = *launch * 1e-6;
+  p.peakFlopsPerSecond = p.gemmFlopsPerSecond;
+  if (auto byKernel = root.find("gemm_gflops_by_kernel"); byKernel != root.end()) {
+    if (!byKernel->is_object()) {
+      error = "the device profile's 'gemm_gflops_by_kernel' maps GEMM kernel families to rates";
+      return std::nullopt;
+    }
+    for (auto &[family, rate] : byKernel->items()) {
+      std::optional<double> r = positive(rate, "gemm_gflops_by_kernel." + family);
+      if (!r)
+        return std::nullopt;
+      p.gemmFlopsPerSecondByFamily[family] = *r * 1e9;
+    }
+  }
+  if (auto peak = root.find("peak_gflops"); peak != root.end()) {
+    if (peak->is_object()) {
+      for (auto &[precision, rate] : peak->items()) {
+        std::optional<Precision> which = parsePrecision(precision);
+        if (!which) {
+          error = "the device profile's 'peak_gflops' is a number or an object of f32, tf32 and "
+                  "bf16, not '" +
+                  precision + "'";
+          return std::nullopt;
+        }
+        std::optional<double> r = positive(rate, "peak_gflops." + precision);
+        if (!r)
+          return std::nullopt;
+        p.peakFlopsPerSecondByPrecision[*which] = *r * 1e9;
+      }
+      if (auto f32 = p.peakFlopsPerSecondByPrecision.find(Precision::F32);
+          f32 != p.peakFlopsPerSecondByPrecision.end())
+        p.peakFlopsPerSecond = f32->second;
+    } else {
+      std::optional<double> r = positive(*peak, "peak_gflops");
+      if (!r)
+        return std::nullopt;
+      p.peakFlopsPerSecond = *r * 1e9;
+    }
+  }
+  for (auto [key, field] : {std::pair{"context_mib", &p.contextBytes},
+                            std::pair{"communicator_mib", &p.communicatorBytes}}) {
+    auto it = root.find(key);
+    if (it == root.end())
+      continue;
+    std::optional<double> mib = positive(*it, key);
+    if (!mib)
+      return std::nullopt;
+    *field = static_cast<int64_t>(*mib * (1 << 20));
+  }
   return p;
 }
 
@@ -87,9 +240,16 @@ ComputeSeconds planning::priceCompute(const StepWork &work, const StepWork::Comp
   for (auto [gemm, calls] : compute.gemmCalls) {
     const StepWork::Gemm &g = work.gemms[gemm];
     auto measured = profile.gemmSeconds.find(g);
-    double one = measured != profile.gemmSeconds.end() ? measured->second
-                                                       : g.flops() / profile.gemmFlopsPerSecond;
-    s.gemm += one * static_cast<double>(calls);
+    double one;
+    if (measured != profile.gemmSeconds.end()) {
+      one = measured->second;
+    } else {
+      auto family = profile.gemmFlopsPerSecondByFamily.find(gemmFamily(g.kernel));
+      one = g.flops() / (family != profile.gemmFlopsPerSecondByFamily.end()
+                             ? family->second
+                             : profile.gemmFlopsPerSecond);
+    }
+    s.gemm += (one + profile.launchSeconds) * static_cast<double>(calls);
   }
   // A loop nest streams its operands and runs its body; the generated
   // loops overlap the two little (the rates are fitted so on them).
@@ -97,7 +257,8 @@ ComputeSeconds planning::priceCompute(const StepWork &work, const StepWork::Comp
       static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond +
       static_cast<double>(compute.parallelLoopOperations) / profile.parallelOperationsPerSecond +
       static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
-      static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond;
+      static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond +
+      static_cast<double>(compute.loops) * profile.launchSeconds;
   s.copies = static_cast<double>(compute.copyBytes) / profile.copyBytesPerSecond;
   return s;
 }
@@ -174,12 +335,12 @@ std::optional<Timeline> Timeline::decode(const int64_t *data, size_t size) {
 
 namespace {
 StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
-                            const sharding::Link &link);
+                            const DeviceProfile &profile);
 } // namespace
 
 StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const Mesh *mesh,
-                                      const sharding::Link &link, const HostSharing *sharing) {
-  StepSimulation sim = simulateOnce(ranks, mesh, link);
+                                      const DeviceProfile &profile, const HostSharing *sharing) {
+  StepSimulation sim = simulateOnce(ranks, mesh, profile);
   if (!sharing || sharing->cores < 1 || sharing->ranksPerHost < 1 || !sim.deadlock.empty())
     return sim;
   const int64_t n = static_cast<int64_t>(ranks.size());
@@ -214,14 +375,14 @@ StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const 
         e.compute.loops *= k;
         e.compute.copies *= k;
       }
-    sim = simulateOnce(stretched, mesh, link);
+    sim = simulateOnce(stretched, mesh, profile);
   }
   return sim;
 }
 
 namespace {
 StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
-                            const sharding::Link &link) {
+                            const DeviceProfile &profile) {
   size_t n = ranks.size();
   StepSimulation sim;
   sim.ranks.resize(n);
@@ -239,13 +400,17 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
       return std::vector<int64_t>{rank};
     return mesh->group(rank, axes);
   };
-  auto seconds = [&](CollectiveKind kind, int64_t bytes, int64_t groupSize) {
+  auto seconds = [&](CollectiveKind kind, int64_t bytes, int64_t groupSize,
+                     const sharding::Link &link) {
     if (groupSize <= 1 && kind != CollectiveKind::Send)
       return 0.0;
     return static_cast<double>(CostModel::steps(kind, groupSize)) * link.latencySeconds +
            CostModel::wireFactor(kind, groupSize) * static_cast<double>(bytes) /
                link.bytesPerSecond;
   };
+  // NCCL's send and receive meet on both streams: a pair's transfers are a
+  // two-rank collective of their own, matched in call order.
+  const bool sendsMeet = profile.target == CompileTarget::Gpu;
 
   // Collectives met so far: per group (its members) and the count of
   // collectives each member ran on it, the members there and when each
@@ -281,9 +446,23 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         const StepWork::Communication &c = *e.communication;
         std::vector<int64_t> group = groupOf(static_cast<int64_t>(r), c);
         int64_t size = static_cast<int64_t>(group.size());
-        if (c.kind == CollectiveKind::Send) {
+        const sharding::Link link = profile.linkOf(mesh, c.axes, static_cast<int64_t>(r));
+        bool pointToPoint = c.kind == CollectiveKind::Send || c.kind == CollectiveKind::Recv;
+        if (pointToPoint && sendsMeet) {
+          int64_t peer = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
+          if (peer == static_cast<int64_t>(r)) {
+            ++next[r]; // to itself: nothing moves
+            progress = true;
+            continue;
+          }
+          bool sends = c.kind == CollectiveKind::Send;
+          // The key no mesh group has: -1, the sender, the receiver.
+          group = {-1, sends ? static_cast<int64_t>(r) : peer,
+                   sends ? peer : static_cast<int64_t>(r)};
+          size = 2;
+        } else if (c.kind == CollectiveKind::Send) {
           int64_t to = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
-          double own = seconds(CollectiveKind::Send, c.bytes, 2);
+          double own = seconds(CollectiveKind::Send, c.bytes, 2, link);
           inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(
               {clock[r] + own, clock[r], c.bytes});
           // The runtime copies the buffer and goes on.
@@ -293,7 +472,7 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
           progress = true;
           continue;
         }
-        if (c.kind == CollectiveKind::Recv) {
+        if (c.kind == CollectiveKind::Recv && !sendsMeet) {
           int64_t from = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
           auto it = inFlight.find({from, static_cast<int64_t>(r), c.tag});
           if (it == inFlight.end() || it->second.empty())
@@ -320,7 +499,8 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         double start = 0;
         for (auto [member, at] : here)
           start = std::max(start, at);
-        double own = seconds(c.kind, c.bytes, size);
+        double own = pointToPoint ? seconds(CollectiveKind::Send, c.bytes, 2, link)
+                                  : seconds(c.kind, c.bytes, size, link);
         for (auto [member, at] : here) {
           RankStep &m = sim.ranks[member];
           m.waiting += start - at;

@@ -51,7 +51,7 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
                         llvm::cl::init(Recipe::None), recipeValues()};
   Option<std::string> topology{
       *this, "topology",
-      llvm::cl::desc("recipe=auto: a topology preset (cpu, h100) or a JSON file"),
+      llvm::cl::desc("recipe=auto: a topology preset (cpu, h100, h200) or a JSON file"),
       llvm::cl::init("cpu")};
   Option<std::string> memoryBudget{
       *this, "memory-budget",

@@ -212,7 +212,7 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"topology", "topology", "std::string", "\"cpu\"",
-           "a topology preset (cpu, h100) or a JSON file">,
+           "a topology preset (cpu, h100, h200) or a JSON file">,
     Option<"rankOrder", "rank-order", "std::string", "\"\"",
            "the mesh's rank order, fastest axis first (default: tp, cp, ep, dp, pp)">,
     Option<"pipelineAxis", "pipeline-axis", "std::string", "\"pp\"",
