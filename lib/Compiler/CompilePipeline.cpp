@@ -100,6 +100,8 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     gpu.chip = o.chip;
     gpu.precision = o.precision;
     gpu.format = o.gpuFormat;
+    gpu.predict = o.predict;
+    gpu.rank = o.rank;
     buildGpuLoweringPipeline(pm, gpu);
     return;
   }
@@ -127,11 +129,6 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
   auto runs = [&](CompilePhase phase) { return o.from < phase && phase <= o.to; };
   if (o.to < o.from) {
     error = "pmlir-compile-pipeline: phase 'to' comes before phase 'from'";
-    return failure();
-  }
-  if (o.predict && o.target != CompileTarget::Cpu) {
-    error = "pmlir-compile-pipeline: predict counts a CPU program's buffers and work; target=gpu "
-            "takes none";
     return failure();
   }
   // Without a mesh the program runs unsharded (on one process, or the same

@@ -10,8 +10,10 @@
 // tag read from the constants the lowering passes; a call of a function of
 // the module adds that function's events (each function walked once); a
 // loop of a known trip count repeats its body's; the heavier branch of an
-// if counts. The pmlir-step-work pass writes the result on the module
-// (kStepWorkAttr), where pmlir-run --predict reads it after lowering.
+// if counts. After the GPU pipeline has made its kernels, a gpu.launch_func
+// is one kernel (its buffers' bytes, their elements its operations), a
+// call of a GEMM kernel a GEMM, and a gpu.memcpy a copy. The pmlir-step-work pass writes the result
+// on the module (kStepWorkAttr), where pmlir-run --predict reads it after lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 #include "pmlir/Support/Mesh.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -108,6 +111,19 @@ std::optional<int64_t> staticBytes(Value v) {
       v = view.getViewSource();
     else
       return std::nullopt;
+  }
+}
+
+/// The static shape of `v`, seen through the casts that make a library
+/// call's memref<?x?xT> of a static buffer.
+std::optional<std::vector<int64_t>> staticShape(Value v) {
+  while (true) {
+    if (auto type = dyn_cast<MemRefType>(v.getType()); type && type.hasStaticShape())
+      return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
+    auto cast = v.getDefiningOp<memref::CastOp>();
+    if (!cast)
+      return std::nullopt;
+    v = cast.getSource();
   }
 }
 
@@ -231,26 +247,49 @@ private:
     return false;
   }
 
+  /// A call of GEMM kernel `kernel` on `lhs`, `rhs` into `out`.
+  bool addGemm(Operation &op, StringRef kernel, Value lhs, Value rhs, Value out,
+               std::vector<StepWork::Event> &events, std::string &error) {
+    auto l = staticShape(lhs), r = staticShape(rhs), o = staticShape(out);
+    if (!l || !r || !o)
+      return dynamic(op, error);
+    StepWork::Gemm gemm{kernel.str(), *l, *r, *o};
+    auto [it, inserted] = gemmIndex.try_emplace(gemm, static_cast<int64_t>(gemms.size()));
+    if (inserted)
+      gemms.push_back(std::move(gemm));
+    compute(events).gemmCalls[it->second] += 1;
+    return true;
+  }
+
+  /// A GPU kernel: a launch that reads and writes its buffers, their bytes,
+  /// and as its operations their elements (a load or a store each).
+  bool walkLaunch(gpu::LaunchFuncOp launch, std::vector<StepWork::Event> &events,
+                  std::string &error) {
+    int64_t bytes = 0, elements = 0;
+    for (Value operand : launch.getKernelOperands())
+      if (isa<BaseMemRefType>(operand.getType())) {
+        std::optional<int64_t> b = staticBytes(operand);
+        std::optional<std::vector<int64_t>> shape = staticShape(operand);
+        if (!b || !shape)
+          return dynamic(*launch, error);
+        bytes += *b;
+        int64_t n = 1;
+        for (int64_t d : *shape)
+          n *= d;
+        elements += n;
+      }
+    StepWork::Compute &c = compute(events);
+    ++c.loops;
+    c.parallelLoopBytes += bytes;
+    c.parallelLoopOperations += elements;
+    return true;
+  }
+
   bool walkLinalg(linalg::LinalgOp op, std::vector<StepWork::Event> &events, std::string &error) {
     if (auto kernel = op->getAttrOfType<StringAttr>("library_call");
-        kernel && op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1) {
-      auto shape = [](Value v) -> std::optional<std::vector<int64_t>> {
-        auto type = dyn_cast<MemRefType>(v.getType());
-        if (!type || !type.hasStaticShape())
-          return std::nullopt;
-        return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
-      };
-      auto lhs = shape(op.getDpsInputs()[0]), rhs = shape(op.getDpsInputs()[1]),
-           out = shape(op.getDpsInits()[0]);
-      if (!lhs || !rhs || !out)
-        return dynamic(*op, error);
-      StepWork::Gemm gemm{kernel.str(), *lhs, *rhs, *out};
-      auto [it, inserted] = gemmIndex.try_emplace(gemm, static_cast<int64_t>(gemms.size()));
-      if (inserted)
-        gemms.push_back(std::move(gemm));
-      compute(events).gemmCalls[it->second] += 1;
-      return true;
-    }
+        kernel && op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1)
+      return addGemm(*op, kernel.getValue(), op.getDpsInputs()[0], op.getDpsInputs()[1],
+                     op.getDpsInits()[0], events, error);
     int64_t iterations = 1;
     for (int64_t extent : op.getStaticLoopRanges()) {
       if (ShapedType::isDynamic(extent))
@@ -393,9 +432,22 @@ private:
       compute(events).copyBytes += *bytes;
       return true;
     }
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+      return walkLaunch(launch, events, error);
+    if (auto copy = dyn_cast<gpu::MemcpyOp>(op)) {
+      std::optional<int64_t> bytes = staticBytes(copy.getSrc());
+      if (!bytes)
+        return dynamic(op, error);
+      compute(events).copyBytes += *bytes;
+      return true;
+    }
     if (auto call = dyn_cast<func::CallOp>(op)) {
       if (const rt::abi::Entry *entry = rt::abi::entryOfSymbol(call.getCallee().str()))
         return walkRuntimeCall(call, *entry, events, error);
+      // A GEMM linalg op lowered to its library call (the GPU's kernels).
+      if (rt::abi::isGemmKernel(call.getCallee()) && call.getNumOperands() >= 3)
+        return addGemm(op, call.getCallee(), call.getOperand(0), call.getOperand(1),
+                       call.getOperand(2), events, error);
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       if (!callee || callee.isExternal())
         return true; // the libraries' own entry points

@@ -114,6 +114,9 @@ private:
   std::unique_ptr<TokenData> tokens;
   /// Every rank's peak resident bytes once its runs are done (on rank 0).
   std::vector<int64_t> peakResident;
+  /// With a GPU: every rank's peak of device memory its tensors took, and
+  /// the GEMM workspace (on rank 0).
+  std::vector<int64_t> peakDevice;
 
   /// --predict: compiles `module` (at the rank phase, its entry `entry`)
   /// as the run would, and prints every rank's predicted peak and the

@@ -1,4 +1,4 @@
-//===- RankMemory.cpp - A rank's resident memory: predicted and measured --===//
+//===- RankMemory.cpp - A rank's memory: predicted and measured ----------===//
 //
 // Part of pmlir.
 //
@@ -14,12 +14,21 @@
 // once its last step or forward is done, and prints it at its end, so the
 // two can be compared.
 //
+// With --device gpu the program is lowered for the GPU and not loaded (no
+// GPU is asked): a rank's device memory is its arguments, copied there
+// once, plus its buffers' peak (the runtime's stream-ordered pool reuses
+// what is freed), the cuBLASLt workspace, and from the profile the CUDA
+// context and each NCCL communicator the rank makes (one per group it
+// communicates in). A GPU run prints the pool's peak with the workspace.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Job.h"
 
 #include "pmlir/Conversion/BufferPeak.h"
+#include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Support/Bytes.h"
 
 #include "llvm/Support/Format.h"
@@ -124,34 +133,54 @@ std::string bytesText(int64_t bytes) {
   return formatBytes(static_cast<double>(bytes), bytes >= (int64_t(1) << 30) ? 3 : 1);
 }
 
-/// One rank's predicted peak, in the order the ranks exchange it.
+/// One rank's predicted peak, in the order the ranks exchange it. On a
+/// GPU, device memory: `process` is the CUDA context and the GEMM
+/// workspace, no buffer sits in a free heap, and no send is copied.
 struct RankPrediction {
   int64_t process = 0, parameters = 0, optimizerState = 0, inputs = 0, buffers = 0, results = 0;
   /// Of the buffers, the bytes the heap's free chunks hold.
   int64_t inFreeHeap = 0;
+  /// The groups the rank communicates in (a GPU's NCCL communicators).
+  int64_t groups = 0;
   std::array<int64_t, kNumBufferSources> bySource{};
   /// The copies of its sends the runtime holds at once, from the step's
-  /// simulation (set on rank 0, not exchanged).
-  int64_t sendCopies = 0;
+  /// simulation, and on a GPU its communicators' buffers (set on rank 0,
+  /// not exchanged).
+  int64_t sendCopies = 0, communicators = 0;
 
-  static constexpr size_t kFields = 7 + kNumBufferSources;
+  static constexpr size_t kFields = 8 + kNumBufferSources;
   /// The buffers' peak holds the results (live at its last point).
   int64_t peak() const {
-    return process + parameters + optimizerState + inputs + buffers - inFreeHeap + sendCopies;
+    return process + parameters + optimizerState + inputs + buffers - inFreeHeap + sendCopies +
+           communicators;
   }
   std::vector<int64_t> fields() const {
     std::vector<int64_t> f = {process, parameters, optimizerState, inputs,
-                              buffers, results,    inFreeHeap};
+                              buffers, results,    inFreeHeap,     groups};
     f.insert(f.end(), bySource.begin(), bySource.end());
     return f;
   }
   static RankPrediction of(const int64_t *f) {
-    RankPrediction p{f[0], f[1], f[2], f[3], f[4], f[5], f[6], {}};
+    RankPrediction p{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], {}};
     for (size_t s = 0; s < kNumBufferSources; ++s)
-      p.bySource[s] = f[7 + s];
+      p.bySource[s] = f[8 + s];
     return p;
   }
 };
+
+/// The groups a rank's program communicates in: its communications'
+/// distinct mesh axes (0 where its work is not known).
+int64_t groupsOf(ModuleOp module) {
+  auto attr = module->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
+  std::optional<StepWork> work = attr ? StepWork::fromAttribute(attr) : std::nullopt;
+  if (!work)
+    return 0;
+  std::set<std::vector<int64_t>> groups;
+  for (const StepWork::Event &e : work->events)
+    if (e.communication)
+      groups.insert(e.communication->axes);
+  return static_cast<int64_t>(groups.size());
+}
 
 /// What each source of buffers is called in the text report.
 const char *describeSource(BufferSource source) {
@@ -183,25 +212,38 @@ std::vector<int64_t> Job::fromEveryRank(const std::vector<int64_t> &mine) const 
   return all;
 }
 
-void Job::measurePeakResident() { peakResident = fromEveryRank({peakResidentBytes()}); }
+void Job::measurePeakResident() {
+  peakResident = fromEveryRank({peakResidentBytes()});
+  if (o.device == CompileTarget::Gpu)
+    peakDevice = fromEveryRank(
+        {static_cast<int64_t>(pmlir_rt_gpu_peak_bytes() + PMLIR_RT_GPU_GEMM_WORKSPACE_BYTES)});
+}
 
 void Job::reportPeakResident() const {
-  if (rank != 0 || peakResident.empty())
+  if (rank != 0)
     return;
-  std::string line = "peak resident memory:";
-  if (peakResident.size() == 1) {
-    line += " " + bytesText(peakResident[0]);
-  } else if (peakResident.size() <= 8) {
-    for (auto [r, bytes] : llvm::enumerate(peakResident))
-      line += std::string(r ? "," : "") + " rank " + std::to_string(r) + " " + bytesText(bytes);
-  } else {
-    auto [least, most] = std::minmax_element(peakResident.begin(), peakResident.end());
-    line += " largest " + bytesText(*most) + " (rank " +
-            std::to_string(most - peakResident.begin()) + "), smallest " + bytesText(*least) +
-            " (rank " + std::to_string(least - peakResident.begin()) + "), of " +
-            std::to_string(peakResident.size()) + " ranks";
-  }
-  llvm::outs() << line << "\n";
+  auto report = [](const std::string &what, const std::vector<int64_t> &peaks) {
+    if (peaks.empty())
+      return;
+    std::string line = what + ":";
+    if (peaks.size() == 1) {
+      line += " " + bytesText(peaks[0]);
+    } else if (peaks.size() <= 8) {
+      for (auto [r, bytes] : llvm::enumerate(peaks))
+        line += std::string(r ? "," : "") + " rank " + std::to_string(r) + " " + bytesText(bytes);
+    } else {
+      auto [least, most] = std::minmax_element(peaks.begin(), peaks.end());
+      line += " largest " + bytesText(*most) + " (rank " + std::to_string(most - peaks.begin()) +
+              "), smallest " + bytesText(*least) + " (rank " +
+              std::to_string(least - peaks.begin()) + "), of " + std::to_string(peaks.size()) +
+              " ranks";
+    }
+    llvm::outs() << line << "\n";
+  };
+  report("peak resident memory", peakResident);
+  // What --predict --device gpu predicts less the context and NCCL's
+  // buffers, which no allocation of the program's makes.
+  report("peak device memory (tensors and the GEMM workspace)", peakDevice);
   llvm::outs().flush();
 }
 
@@ -227,8 +269,11 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     }
   }
   // Compiled as the run compiles it: the process then holds its baseline.
-  std::unique_ptr<JitProgram> program = compile(module, signature, rank == 0, error);
-  if (!program)
+  // A GPU's program is lowered and not loaded: its memory is the device's.
+  const bool onGpu = o.device == CompileTarget::Gpu;
+  std::unique_ptr<JitProgram> program;
+  if (onGpu ? failed(lower(module, signature.name, rank == 0, error))
+            : !(program = compile(module, signature, rank == 0, error)))
     return failHere(error);
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
@@ -240,8 +285,12 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   mine.buffers = peak->peakBytes;
   mine.bySource = peak->bytesBySource;
   mine.results = peak->resultBytes;
-  mine.process = residentBytes();
-  mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
+  if (onGpu) {
+    mine.groups = groupsOf(module);
+  } else {
+    mine.process = residentBytes();
+    mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
+  }
 
   std::vector<int64_t> all = fromEveryRank(mine.fields());
   // The time after the memory: measuring the profile allocates.
@@ -254,14 +303,23 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     return 0;
   size_t ranks = all.size() / RankPrediction::kFields;
   std::vector<RankPrediction> predictions;
+  const planning::DeviceProfile &profile = step->profile;
   for (size_t r = 0; r < ranks; ++r) {
-    predictions.push_back(RankPrediction::of(all.data() + r * RankPrediction::kFields));
+    RankPrediction &p =
+        predictions.emplace_back(RankPrediction::of(all.data() + r * RankPrediction::kFields));
     if (r < step->simulation.ranks.size())
-      predictions.back().sendCopies = step->simulation.ranks[r].heldSendBytes;
+      p.sendCopies = step->simulation.ranks[r].heldSendBytes;
+    if (onGpu) {
+      p.process = profile.contextBytes + static_cast<int64_t>(PMLIR_RT_GPU_GEMM_WORKSPACE_BYTES);
+      p.communicators = p.groups * profile.communicatorBytes;
+    }
   }
   int64_t largest = 0;
   for (const RankPrediction &p : predictions)
     largest = std::max(largest, p.peak());
+  // What a device holds, where the profile knows its devices.
+  int64_t capacity =
+      profile.topology ? static_cast<int64_t>(profile.topology->device.memoryBytes) : 0;
 
   if (o.json) {
     llvm::json::Array rankList;
@@ -280,6 +338,7 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
           {"buffer_bytes_by_source", std::move(sources)},
           {"buffer_bytes_in_free_heap", p.inFreeHeap},
           {"send_copy_bytes", p.sendCopies},
+          {"communicator_bytes", p.communicators},
           {"result_bytes", p.results},
       });
     }
@@ -297,8 +356,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
       entry["communication_seconds"] = s.communication;
       entry["waiting_seconds"] = s.waiting;
     }
-    const planning::DeviceProfile &profile = step->profile;
     llvm::json::Object report{
+        {"target", onGpu ? "gpu" : "cpu"},
         {"peak_bytes", largest},
         {"step_seconds", sim.seconds},
         {"tokens_per_step", tokensPerStep},
@@ -310,16 +369,28 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
         {"rank0_largest_buffers", std::move(buffers)},
         {"profile", llvm::json::Object{{"name", profile.name},
                                        {"source", step->source},
-                                       {"peak_flops_per_second", profile.peakFlopsPerSecond},
+                                       {"peak_flops_per_second", profile.peakFor(o.precision)},
                                        {"link_bytes_per_second", profile.link.bytesPerSecond},
                                        {"link_latency_seconds", profile.link.latencySeconds}}},
     };
+    if (capacity > 0) {
+      report["device_memory_bytes"] = capacity;
+      report["fits"] = largest <= capacity;
+    }
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
     return 0;
   }
 
-  llvm::outs() << "predicted peak resident memory (nothing ran): " << bytesText(largest)
-               << (ranks > 1 ? " on the heaviest rank" : "") << "\n";
+  llvm::outs() << "predicted peak " << (onGpu ? "device" : "resident")
+               << " memory (nothing ran): " << bytesText(largest)
+               << (ranks > 1 ? " on the heaviest rank" : "");
+  if (capacity > 0)
+    llvm::outs() << ", of the " << bytesText(capacity) << " a device of " << profile.name
+                 << " holds: "
+                 << (largest <= capacity
+                         ? "fits"
+                         : "does not fit, " + bytesText(largest - capacity) + " over");
+  llvm::outs() << "\n";
   // Ranks that predict alike print once ("ranks 0, 2").
   std::vector<bool> printed(ranks, false);
   for (size_t r = 0; r < ranks; ++r) {
@@ -340,12 +411,19 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
         who += (i ? ", " : "") + std::to_string(same[i]);
       who += ": ";
     }
-    llvm::outs() << "  " << who << bytesText(p.peak()) << " = process " << bytesText(p.process)
-                 << " + parameters " << bytesText(p.parameters) << " + optimizer state "
+    llvm::outs() << "  " << who << bytesText(p.peak()) << " = "
+                 << (onGpu ? "CUDA context and GEMM workspace " : "process ")
+                 << bytesText(p.process);
+    if (onGpu)
+      llvm::outs() << " + NCCL communicators " << p.groups << " x "
+                   << bytesText(profile.communicatorBytes);
+    llvm::outs() << " + parameters " << bytesText(p.parameters) << " + optimizer state "
                  << bytesText(p.optimizerState) << " + inputs " << bytesText(p.inputs)
-                 << " + buffers " << bytesText(p.buffers) << " - buffers in the free heap "
-                 << bytesText(p.inFreeHeap) << " + copies of sends held " << bytesText(p.sendCopies)
-                 << "\n";
+                 << " + buffers " << bytesText(p.buffers);
+    if (!onGpu)
+      llvm::outs() << " - buffers in the free heap " << bytesText(p.inFreeHeap)
+                   << " + copies of sends held " << bytesText(p.sendCopies);
+    llvm::outs() << "\n";
     llvm::outs() << "    buffers at the heaviest point:";
     for (size_t s = 0; s < kNumBufferSources; ++s)
       llvm::outs() << (s ? "," : "") << " " << describeSource(BufferSource(s)) << " "

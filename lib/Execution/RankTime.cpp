@@ -458,9 +458,10 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
       prediction.profile = std::move(*profile);
   } else {
     if (std::optional<planning::DeviceProfile> profile =
-            planning::DeviceProfile::fromFile(o.profile, mine))
+            planning::DeviceProfile::load(o.profile, mine))
       prediction.profile = std::move(*profile);
-    prediction.source = "the rates of " + o.profile;
+    prediction.source = planning::DeviceProfile::builtIn(o.profile) ? "built in: " + o.profile
+                                                                    : "the rates of " + o.profile;
   }
   if (!agree())
     return std::nullopt;
@@ -491,7 +492,11 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
   prediction.simulation = planning::simulateStep(
       timelines, mesh ? &*mesh : nullptr, prediction.profile, o.profile == "cpu" ? &host : nullptr);
   if (!prediction.simulation.deadlock.empty()) {
-    error = "the ranks' programs wait for each other forever: " + prediction.simulation.deadlock;
+    error = "the ranks' programs wait for each other forever: " + prediction.simulation.deadlock +
+            (prediction.profile.target == CompileTarget::Gpu
+                 ? " (on a GPU a send waits for its receive: NCCL's send and receive meet on "
+                   "both ranks' streams)"
+                 : "");
     return std::nullopt;
   }
   return prediction;
@@ -503,7 +508,7 @@ double Job::tokensPerSecond(double stepSeconds) const {
 
 double Job::utilization(double stepSeconds, const planning::DeviceProfile &profile) const {
   double ranks = mesh ? static_cast<double>(mesh->numRanks()) : 1;
-  double peak = stepSeconds * ranks * profile.peakFlopsPerSecond;
+  double peak = stepSeconds * ranks * profile.peakFor(o.precision);
   return peak > 0 ? modelFlopsPerStep / peak : 0;
 }
 
@@ -520,7 +525,7 @@ void Job::printStepPrediction(const StepPrediction &step) const {
   if (modelFlopsPerStep > 0)
     llvm::outs() << llvm::formatv(", model FLOPs utilization {0:f1}% of {1:f1} GFLOP/s a rank",
                                   100 * utilization(sim.seconds, step.profile),
-                                  step.profile.peakFlopsPerSecond / 1e9);
+                                  step.profile.peakFor(o.precision) / 1e9);
   llvm::outs() << "\n";
   // Every rank up to 8, else the one that ends last.
   size_t ranks = sim.ranks.size();

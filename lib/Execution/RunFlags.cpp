@@ -305,8 +305,9 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   profileFlag =
       bind("profile", o.profile,
            cl::desc("with --predict: the device profile that prices the step: cpu (measured on "
-                    "this host, cached) or a JSON file of fixed rates (cpu)"),
-           cl::value_desc("cpu|file"), cl::cat(c.reports));
+                    "this host, cached), h100 or h200 (with --device gpu; no GPU needed), or a "
+                    "JSON file of fixed rates (cpu)"),
+           cl::value_desc("cpu|h100|h200|file"), cl::cat(c.reports));
   bind("json", o.json, cl::desc("with --predict: print one JSON object instead"),
        cl::cat(c.reports));
 

@@ -286,9 +286,15 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
   lowering.predict = o.predict;
+  // A prediction runs nothing: the kernels stay NVVM (no CUDA toolkit).
+  if (o.predict)
+    lowering.gpuFormat = "nvvm";
   lowering.rank = rank;
+  // A prediction asks no GPU: the built-in profiles' (H100, H200) are sm_90.
   if (o.device == CompileTarget::Gpu)
-    lowering.chip = o.gpuChip.empty() ? std::string(pmlir_rt_gpu_chip()) : o.gpuChip;
+    lowering.chip = !o.gpuChip.empty() ? o.gpuChip
+                    : o.predict        ? std::string("sm_90")
+                                       : std::string(pmlir_rt_gpu_chip());
   if (failed(buildCompilePipeline(pm, lowering, error)))
     return failure();
   if (failed(configure(pm)) || failed(pm.run(module))) {
@@ -334,9 +340,9 @@ int Job::run() {
     char text[512];
     // A GPU program's collectives read and write device memory: NCCL's (a
     // job that only compiles runs none, and needs no GPU).
-    pmlir_rt_backend backend =
-        o.backend.value_or(o.device == CompileTarget::Gpu && !o.compileOnly ? PMLIR_RT_BACKEND_NCCL
-                                                                            : PMLIR_RT_BACKEND_MPI);
+    pmlir_rt_backend backend = o.backend.value_or(
+        o.device == CompileTarget::Gpu && !o.compileOnly && !o.predict ? PMLIR_RT_BACKEND_NCCL
+                                                                       : PMLIR_RT_BACKEND_MPI);
     if (pmlir_rt_init(rt::RuntimeMesh(*mesh).get(), o.timeout, backend, text, sizeof(text)))
       return fail(text);
     rank = pmlir_rt_rank();
@@ -347,7 +353,7 @@ int Job::run() {
   }
   if (o.train && o.mesh.empty())
     catchStopRequests(/*rankOfJob=*/false);
-  if (o.device == CompileTarget::Gpu && !o.compileOnly) {
+  if (o.device == CompileTarget::Gpu && !o.compileOnly && !o.predict) {
     char text[512];
     if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
       return failHere("--device gpu: " + std::string(text));
@@ -994,9 +1000,25 @@ int exec::runModel(const RunOptions &o) {
     return fail("--json prints the report of --predict: it needs --predict");
   if (o.predict && o.compileOnly)
     return fail("--predict compiles and stops already: it takes no --compile-only");
-  if (o.predict && o.device == CompileTarget::Gpu)
-    return fail("--predict predicts a CPU run's resident memory; a GPU's device memory is not "
-                "predicted yet: drop --device gpu");
+  if (o.predict) {
+    // The profile prices the target the job compiles for: checked here,
+    // before any rank starts.
+    CompileTarget priced = CompileTarget::Cpu;
+    if (o.profile != "cpu") {
+      std::string error;
+      std::optional<planning::DeviceProfile> profile =
+          planning::DeviceProfile::load(o.profile, error);
+      if (!profile)
+        return fail("--predict: " + error);
+      priced = profile->target;
+    }
+    if (priced != o.device)
+      return fail(o.device == CompileTarget::Gpu
+                      ? "--predict --device gpu prices the step on a GPU's profile: --profile "
+                        "h100, h200 or a file of a GPU's rates (\"target\": \"gpu\")"
+                      : "--profile " + o.profile +
+                            " prices a GPU's step: --predict it with --device gpu");
+  }
   if (o.model.empty())
     return fail("no model: pmlir-run MODEL.mlir [options]");
   bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;

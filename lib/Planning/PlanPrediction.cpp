@@ -32,6 +32,8 @@ std::vector<std::string> planning::runArguments(const Plan &plan, const RunComma
   std::vector<std::string> args = {options.pmlirRun, options.model};
   if (options.train)
     args.push_back("--train");
+  if (options.device == CompileTarget::Gpu)
+    args.insert(args.end(), {"--device", "gpu"});
   args.insert(args.end(),
               {"--mesh", plan.meshSpec(), "--recipe", "auto", "--topology", options.topology});
   if (!options.memoryBudget.empty())

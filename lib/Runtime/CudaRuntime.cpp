@@ -136,7 +136,7 @@ struct Gpu {
   bool shutDown = false;
   cublasLtHandle_t blas = nullptr;
   void *workspace = nullptr;
-  size_t workspaceBytes = size_t(32) << 20;
+  size_t workspaceBytes = PMLIR_RT_GPU_GEMM_WORKSPACE_BYTES;
   std::map<GemmKey, GemmPlan> plans;
   std::map<std::pair<void *, std::string>, cudaKernel_t> kernels;
   std::unordered_map<void *, std::string> kernelNames;

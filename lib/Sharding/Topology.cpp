@@ -40,11 +40,10 @@ std::optional<Topology> Topology::preset(const std::string &name) {
     return t;
   }
   if (name == "h200") {
-    // H200 SXM: the H100's compute and links with 141 GB of HBM3e at 4.8
-    // TB/s (the H100's 3.35): its copy bandwidth is the H100's measured one
-    // scaled by that ratio, not measured.
+    // H200 SXM: the H100's compute and links with 141 GB of HBM3e: 3.9 TB/s
+    // measured copy bandwidth (docs/performance.md).
     t.devicesPerNode = 8;
-    t.device = {600e12, 3e12 * 4.8 / 3.35, 141e9};
+    t.device = {600e12, 3.9e12, 141e9};
     t.intraNode = {360e9, 3e-6};
     t.interNode = {45e9, 10e-6};
     return t;

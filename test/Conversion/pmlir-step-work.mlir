@@ -116,6 +116,39 @@ func.func @step(%a: memref<?xf32>) {
 
 // -----
 
+// After the GPU pipeline has made its kernels: a call of a GEMM kernel (its
+// shapes seen through the casts) is a GEMM; a kernel launch one loop, its
+// buffers' bytes (64 x 16 f32 and bf16: 4096 + 2048) and their elements
+// (2 x 1024) as its operations.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {events = [array<i64: 0, 6144, 2048, 0, 0, 0, 1, 0, 1>],
+// CHECK-SAME: gemms = [{kernel = "pmlir_gpu_matmul_bf16_r22_t00", lhs = array<i64: 64, 32>, out = array<i64: 64, 16>, rhs = array<i64: 32, 16>}]}
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%a: memref<64x16xf32>, %b: memref<64x16xbf16>) kernel {
+      gpu.return
+    }
+  }
+  func.func private @pmlir_gpu_matmul_bf16_r22_t00(memref<?x?xbf16, strided<[?, ?], offset: ?>>,
+      memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, i1)
+  func.func @step(%x: memref<64x32xbf16>, %w: memref<32x16xbf16>, %y: memref<64x16xbf16>,
+                  %f: memref<64x16xf32>) {
+    %c1 = arith.constant 1 : index
+    %false = arith.constant false
+    %cx = memref.cast %x : memref<64x32xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+    %cw = memref.cast %w : memref<32x16xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+    %cy = memref.cast %y : memref<64x16xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+    call @pmlir_gpu_matmul_bf16_r22_t00(%cx, %cw, %cy, %false)
+        : (memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>,
+           memref<?x?xbf16, strided<[?, ?], offset: ?>>, i1) -> ()
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+        args(%f : memref<64x16xf32>, %y : memref<64x16xbf16>)
+    return
+  }
+}
+
+// -----
+
 // A ring's neighbour, computed from the rank's coordinate: on rank 1 of
 // cp=2 the send goes to (1 + 1) mod 2 = 0.
 // RUN: pmlir-opt %s --split-input-file --pmlir-step-work="entry=step rank=1" | FileCheck %s --check-prefix=RANK

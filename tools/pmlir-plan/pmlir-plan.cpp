@@ -92,11 +92,13 @@ llvm::cl::opt<std::string> entry("entry", llvm::cl::desc("the function to plan (
 llvm::cl::opt<std::string> profile(
     "profile",
     llvm::cl::desc("predict the best plans as pmlir-run --predict does, on this device profile: "
-                   "cpu (measured on this host, cached) or a JSON file of rates"));
+                   "cpu (measured on this host, cached), h100 or h200 (the plans run with "
+                   "--device gpu) or a JSON file of rates"));
 llvm::cl::opt<std::string> memoryCap(
     "memory-cap",
-    llvm::cl::desc("with --profile: the most resident bytes a rank may hold, as 8GiB (default: "
-                   "the budget); also the search's budget where --memory-budget is not given"));
+    llvm::cl::desc("with --profile: the most bytes a rank may hold (resident, or on a GPU its "
+                   "device's), as 8GiB (default: the budget); also the search's budget where "
+                   "--memory-budget is not given"));
 llvm::cl::opt<int64_t> predictCount(
     "predict", llvm::cl::desc("with --profile: the plans to predict, best first (default: --top)"),
     llvm::cl::init(-1));
@@ -112,6 +114,9 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// Where the plans run: a GPU where --profile is a GPU's.
+CompileTarget planDevice = CompileTarget::Cpu;
+
 /// How the printed commands run a plan: as the budget and topology given.
 planning::RunCommandOptions runCommandOptions(const std::string &budget) {
   planning::RunCommandOptions options;
@@ -119,6 +124,7 @@ planning::RunCommandOptions runCommandOptions(const std::string &budget) {
   options.train = train;
   options.topology = topologyFlag;
   options.memoryBudget = budget;
+  options.device = planDevice;
   return options;
 }
 
@@ -325,8 +331,12 @@ int planMain(int argc, char **argv) {
   } else {
     predicting.profile = profile;
     // A file of rates is read now, not once per plan after the search.
-    if (profile != "cpu" && !planning::DeviceProfile::fromFile(profile, error))
-      return fail(error);
+    if (profile != "cpu") {
+      std::optional<planning::DeviceProfile> rates = planning::DeviceProfile::load(profile, error);
+      if (!rates)
+        return fail(error);
+      planDevice = rates->target;
+    }
     predicting.plans = predictCount < 0 ? top : predictCount;
     if (predicting.plans < 1)
       return fail("--predict must be at least 1 plan, not " + std::to_string(predictCount));

@@ -218,8 +218,8 @@ TEST(StepTime, ProfileFromJson) {
 
 TEST(StepTime, GpuKernelsPayTheirLaunchAndTheirFamilysRate) {
   StepWork work;
-  work.gemms = {{"pmlir_gpu_matmul_bf16_t01", {8, 16}, {4, 16}, {8, 4}},
-                {"pmlir_gpu_matmul_f32_t00", {8, 16}, {16, 4}, {8, 4}}};
+  work.gemms = {{"pmlir_gpu_matmul_bf16_r22_t01", {8, 16}, {8, 16}, {8, 8}},
+                {"pmlir_gpu_matmul_f32_r22_t00", {8, 16}, {16, 4}, {8, 4}}};
   DeviceProfile p = profile();
   p.gemmFlopsPerSecondByFamily["pmlir_gpu_matmul_bf16"] = 4e9;
   p.launchSeconds = 1e-3;
@@ -228,9 +228,26 @@ TEST(StepTime, GpuKernelsPayTheirLaunchAndTheirFamilysRate) {
   c.parallelLoopBytes = 1'000'000'000; // 1 s
   c.loops = 10;
   ComputeSeconds s = priceCompute(work, c, p);
-  double flops = 2.0 * 8 * 4 * 16;
-  EXPECT_DOUBLE_EQ(s.gemm, 2 * (flops / 4e9 + 1e-3) + (flops / 1e9 + 1e-3));
+  double bf16 = 2.0 * 8 * 8 * 16, f32 = 2.0 * 8 * 4 * 16;
+  EXPECT_DOUBLE_EQ(s.gemm, 2 * (bf16 / 4e9 + 1e-3) + (f32 / 1e9 + 1e-3));
   EXPECT_DOUBLE_EQ(s.loops, 1 + 10 * 1e-3);
+  // On a GPU a kernel takes the longer of its bytes and its elements (its
+  // operations), and a GEMM at least its operands' bytes at the copy
+  // ceiling: the f32 GEMM's 8 x 16 + 16 x 4 + 8 x 4 floats at 2 x 2e9 B/s.
+  p.target = CompileTarget::Gpu;
+  c.parallelLoopOperations = 8'000'000'000; // 2 s at 4e9
+  s = priceCompute(work, c, p);
+  EXPECT_DOUBLE_EQ(s.loops, 2 + 10 * 1e-3);
+  double moved = (8 * 16 + 16 * 4 + 8 * 4) * 4.0;
+  double f32Call = std::max(f32 / 1e9, moved / 4e9) + 1e-3;
+  EXPECT_DOUBLE_EQ(s.gemm, 2 * (bf16 / 4e9 + 1e-3) + f32Call);
+  // Rows of 16 bytes (8 bf16, 4 floats) are aligned; of 6 bytes (3 bf16),
+  // not: those GEMMs take the unaligned rate.
+  p.unalignedGemmFlopsPerSecond = 2e9;
+  EXPECT_DOUBLE_EQ(priceCompute(work, c, p).gemm, s.gemm);
+  work.gemms[0] = {"pmlir_gpu_matmul_bf16_r22_t01", {8, 16}, {3, 16}, {8, 3}};
+  double unaligned = 2.0 * 8 * 3 * 16;
+  EXPECT_DOUBLE_EQ(priceCompute(work, c, p).gemm, 2 * (unaligned / 2e9 + 1e-3) + f32Call);
 }
 
 TEST(StepTime, GpuSendsMeetTheirReceives) {

@@ -160,7 +160,7 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                               llvm::cl::init(Precision::F32), precisionValues()};
   Option<bool> predict{
       *this, "predict",
-      llvm::cl::desc("target=cpu: write what pmlir-run --predict reads on the module: the bytes "
+      llvm::cl::desc("write what pmlir-run --predict reads on the module: the bytes "
                      "the entry's buffers hold at their heaviest point (pmlir-buffer-peak) and "
                      "its work in program order (pmlir-step-work)"),
       llvm::cl::init(false)};

@@ -361,6 +361,13 @@ def StepWork : Pass<"pmlir-step-work", "mlir::ModuleOp"> {
       transfer's peer and tag (a broadcast's root as the peer; -1 where
       none), and its mesh axes' codes.
 
+    The GPU pipeline runs it once its kernels are made (after
+    `pmlir-gpu-host-buffers`), where a loop nest may have been fused into
+    another's kernel: each `gpu.launch_func` is then one loop (a kernel
+    launch) with its buffers' bytes and, as its operations, their elements
+    (a load or store each); each call of a GEMM kernel (the library call a
+    GEMM linalg op became) a GEMM; each `gpu.memcpy` a copy.
+
     A transfer's peer may be computed from the rank's coordinates
     (`pmlir_rt_coordinate`, `pmlir_rt_index_in_group` and integer
     arithmetic, as a ring's neighbour is): `rank` names the job's rank the

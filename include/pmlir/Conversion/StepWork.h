@@ -55,11 +55,13 @@ struct StepWork {
     /// iterations times the operations of one, passes
     /// rt::abi::kParallelMinWork) and those it runs on one thread: the
     /// bytes of their operands and their operations (a math function counts
-    /// kMathOperations).
+    /// kMathOperations). A GPU's kernels (gpu.launch_func) are parallel:
+    /// their buffers' bytes, and their elements as operations.
     int64_t parallelLoopBytes = 0, parallelLoopOperations = 0;
     int64_t serialLoopBytes = 0, serialLoopOperations = 0;
     /// Bytes memref.copy reads (and writes).
     int64_t copyBytes = 0;
+    /// Loop nests, or a GPU's kernels.
     int64_t loops = 0;
 
     bool empty() const { return gemmCalls.empty() && loops == 0 && copyBytes == 0; }

@@ -19,6 +19,7 @@
 #define PMLIR_PLANNING_PLANPREDICTION_H
 
 #include "pmlir/Planning/Planner.h"
+#include "pmlir/Support/CompileTarget.h"
 #include "pmlir/Training/Autodiff.h"
 
 #include <cstdint>
@@ -36,6 +37,8 @@ struct RunCommandOptions {
   bool train = false;
   /// pmlir-run's --topology and --memory-budget ("": not given).
   std::string topology = "cpu", memoryBudget;
+  /// pmlir-run's --device.
+  CompileTarget device = CompileTarget::Cpu;
 };
 
 /// The arguments of the pmlir-run command that runs `plan` (the first, the
@@ -47,8 +50,8 @@ std::vector<std::string> runArguments(const Plan &plan, const RunCommandOptions 
 std::string commandLine(const std::vector<std::string> &arguments);
 
 struct PredictOptions {
-  /// pmlir-run's --profile: "cpu" (measured on this host, cached) or a
-  /// JSON file of fixed rates.
+  /// pmlir-run's --profile: "cpu" (measured on this host, cached), a
+  /// built-in GPU's ("h100") or a JSON file of fixed rates.
   std::string profile = "cpu";
   /// The most bytes a rank's process may hold.
   double memoryCap = std::numeric_limits<double>::infinity();

@@ -37,6 +37,10 @@
 
 namespace pmlir::planning {
 
+/// The bytes a GPU's tensor-core GEMM kernels need each row of an operand
+/// to start on.
+inline constexpr int64_t kGemmRowAlignment = 16;
+
 /// What a rank computes and communicates with.
 struct DeviceProfile {
   std::string name;
@@ -48,9 +52,13 @@ struct DeviceProfile {
   std::map<StepWork::Gemm, double> gemmSeconds;
   /// A GEMM not measured: its FLOPs at its family's rate, else at this one.
   double gemmFlopsPerSecond = 1e11;
-  /// Rates of GEMM kernel families (a kernel's name less its transposes,
-  /// "pmlir_gpu_matmul_bf16"): a GPU's tensor cores per precision.
+  /// Rates of GEMM kernels by family and operand types (a kernel's name
+  /// less its ranks and transposes, "pmlir_gpu_matmul_bf16"): a GPU's
+  /// tensor cores per precision.
   std::map<std::string, double> gemmFlopsPerSecondByFamily;
+  /// On a GPU, the rate of a GEMM whose operands' rows do not start on
+  /// kGemmRowAlignment bytes, where it is below its family's (0: none).
+  double unalignedGemmFlopsPerSecond = 0;
   /// Loop nests split over the threads, and on one thread.
   double parallelBytesPerSecond = 1e10, parallelOperationsPerSecond = 4e9;
   double serialBytesPerSecond = 1e10, serialOperationsPerSecond = 2e9;
@@ -89,7 +97,8 @@ struct DeviceProfile {
   /// serial ones default to the parallel ones, peak to the GEMM rate); a
   /// GPU's also {"target": "gpu", "topology": a preset or a file (the
   /// links then default to its link inside a node), "gemm_gflops_by_kernel":
-  /// {family: rate}, "launch_us", "peak_gflops": {"f32", "tf32", "bf16"},
+  /// {family: rate}, "gemm_unaligned_gflops", "launch_us", "peak_gflops":
+  /// {"f32", "tf32", "bf16"},
   /// "context_mib", "communicator_mib"}; nullopt with `error` naming what is
   /// missing or not positive.
   static std::optional<DeviceProfile> fromJson(const std::string &text, std::string &error);

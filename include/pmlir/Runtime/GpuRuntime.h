@@ -63,6 +63,9 @@ void pmlir_rt_gpu_synchronize(void);
  * frees after it are no-ops and allocations fail. */
 void pmlir_rt_gpu_shutdown(void);
 
+/* The cuBLASLt workspace a rank's GPU holds beside the pool, in bytes. */
+#define PMLIR_RT_GPU_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+
 /* Device memory in use by the pool and its peak, in bytes. */
 size_t pmlir_rt_gpu_bytes_in_use(void);
 size_t pmlir_rt_gpu_peak_bytes(void);

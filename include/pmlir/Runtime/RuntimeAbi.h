@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pmlir::rt::abi {
@@ -155,6 +156,44 @@ inline std::string gemmKernelName(GemmFamily family, std::string_view types, uns
   return std::string(gemmPrefix(family)) + "_" + std::string(types) + "_r" +
          std::to_string(outRank) + std::to_string(rhsRank) + "_t" + (lhsTransposed ? "1" : "0") +
          (rhsTransposed ? "1" : "0");
+}
+
+/// A GEMM kernel's family and operand types, its name less the ranks and
+/// transposes gemmKernelName adds ("pmlir_gpu_matmul_bf16" of
+/// "pmlir_gpu_matmul_bf16_r32_t01"); any other name as it is.
+inline std::string_view gemmKernelTypes(std::string_view kernel) {
+  auto suffix = [&](char letter) {
+    size_t at = kernel.size() >= 4 ? kernel.size() - 4 : 0;
+    if (kernel.size() < 4 || kernel[at] != '_' || kernel[at + 1] != letter)
+      return false;
+    kernel = kernel.substr(0, at);
+    return true;
+  };
+  std::string_view whole = kernel;
+  if (!suffix('t') || !suffix('r'))
+    return whole;
+  return kernel;
+}
+
+/// The bytes of an operand's element and of the result's of GEMM kernel
+/// `kernel` (either family), or nullopt where it is none.
+inline std::optional<std::pair<int64_t, int64_t>> gemmElementBytes(std::string_view kernel) {
+  std::string_view types = gemmKernelTypes(kernel);
+  std::string cpu = std::string(gemmPrefix(GemmFamily::Cpu)) + "_";
+  std::string gpu = std::string(gemmPrefix(GemmFamily::Gpu)) + "_";
+#define PMLIR_RT_CPU_GEMM(TYPES, IN, OUT)                                                          \
+  if (types == cpu + #TYPES)                                                                       \
+    return std::pair<int64_t, int64_t>(sizeof(IN), sizeof(OUT));
+#define PMLIR_RT_GPU_GEMM(TYPES, IN, OUT, COMPUTE)                                                 \
+  if (types == gpu + #TYPES)                                                                       \
+    return std::pair<int64_t, int64_t>(sizeof(IN), sizeof(OUT));
+#include "pmlir/Runtime/RuntimeAbi.def"
+  return std::nullopt;
+}
+
+/// Whether `name` is a GEMM kernel's (gemmKernelName's form, either family).
+inline bool isGemmKernel(std::string_view name) {
+  return gemmKernelTypes(name).size() != name.size() && gemmElementBytes(name).has_value();
 }
 
 } // namespace pmlir::rt::abi

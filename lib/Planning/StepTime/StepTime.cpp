@@ -6,6 +6,8 @@
 
 #include "pmlir/Planning/StepTime.h"
 
+#include "pmlir/Runtime/RuntimeAbi.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <nlohmann/json.hpp>
@@ -25,41 +27,38 @@ using sharding::CostModel;
 
 namespace {
 
-/// The built-in GPU profiles as the JSON a file gives. H100 SXM, measured
-/// there (../shared/gpu-notes.md): GEMMs of 8192^3 at 51 TFLOP/s in f32,
-/// 394 in TF32, 763 in bf16; a generated elementwise kernel at 2681 GB/s;
-/// a device-to-device copy at 2.92 TB/s read and written (1460 GB/s of
-/// bytes read). Not measured: the loops' operation rate (half the FP32
-/// rate of 67 TFLOP/s), a kernel's launch (4 us), the CUDA context (512
-/// MiB) and an NCCL communicator's buffers (256 MiB); the peaks are the
-/// dense specifications. H200: the H100's compute, its memory bandwidth
-/// scaled by 4.8 / 3.35 TB/s; its links and memory are the h200 topology's.
+/// The built-in GPU profiles as the JSON a file gives, from measurements:
+/// on an H100 (../shared/gpu-notes.md) GEMMs of 8192^3 at 51 TFLOP/s in
+/// f32, 394 in TF32, 763 in bf16, and a device-to-device copy at 2.92 TB/s
+/// read and written; on an H200 (docs/performance.md, 2026-11-26) the copy
+/// at 3.89 TB/s, pmlir's generated f32 kernels at 2.20 TB/s (bias + GELU;
+/// 58% of the copy, 61% for a layer norm): 550 G elements a second, their
+/// loads and stores being one element a thread, and 4.9 to 6.6 us of host
+/// time a launch. A kernel's bytes go at the copy's pace, its elements at
+/// that rate. In a bf16 training step's trace there, the two GEMMs over
+/// GPT-2's vocabulary (rows of 50257, not 16-byte aligned) ran at 115
+/// TFLOP/s: the rate of a tensor-core GEMM whose rows are not aligned. The H100's kernels are taken
+/// at the same 58% of its copy; the H200's GEMMs at the H100's (the same compute). Not measured:
+/// the CUDA context (512 MiB) and an NCCL communicator's buffers (256 MiB). The peaks are the dense
+/// specifications; the links and memory are the h100 and h200 topologies'.
 constexpr const char *kH100 = R"({
   "name": "h100", "target": "gpu", "topology": "h100",
-  "gemm_gflops": 51000,
+  "gemm_gflops": 51000, "gemm_unaligned_gflops": 115000,
   "gemm_gflops_by_kernel": {"pmlir_gpu_matmul_tf32": 394000, "pmlir_gpu_matmul_bf16": 763000,
                             "pmlir_gpu_matmul_bf16f32": 763000},
-  "loop_gbps": 2681, "loop_gops": 33500, "copy_gbps": 1460, "launch_us": 4,
+  "loop_gbps": 2920, "loop_gops": 423, "copy_gbps": 1460, "launch_us": 5,
   "peak_gflops": {"f32": 66900, "tf32": 494700, "bf16": 989400},
   "context_mib": 512, "communicator_mib": 256
 })";
 constexpr const char *kH200 = R"({
   "name": "h200", "target": "gpu", "topology": "h200",
-  "gemm_gflops": 51000,
+  "gemm_gflops": 51000, "gemm_unaligned_gflops": 115000,
   "gemm_gflops_by_kernel": {"pmlir_gpu_matmul_tf32": 394000, "pmlir_gpu_matmul_bf16": 763000,
                             "pmlir_gpu_matmul_bf16f32": 763000},
-  "loop_gbps": 3841, "loop_gops": 33500, "copy_gbps": 2092, "launch_us": 4,
+  "loop_gbps": 3888, "loop_gops": 550, "copy_gbps": 1944, "launch_us": 5,
   "peak_gflops": {"f32": 66900, "tf32": 494700, "bf16": 989400},
   "context_mib": 512, "communicator_mib": 256
 })";
-
-/// A GEMM kernel's family: its name less the transposes ("_t10").
-std::string gemmFamily(const std::string &kernel) {
-  size_t at = kernel.rfind('_');
-  if (at != std::string::npos && kernel.size() - at == 4 && kernel[at + 1] == 't')
-    return kernel.substr(0, at);
-  return kernel;
-}
 
 } // namespace
 
@@ -196,6 +195,12 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
       p.gemmFlopsPerSecondByFamily[family] = *r * 1e9;
     }
   }
+  if (auto unaligned = root.find("gemm_unaligned_gflops"); unaligned != root.end()) {
+    std::optional<double> r = positive(*unaligned, "gemm_unaligned_gflops");
+    if (!r)
+      return std::nullopt;
+    p.unalignedGemmFlopsPerSecond = *r * 1e9;
+  }
   if (auto peak = root.find("peak_gflops"); peak != root.end()) {
     if (peak->is_object()) {
       for (auto &[precision, rate] : peak->items()) {
@@ -244,21 +249,55 @@ ComputeSeconds planning::priceCompute(const StepWork &work, const StepWork::Comp
     if (measured != profile.gemmSeconds.end()) {
       one = measured->second;
     } else {
-      auto family = profile.gemmFlopsPerSecondByFamily.find(gemmFamily(g.kernel));
-      one = g.flops() / (family != profile.gemmFlopsPerSecondByFamily.end()
-                             ? family->second
-                             : profile.gemmFlopsPerSecond);
+      auto family =
+          profile.gemmFlopsPerSecondByFamily.find(std::string(rt::abi::gemmKernelTypes(g.kernel)));
+      double rate = family != profile.gemmFlopsPerSecondByFamily.end() ? family->second
+                                                                       : profile.gemmFlopsPerSecond;
+      std::optional<std::pair<int64_t, int64_t>> bytes = rt::abi::gemmElementBytes(g.kernel);
+      if (profile.target == CompileTarget::Gpu && bytes) {
+        // Tensor-core kernels read rows that start on 16 bytes; a GEMM
+        // whose rows do not (a vocabulary of 50257) takes slower ones.
+        auto aligned = [](const std::vector<int64_t> &shape, int64_t element) {
+          return shape.empty() || shape.back() * element % kGemmRowAlignment == 0;
+        };
+        if (profile.unalignedGemmFlopsPerSecond > 0 &&
+            !(aligned(g.lhs, bytes->first) && aligned(g.rhs, bytes->first) &&
+              aligned(g.out, bytes->second)))
+          rate = std::min(rate, profile.unalignedGemmFlopsPerSecond);
+      }
+      one = g.flops() / rate;
+      // A GPU's GEMM reads its operands from and writes its result to the
+      // device's memory: at least their bytes at the copy's pace (read and
+      // written), which a GEMM of a small contraction (attention's, over a
+      // head's 64) takes longer than its FLOPs.
+      if (profile.target == CompileTarget::Gpu && bytes) {
+        auto elements = [](const std::vector<int64_t> &shape) {
+          double n = 1;
+          for (int64_t d : shape)
+            n *= static_cast<double>(d);
+          return n;
+        };
+        double moved = (elements(g.lhs) + elements(g.rhs)) * static_cast<double>(bytes->first) +
+                       elements(g.out) * static_cast<double>(bytes->second);
+        one = std::max(one, moved / (2 * profile.copyBytesPerSecond));
+      }
     }
     s.gemm += (one + profile.launchSeconds) * static_cast<double>(calls);
   }
-  // A loop nest streams its operands and runs its body; the generated
-  // loops overlap the two little (the rates are fitted so on them).
-  s.loops =
-      static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond +
-      static_cast<double>(compute.parallelLoopOperations) / profile.parallelOperationsPerSecond +
-      static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
-      static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond +
-      static_cast<double>(compute.loops) * profile.launchSeconds;
+  // A loop nest streams its operands and runs its body; the generated CPU
+  // loops overlap the two little (the rates are fitted so on them). A GPU
+  // kernel takes the longer of its bytes at the memory's pace and its
+  // elements at the kernels' element rate (their loads and stores are one
+  // element a thread: a bf16 kernel is no faster than an f32 one).
+  double parallelBytes =
+      static_cast<double>(compute.parallelLoopBytes) / profile.parallelBytesPerSecond;
+  double parallelOperations =
+      static_cast<double>(compute.parallelLoopOperations) / profile.parallelOperationsPerSecond;
+  s.loops = (profile.target == CompileTarget::Gpu ? std::max(parallelBytes, parallelOperations)
+                                                  : parallelBytes + parallelOperations) +
+            static_cast<double>(compute.serialLoopBytes) / profile.serialBytesPerSecond +
+            static_cast<double>(compute.serialLoopOperations) / profile.serialOperationsPerSecond +
+            static_cast<double>(compute.loops) * profile.launchSeconds;
   s.copies = static_cast<double>(compute.copyBytes) / profile.copyBytesPerSecond;
   return s;
 }

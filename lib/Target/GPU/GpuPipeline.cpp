@@ -84,6 +84,10 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createGpuSplitReductions());
   pm.addPass(createCanonicalizerPass());
   buildBufferizationPipeline(pm, options.entry);
+  // --predict: the buffers' heaviest point now; the work once the kernels
+  // are made (a kernel launch each, not a loop nest each).
+  if (options.predict)
+    pm.addPass(createBufferPeak(BufferPeakOptions{options.entry}));
   pm.addPass(createLinalgToLibraryCalls());
 
   // Kernels.
@@ -97,6 +101,8 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGpuHostBuffers(GpuHostBuffersOptions{options.entry}));
+  if (options.predict)
+    pm.addPass(createStepWork(StepWorkOptions{options.entry, options.rank}));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());

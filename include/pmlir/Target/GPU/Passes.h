@@ -62,6 +62,13 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                             llvm::cl::init(256)};
   Option<int> optLevel{*this, "opt-level", llvm::cl::desc("LLVM's optimization level for NVVM"),
                        llvm::cl::init(3)};
+  Option<bool> predict{*this, "predict",
+                       llvm::cl::desc("write what pmlir-run --predict reads on the module "
+                                      "(pmlir-buffer-peak, pmlir-step-work)"),
+                       llvm::cl::init(false)};
+  Option<int64_t> rank{
+      *this, "rank", llvm::cl::desc("with predict: the job's rank the program runs on (-1: none)"),
+      llvm::cl::init(-1)};
 };
 
 /// The options of the kernel-loop passes, composed in order by
