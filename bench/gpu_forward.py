@@ -19,6 +19,9 @@ with CUDA, PyTorch built for it, and pmlir's binaries built with CUDA):
 2. A training step in bf16 (forward, backward, AdamW over every parameter):
    pmlir-run --train --precision bf16 against PyTorch eager and compiled
    under autocast with the fused AdamW.
+   Then each of these jobs predicted before it runs (pmlir-run --predict
+   --device gpu --profile h100|h200, by the GPU's name or --profile), next
+   to its measurement.
 3. The bandwidth of generated kernels: a bias + GELU over a 64M-element
    tensor and a layer norm over 8192 rows of 8192, pmlir-run against
    PyTorch's device-to-device copy of the same tensor (the copy ceiling),
@@ -31,6 +34,7 @@ with CUDA, PyTorch built for it, and pmlir's binaries built with CUDA):
 Prints Markdown for docs/performance.md.
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -188,6 +192,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="training steps a run; the first is "
                     "not timed")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--profile", help="the device profile pmlir-run --predict prices the jobs "
+                    "on (default: h100 or h200 by the GPU's name; none: no predictions)")
     ap.add_argument("--torch-worker", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_worker:
@@ -215,6 +221,9 @@ def measure(args, work):
     batch_ids = os.path.join(work, "batch.safetensors")
     write_ids(batch_ids, batch, seq, GPT2_SMALL["vocab"], labels=True)
 
+    # pmlir's median ms and its pmlir-run arguments, per job.
+    measured = {}
+
     # 1. Forwards.
     print("| precision | pmlir ms | pmlir tokens/s | PyTorch eager tokens/s | pmlir / eager "
           "(range) | torch.compile tokens/s | pmlir / compiled |")
@@ -232,6 +241,7 @@ def measure(args, work):
                     (eager if who == "eager" else compiled).append(torch_child(
                         "forward", batch, seq, precision, int(who == "compiled"), args.repeat))
         p, e = statistics.median(ours), statistics.median(eager)
+        measured[f"forward {precision}"] = (p, [model, "--precision", precision])
         ratios = [b / a for a, b in zip(ours, eager)]
         row = (f"| {precision} | {p:.2f} | {tokens / p * 1e3:,.0f} | {tokens / e * 1e3:,.0f} | "
                f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) |")
@@ -257,6 +267,8 @@ def measure(args, work):
         if not args.no_compile:
             compiled.append(torch_child("train", batch, seq, 1, args.steps))
     p, e = statistics.median(ours), statistics.median(eager)
+    measured["training step bf16"] = (p, [loss_model, "--precision", "bf16", "--train",
+                                          "--inputs", batch_ids])
     print("| bf16 training step | pmlir ms | pmlir tokens/s | PyTorch eager tokens/s | "
           "pmlir / eager | torch.compile tokens/s | pmlir / compiled |")
     print("|---|---|---|---|---|---|---|")
@@ -266,6 +278,20 @@ def measure(args, work):
         c = statistics.median(compiled)
         row += f" {tokens / c * 1e3:,.0f} | {c / p:.2f}x |"
     print(row + "\n")
+
+    # Each job predicted before it runs (pmlir-run --predict; no GPU asked),
+    # against its measurement above.
+    profile = args.profile or ("h200" if "H200" in gpu else "h100" if "H100" in gpu else "none")
+    if profile != "none":
+        print(f"| job (pmlir-run --predict --profile {profile}) | predicted ms | measured ms | "
+              "predicted / measured |")
+        print("|---|---|---|---|")
+        for job, (ms, flags) in measured.items():
+            report = json.loads(run([prun, *flags, "--device", "gpu", "--predict", "--profile",
+                                     profile, "--json"]))
+            predicted = report["step_seconds"] * 1e3
+            print(f"| {job} | {predicted:.2f} | {ms:.2f} | {predicted / ms:.2f} |")
+        print()
 
     # 3. Bandwidth of generated kernels against the copy ceiling.
     rows, cols = 8192, 8192

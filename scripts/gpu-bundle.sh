@@ -197,6 +197,7 @@ for t in $gated; do
   cp "$t" "$pkg/src/$t"
 done
 cp -r test/Integration/CPU/{reference.py,ops.py,grad_ops.py,Inputs} "$pkg/src/test/Integration/CPU/"
+cp -r test/Integration/GPU/Inputs "$pkg/src/test/Integration/GPU/"
 cp -r models "$pkg/src/"
 cp bench/gpu_forward.py bench/gpu_profile.py "$pkg/src/bench/"
 # lit's site configuration, its paths relative to the bundle.
