@@ -7,7 +7,12 @@
     plot_predict.py ranks PREDICTION.json OUT.png
         one plan's predicted memory per rank, stacked by what holds it, and
         its step per rank by where the time goes, from
-        `pmlir-run ... --predict --json`.
+        `pmlir-run ... --predict --json`;
+    plot_predict.py timeline PREDICTION.json OUT.png [TRACE.json]
+        one plan's predicted step as each rank runs it (computing,
+        communicating, waiting: the report's `timeline`), and with a
+        `pmlir-run --trace` of the same job, its last traced step below,
+        on the same time axis.
 
 Run from the repository root: /usr/bin/python3 bench/plot_predict.py ...
 """
@@ -109,10 +114,67 @@ def ranks(report_path, out):
     fig.savefig(out, dpi=110)
 
 
+ACTIVITY_COLOURS = {"compute": "#4285f4", "communication": "#a0a0a0", "waiting": "#f4f4f4"}
+WORK = "FBIW"
+
+
+def traced_step(trace_path):
+    """Each rank's last traced step: [(start, end, activity)] from its start."""
+    by_rank = {}
+    for e in json.load(open(trace_path))["traceEvents"]:
+        if e.get("ph") == "X":
+            by_rank.setdefault(e["pid"], []).append(e)
+    steps = {}
+    for rank, events in sorted(by_rank.items()):
+        host = [e for e in events if e["cat"] == "host" and e["name"].startswith("step")]
+        if not host:
+            sys.exit(f"{trace_path}: rank {rank} traced no step")
+        step = max(host, key=lambda e: e["ts"])
+        lo, hi = step["ts"], step["ts"] + step["dur"]
+        steps[rank] = [((e["ts"] - lo) * 1e-6, (e["ts"] + e["dur"] - lo) * 1e-6,
+                        "compute" if e["cat"] in WORK else "communication")
+                       for e in events
+                       if e["cat"] != "host" and lo <= e["ts"] and e["ts"] + e["dur"] <= hi]
+        steps[rank].append((0, (hi - lo) * 1e-6, "step"))
+    return steps
+
+
+def timeline(report_path, out, trace_path=None):
+    report = json.load(open(report_path))
+    predicted = {r["rank"]: [tuple(s) for s in r["timeline"]] for r in report["ranks"]}
+    panels = [("predicted (pmlir-run --predict)", predicted, report["step_seconds"])]
+    if trace_path:
+        traced = traced_step(trace_path)
+        length = max(end for spans in traced.values() for _, end, what in spans if what == "step")
+        panels.append(("measured (pmlir-run --trace, the last step)", traced, length))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.2 + 1.1 * len(predicted) *
+                                                      len(panels)), sharex=True, squeeze=False)
+    for ax, (title, spans, length) in zip(axes[:, 0], panels):
+        ranks = sorted(spans)
+        for row, rank in enumerate(ranks):
+            for activity, colour in ACTIVITY_COLOURS.items():
+                bars = [(start, end - start) for start, end, what in spans[rank]
+                        if what == activity]
+                if bars:
+                    ax.broken_barh(bars, (row - 0.4, 0.8), facecolors=colour,
+                                   edgecolors="none",
+                                   label=activity if row == 0 else None)
+        ax.set_yticks(range(len(ranks)), [f"rank {r}" for r in ranks])
+        ax.invert_yaxis()
+        ax.set_title(f"{title}: step {length:.3f} s", fontsize=10)
+        ax.axvline(length, color="black", linewidth=0.8)
+    axes[0, 0].legend(loc="lower right", fontsize=7, ncol=3)
+    axes[-1, 0].set_xlabel("s from the step's start")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("validation", "ranks"):
+    kinds = {"validation": validation, "ranks": ranks, "timeline": timeline}
+    if len(sys.argv) < 4 or sys.argv[1] not in kinds or len(sys.argv) > (
+            5 if sys.argv[1] == "timeline" else 4):
         sys.exit(__doc__)
-    {"validation": validation, "ranks": ranks}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    kinds[sys.argv[1]](*sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -168,17 +168,18 @@ struct RankPrediction {
   }
 };
 
-/// The groups a rank's program communicates in: its communications'
-/// distinct mesh axes (0 where its work is not known).
-int64_t groupsOf(ModuleOp module) {
-  auto attr = module->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
-  std::optional<StepWork> work = attr ? StepWork::fromAttribute(attr) : std::nullopt;
-  if (!work)
-    return 0;
+/// The groups a rank communicates in: its program's communications'
+/// distinct mesh axes, and `jobAxes` (every axis: pmlir-run's own exchanges,
+/// the peaks at the end among them; empty without a mesh).
+int64_t groupsOf(ModuleOp module, const std::vector<int64_t> &jobAxes) {
   std::set<std::vector<int64_t>> groups;
-  for (const StepWork::Event &e : work->events)
-    if (e.communication)
-      groups.insert(e.communication->axes);
+  if (!jobAxes.empty())
+    groups.insert(jobAxes);
+  auto attr = module->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
+  if (std::optional<StepWork> work = attr ? StepWork::fromAttribute(attr) : std::nullopt)
+    for (const StepWork::Event &e : work->events)
+      if (e.communication)
+        groups.insert(e.communication->axes);
   return static_cast<int64_t>(groups.size());
 }
 
@@ -286,7 +287,7 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   mine.bySource = peak->bytesBySource;
   mine.results = peak->resultBytes;
   if (onGpu) {
-    mine.groups = groupsOf(module);
+    mine.groups = groupsOf(module, allAxes());
   } else {
     mine.process = residentBytes();
     mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
@@ -355,6 +356,11 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
       entry["copy_seconds"] = s.compute.copies;
       entry["communication_seconds"] = s.communication;
       entry["waiting_seconds"] = s.waiting;
+      llvm::json::Array timeline;
+      for (const planning::Span &span : s.spans)
+        timeline.push_back(
+            llvm::json::Array{span.start, span.end, planning::activityName(span.activity)});
+      entry["timeline"] = std::move(timeline);
     }
     llvm::json::Object report{
         {"target", onGpu ? "gpu" : "cpu"},

@@ -107,6 +107,15 @@ TEST(StepTime, ACollectiveWaitsForTheLastOfItsGroup) {
   EXPECT_DOUBLE_EQ(sim.ranks[1].waiting, 0);
   EXPECT_DOUBLE_EQ(sim.ranks[0].communication, ring);
   EXPECT_DOUBLE_EQ(sim.ranks[0].compute.gemm, 1);
+  // Rank 0's step as it runs: 1 s computing, 2 s waiting, the ring.
+  ASSERT_EQ(sim.ranks[0].spans.size(), 3u);
+  EXPECT_EQ(sim.ranks[0].spans[0].activity, Activity::Compute);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].spans[0].end, 1);
+  EXPECT_EQ(sim.ranks[0].spans[1].activity, Activity::Waiting);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].spans[1].end, 3);
+  EXPECT_EQ(sim.ranks[0].spans[2].activity, Activity::Communication);
+  EXPECT_DOUBLE_EQ(sim.ranks[0].spans[2].end, 3 + ring);
+  ASSERT_EQ(sim.ranks[1].spans.size(), 2u);
 }
 
 TEST(StepTime, AReceiveWaitsForItsSend) {

@@ -143,6 +143,17 @@ struct Timeline {
   static std::optional<Timeline> decode(const int64_t *data, size_t size);
 };
 
+/// What a rank does over a span of its step.
+enum class Activity { Compute, Communication, Waiting };
+
+/// "compute", "communication", "waiting".
+const char *activityName(Activity activity);
+
+struct Span {
+  double start = 0, end = 0;
+  Activity activity = Activity::Compute;
+};
+
 /// One rank's step.
 struct RankStep {
   double seconds = 0;
@@ -155,6 +166,8 @@ struct RankStep {
   /// The most bytes of this rank's sends held at once: the runtime copies
   /// what a rank sends and holds the copy until the receiver takes it.
   int64_t heldSendBytes = 0;
+  /// The step as it runs, in order: adjacent spans of one activity merged.
+  std::vector<Span> spans;
 };
 
 struct StepSimulation {

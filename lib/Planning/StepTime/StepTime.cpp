@@ -419,12 +419,33 @@ StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const 
   return sim;
 }
 
+const char *planning::activityName(Activity activity) {
+  switch (activity) {
+  case Activity::Compute:
+    return "compute";
+  case Activity::Communication:
+    return "communication";
+  case Activity::Waiting:
+    return "waiting";
+  }
+  llvm_unreachable("an activity without a name");
+}
+
 namespace {
 StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
                             const DeviceProfile &profile) {
   size_t n = ranks.size();
   StepSimulation sim;
   sim.ranks.resize(n);
+  auto span = [&](size_t rank, double start, double end, Activity activity) {
+    if (end <= start)
+      return;
+    std::vector<Span> &spans = sim.ranks[rank].spans;
+    if (!spans.empty() && spans.back().activity == activity && spans.back().end == start)
+      spans.back().end = end;
+    else
+      spans.push_back({start, end, activity});
+  };
   std::vector<size_t> next(n, 0);
   std::vector<double> clock(n, 0);
 
@@ -476,6 +497,7 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
       while (next[r] < events.size()) {
         const Timeline::Event &e = events[next[r]];
         if (!e.communication) {
+          span(r, clock[r], clock[r] + e.compute.total(), Activity::Compute);
           clock[r] += e.compute.total();
           step.compute += e.compute;
           ++next[r];
@@ -505,6 +527,8 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
           inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(
               {clock[r] + own, clock[r], c.bytes});
           // The runtime copies the buffer and goes on.
+          span(r, clock[r], clock[r] + static_cast<double>(c.bytes) / link.bytesPerSecond,
+               Activity::Communication);
           clock[r] += static_cast<double>(c.bytes) / link.bytesPerSecond;
           step.communication += static_cast<double>(c.bytes) / link.bytesPerSecond;
           ++next[r];
@@ -520,6 +544,7 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
           double ready = std::max(clock[r], sent.arrives);
           it->second.pop_front();
           held[from].emplace_back(sent.sent, ready, sent.bytes);
+          span(r, clock[r], ready, Activity::Waiting);
           step.waiting += ready - clock[r];
           clock[r] = ready;
           ++next[r];
@@ -542,6 +567,8 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
                                   : seconds(c.kind, c.bytes, size, link);
         for (auto [member, at] : here) {
           RankStep &m = sim.ranks[member];
+          span(static_cast<size_t>(member), at, start, Activity::Waiting);
+          span(static_cast<size_t>(member), start, start + own, Activity::Communication);
           m.waiting += start - at;
           m.communication += own;
           clock[member] = start + own;
