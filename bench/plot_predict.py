@@ -163,9 +163,11 @@ def timeline(report_path, out, trace_path=None):
         ax.invert_yaxis()
         ax.set_title(f"{title}: step {length:.3f} s", fontsize=10)
         ax.axvline(length, color="black", linewidth=0.8)
-    axes[0, 0].legend(loc="lower right", fontsize=7, ncol=3)
-    axes[-1, 0].set_xlabel("s from the step's start")
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8, ncol=3)
+    note = "; a traced receive's span holds its wait" if trace_path else ""
+    axes[-1, 0].set_xlabel(f"s from the step's start{note}")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(out, dpi=110)
 
 
