@@ -1000,6 +1000,9 @@ int exec::runModel(const RunOptions &o) {
     return fail("--json prints the report of --predict: it needs --predict");
   if (o.predict && o.compileOnly)
     return fail("--predict compiles and stops already: it takes no --compile-only");
+  if (o.predict && o.backend == PMLIR_RT_BACKEND_NCCL)
+    return fail("--predict runs none of the job's collectives (its ranks exchange their "
+                "predictions over MPI, no GPU asked): --backend nccl is for a run");
   if (o.predict) {
     // The profile prices the target the job compiles for: checked here,
     // before any rank starts.
