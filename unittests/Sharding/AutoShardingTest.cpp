@@ -156,6 +156,21 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
   EXPECT_DOUBLE_EQ(m.linkOf("dp").bytesPerSecond, 5e9);
   EXPECT_DOUBLE_EQ(m.linkOf("pp").bytesPerSecond, 1e9);
   EXPECT_DOUBLE_EQ(m.device().memoryBytes, 2e9);
+  // One group's link (the step's simulation): its members on one node, or
+  // not; a whole axis's pinned link; a group over two axes spanning nodes.
+  auto whole = [&](const std::string &name) {
+    int64_t index = 0;
+    while (four->axisNames()[index] != name)
+      ++index;
+    return pmlir::SubAxis{index, 1, four->axisSizes()[index]};
+  };
+  auto linkOfGroup = [&](std::vector<pmlir::SubAxis> axes, int64_t rank) {
+    return custom->linkOfGroup(*four, axes, four->group(rank, axes)).bytesPerSecond;
+  };
+  EXPECT_DOUBLE_EQ(linkOfGroup({whole("tp")}, 5), 50e9);
+  EXPECT_DOUBLE_EQ(linkOfGroup({whole("dp")}, 5), 5e9);
+  EXPECT_DOUBLE_EQ(linkOfGroup({whole("pp")}, 5), 1e9);
+  EXPECT_DOUBLE_EQ(linkOfGroup({whole("dp"), whole("tp")}, 5), 5e9);
 
   EXPECT_FALSE(Topology::fromJson(R"({"devices_per_node": 8})", error));
   EXPECT_EQ(error,
