@@ -460,8 +460,9 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
     if (std::optional<planning::DeviceProfile> profile =
             planning::DeviceProfile::load(o.profile, mine))
       prediction.profile = std::move(*profile);
-    prediction.source = planning::DeviceProfile::builtIn(o.profile) ? "built in: " + o.profile
-                                                                    : "the rates of " + o.profile;
+    prediction.source = llvm::is_contained(planning::DeviceProfile::builtInNames(), o.profile)
+                            ? "built in: " + o.profile
+                            : "the rates of " + o.profile;
   }
   if (!agree())
     return std::nullopt;

@@ -28,7 +28,7 @@ std::optional<Topology> Topology::preset(const std::string &name) {
     t.intraNode = t.interNode = {3e9, 10e-6};
     return t;
   }
-  if (name == "h100") {
+  if (name == "h100" || name == "h200") {
     // H100 SXM: 989 TFLOP/s dense bf16 peak, of which 60% is what large
     // GEMMs sustain; 3 TB/s measured copy bandwidth (../shared/gpu-notes.md);
     // NVLink 4 at NCCL's typical 360 GB/s bus bandwidth; one 400 Gb/s NIC
@@ -37,15 +37,10 @@ std::optional<Topology> Topology::preset(const std::string &name) {
     t.device = {600e12, 3e12, 80e9};
     t.intraNode = {360e9, 3e-6};
     t.interNode = {45e9, 10e-6};
-    return t;
-  }
-  if (name == "h200") {
-    // H200 SXM: the H100's compute and links with 141 GB of HBM3e: 3.9 TB/s
+    // H200 SXM: the H100's compute and links with 141 GB of HBM3e, 3.9 TB/s
     // measured copy bandwidth (docs/performance.md).
-    t.devicesPerNode = 8;
-    t.device = {600e12, 3.9e12, 141e9};
-    t.intraNode = {360e9, 3e-6};
-    t.interNode = {45e9, 10e-6};
+    if (name == "h200")
+      t.device = {600e12, 3.9e12, 141e9};
     return t;
   }
   return std::nullopt;
