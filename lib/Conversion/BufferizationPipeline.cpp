@@ -52,6 +52,9 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   // Deallocation clones what a function returns but does not own (an
   // argument returned as it is): clones become allocs and copies.
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // Sends and receives next to each other go as one group (on NCCL a lone
+  // send waits for its receive), once nothing moves the deallocs again.
+  pm.addPass(createGroupMessages());
   // What the buffers hold at the heaviest point, and the work in program
   // order, for pmlir-run --predict.
   if (predict) {

@@ -227,6 +227,9 @@ private:
   llvm::DenseMap<func::FuncOp, std::vector<StepWork::Event>> walked;
   SmallVector<func::FuncOp> walking;
   std::map<StepWork::Gemm, int64_t> gemmIndex;
+  /// The sends and receives still to come of the message group being
+  /// walked (pmlir-group-messages keeps a group inside one block).
+  int64_t messagesToGroup = 0;
 
   static StepWork::Compute &compute(std::vector<StepWork::Event> &events) {
     if (events.empty() || events.back().communication)
@@ -381,6 +384,16 @@ private:
   bool walkRuntimeCall(func::CallOp call, const rt::abi::Entry &entry,
                        std::vector<StepWork::Event> &events, std::string &error) {
     auto id = static_cast<rt::abi::EntryId>(&entry - rt::abi::entries().data());
+    if (id == rt::abi::EntryId::message_group) {
+      std::optional<int64_t> count = evaluate(call.getOperand(0));
+      if (!count) {
+        error = "the count of " + call.getCallee().str() + " at " + sourcePosition(call.getLoc()) +
+                " is no constant";
+        return false;
+      }
+      messagesToGroup = *count;
+      return true;
+    }
     std::optional<CollectiveKind> kind = collectiveOf(id);
     if (!kind)
       return true; // coordinates, trace spans, parallel loops' dispatch
@@ -418,6 +431,9 @@ private:
       comm.peer = integers[0];
     if (integers.size() > 1)
       comm.tag = integers[1];
+    if (messagesToGroup > 0 &&
+        (comm.kind == CollectiveKind::Send || comm.kind == CollectiveKind::Recv))
+      comm.groupedWithNext = --messagesToGroup > 0;
     events.push_back({{}, comm});
     return true;
   }
@@ -531,12 +547,13 @@ DictionaryAttr StepWork::toAttribute(MLIRContext *context) const {
   // A compute segment: [0, parallel loop bytes, parallel loop operations,
   // serial loop bytes, serial loop operations, copy bytes, loops, then
   // (gemm, calls) pairs]; a communication: [1, kind, bytes, peer, tag,
-  // axes...].
+  // grouped with the next, axes...].
   SmallVector<Attribute> eventList;
   for (const Event &event : events) {
     SmallVector<int64_t> fields;
     if (const std::optional<Communication> &comm = event.communication) {
-      fields = {1, static_cast<int64_t>(comm->kind), comm->bytes, comm->peer, comm->tag};
+      fields = {1,         static_cast<int64_t>(comm->kind), comm->bytes, comm->peer,
+                comm->tag, comm->groupedWithNext ? 1 : 0};
       fields.append(comm->axes.begin(), comm->axes.end());
     } else {
       const Compute &c = event.compute;
@@ -586,10 +603,14 @@ std::optional<StepWork> StepWork::fromAttribute(DictionaryAttr attr) {
     ArrayRef<int64_t> f = array.asArrayRef();
     Event event;
     if (f[0] == 1) {
-      if (f.size() < 5 || f[1] < 0 || f[1] > static_cast<int64_t>(CollectiveKind::Recv))
+      if (f.size() < 6 || f[1] < 0 || f[1] > static_cast<int64_t>(CollectiveKind::Recv))
         return std::nullopt;
-      event.communication = Communication{static_cast<CollectiveKind>(f[1]), f[2],
-                                          std::vector<int64_t>(f.begin() + 5, f.end()), f[3], f[4]};
+      event.communication = Communication{static_cast<CollectiveKind>(f[1]),
+                                          f[2],
+                                          std::vector<int64_t>(f.begin() + 6, f.end()),
+                                          f[3],
+                                          f[4],
+                                          f[5] != 0};
     } else {
       if (f.size() < 7 || (f.size() - 7) % 2 != 0)
         return std::nullopt;

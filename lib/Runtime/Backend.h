@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace pmlir::rt {
 
@@ -34,6 +35,18 @@ inline size_t elementBytes(pmlir_rt_dtype dtype) {
   }
   return 0;
 }
+
+/// A send (`sending`: `buf` is read) or receive (`buf` is written) of a
+/// message group (pmlir_rt_message_group), its peer a member of `group`.
+struct PointToPoint {
+  bool sending = false;
+  void *buf = nullptr;
+  int64_t count = 0;
+  pmlir_rt_dtype dtype = PMLIR_RT_F32;
+  int peer = -1;
+  int64_t tag = 0;
+  const Group *group = nullptr;
+};
 
 /// The collectives of Runtime.h on a resolved group: `count` elements per
 /// block, `root` and `peer` as members of the group (checked), the tag as
@@ -60,6 +73,19 @@ public:
                     const Group &group) = 0;
   virtual void recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,
                     const Group &group) = 0;
+
+  /// The sends and receives of one message group, issued together: none of
+  /// them waits for another of the group to complete. Here: the sends, which
+  /// never wait for their receivers (a backend whose sends wait overrides
+  /// this), then the receives, each in program order.
+  virtual void exchange(const std::vector<PointToPoint> &messages) {
+    for (const PointToPoint &m : messages)
+      if (m.sending)
+        send(m.buf, m.count, m.dtype, m.peer, m.tag, *m.group);
+    for (const PointToPoint &m : messages)
+      if (!m.sending)
+        recv(m.buf, m.count, m.dtype, m.peer, m.tag, *m.group);
+  }
 
   /// Returns when every call issued so far is complete, or ends the job.
   virtual void wait() {}

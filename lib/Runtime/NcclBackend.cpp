@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -222,6 +223,8 @@ public:
         });
   }
 
+  void exchange(const std::vector<PointToPoint> &messages) override;
+
   void wait() override;
 
 private:
@@ -367,6 +370,66 @@ void NcclBackend::wait() {
     std::this_thread::yield();
   }
   issued_.clear();
+}
+
+void NcclBackend::exchange(const std::vector<PointToPoint> &messages) {
+  // The communicators first: making one meets the group's members, which
+  // cannot happen inside an NCCL group.
+  std::vector<ncclComm_t> comms;
+  for (const PointToPoint &m : messages)
+    comms.push_back(commOf(*m.group));
+  // Host buffers are staged, each in a region of its own: the group's
+  // transfers run at once.
+  constexpr size_t kNoStaging = SIZE_MAX;
+  std::vector<size_t> offsets;
+  size_t stagedBytes = 0;
+  for (const PointToPoint &m : messages) {
+    size_t bytes = m.count * elementBytes(m.dtype);
+    offsets.push_back(bytes && isHost(m.buf) ? stagedBytes : kNoStaging);
+    if (offsets.back() != kNoStaging)
+      stagedBytes += (bytes + 255) / 256 * 256;
+  }
+  char *base = nullptr;
+  if (stagedBytes) {
+    // As in run(): the stream is drained under the timeout first.
+    wait();
+    base = staging(stagedBytes);
+  }
+  auto deviceBuffer = [&](size_t i) -> void * {
+    return offsets[i] == kNoStaging ? messages[i].buf : base + offsets[i];
+  };
+  for (size_t i = 0; i < messages.size(); ++i)
+    if (messages[i].sending && offsets[i] != kNoStaging)
+      checkCuda(cudaMemcpyAsync(deviceBuffer(i), messages[i].buf,
+                                messages[i].count * elementBytes(messages[i].dtype),
+                                cudaMemcpyHostToDevice, stream_),
+                "send: copying the input to the GPU");
+  checkNccl(ncclGroupStart(), "ncclGroupStart");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const PointToPoint &m = messages[i];
+    if (m.sending)
+      checkNccl(ncclSend(deviceBuffer(i), m.count, ncclType(m.dtype), m.peer, comms[i], stream_),
+                "ncclSend");
+    else
+      checkNccl(ncclRecv(deviceBuffer(i), m.count, ncclType(m.dtype), m.peer, comms[i], stream_),
+                "ncclRecv");
+  }
+  checkNccl(ncclGroupEnd(), "the message group's sends and receives");
+  // Each communicator of the group settles (non-blocking: the group may
+  // still be connecting) and has its event.
+  for (size_t i = 0; i < messages.size(); ++i)
+    if (std::find(comms.begin(), comms.begin() + i, comms[i]) == comms.begin() + i)
+      issued(comms[i], "send/recv", *messages[i].group);
+  if (!stagedBytes)
+    return;
+  wait();
+  for (size_t i = 0; i < messages.size(); ++i)
+    if (!messages[i].sending && offsets[i] != kNoStaging)
+      checkCuda(cudaMemcpyAsync(messages[i].buf, deviceBuffer(i),
+                                messages[i].count * elementBytes(messages[i].dtype),
+                                cudaMemcpyDeviceToHost, stream_),
+                "recv: copying the output from the GPU");
+  checkCuda(cudaStreamSynchronize(stream_), "recv: copying the output from the GPU");
 }
 
 char *NcclBackend::staging(size_t bytes) {

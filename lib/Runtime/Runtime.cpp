@@ -94,6 +94,10 @@ struct State {
   bool checkCollectives = false;
   int64_t tagUpperBound = 32767;
   std::deque<std::pair<MPI_Request, std::array<int64_t, 5>>> fingerprintsSent;
+  // pmlir_rt_message_group: the group's messages still to come, and those
+  // called so far (issued together when the last comes).
+  int64_t messagesToCome = 0;
+  std::vector<PointToPoint> messageGroup;
   // Made after the groups, destroyed before them.
   std::unique_ptr<CollectiveBackend> backend;
 };
@@ -532,6 +536,9 @@ extern "C" int pmlir_rt_init(const pmlir_rt_mesh *meshAxes, double timeoutSecond
 extern "C" void pmlir_rt_finalize(void) {
   if (!state)
     return;
+  if (state->messagesToCome > 0)
+    failWith("the program ends inside a message group: " + std::to_string(state->messagesToCome) +
+             " of its sends and receives never came");
   state->backend->wait();
   for (auto &[request, fingerprint] : state->fingerprintsSent)
     checkMpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "send");
@@ -605,7 +612,11 @@ namespace {
 /// The group over `axes` for collective `what`, once its element type and
 /// count are known to be valid.
 const Group &collectiveGroup(const char *what, int64_t count, pmlir_rt_dtype dtype,
-                             const int64_t *axes, int64_t numAxes) {
+                             const int64_t *axes, int64_t numAxes, bool message = false) {
+  if (!message && state && state->messagesToCome > 0)
+    failWith(std::string(what) + " called inside a message group, " +
+             std::to_string(state->messagesToCome) +
+             " of whose sends and receives are still to come (a group holds only those)");
   const Group &group = groupOf(axes, numAxes, what);
   if (elementBytes(dtype) == 0)
     failWith(std::string(what) + ": unknown element type " + std::to_string(int(dtype)));
@@ -859,22 +870,68 @@ extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtyp
   state->backend->broadcast(buf, count, dtype, memberIndex(group, root, "broadcast: root"), group);
 }
 
+namespace {
+
+/// The message group's sends and receives, issued together once its last
+/// has come: the sends' fingerprints go out before any receive's is waited
+/// for, as no message of the group waits for another.
+void issueMessageGroup() {
+  std::vector<PointToPoint> messages = std::move(state->messageGroup);
+  state->messageGroup.clear();
+  for (bool sending : {true, false})
+    for (const PointToPoint &m : messages)
+      if (m.sending == sending)
+        agreeOnMessage(*m.group, m.peer, sending, m.count, m.dtype, m.tag);
+  std::vector<std::unique_ptr<TracedCall>> traced;
+  for (const PointToPoint &m : messages)
+    traced.push_back(std::make_unique<TracedCall>(
+        m.sending ? "send" : "recv", *m.group, m.count * int64_t(elementBytes(m.dtype)), m.peer));
+  state->backend->exchange(messages);
+}
+
+/// A send or receive: issued now, or held for its message group.
+void message(bool sending, void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
+             const int64_t *axes, int64_t numAxes, int64_t tag) {
+  const char *what = sending ? "send" : "recv";
+  const Group &group = collectiveGroup(what, count, dtype, axes, numAxes, /*message=*/true);
+  int member = memberIndex(group, peer, sending ? "send: peer" : "recv: peer");
+  if (state->messagesToCome > 0) {
+    state->messageGroup.push_back({sending, buf, count, dtype, member, tag, &group});
+    if (--state->messagesToCome == 0)
+      issueMessageGroup();
+    return;
+  }
+  agreeOnMessage(group, member, sending, count, dtype, tag);
+  TracedCall traced(what, group, count * int64_t(elementBytes(dtype)), member);
+  if (sending)
+    state->backend->send(buf, count, dtype, member, tag, group);
+  else
+    state->backend->recv(buf, count, dtype, member, tag, group);
+}
+
+} // namespace
+
 extern "C" void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
-  const Group &group = collectiveGroup("send", count, dtype, axes, numAxes);
-  int member = memberIndex(group, peer, "send: peer");
-  agreeOnMessage(group, member, /*sending=*/true, count, dtype, tag);
-  TracedCall traced("send", group, count * int64_t(elementBytes(dtype)), member);
-  state->backend->send(buf, count, dtype, member, tag, group);
+  // Only read: the backends take one pointer type for both directions.
+  message(/*sending=*/true, const_cast<void *>(buf), count, dtype, peer, axes, numAxes, tag);
 }
 
 extern "C" void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                               const int64_t *axes, int64_t numAxes, int64_t tag) {
-  const Group &group = collectiveGroup("recv", count, dtype, axes, numAxes);
-  int member = memberIndex(group, peer, "recv: peer");
-  agreeOnMessage(group, member, /*sending=*/false, count, dtype, tag);
-  TracedCall traced("recv", group, count * int64_t(elementBytes(dtype)), member);
-  state->backend->recv(buf, count, dtype, member, tag, group);
+  message(/*sending=*/false, buf, count, dtype, peer, axes, numAxes, tag);
+}
+
+extern "C" void pmlir_rt_message_group(int64_t count) {
+  if (!state)
+    std::fprintf(stderr, "pmlir-run: message_group before pmlir_rt_init\n"), std::_Exit(1);
+  if (count < 1)
+    failWith("message_group: a group of " + std::to_string(count) +
+             " messages; a group holds at least one");
+  if (state->messagesToCome > 0)
+    failWith("message_group of " + std::to_string(count) + " called inside another, " +
+             std::to_string(state->messagesToCome) + " of whose messages are still to come");
+  state->messagesToCome = count;
 }
 
 extern "C" void pmlir_rt_wait(void) {

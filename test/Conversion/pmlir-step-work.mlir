@@ -5,16 +5,17 @@
 // operations, on one thread) twice in the first segment; then an
 // all-reduce over mesh axis 1 of the 64x16 f32 result (4096 bytes, seen
 // through the cast the lowering makes); then a send to peer 1 with tag 7
-// over axis 0 and a copy of 256 bytes after it, three times in a loop.
+// over axis 0 and a copy of 256 bytes after it, three times in a loop. A
+// communication: [1, kind, bytes, peer, tag, grouped with the next, axes].
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tfm.step_work = {events = [
 // CHECK-SAME: array<i64: 0, 0, 0, 16512, 2048, 0, 2, 0, 2>,
-// CHECK-SAME: array<i64: 1, 0, 4096, -1, -1, 1>,
-// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 1, 0, 4096, -1, -1, 0, 1>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0, 0>,
 // CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>,
-// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0, 0>,
 // CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>,
-// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0>,
+// CHECK-SAME: array<i64: 1, 6, 4096, 1, 7, 0, 0>,
 // CHECK-SAME: array<i64: 0, 0, 0, 0, 0, 256, 0>],
 // CHECK-SAME: gemms = [{kernel = "pmlir_matmul_f32_r22_t00", lhs = array<i64: 64, 32>, out = array<i64: 64, 16>, rhs = array<i64: 32, 16>}]}
 #id = affine_map<(i, j) -> (i, j)>
@@ -152,7 +153,7 @@ module attributes {gpu.container_module} {
 // A ring's neighbour, computed from the rank's coordinate: on rank 1 of
 // cp=2 the send goes to (1 + 1) mod 2 = 0.
 // RUN: pmlir-opt %s --split-input-file --pmlir-step-work="entry=step rank=1" | FileCheck %s --check-prefix=RANK
-// RANK: tfm.step_work = {events = [array<i64: 1, 6, 32, 0, 3, 0>]
+// RANK: tfm.step_work = {events = [array<i64: 1, 6, 32, 0, 3, 0, 0>]
 // Without a rank, the peer is not known.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tfm.step_work = {error = "the peer or tag of pmlir_rt_send_f32 at {{.*}} is neither a constant nor computed from the rank's coordinates (no rank given)"}
@@ -174,6 +175,36 @@ module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
     %g = memref.get_global @axes_0 : memref<1xi64>
     %axes = memref.cast %g : memref<1xi64> to memref<?xi64>
     call @pmlir_rt_send_f32(%buffer, %axes, %peer, %tag) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+    return
+  }
+}
+
+// -----
+
+// A message group of two (pmlir-group-messages): the send is issued with the
+// receive after it, the receive is the group's last; the lone send after
+// them is in no group.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.step_work = {events = [array<i64: 1, 6, 32, 1, 5, 1, 0>, array<i64: 1, 7, 32, 1, 6, 0, 0>, array<i64: 1, 6, 32, 1, 8, 0, 0>]
+module attributes {tfm.mesh = #tfm.mesh<pp = 2>} {
+  memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+  func.func private @pmlir_rt_message_group(i64)
+  func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+  func.func private @pmlir_rt_recv_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+  func.func @step(%x: memref<8xf32>, %y: memref<8xf32>) {
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %c5 = arith.constant 5 : i64
+    %c6 = arith.constant 6 : i64
+    %c8 = arith.constant 8 : i64
+    %sent = memref.cast %x : memref<8xf32> to memref<?xf32>
+    %received = memref.cast %y : memref<8xf32> to memref<?xf32>
+    %g = memref.get_global @axes_0 : memref<1xi64>
+    %axes = memref.cast %g : memref<1xi64> to memref<?xi64>
+    call @pmlir_rt_message_group(%c2) : (i64) -> ()
+    call @pmlir_rt_send_f32(%sent, %axes, %c1, %c5) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+    call @pmlir_rt_recv_f32(%received, %axes, %c1, %c6) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+    call @pmlir_rt_send_f32(%sent, %axes, %c1, %c8) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
     return
   }
 }

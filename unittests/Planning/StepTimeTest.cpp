@@ -284,6 +284,32 @@ TEST(StepTime, GpuSendsMeetTheirReceives) {
   EXPECT_TRUE(simulateStep(crossed, &pp, on({1e6, 0})).deadlock.empty());
   EXPECT_NE(simulateStep(crossed, &pp, gpu).deadlock.find("(send) for ranks that never come"),
             std::string::npos);
+  // As one message group each (pmlir-group-messages), the four are posted
+  // together: each rank is done after one transfer.
+  for (int64_t r = 0; r < 2; ++r)
+    crossed[r].events[0].communication->groupedWithNext = true;
+  StepSimulation grouped = simulateStep(crossed, &pp, gpu);
+  ASSERT_TRUE(grouped.deadlock.empty()) << grouped.deadlock;
+  EXPECT_DOUBLE_EQ(grouped.ranks[0].seconds, 0.5 + 8 / 1e6);
+  EXPECT_DOUBLE_EQ(grouped.ranks[1].seconds, 0.5 + 8 / 1e6);
+  // A group on one side only: rank 1 receives, then sends, alone; rank 0's
+  // group waits for rank 1's send, posted after its receive has met.
+  crossed[1].events[0].communication->groupedWithNext = false;
+  std::swap(crossed[1].events[0], crossed[1].events[1]);
+  grouped = simulateStep(crossed, &pp, gpu);
+  ASSERT_TRUE(grouped.deadlock.empty()) << grouped.deadlock;
+  EXPECT_DOUBLE_EQ(grouped.ranks[1].seconds, 2 * (0.5 + 8 / 1e6));
+  EXPECT_DOUBLE_EQ(grouped.ranks[0].seconds, 2 * (0.5 + 8 / 1e6));
+  // On the CPU a group's receive written first still comes after its send
+  // (the runtime issues a group's sends first): no deadlock.
+  std::vector<Timeline> receivesFirst(2);
+  for (int64_t r = 0; r < 2; ++r) {
+    receivesFirst[r].events = {communicate(CollectiveKind::Recv, 8, {0}, 1 - r, 1),
+                               communicate(CollectiveKind::Send, 8, {0}, 1 - r, 1)};
+    receivesFirst[r].events[0].communication->groupedWithNext = true;
+  }
+  EXPECT_TRUE(simulateStep(receivesFirst, &pp, on({1e6, 0})).deadlock.empty());
+  EXPECT_TRUE(simulateStep(receivesFirst, &pp, gpu).deadlock.empty());
 }
 
 TEST(StepTime, GroupsAcrossNodesTakeTheLinkBetweenThem) {

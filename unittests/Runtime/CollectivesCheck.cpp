@@ -5,6 +5,7 @@
 //   mpirun -np N pmlir-rt-collectives-check --mesh SPEC [--rank-order ORDER]
 //       [--timeout S] [--fail-rank R --fail-how error|kill|hang]
 //       [--backend mpi|nccl] [--buffers device|host]
+//       [--misuse-message-group empty|collective|nested|unfinished]
 //
 // Runs each pmlir_rt_* collective over every single axis, every pair of axes
 // (in both orders) and all axes of the mesh, on f32, bf16 and f16 elements
@@ -328,6 +329,16 @@ void checkType(const Type &type, const Mesh &mesh, int64_t rank, const std::vect
     else
       recvPrev(), sendNext();
     expectEqual(type, recv, want, "send/recv over " + name);
+
+    // The same ring as one message group on every member: each sends
+    // first, which on NCCL only the group lets finish.
+    Bytes received(recv.size());
+    run(sendBytes, received, [&](void *s, void *r) {
+      pmlir_rt_message_group(2);
+      pmlir_rt_send(s, count, dtype, next, ax, na, /*tag=*/8);
+      pmlir_rt_recv(r, count, dtype, prev, ax, na, /*tag=*/8);
+    });
+    expectEqual(type, received, want, "a message group's send/recv over " + name);
   }
 }
 
@@ -402,6 +413,35 @@ int main(int argc, char **argv) {
     if (how == "hang")
       for (;;)
         std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
+  // --misuse-message-group HOW: every rank misuses pmlir_rt_message_group,
+  // which must end the job saying how: a group of no messages (empty), a
+  // collective inside a group (collective), a group inside another
+  // (nested), or a program that ends before its group's last message
+  // (unfinished).
+  std::string misuse = flag(argc, argv, "--misuse-message-group", "");
+  if (!misuse.empty()) {
+    int64_t axis = 0;
+    float send[4] = {1, 2, 3, 4}, recv[4] = {};
+    int64_t peer = (pmlir_rt_index_in_group(&axis, 1) + 1) % 2;
+    if (misuse == "empty") {
+      pmlir_rt_message_group(0);
+    } else if (misuse == "collective") {
+      pmlir_rt_message_group(2);
+      pmlir_rt_send(send, 4, PMLIR_RT_F32, peer, &axis, 1, 7);
+      pmlir_rt_all_reduce(send, recv, 4, PMLIR_RT_F32, PMLIR_RT_SUM, &axis, 1);
+    } else if (misuse == "nested") {
+      pmlir_rt_message_group(2);
+      pmlir_rt_message_group(2);
+    } else if (misuse == "unfinished") {
+      pmlir_rt_message_group(3);
+      pmlir_rt_send(send, 4, PMLIR_RT_F32, peer, &axis, 1, 7);
+      pmlir_rt_recv(recv, 4, PMLIR_RT_F32, peer, &axis, 1, 7);
+    }
+    pmlir_rt_finalize();
+    std::printf("the misuse went unnoticed\n");
+    return 0;
   }
 
   // --check-collectives: every check below runs with each call's

@@ -299,6 +299,46 @@ def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
   }];
 }
 
+def GroupMessages : Pass<"pmlir-group-messages", "mlir::ModuleOp"> {
+  let summary = "issues the sends and receives that follow each other as one group";
+  let description = [{
+    NCCL's send waits on the GPU until its receive is posted. A pipeline
+    stage in its steady state sends one way and receives the other
+    (1F1B: the activation forward, then the next gradient back); its
+    neighbour does the opposite, so two lone sends would wait for each
+    other forever. Issued as one group, neither waits for the other
+    (`pmlir_rt_message_group`: NCCL's ncclGroupStart/End; MPI's sends
+    never wait). Megatron-LM and torch's pipelining batch their P2P
+    operations the same way.
+
+    On bufferized IR, after the deallocs are placed: in each block, a run of
+    calls of the runtime's `send` and `recv` entries, with nothing between
+    them but ops without memory effects, allocations and deallocs, becomes
+    a group when it holds two calls or more. A call of
+    `pmlir_rt_message_group(count)` goes before the first, and the deallocs
+    inside the run move after its last call: the runtime holds the group's
+    buffers until then. Any other op (a loop, a copy, a kernel, a
+    collective) ends a run.
+
+    Before:
+    ```mlir
+    call @pmlir_rt_send_f32(%act, %axes, %c1, %c3) : ...
+    memref.dealloc %act_buffer : memref<4x8xf32>
+    %grad = memref.alloc() : memref<4x8xf32>
+    call @pmlir_rt_recv_f32(%grad_flat, %axes, %c1, %c2) : ...
+    ```
+    After:
+    ```mlir
+    call @pmlir_rt_message_group(%c2) : (i64) -> ()
+    call @pmlir_rt_send_f32(%act, %axes, %c1, %c3) : ...
+    %grad = memref.alloc() : memref<4x8xf32>
+    call @pmlir_rt_recv_f32(%grad_flat, %axes, %c1, %c2) : ...
+    memref.dealloc %act_buffer : memref<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+}
+
 def BufferPeak : Pass<"pmlir-buffer-peak", "mlir::ModuleOp"> {
   let summary = "writes the bytes a bufferized entry holds at its heaviest point on the module";
   let description = [{

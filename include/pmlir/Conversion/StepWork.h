@@ -78,6 +78,9 @@ struct StepWork {
     /// A send's or receive's peer (its index in the group over `axes`) and
     /// tag; a broadcast's root in `peer`; -1 where none.
     int64_t peer = -1, tag = -1;
+    /// A send or receive issued together with the next one
+    /// (pmlir_rt_message_group): every message of a group but its last.
+    bool groupedWithNext = false;
   };
 
   struct Event {

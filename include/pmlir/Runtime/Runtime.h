@@ -21,7 +21,7 @@
 |*   programs run unchanged. Point to point has no tags in NCCL: sends and    *|
 |*   receives between two members match in the order they are called (the     *|
 |*   tags must pair up in that same order), and a send completes only when    *|
-|*   its receive is posted.                                                   *|
+|*   its receive is posted (pmlir_rt_message_group issues the two together).  *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef PMLIR_RUNTIME_RUNTIME_H
@@ -168,6 +168,14 @@ void pmlir_rt_send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t
                    const int64_t *axes, int64_t num_axes, int64_t tag);
 void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
                    const int64_t *axes, int64_t num_axes, int64_t tag);
+/* The next `count` sends and receives form one group: each is held until
+ * the last of them is called, and then all are issued together, so that
+ * none waits for another (NCCL: one ncclGroupStart/End; MPI: the sends,
+ * which never wait, then the receives). A pipeline stage that sends one
+ * way and receives the other in one group cannot deadlock with its
+ * neighbour doing the same. The group's buffers must stay valid until its
+ * last call; nothing but sends and receives may be called inside it. */
+void pmlir_rt_message_group(int64_t count);
 
 /* Tracing (pmlir-run --trace): spans of each rank's work, written as one
  * Chrome trace (Perfetto and chrome://tracing open it). Off until

@@ -328,13 +328,14 @@ double doubleOf(int64_t i) {
 } // namespace
 
 // A compute segment: [0, gemm, loops, copies] (the seconds' bits); a
-// communication: [1, kind, bytes, peer, tag, axes count, axes...].
+// communication: [1, kind, bytes, peer, tag, grouped with the next, axes
+// count, axes...].
 std::vector<int64_t> Timeline::encode() const {
   std::vector<int64_t> out;
   for (const Event &e : events) {
     if (const std::optional<StepWork::Communication> &c = e.communication) {
       out.insert(out.end(), {1, static_cast<int64_t>(c->kind), c->bytes, c->peer, c->tag,
-                             static_cast<int64_t>(c->axes.size())});
+                             c->groupedWithNext ? 1 : 0, static_cast<int64_t>(c->axes.size())});
       out.insert(out.end(), c->axes.begin(), c->axes.end());
     } else {
       out.insert(out.end(),
@@ -356,8 +357,8 @@ std::optional<Timeline> Timeline::decode(const int64_t *data, size_t size) {
       i += 4;
       continue;
     }
-    if (data[i] != 1 || i + 6 > size || data[i + 5] < 0 ||
-        i + 6 + static_cast<size_t>(data[i + 5]) > size || data[i + 1] < 0 ||
+    if (data[i] != 1 || i + 7 > size || data[i + 6] < 0 ||
+        i + 7 + static_cast<size_t>(data[i + 6]) > size || data[i + 1] < 0 ||
         data[i + 1] > static_cast<int64_t>(CollectiveKind::Recv))
       return std::nullopt;
     StepWork::Communication c;
@@ -365,9 +366,10 @@ std::optional<Timeline> Timeline::decode(const int64_t *data, size_t size) {
     c.bytes = data[i + 2];
     c.peer = data[i + 3];
     c.tag = data[i + 4];
-    c.axes.assign(data + i + 6, data + i + 6 + data[i + 5]);
+    c.groupedWithNext = data[i + 5] != 0;
+    c.axes.assign(data + i + 7, data + i + 7 + data[i + 6]);
     t.events.push_back({{}, c});
-    i += 6 + static_cast<size_t>(data[i + 5]);
+    i += 7 + static_cast<size_t>(data[i + 6]);
   }
   return t;
 }
@@ -432,8 +434,38 @@ const char *planning::activityName(Activity activity) {
 }
 
 namespace {
-StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
+/// `timeline` with each message group's sends ahead of its receives, as the
+/// runtime issues them (MPI's sends never wait; on NCCL the order inside a
+/// group does not matter).
+Timeline sendsFirst(Timeline timeline) {
+  std::vector<Timeline::Event> &events = timeline.events;
+  auto message = [&](size_t i) {
+    const std::optional<StepWork::Communication> &c = events[i].communication;
+    return c && (c->kind == CollectiveKind::Send || c->kind == CollectiveKind::Recv);
+  };
+  for (size_t begin = 0; begin < events.size();) {
+    size_t end = begin;
+    while (end < events.size() && message(end) && events[end].communication->groupedWithNext)
+      ++end;
+    if (end < events.size() && message(end))
+      ++end; // the group's last
+    if (end - begin > 1) {
+      std::stable_partition(
+          events.begin() + begin, events.begin() + end,
+          [](const Timeline::Event &e) { return e.communication->kind == CollectiveKind::Send; });
+      for (size_t i = begin; i < end; ++i)
+        events[i].communication->groupedWithNext = i + 1 < end;
+    }
+    begin = std::max(end, begin + 1);
+  }
+  return timeline;
+}
+
+StepSimulation simulateOnce(const std::vector<Timeline> &programs, const Mesh *mesh,
                             const DeviceProfile &profile) {
+  std::vector<Timeline> ranks;
+  for (const Timeline &program : programs)
+    ranks.push_back(sendsFirst(program));
   size_t n = ranks.size();
   StepSimulation sim;
   sim.ranks.resize(n);
@@ -468,8 +500,8 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
            CostModel::wireFactor(kind, groupSize) * static_cast<double>(bytes) /
                link.bytesPerSecond;
   };
-  // NCCL's send and receive meet on both streams: a pair's transfers are a
-  // two-rank collective of their own, matched in call order.
+  // NCCL's send and receive meet on both streams (matched in call order
+  // between two ranks); a message group's are posted together.
   const bool sendsMeet = profile.target == CompileTarget::Gpu;
 
   // Collectives met so far: per group (its members) and the count of
@@ -487,6 +519,23 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Transfer>> inFlight;
   // Per sender, each copy's bytes from when it is made to when it is taken.
   std::vector<std::vector<std::tuple<double, double, int64_t>>> held(n);
+  // GPU messages: the n-th message from one rank to another, when its
+  // sender ([0]) and its receiver ([1]) posted it; per side, the messages
+  // posted so far between each (sender, receiver); per rank, its message
+  // group posted and not yet met: the meetings, each transfer's time, and
+  // the event after the group.
+  using MeetingKey = std::tuple<int64_t, int64_t, int64_t>;
+  struct Meeting {
+    std::optional<double> at[2];
+  };
+  std::map<MeetingKey, Meeting> meetings;
+  std::map<std::pair<int64_t, int64_t>, int64_t> messagesPosted[2];
+  struct Posted {
+    std::vector<MeetingKey> meetings;
+    std::vector<double> seconds;
+    size_t end = 0;
+  };
+  std::vector<std::optional<Posted>> posted(n);
 
   bool progress = true;
   while (progress) {
@@ -508,20 +557,65 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         std::vector<int64_t> group = groupOf(static_cast<int64_t>(r), c);
         int64_t size = static_cast<int64_t>(group.size());
         const sharding::Link link = profile.linkOf(mesh, c.axes, static_cast<int64_t>(r));
-        bool pointToPoint = c.kind == CollectiveKind::Send || c.kind == CollectiveKind::Recv;
-        if (pointToPoint && sendsMeet) {
-          int64_t peer = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
-          if (peer == static_cast<int64_t>(r)) {
-            ++next[r]; // to itself: nothing moves
-            progress = true;
-            continue;
+        if (sendsMeet && (c.kind == CollectiveKind::Send || c.kind == CollectiveKind::Recv)) {
+          // The rank's message group (a lone message: a group of one) is
+          // posted once; it goes on when each message has met its other
+          // side, the latest meeting's transfer done.
+          if (!posted[r]) {
+            Posted group;
+            size_t i = next[r];
+            for (; i < events.size(); ++i) {
+              const std::optional<StepWork::Communication> &m = events[i].communication;
+              if (!m || (m->kind != CollectiveKind::Send && m->kind != CollectiveKind::Recv))
+                break;
+              std::vector<int64_t> members = groupOf(static_cast<int64_t>(r), *m);
+              auto self = static_cast<int64_t>(r);
+              int64_t peer = m->peer >= 0 && m->peer < static_cast<int64_t>(members.size())
+                                 ? members[m->peer]
+                                 : self;
+              if (peer != self) {
+                bool sends = m->kind == CollectiveKind::Send;
+                std::pair<int64_t, int64_t> pair =
+                    sends ? std::make_pair(self, peer) : std::make_pair(peer, self);
+                MeetingKey key{pair.first, pair.second, messagesPosted[sends ? 0 : 1][pair]++};
+                meetings[key].at[sends ? 0 : 1] = clock[r];
+                group.meetings.push_back(key);
+                group.seconds.push_back(seconds(CollectiveKind::Send, m->bytes, 2,
+                                                profile.linkOf(mesh, m->axes, self)));
+              }
+              if (!m->groupedWithNext) {
+                ++i;
+                break;
+              }
+            }
+            group.end = std::max(i, next[r] + 1);
+            posted[r] = std::move(group);
           }
-          bool sends = c.kind == CollectiveKind::Send;
-          // The key no mesh group has: -1, the sender, the receiver.
-          group = {-1, sends ? static_cast<int64_t>(r) : peer,
-                   sends ? peer : static_cast<int64_t>(r)};
-          size = 2;
-        } else if (c.kind == CollectiveKind::Send) {
+          double start = clock[r], done = clock[r];
+          bool met = true;
+          for (auto [key, own] : llvm::zip(posted[r]->meetings, posted[r]->seconds)) {
+            const Meeting &m = meetings[key];
+            if (!m.at[0] || !m.at[1]) {
+              met = false;
+              break;
+            }
+            double both = std::max(*m.at[0], *m.at[1]);
+            start = std::max(start, both);
+            done = std::max(done, both + own);
+          }
+          if (!met)
+            break; // a counterpart has not been posted yet
+          span(r, clock[r], start, Activity::Waiting);
+          span(r, start, done, Activity::Communication);
+          step.waiting += start - clock[r];
+          step.communication += done - start;
+          clock[r] = done;
+          next[r] = posted[r]->end;
+          posted[r].reset();
+          progress = true;
+          continue;
+        }
+        if (c.kind == CollectiveKind::Send) {
           int64_t to = c.peer >= 0 && c.peer < size ? group[c.peer] : static_cast<int64_t>(r);
           double own = seconds(CollectiveKind::Send, c.bytes, 2, link);
           inFlight[{static_cast<int64_t>(r), to, c.tag}].push_back(
@@ -563,8 +657,7 @@ StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh
         double start = 0;
         for (auto [member, at] : here)
           start = std::max(start, at);
-        double own = pointToPoint ? seconds(CollectiveKind::Send, c.bytes, 2, link)
-                                  : seconds(c.kind, c.bytes, size, link);
+        double own = seconds(c.kind, c.bytes, size, link);
         for (auto [member, at] : here) {
           RankStep &m = sim.ranks[member];
           span(static_cast<size_t>(member), at, start, Activity::Waiting);

@@ -1,0 +1,94 @@
+// RUN: pmlir-opt %s --split-input-file --pmlir-group-messages | FileCheck %s
+
+// A pipeline stage's steady state: the activation sent forward, its buffer
+// freed, the gradient's buffer allocated and received. One group of two;
+// the free moves after the receive, as the runtime holds the sent buffer
+// until the group's last call. After a fill, which ends the run, a second
+// group of three uses the same declaration.
+// CHECK-LABEL: func.func @steady
+// CHECK:         %[[N:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:    call @pmlir_rt_message_group(%[[N]]) : (i64) -> ()
+// CHECK-NEXT:    call @pmlir_rt_send_f32
+// CHECK-NEXT:    %[[G:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NEXT:    %[[GC:.*]] = memref.cast %[[G]]
+// CHECK-NEXT:    call @pmlir_rt_recv_f32(%[[GC]]
+// CHECK-NEXT:    memref.dealloc %[[A:.*]] : memref<8xf32>
+// CHECK:         linalg.fill
+// CHECK:         %[[M:.*]] = arith.constant 3 : i64
+// CHECK-NEXT:    call @pmlir_rt_message_group(%[[M]])
+// CHECK-NEXT:    call @pmlir_rt_recv_f32
+// CHECK-NEXT:    call @pmlir_rt_send_f32
+// CHECK-NEXT:    call @pmlir_rt_send_f32
+// CHECK-NEXT:    return
+// CHECK:       func.func private @pmlir_rt_message_group(i64)
+// CHECK-NOT:   @pmlir_rt_message_group(i64)
+memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @pmlir_rt_recv_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func @steady(%a: memref<8xf32>) -> memref<8xf32> {
+  %c1 = arith.constant 1 : i64
+  %c3 = arith.constant 3 : i64
+  %g0 = memref.get_global @axes_0 : memref<1xi64>
+  %axes = memref.cast %g0 : memref<1xi64> to memref<?xi64>
+  %ac = memref.cast %a : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_send_f32(%ac, %axes, %c1, %c3) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  memref.dealloc %a : memref<8xf32>
+  %g = memref.alloc() : memref<8xf32>
+  %gc = memref.cast %g : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_recv_f32(%gc, %axes, %c1, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%g : memref<8xf32>)
+  %c4 = arith.constant 4 : i64
+  call @pmlir_rt_recv_f32(%gc, %axes, %c1, %c4) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  call @pmlir_rt_send_f32(%gc, %axes, %c1, %c4) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  call @pmlir_rt_send_f32(%gc, %axes, %c1, %c3) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  return %g : memref<8xf32>
+}
+
+// -----
+
+// What reads or writes memory between two messages ends the run: a fill, a
+// collective; a lone message is no group.
+// CHECK-LABEL: func.func @apart
+// CHECK-NOT:   pmlir_rt_message_group
+memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @pmlir_rt_recv_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @pmlir_rt_all_reduce_f32(memref<?xf32>, memref<?xf32>, memref<?xi64>, i32)
+func.func @apart(%a: memref<8xf32>, %b: memref<8xf32>) {
+  %c1 = arith.constant 1 : i64
+  %zero = arith.constant 0.0 : f32
+  %sum = arith.constant 0 : i32
+  %g0 = memref.get_global @axes_0 : memref<1xi64>
+  %axes = memref.cast %g0 : memref<1xi64> to memref<?xi64>
+  %ac = memref.cast %a : memref<8xf32> to memref<?xf32>
+  %bc = memref.cast %b : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_send_f32(%ac, %axes, %c1, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  linalg.fill ins(%zero : f32) outs(%b : memref<8xf32>)
+  call @pmlir_rt_recv_f32(%bc, %axes, %c1, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  call @pmlir_rt_all_reduce_f32(%ac, %bc, %axes, %sum) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, i32) -> ()
+  call @pmlir_rt_send_f32(%ac, %axes, %c1, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  return
+}
+
+// -----
+
+// A loop between two messages ends the run too: its body may touch memory.
+// CHECK-LABEL: func.func @loop
+// CHECK-NOT:   pmlir_rt_message_group
+memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @pmlir_rt_recv_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func @loop(%a: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i64
+  %g0 = memref.get_global @axes_0 : memref<1xi64>
+  %axes = memref.cast %g0 : memref<1xi64> to memref<?xi64>
+  %ac = memref.cast %a : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_send_f32(%ac, %axes, %one, %one) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  scf.for %i = %c0 to %n step %c1 {
+  }
+  call @pmlir_rt_recv_f32(%ac, %axes, %one, %one) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  return
+}
