@@ -16,7 +16,9 @@
 
 #include "pmlir/Runtime/RuntimeAbi.h"
 
+#include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-group-messages"
@@ -31,14 +33,35 @@ namespace abi = pmlir::rt::abi;
 
 namespace {
 
+enum class Direction { None, Send, Recv };
+
 /// Whether `op` calls the runtime's send or recv (on any element type).
-bool isMessage(Operation *op) {
+Direction directionOf(Operation *op) {
   auto call = dyn_cast<func::CallOp>(op);
-  if (!call)
-    return false;
-  const abi::Entry *entry = abi::entryOfSymbol(call.getCallee());
-  return entry &&
-         (entry == &abi::entry(abi::EntryId::send) || entry == &abi::entry(abi::EntryId::recv));
+  const abi::Entry *entry = call ? abi::entryOfSymbol(call.getCallee()) : nullptr;
+  if (entry == &abi::entry(abi::EntryId::send))
+    return Direction::Send;
+  if (entry == &abi::entry(abi::EntryId::recv))
+    return Direction::Recv;
+  return Direction::None;
+}
+
+bool isMessage(Operation *op) { return directionOf(op) != Direction::None; }
+
+/// The buffer a message reads or writes, back through views and casts to
+/// the value they are views of (an allocation, an argument, a call's
+/// result).
+Value rootBuffer(Operation *message) {
+  Value buffer = message->getOperand(0);
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      buffer = view.getViewSource();
+    else if (auto cast = dyn_cast<CastOpInterface>(def); cast && def->getNumOperands() == 1)
+      buffer = def->getOperand(0);
+    else
+      break;
+  }
+  return buffer;
 }
 
 /// Whether `op` may stay inside a message group: it neither reads nor
@@ -93,9 +116,20 @@ struct GroupMessagesPass : public pmlir::impl::GroupMessagesBase<GroupMessagesPa
         Operation *first = &*it, *last = first;
         int64_t count = 1;
         SmallVector<Operation *> deallocs, deallocsSinceLast;
+        // The group's messages run at once (and MPI's sends first): a
+        // receive into a buffer a send of the group reads, either way
+        // round, ends the run (a ring forwards the block it has just
+        // received).
+        llvm::SmallPtrSet<Value, 4> sent, received;
+        (directionOf(first) == Direction::Send ? sent : received).insert(rootBuffer(first));
         for (auto next = std::next(it); next != block->end(); ++next) {
           Operation *op = &*next;
-          if (isMessage(op)) {
+          if (Direction direction = directionOf(op); direction != Direction::None) {
+            Value buffer = rootBuffer(op);
+            bool sends = direction == Direction::Send;
+            if ((sends ? received : sent).contains(buffer))
+              break;
+            (sends ? sent : received).insert(buffer);
             last = op;
             ++count;
             llvm::append_range(deallocs, deallocsSinceLast);

@@ -19,6 +19,7 @@
 // CHECK-NEXT:    call @pmlir_rt_recv_f32
 // CHECK-NEXT:    call @pmlir_rt_send_f32
 // CHECK-NEXT:    call @pmlir_rt_send_f32
+// CHECK-NEXT:    memref.dealloc
 // CHECK-NEXT:    return
 // CHECK:       func.func private @pmlir_rt_message_group(i64)
 // CHECK-NOT:   @pmlir_rt_message_group(i64)
@@ -39,9 +40,12 @@ func.func @steady(%a: memref<8xf32>) -> memref<8xf32> {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%g : memref<8xf32>)
   %c4 = arith.constant 4 : i64
-  call @pmlir_rt_recv_f32(%gc, %axes, %c1, %c4) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  %h = memref.alloc() : memref<8xf32>
+  %hc = memref.cast %h : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_recv_f32(%hc, %axes, %c1, %c4) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
   call @pmlir_rt_send_f32(%gc, %axes, %c1, %c4) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
   call @pmlir_rt_send_f32(%gc, %axes, %c1, %c3) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  memref.dealloc %h : memref<8xf32>
   return %g : memref<8xf32>
 }
 
@@ -90,5 +94,40 @@ func.func @loop(%a: memref<8xf32>, %n: index) {
   scf.for %i = %c0 to %n step %c1 {
   }
   call @pmlir_rt_recv_f32(%ac, %axes, %one, %one) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  return
+}
+
+// -----
+
+// A ring forwards the block it has just received: the receive and the send
+// of the same buffer cannot run at once, so the send starts the next run,
+// which the receive after it joins.
+// CHECK-LABEL: func.func @forward
+// CHECK:         %[[B:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NOT:     pmlir_rt_message_group
+// CHECK:         call @pmlir_rt_recv_f32
+// CHECK-NEXT:    %[[V:.*]] = memref.cast %[[B]]
+// CHECK-NEXT:    %[[N:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:    call @pmlir_rt_message_group(%[[N]])
+// CHECK-NEXT:    call @pmlir_rt_send_f32(%[[V]],
+// CHECK-NEXT:    memref.cast
+// CHECK-NEXT:    call @pmlir_rt_recv_f32
+// CHECK-NEXT:    memref.dealloc %[[B]]
+memref.global "private" constant @axes_0 : memref<1xi64> = dense<0>
+func.func private @pmlir_rt_send_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func private @pmlir_rt_recv_f32(memref<?xf32>, memref<?xi64>, i64, i64)
+func.func @forward(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %g0 = memref.get_global @axes_0 : memref<1xi64>
+  %axes = memref.cast %g0 : memref<1xi64> to memref<?xi64>
+  %block = memref.alloc() : memref<8xf32>
+  %bc = memref.cast %block : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_recv_f32(%bc, %axes, %c0, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  %view = memref.cast %block : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_send_f32(%view, %axes, %c1, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  %ac = memref.cast %a : memref<8xf32> to memref<?xf32>
+  call @pmlir_rt_recv_f32(%ac, %axes, %c0, %c1) : (memref<?xf32>, memref<?xi64>, i64, i64) -> ()
+  memref.dealloc %block : memref<8xf32>
   return
 }

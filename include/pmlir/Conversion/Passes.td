@@ -314,7 +314,10 @@ def GroupMessages : Pass<"pmlir-group-messages", "mlir::ModuleOp"> {
     On bufferized IR, after the deallocs are placed: in each block, a run of
     calls of the runtime's `send` and `recv` entries, with nothing between
     them but ops without memory effects, allocations and deallocs, becomes
-    a group when it holds two calls or more. A call of
+    a group when it holds two calls or more. A group's messages run at once,
+    so a receive into a buffer that a send of the run reads (or the other
+    way round: a ring forwards the block it has just received) ends the run
+    before it. A call of
     `pmlir_rt_message_group(count)` goes before the first, and the deallocs
     inside the run move after its last call: the runtime holds the group's
     buffers until then. Any other op (a loop, a copy, a kernel, a

@@ -174,7 +174,8 @@ void pmlir_rt_recv(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t peer,
  * which never wait, then the receives). A pipeline stage that sends one
  * way and receives the other in one group cannot deadlock with its
  * neighbour doing the same. The group's buffers must stay valid until its
- * last call; nothing but sends and receives may be called inside it. */
+ * last call, and no send may read a buffer a receive of the group writes;
+ * nothing but sends and receives may be called inside it. */
 void pmlir_rt_message_group(int64_t count);
 
 /* Tracing (pmlir-run --trace): spans of each rank's work, written as one
