@@ -30,7 +30,7 @@
 using namespace mlir;
 
 void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool predict,
-                                       int64_t rank) {
+                                       int64_t rank, bool sinkMessages) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -45,7 +45,9 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createSimplifyFreshDeallocs());
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferDeallocationSimplificationPass());
-  pm.addPass(bufferization::createLowerDeallocationsPass());
+  // (In registers: upstream's helper reads buffers the GPU target would
+  // place on the device.)
+  pm.addPass(createLowerDeallocations());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createDeallocAfterLastUse());
@@ -54,7 +56,7 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Sends and receives next to each other go as one group (on NCCL a lone
   // send waits for its receive), once nothing moves the deallocs again.
-  pm.addPass(createGroupMessages());
+  pm.addPass(createGroupMessages(GroupMessagesOptions{sinkMessages}));
   // What the buffers hold at the heaviest point, and the work in program
   // order, for pmlir-run --predict.
   if (predict) {

@@ -16,9 +16,13 @@
 
 #include "pmlir/Runtime/RuntimeAbi.h"
 
+#include "mlir/Analysis/AliasAnalysis.h"
+
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-group-messages"
@@ -48,20 +52,17 @@ Direction directionOf(Operation *op) {
 
 bool isMessage(Operation *op) { return directionOf(op) != Direction::None; }
 
-/// The buffer a message reads or writes, back through views and casts to
-/// the value they are views of (an allocation, an argument, a call's
-/// result).
-Value rootBuffer(Operation *message) {
-  Value buffer = message->getOperand(0);
-  while (Operation *def = buffer.getDefiningOp()) {
+/// The buffer `value` is a view of, back through views and casts.
+Value rootOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
     if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      buffer = view.getViewSource();
-    else if (auto cast = dyn_cast<CastOpInterface>(def); cast && def->getNumOperands() == 1)
-      buffer = def->getOperand(0);
+      value = view.getViewSource();
+    else if (isa<CastOpInterface>(def) && def->getNumOperands() == 1)
+      value = def->getOperand(0);
     else
       break;
   }
-  return buffer;
+  return value;
 }
 
 /// Whether `op` may stay inside a message group: it neither reads nor
@@ -95,10 +96,89 @@ func::FuncOp declareMessageGroup(ModuleOp module, SymbolTable &symbols) {
   return fn;
 }
 
+/// The messages of one group as it is being built, and the buffers they
+/// read and write.
+struct Run {
+  explicit Run(AliasAnalysis &aliases) : aliases(aliases) {}
+
+  AliasAnalysis &aliases;
+  SmallVector<Operation *> messages;
+  /// The buffers the run's sends read and its receives write.
+  SmallVector<Value> sent, received;
+  /// Frees met inside the run or passed by it: after it.
+  SmallVector<Operation *> deallocs;
+
+  bool mayAlias(Value buffer, ArrayRef<Value> buffers) const {
+    return isa<BaseMemRefType>(buffer.getType()) &&
+           llvm::any_of(buffers, [&](Value b) { return !aliases.alias(buffer, b).isNo(); });
+  }
+  bool holds(Value buffer) const { return mayAlias(buffer, sent) || mayAlias(buffer, received); }
+
+  /// Whether `message` may join: no receive into a buffer a send of the
+  /// run reads, or the other way round (the group's messages run at once,
+  /// MPI's sends first; a ring forwards the block it has just received).
+  /// A buffer allocated after the run's first message is none of the
+  /// run's: theirs stay allocated until the group ends (frees move after
+  /// it).
+  bool admits(Operation *message) const {
+    Value buffer = message->getOperand(0);
+    Operation *first = messages.front();
+    if (Operation *allocation = rootOf(buffer).getDefiningOp<memref::AllocOp>();
+        allocation && allocation->getBlock() == first->getBlock() &&
+        first->isBeforeInBlock(allocation))
+      return true;
+    return !mayAlias(buffer, directionOf(message) == Direction::Send ? received : sent);
+  }
+  void add(Operation *message) {
+    messages.push_back(message);
+    (directionOf(message) == Direction::Send ? sent : received).push_back(message->getOperand(0));
+  }
+
+  /// Whether the run's messages can move past `op`: it holds no call (a
+  /// block's function, which a pipeline's schedule placed between its
+  /// messages; a collective), writes and frees nothing that may be a
+  /// buffer the sends read and touches nothing that may be one the
+  /// receives write.
+  bool commutesWith(Operation *op) const {
+    auto touches = [&](Operation *inner) {
+      return llvm::any_of(inner->getOperands(), [&](Value v) { return holds(v); });
+    };
+    WalkResult result = op->walk([&](Operation *inner) {
+      if (isa<CallOpInterface>(inner))
+        return WalkResult::interrupt();
+      // An op's own effects first (a linalg op declares them and has
+      // recursive effects besides); a region op's nested ops are walked.
+      auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+      if (!effects)
+        return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() || !touches(inner)
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      SmallVector<MemoryEffects::EffectInstance> instances;
+      effects.getEffects(instances);
+      for (const MemoryEffects::EffectInstance &e : instances) {
+        Value v = e.getValue();
+        if (!v) {
+          if (touches(inner))
+            return WalkResult::interrupt();
+          continue;
+        }
+        if (mayAlias(v, received) ||
+            (!isa<MemoryEffects::Read>(e.getEffect()) && mayAlias(v, sent)))
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return !result.wasInterrupted();
+  }
+};
+
 struct GroupMessagesPass : public pmlir::impl::GroupMessagesBase<GroupMessagesPass> {
+  using GroupMessagesBase::GroupMessagesBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    AliasAnalysis &aliases = getAnalysis<AliasAnalysis>();
     SmallVector<Block *> blocks;
     module.walk([&](Block *block) {
       if (llvm::any_of(*block, [](Operation &op) { return isMessage(&op); }))
@@ -111,51 +191,69 @@ struct GroupMessagesPass : public pmlir::impl::GroupMessagesBase<GroupMessagesPa
           ++it;
           continue;
         }
-        // The run from this message: its messages, and the deallocs among
-        // them.
-        Operation *first = &*it, *last = first;
-        int64_t count = 1;
-        SmallVector<Operation *> deallocs, deallocsSinceLast;
-        // The group's messages run at once (and MPI's sends first): a
-        // receive into a buffer a send of the group reads, either way
-        // round, ends the run (a ring forwards the block it has just
-        // received).
-        llvm::SmallPtrSet<Value, 4> sent, received;
-        (directionOf(first) == Direction::Send ? sent : received).insert(rootBuffer(first));
-        for (auto next = std::next(it); next != block->end(); ++next) {
-          Operation *op = &*next;
-          if (Direction direction = directionOf(op); direction != Direction::None) {
-            Value buffer = rootBuffer(op);
-            bool sends = direction == Direction::Send;
-            if ((sends ? received : sent).contains(buffer))
-              break;
-            (sends ? sent : received).insert(buffer);
-            last = op;
-            ++count;
-            llvm::append_range(deallocs, deallocsSinceLast);
-            deallocsSinceLast.clear();
-          } else if (isa<memref::DeallocOp>(op)) {
-            deallocsSinceLast.push_back(op);
-          } else if (!mayStayInside(op)) {
-            break;
-          }
-        }
+        Run run(aliases);
+        run.add(&*it);
+        extend(run);
+        Operation *last = run.messages.back();
         it = std::next(last->getIterator());
-        if (count < 2)
+        if (run.messages.size() < 2)
           continue;
         func::FuncOp runtime = declareMessageGroup(module, symbols);
+        Operation *first = run.messages.front();
         OpBuilder b(first);
-        Value size = arith::ConstantOp::create(b, first->getLoc(), b.getI64IntegerAttr(count));
+        Value size = arith::ConstantOp::create(
+            b, first->getLoc(), b.getI64IntegerAttr(static_cast<int64_t>(run.messages.size())));
         func::CallOp::create(b, first->getLoc(), runtime, ValueRange{size});
         // After the last message, in their order.
         Operation *after = last;
-        for (Operation *dealloc : deallocs) {
+        for (Operation *dealloc : run.deallocs) {
           dealloc->moveAfter(after);
           after = dealloc;
         }
         ++groups;
       }
     LLVM_DEBUG(llvm::dbgs() << "message groups: " << groups << "\n");
+  }
+
+  /// Adds to `run` the messages after its last: those that follow with only
+  /// pure ops, allocations and frees between (the frees then go after the
+  /// run); with sinkMessages, also those after ops its messages can move
+  /// past, which they then do.
+  void extend(Run &run) {
+    Operation *last = run.messages.back();
+    SmallVector<Operation *> frees;
+    for (Operation *op = last->getNextNode(); op; op = op->getNextNode()) {
+      if (isMessage(op)) {
+        if (!run.admits(op))
+          return;
+        // Past what lies between: the run's messages move down to it.
+        if (op != last->getNextNode() && !adjacent(last, op))
+          for (Operation *message : run.messages)
+            message->moveBefore(op);
+        llvm::append_range(run.deallocs, frees);
+        frees.clear();
+        run.add(op);
+        last = op;
+        continue;
+      }
+      if (isa<memref::DeallocOp>(op)) {
+        frees.push_back(op);
+        continue;
+      }
+      if (mayStayInside(op))
+        continue;
+      if (!(sinkMessages && run.commutesWith(op)))
+        return;
+    }
+  }
+
+  /// Whether only pure ops, allocations and frees lie between `from` and
+  /// `to`.
+  static bool adjacent(Operation *from, Operation *to) {
+    for (Operation *op = from->getNextNode(); op != to; op = op->getNextNode())
+      if (!isa<memref::DeallocOp>(op) && !mayStayInside(op))
+        return false;
+    return true;
   }
 };
 

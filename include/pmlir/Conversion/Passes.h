@@ -36,12 +36,15 @@ void populateTfmToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// Tensors to buffers for every target: one-shot bufferization across
 /// function boundaries (identity layouts; the results of `entry` that
 /// update its arguments written into them), ownership-based deallocation
-/// with each free at its buffer's last use, clones to allocs and copies;
-/// with `predict`, what pmlir-run --predict reads written on the module: the
-/// heaviest point of `entry`'s buffers (pmlir-buffer-peak) and its work on
-/// the job's rank `rank` (pmlir-step-work).
+/// with each free at its buffer's last use, clones to allocs and copies,
+/// sends and receives next to each other as message groups (with
+/// `sinkMessages`, also those apart with compute between that leaves their
+/// buffers alone: where a send waits for its receive); with `predict`, what pmlir-run --predict
+/// reads written on the module: the heaviest point of `entry`'s buffers
+/// (pmlir-buffer-peak) and its work on the job's rank `rank`
+/// (pmlir-step-work).
 void buildBufferizationPipeline(mlir::OpPassManager &pm, llvm::StringRef entry,
-                                bool predict = false, int64_t rank = -1);
+                                bool predict = false, int64_t rank = -1, bool sinkMessages = false);
 
 /// The external models bufferization and deallocation need (arith, func,
 /// linalg, memref, scf, tensor, cf).

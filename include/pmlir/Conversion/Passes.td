@@ -272,6 +272,34 @@ def SimplifyFreshDeallocs : Pass<"pmlir-simplify-fresh-deallocs", "mlir::ModuleO
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def LowerDeallocations : Pass<"pmlir-lower-deallocations"> {
+  let summary = "lowers bufferization.dealloc to pointer comparisons and guarded frees";
+  let description = [{
+    Each `bufferization.dealloc` becomes, in place, what upstream's
+    `bufferization-lower-deallocations` computes in its helper function:
+    memref `i` is freed where its condition holds and its base pointer is
+    none of the retained memrefs' and none of the earlier memrefs'; a
+    retained memref's ownership is the disjunction of the conditions of the
+    memrefs it aliases. Upstream lowers a dealloc of two memrefs or more by
+    storing the pointers and conditions into small buffers and calling
+    `dealloc_helper`, whose loops read them: on a GPU those buffers would be
+    device memory the host reads. Here everything stays in registers on the
+    host, at the cost of `memrefs x (memrefs + retained)` comparisons, which
+    the deallocation simplification keeps small (a ring attention's
+    `scf.if` choosing between buffers makes one of two memrefs).
+
+    ```mlir
+    %own = bufferization.dealloc (%a, %b : memref<8xf32>, memref<f32>)
+        if (%true, %c) retain (%r : memref<8xf32>)
+    ```
+    becomes the base pointers of `%a`, `%b`, `%r`; `%a` freed if
+    `%a != %r`; `%b` freed if `%c && %b != %r && %b != %a`; `%own` =
+    `(%a == %r) || (%c && %b == %r)`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def DeallocAfterLastUse : Pass<"pmlir-dealloc-after-last-use"> {
   let summary = "moves each memref.dealloc to just after the last use of its buffer";
   let description = [{
@@ -323,6 +351,16 @@ def GroupMessages : Pass<"pmlir-group-messages", "mlir::ModuleOp"> {
     buffers until then. Any other op (a loop, a copy, a kernel, a
     collective) ends a run.
 
+    With `sink-messages` (the GPU pipeline's: NCCL's send waits for its
+    receive), a run also takes the next message past ops its messages can
+    move past, and they move down to it: ops that hold no call (which could
+    communicate), write or free no buffer a send of the run reads and touch
+    none a receive writes. A ring attention's stage then sends its block on
+    together with receiving the next, after it computes with this one,
+    where otherwise every stage's send would wait for a receive behind
+    compute. (On the CPU, MPI's sends do not wait, and a send issued before
+    the compute lets the message travel meanwhile.)
+
     Before:
     ```mlir
     call @pmlir_rt_send_f32(%act, %axes, %c1, %c3) : ...
@@ -339,6 +377,11 @@ def GroupMessages : Pass<"pmlir-group-messages", "mlir::ModuleOp"> {
     memref.dealloc %act_buffer : memref<4x8xf32>
     ```
   }];
+  let options = [
+    Option<"sinkMessages", "sink-messages", "bool", /*default=*/"false",
+           "move a run of messages down past compute that leaves their buffers "
+           "alone, to the next message (where a send waits for its receive)">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 

@@ -83,7 +83,9 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
   pm.addPass(createGpuSplitReductions());
   pm.addPass(createCanonicalizerPass());
-  buildBufferizationPipeline(pm, options.entry);
+  // NCCL's send waits for its receive: messages apart join one group.
+  buildBufferizationPipeline(pm, options.entry, /*predict=*/false, /*rank=*/-1,
+                             /*sinkMessages=*/true);
   // --predict: the buffers' heaviest point now; the work once the kernels
   // are made (a kernel launch each, not a loop nest each).
   if (options.predict)
