@@ -8,7 +8,10 @@
 // inside it moved after it, since the runtime holds the group's buffers
 // until its last call. On NCCL, where a send waits for its receive, a
 // pipeline stage's send forward and receive backward then cannot deadlock
-// with its neighbour's send backward and receive forward.
+// with its neighbour's send backward and receive forward. With
+// sink-messages a run also moves down past compute that leaves its buffers
+// alone (MLIR's alias analysis decides what may be them) to the next
+// message: a ring step's sends then meet the next block's receives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +20,10 @@
 #include "pmlir/Runtime/RuntimeAbi.h"
 
 #include "mlir/Analysis/AliasAnalysis.h"
-
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-group-messages"
