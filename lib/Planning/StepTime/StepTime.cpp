@@ -377,10 +377,41 @@ std::optional<Timeline> Timeline::decode(const int64_t *data, size_t size) {
 namespace {
 StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
                             const DeviceProfile &profile);
+
+/// `timeline` with each message group's sends ahead of its receives, as the
+/// runtime issues them (MPI's sends never wait; on NCCL the order inside a
+/// group does not matter).
+Timeline sendsFirst(Timeline timeline) {
+  std::vector<Timeline::Event> &events = timeline.events;
+  auto message = [&](size_t i) {
+    const std::optional<StepWork::Communication> &c = events[i].communication;
+    return c && (c->kind == CollectiveKind::Send || c->kind == CollectiveKind::Recv);
+  };
+  for (size_t begin = 0; begin < events.size();) {
+    size_t end = begin;
+    while (end < events.size() && message(end) && events[end].communication->groupedWithNext)
+      ++end;
+    if (end < events.size() && message(end))
+      ++end; // the group's last
+    if (end - begin > 1) {
+      std::stable_partition(
+          events.begin() + begin, events.begin() + end,
+          [](const Timeline::Event &e) { return e.communication->kind == CollectiveKind::Send; });
+      for (size_t i = begin; i < end; ++i)
+        events[i].communication->groupedWithNext = i + 1 < end;
+    }
+    begin = std::max(end, begin + 1);
+  }
+  return timeline;
+}
 } // namespace
 
-StepSimulation planning::simulateStep(const std::vector<Timeline> &ranks, const Mesh *mesh,
+StepSimulation planning::simulateStep(const std::vector<Timeline> &programs, const Mesh *mesh,
                                       const DeviceProfile &profile, const HostSharing *sharing) {
+  // Once, for every round below.
+  std::vector<Timeline> ranks;
+  for (const Timeline &program : programs)
+    ranks.push_back(sendsFirst(program));
   StepSimulation sim = simulateOnce(ranks, mesh, profile);
   if (!sharing || sharing->cores < 1 || sharing->ranksPerHost < 1 || !sim.deadlock.empty())
     return sim;
@@ -434,38 +465,8 @@ const char *planning::activityName(Activity activity) {
 }
 
 namespace {
-/// `timeline` with each message group's sends ahead of its receives, as the
-/// runtime issues them (MPI's sends never wait; on NCCL the order inside a
-/// group does not matter).
-Timeline sendsFirst(Timeline timeline) {
-  std::vector<Timeline::Event> &events = timeline.events;
-  auto message = [&](size_t i) {
-    const std::optional<StepWork::Communication> &c = events[i].communication;
-    return c && (c->kind == CollectiveKind::Send || c->kind == CollectiveKind::Recv);
-  };
-  for (size_t begin = 0; begin < events.size();) {
-    size_t end = begin;
-    while (end < events.size() && message(end) && events[end].communication->groupedWithNext)
-      ++end;
-    if (end < events.size() && message(end))
-      ++end; // the group's last
-    if (end - begin > 1) {
-      std::stable_partition(
-          events.begin() + begin, events.begin() + end,
-          [](const Timeline::Event &e) { return e.communication->kind == CollectiveKind::Send; });
-      for (size_t i = begin; i < end; ++i)
-        events[i].communication->groupedWithNext = i + 1 < end;
-    }
-    begin = std::max(end, begin + 1);
-  }
-  return timeline;
-}
-
-StepSimulation simulateOnce(const std::vector<Timeline> &programs, const Mesh *mesh,
+StepSimulation simulateOnce(const std::vector<Timeline> &ranks, const Mesh *mesh,
                             const DeviceProfile &profile) {
-  std::vector<Timeline> ranks;
-  for (const Timeline &program : programs)
-    ranks.push_back(sendsFirst(program));
   size_t n = ranks.size();
   StepSimulation sim;
   sim.ranks.resize(n);
