@@ -103,7 +103,7 @@ done
 
 # Two libraries libLLVM loads for what pmlir never does (Z3 for the static
 # analyzer's constraint solver, libxml2 for merging Windows manifests) are
-# 40 MiB with ICU's data: they travel as stubs of the same soname that define
+# 40 MiB with ICU's data: they, and LAPACK (below), travel as stubs of the same soname that define
 # each symbol the bundle takes from them, with its version, and end the
 # process naming the symbol should one ever be called.
 stub() {
@@ -148,6 +148,9 @@ EOF
 }
 stub libz3.so.4
 stub libxml2.so.2
+# LAPACK is loaded by the CBC solver's libraries, which only auto-sharding
+# calls; no GPU-gated test or benchmark plans automatically.
+stub liblapack.so.3
 # What only the replaced libraries loaded (ICU) stays behind.
 while :; do
   unused=""
