@@ -131,16 +131,28 @@ private:
   /// --predict's step time: every rank's compiled program (its
   /// tfm.step_work) priced on the device profile, and the ranks' timelines
   /// run against each other (RankTime.cpp). A collective of every rank;
-  /// the simulation is rank 0's. nullopt with `error` where a rank's work
-  /// or the profile cannot be had (every rank fails alike).
+  /// the simulation is rank 0's, a deadlock in it the caller's to report.
+  /// nullopt with `error` where a rank's work or the profile cannot be had
+  /// (every rank fails alike).
   struct StepPrediction {
     planning::StepSimulation simulation;
     planning::DeviceProfile profile;
     /// Where the profile comes from: "measured on this host (cached in
     /// F)" or the file given.
     std::string source;
+    /// What the simulation's deadlock says, with why on a GPU.
+    std::string deadlockText() const;
   };
-  std::optional<StepPrediction> predictStepTime(ModuleOp module, std::string &error);
+  /// The step priced on the profile `profileName` names (--profile's
+  /// values).
+  std::optional<StepPrediction> predictStepTime(ModuleOp module, const std::string &profileName,
+                                                std::string &error);
+  /// A GPU job on a mesh: whether its ranks' sends and receives, in their
+  /// lowered programs' order, meet as NCCL issues them (a send waits for its
+  /// receive); where they would wait for each other forever, rank 0 says
+  /// where and every rank fails (a collective of every rank). Programs whose
+  /// work cannot be counted pass unchecked.
+  LogicalResult checkMessagesMeet(ModuleOp module);
   /// --profile cpu: this host's rates for `work`, measured on the threads
   /// set for the run, cached (RankTime.cpp).
   std::optional<planning::DeviceProfile> cpuProfile(const StepWork &work, std::string &source,

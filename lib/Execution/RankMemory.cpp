@@ -295,7 +295,11 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
 
   std::vector<int64_t> all = fromEveryRank(mine.fields());
   // The time after the memory: measuring the profile allocates.
-  std::optional<StepPrediction> step = predictStepTime(module, error);
+  std::optional<StepPrediction> step = predictStepTime(module, o.profile, error);
+  if (step && !step->simulation.deadlock.empty()) {
+    error = step->deadlockText();
+    step.reset();
+  }
   if (mesh)
     pmlir_rt_finalize();
   if (!step)

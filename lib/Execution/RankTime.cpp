@@ -434,7 +434,8 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
   return profile;
 }
 
-std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::string &error) {
+std::optional<Job::StepPrediction>
+Job::predictStepTime(ModuleOp module, const std::string &profileName, std::string &error) {
   auto attr = module->getAttrOfType<DictionaryAttr>(kStepWorkAttr);
   std::optional<StepWork> work = attr ? StepWork::fromAttribute(attr) : std::nullopt;
   std::string mine;
@@ -452,17 +453,17 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
   if (!agree())
     return std::nullopt;
   StepPrediction prediction;
-  if (o.profile == "cpu") {
+  if (profileName == "cpu") {
     std::optional<planning::DeviceProfile> profile = cpuProfile(*work, prediction.source, mine);
     if (profile)
       prediction.profile = std::move(*profile);
   } else {
     if (std::optional<planning::DeviceProfile> profile =
-            planning::DeviceProfile::load(o.profile, mine))
+            planning::DeviceProfile::load(profileName, mine))
       prediction.profile = std::move(*profile);
-    prediction.source = llvm::is_contained(planning::DeviceProfile::builtInNames(), o.profile)
-                            ? "built in: " + o.profile
-                            : "the rates of " + o.profile;
+    prediction.source = llvm::is_contained(planning::DeviceProfile::builtInNames(), profileName)
+                            ? "built in: " + profileName
+                            : "the rates of " + profileName;
   }
   if (!agree())
     return std::nullopt;
@@ -490,17 +491,43 @@ std::optional<Job::StepPrediction> Job::predictStepTime(ModuleOp module, std::st
   // this host share its cores. A file's rates are a device of each rank's.
   planning::HostSharing host{pmlir_rt_host_cores(), pmlir_rt_ranks_on_host(),
                              std::max(1, pmlir_rt_parallel_threads())};
-  prediction.simulation = planning::simulateStep(
-      timelines, mesh ? &*mesh : nullptr, prediction.profile, o.profile == "cpu" ? &host : nullptr);
-  if (!prediction.simulation.deadlock.empty()) {
-    error = "the ranks' programs wait for each other forever: " + prediction.simulation.deadlock +
-            (prediction.profile.target == CompileTarget::Gpu
-                 ? " (on a GPU a send waits for its receive: NCCL's send and receive meet on "
-                   "both ranks' streams)"
-                 : "");
-    return std::nullopt;
-  }
+  prediction.simulation =
+      planning::simulateStep(timelines, mesh ? &*mesh : nullptr, prediction.profile,
+                             profileName == "cpu" ? &host : nullptr);
   return prediction;
+}
+
+std::string Job::StepPrediction::deadlockText() const {
+  return "the ranks' programs wait for each other forever: " + simulation.deadlock +
+         (profile.target == CompileTarget::Gpu
+              ? " (on a GPU a send waits for its receive: NCCL's send and receive meet on "
+                "both ranks' streams)"
+              : "");
+}
+
+LogicalResult Job::checkMessagesMeet(ModuleOp module) {
+  if (o.device != CompileTarget::Gpu || !mesh)
+    return success();
+  // The order of the messages decides, not the rates: any GPU profile.
+  std::string error;
+  std::optional<StepPrediction> step = predictStepTime(module, "h100", error);
+  if (!step) {
+    // Where the work cannot be counted, the order cannot be checked.
+    if (rank == 0 && o.verbose)
+      warn("the order of the ranks' messages is not checked: " + error);
+    return success();
+  }
+  int64_t stuck = rank == 0 && !step->simulation.deadlock.empty() ? 1 : 0;
+  if (overRanks(stuck, PMLIR_RT_MAX) == 0)
+    return success();
+  if (rank == 0)
+    fail("--device gpu: the ranks' sends and receives can wait for each other forever: " +
+         step->simulation.deadlock +
+         ". NCCL's send waits for its receive (it ends sooner only while the message fits "
+         "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs; "
+         "on GPUs the pipeline schedules gpipe, 1f1b and zb-h1 and ring attention run, on the "
+         "CPU every schedule");
+  return failure();
 }
 
 double Job::tokensPerSecond(double stepSeconds) const {

@@ -285,7 +285,9 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.pipelineSchedule = pipe::ScheduleKind::None;
   lowering.from = CompilePhase::Rank;
   lowering.to = CompilePhase::Lowered;
-  lowering.predict = o.predict;
+  // A GPU job on a mesh counts its work too: checkMessagesMeet simulates
+  // its messages before it runs.
+  lowering.predict = o.predict || (o.device == CompileTarget::Gpu && mesh);
   // A prediction runs nothing: the kernels stay NVVM (no CUDA toolkit).
   if (o.predict)
     lowering.gpuFormat = "nvvm";
@@ -541,6 +543,8 @@ int Job::run() {
     std::string error;
     if (failed(lower(*module, entry.getSymName().str(), rank == 0, error)))
       return failHere(error);
+    if (failed(checkMessagesMeet(*module)))
+      return 1;
     if (mesh)
       pmlir_rt_finalize();
     return 0;
@@ -663,6 +667,8 @@ int Job::run() {
   std::unique_ptr<JitProgram> program = compile(*module, signature, rank == 0, error);
   if (!program)
     return failHere(error);
+  if (failed(checkMessagesMeet(*module)))
+    return 1;
   pmlir_rt_set_num_threads(o.threads);
   if (o.verbose && rank == 0 && mesh) {
     char hosts[4096];
