@@ -28,7 +28,7 @@ with CUDA, PyTorch built for it, and pmlir's binaries built with CUDA):
    bytes read + written over the median time.
 4. Host overhead per kernel: a chain of 64 softmaxes of one row of 32, where
    every kernel is latency: the forward's time over the kernels it launches
-   (pmlir: counted in the program pmlir-opt --pmlir-gpu-pipeline makes; one
+   (pmlir: counted in the program pmlir-run --compile-only compiles; one
    a softmax in PyTorch eager).
 
 Prints Markdown for docs/performance.md.
@@ -175,11 +175,16 @@ def write_ids(path, batch, seq, vocab, labels=False):
     write_safetensors(path, tensors)
 
 
-def kernels_in(pmlir_opt, model):
+def kernels_in(pmlir_run, model):
     """The kernels a forward of `model` (one function, no layers) launches:
-    the gpu.launch_func ops of the program pmlir-gpu-pipeline makes."""
-    text = run([pmlir_opt, model, "--pmlir-gpu-pipeline=format=nvvm"])
-    return text.count("gpu.launch_func")
+    the gpu.launch_func ops of the program pmlir-run compiles for this GPU."""
+    capability = run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"])
+    chip = "sm_" + capability.splitlines()[0].strip().replace(".", "")
+    compiled = os.path.join(os.path.dirname(model), "compiled.mlir")
+    run([pmlir_run, model, "--device", "gpu", "--gpu-chip", chip,
+         "--compile-only", "--emit-compiled", compiled])
+    with open(compiled) as f:
+        return f.read().count("gpu.launch_func")
 
 
 def main():
@@ -204,7 +209,7 @@ def main():
 
 def measure(args, work):
     tools = os.path.join(args.build, "bin")
-    gen, opt, prun = (os.path.join(tools, t) for t in ("pmlir-gen", "pmlir-opt", "pmlir-run"))
+    gen, prun = (os.path.join(tools, t) for t in ("pmlir-gen", "pmlir-run"))
     batch, seq = (int(x) for x in args.shape.split("x"))
     tokens = batch * seq
     gpu = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).strip()
@@ -335,7 +340,7 @@ def measure(args, work):
             f.write(f"  %s{i} = tfm.softmax {prev} : tensor<1x32xf32>\n")
             prev = f"%s{i}"
         f.write(f"  return {prev} : tensor<1x32xf32>\n}}\n")
-    launches = kernels_in(opt, chain)
+    launches = kernels_in(prun, chain)
     ms = statistics.median(median_ms(run([prun, chain, "--device", "gpu", "--repeat", "200"]))
                            for _ in range(args.rounds))
     theirs = statistics.median(torch_child("softmax-chain", n, 200) for _ in range(args.rounds))
