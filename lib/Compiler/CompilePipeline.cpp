@@ -63,6 +63,10 @@ ProgramPipelineOptions programOptionsOf(const CompilePipelineOptions &o, int64_t
     program.schedule.microbatches = std::max<int64_t>(1, o.microbatches);
     program.schedule.virtualStages = o.virtualStages;
     program.schedule.csvFile = o.pipelineCsv;
+    // NCCL's send waits for its receive; MPI's does not, but the CPU runs
+    // the messages in the same order, so that its tests check the order
+    // GPUs run.
+    program.schedule.meetingTransfers = true;
     program.splitPoints.assign(o.pipelineSplit.begin(), o.pipelineSplit.end());
   } else {
     program.microbatches = o.microbatches;

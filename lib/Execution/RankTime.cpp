@@ -524,9 +524,9 @@ LogicalResult Job::checkMessagesMeet(ModuleOp module) {
     fail("--device gpu: the ranks' sends and receives can wait for each other forever: " +
          step->simulation.deadlock +
          ". NCCL's send waits for its receive (it ends sooner only while the message fits "
-         "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs; "
-         "on GPUs the pipeline schedules gpipe, 1f1b and zb-h1 and ring attention run, on the "
-         "CPU every schedule");
+         "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs "
+         "(a CSV schedule's SEND and RECV actions run where it puts them: without them, "
+         "pmlir places each send where its receive is met; the CPU runs either)");
   return failure();
 }
 

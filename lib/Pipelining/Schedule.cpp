@@ -171,6 +171,76 @@ Schedule Schedule::withTransfers() const {
   return out;
 }
 
+Schedule Schedule::withMeetingTransfers(const ActionCosts &costs) const {
+  Schedule out = withTransfers();
+  for (const auto &list : actions)
+    for (const Action &a : list)
+      if (!isCompute(a.kind))
+        return out; // the schedule's own transfers
+  Simulation sim = simulate(out, costs);
+  if (sim.deadlocked)
+    return out;
+  using Key = std::tuple<int64_t, int, int64_t>;
+  auto key = [](const Action &a) { return Key{a.stage, int(a.kind), a.microbatch}; };
+  std::map<Key, double> start, end;
+  for (const SimulatedAction &s : sim.timeline) {
+    start[key(s.action)] = s.start;
+    end[key(s.action)] = s.end;
+  }
+  ActionKind backward = splitsBackward() ? ActionKind::BackwardInput : ActionKind::Backward;
+  for (auto &list : out.actions) {
+    // The rank's other actions stay in order; each SEND goes after the
+    // action that computes what it sends, before the first that ends after
+    // its message is met or is a RECV met no sooner. The simulator then
+    // runs each SEND no later than it meets its RECV, so every action
+    // keeps its time.
+    std::vector<Action> others;
+    struct Send {
+      Action action;
+      double met;
+      size_t slot;
+    };
+    std::vector<Send> sends;
+    for (const Action &a : list)
+      if (a.kind != ActionKind::SendForward && a.kind != ActionKind::SendBackward)
+        others.push_back(a);
+    for (const Action &a : list) {
+      bool forward = a.kind == ActionKind::SendForward;
+      if (!forward && a.kind != ActionKind::SendBackward)
+        continue;
+      Action received{forward ? a.stage + 1 : a.stage - 1,
+                      forward ? ActionKind::RecvForward : ActionKind::RecvBackward, a.microbatch};
+      Action computed{a.stage, forward ? ActionKind::Forward : backward, a.microbatch};
+      double met = start.at(key(received));
+      size_t slot = 0;
+      while (slot < others.size() && !(others[slot] == computed))
+        ++slot;
+      ++slot;
+      auto before = [&](const Action &other) {
+        return other.kind == ActionKind::RecvForward || other.kind == ActionKind::RecvBackward
+                   ? start.at(key(other)) >= met
+                   : end.at(key(other)) > met;
+      };
+      while (slot < others.size() && !before(others[slot]))
+        ++slot;
+      sends.push_back({a, met, slot});
+    }
+    std::stable_sort(sends.begin(), sends.end(), [](const Send &x, const Send &y) {
+      return std::tie(x.slot, x.met) < std::tie(y.slot, y.met);
+    });
+    std::vector<Action> placed;
+    size_t next = 0;
+    for (size_t i = 0; i <= others.size(); ++i) {
+      for (; next < sends.size() && sends[next].slot == i; ++next)
+        placed.push_back(sends[next].action);
+      if (i < others.size())
+        placed.push_back(others[i]);
+    }
+    list = std::move(placed);
+  }
+  return out;
+}
+
 std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ranks,
                                                    int64_t virtualStages, int64_t microbatches,
                                                    std::string &error) {

@@ -54,6 +54,17 @@
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=4" \
 // RUN:       --pmlir-pipeline-schedule="schedule=zb-v virtual-stages=2 microbatches=2" | FileCheck %s --check-prefix=ZBV
 // ZBV: pipe.schedule "zb-v" ranks 2 stages 4 microbatches 2 {{\[}}["0F0", "0F1", "3F0", "3I0", "3W0", "3F1", "3I1", "3W1", "0I0", "0W0", "0I1", "0W1"], ["1F0", "2F0", "1F1", "2F1", "2I0", "2W0", "1I0", "1W0", "2I1", "2W1", "1I1", "1W1"]]
+// With meeting-transfers, the same schedule with its transfers, each SEND
+// where the simulator meets its RECV: stage 2's second forward goes to
+// stage 3 after stage 2's first I, when rank 0 asks for it (3RECV_F1).
+// RUN: pmlir-gen gpt2 --layers 4 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
+// RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=4" \
+// RUN:       --pmlir-pipeline-schedule="schedule=zb-v virtual-stages=2 microbatches=2 meeting-transfers=true" | FileCheck %s --check-prefix=ZBV-MEET
+// ZBV-MEET: pipe.schedule "zb-v" ranks 2 stages 4 microbatches 2 {{\[}}["0F0", "0SEND_F0", "0F1", "0SEND_F1", "3RECV_F0", "3F0", "3I0", "3SEND_B0", "3W0", "3RECV_F1", "3F1", "3I1", "3W1", "3SEND_B1", "0RECV_B0", "0I0", "0W0", "0RECV_B1", "0I1", "0W1"], ["1RECV_F0", "1F0", "2F0", "2SEND_F0", "1RECV_F1", "1F1", "2F1", "2RECV_B0", "2I0", "2SEND_F1", "2W0", "1I0", "1W0", "1SEND_B0", "2RECV_B1", "2I1", "2W1", "1I1", "1SEND_B1", "1W1"]]
+// A CSV's own transfers stay where it puts them.
+// RUN: printf '0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n' > %t/transfers.csv
+// RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=csv csv=%t/transfers.csv microbatches=2 meeting-transfers=true" | FileCheck %s --check-prefix=OWN
+// OWN: pipe.schedule "csv" ranks 2 stages 2 microbatches 2 {{\[}}["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0", "1RECV_F1", "1F1", "1B1", "1SEND_B1"]]
 // RUN: pmlir-gen gpt2 --layers 4 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 8 --loss \
 // RUN:   | pmlir-opt --pmlir-autodiff --pmlir-pipeline-partition="entry=grad stages=2" \
 // RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=zb-v microbatches=2" 2>&1 | FileCheck %s --check-prefix=ZBV-ONE

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace pmlir::pipe;
 
 namespace {
@@ -182,6 +184,121 @@ TEST(ScheduleTest, CsvRoundTripAndExplicitTransfers) {
   ASSERT_TRUE(back) << error;
   EXPECT_EQ(back->actions, s.actions);
   EXPECT_EQ(simulate(*back, ActionCosts()).makespan, simulate(s, ActionCosts()).makespan);
+}
+
+/// Runs `s`'s transfers as NCCL runs pmlir's messages: a rank posts its
+/// next transfers that follow each other as one group (pmlir-group-messages)
+/// and goes on when each has met its other side, posted by the peer. The
+/// ranks that never reach their last action, or none.
+std::vector<int64_t> stuckWithMeetingSends(const Schedule &s) {
+  auto isTransfer = [](const Action &a) { return !isCompute(a.kind); };
+  // The action a transfer meets, on the peer's rank.
+  auto meets = [&](const Action &a) {
+    switch (a.kind) {
+    case ActionKind::SendForward:
+      return Action{a.stage + 1, ActionKind::RecvForward, a.microbatch};
+    case ActionKind::SendBackward:
+      return Action{a.stage - 1, ActionKind::RecvBackward, a.microbatch};
+    case ActionKind::RecvForward:
+      return Action{a.stage - 1, ActionKind::SendForward, a.microbatch};
+    default:
+      return Action{a.stage + 1, ActionKind::SendBackward, a.microbatch};
+    }
+  };
+  std::vector<size_t> next(s.ranks, 0);
+  // Each rank's posted group: [next, end of its run of transfers).
+  auto groupEnd = [&](int64_t r) {
+    size_t e = next[r];
+    while (e < s.actions[r].size() && isTransfer(s.actions[r][e]))
+      ++e;
+    return e;
+  };
+  auto posted = [&](int64_t r, const Action &a) {
+    for (size_t i = next[r], e = groupEnd(r); i < e; ++i)
+      if (s.actions[r][i] == a)
+        return true;
+    return false;
+  };
+  std::set<std::string> met;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t r = 0; r < s.ranks; ++r) {
+      // Compute runs; a group waits until each transfer in it has met.
+      while (next[r] < s.actions[r].size() && !isTransfer(s.actions[r][next[r]])) {
+        ++next[r];
+        progress = true;
+      }
+      size_t e = groupEnd(r);
+      bool all = e > next[r];
+      for (size_t i = next[r]; i < e; ++i) {
+        const Action &a = s.actions[r][i];
+        Action other = meets(a);
+        if (met.count(a.str()) || posted(s.rankOf(other.stage), other)) {
+          met.insert(a.str());
+          met.insert(other.str());
+        } else {
+          all = false;
+        }
+      }
+      if (all) {
+        next[r] = e;
+        progress = true;
+      }
+    }
+  }
+  std::vector<int64_t> stuck;
+  for (int64_t r = 0; r < s.ranks; ++r)
+    if (next[r] < s.actions[r].size())
+      stuck.push_back(r);
+  return stuck;
+}
+
+TEST(ScheduleTest, MeetingTransfersNeverWaitForEachOther) {
+  struct Case {
+    ScheduleKind kind;
+    int64_t p, v, m;
+  };
+  std::vector<Case> cases;
+  for (int64_t p : {2, 3, 4})
+    for (int64_t m : {p, 2 * p, 2 * p + 1}) {
+      cases.push_back({ScheduleKind::GPipe, p, 1, m});
+      cases.push_back({ScheduleKind::OneFOneB, p, 1, m});
+      cases.push_back({ScheduleKind::ZeroBubbleH1, p, 1, m});
+      cases.push_back({ScheduleKind::ZeroBubbleV, p, 2, m});
+      if (m % p == 0)
+        cases.push_back({ScheduleKind::Interleaved1F1B, p, 2, m});
+    }
+  bool someCrossed = false;
+  for (const Case &c : cases) {
+    Schedule built = build(c.kind, c.p, c.v, c.m);
+    std::string name = stringifyScheduleKind(c.kind).str() + " p=" + std::to_string(c.p) +
+                       " v=" + std::to_string(c.v) + " m=" + std::to_string(c.m);
+    Schedule plain = built.withTransfers(), meeting = built.withMeetingTransfers(ActionCosts());
+    someCrossed |= !stuckWithMeetingSends(plain).empty();
+    std::string error;
+    EXPECT_TRUE(verifySchedule(meeting, error)) << name << ": " << error;
+    EXPECT_TRUE(stuckWithMeetingSends(meeting).empty()) << name << "\n"
+                                                        << printScheduleCsv(meeting);
+    for (int64_t r = 0; r < c.p; ++r) {
+      // The same actions, the compute and the receives in their order;
+      // each send after what it sends.
+      auto without = [](const std::vector<Action> &list) {
+        std::vector<Action> kept;
+        for (const Action &a : list)
+          if (a.kind != ActionKind::SendForward && a.kind != ActionKind::SendBackward)
+            kept.push_back(a);
+        return kept;
+      };
+      EXPECT_EQ(without(meeting.actions[r]), without(plain.actions[r])) << name;
+      EXPECT_EQ(meeting.actions[r].size(), plain.actions[r].size()) << name;
+    }
+    // Placed where they are met, the sends cost the schedule no time.
+    EXPECT_DOUBLE_EQ(simulate(meeting, ActionCosts()).makespan,
+                     simulate(plain, ActionCosts()).makespan)
+        << name;
+  }
+  // Sends right after their compute do wait for each other somewhere.
+  EXPECT_TRUE(someCrossed);
 }
 
 TEST(ScheduleTest, BadSchedulesSayWhy) {

@@ -64,6 +64,8 @@ bool isGenerated(ScheduleKind kind);
 /// name.
 llvm::cl::ValuesClass scheduleKindValues();
 
+struct ActionCosts;
+
 struct Schedule {
   int64_t ranks = 1;  ///< pipeline ranks (the pp axis' size)
   int64_t stages = 1; ///< ranks x virtual stages
@@ -93,6 +95,16 @@ struct Schedule {
   /// compute action whose output another rank reads and a RECV just before
   /// the compute action that reads it. Schedules that have them keep theirs.
   Schedule withTransfers() const;
+  /// withTransfers(), with each SEND moved to where, on `costs` and with
+  /// sends that never wait, its RECV is reached with the data there: after
+  /// its compute action and no later than that meeting (the simulator's
+  /// times stay what they were). Every rank then meets its
+  /// messages in one order, that of the times they are met, so where a
+  /// send waits for its receive (NCCL) no ranks wait for each other
+  /// forever: the first message not yet met finds both its ranks past
+  /// every earlier one. A schedule that already places its transfers, or
+  /// that deadlocks, is returned as withTransfers() returns it.
+  Schedule withMeetingTransfers(const ActionCosts &costs) const;
 };
 
 /// The schedule `kind` for `ranks` pipeline ranks with `virtualStages`

@@ -96,6 +96,8 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts());
     if (sim.deadlocked)
       return fail(sim.deadlock);
+    if (meetingTransfers)
+      built = built->withMeetingTransfers(pipe::ActionCosts());
     // Zero-bubble schedules run each backward as I and W.
     if (built->splitsBackward())
       for (func::FuncOp func : pipelined)

@@ -103,6 +103,14 @@ def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
     program repeated over microbatches must have the schedule's number of
     them.
 
+    With `meeting-transfers` (the GPU's: NCCL's send waits for its
+    receive), the schedule's transfers are written too, each SEND where
+    the simulator, its sends never waiting, meets its RECV
+    (`Schedule::withMeetingTransfers`): every rank then meets its messages
+    in one order, and sends that wait cannot wait for each other forever.
+    Interleaved 1F1B and ZB-V, whose ranks send, compute and then receive
+    from a neighbour doing the same, need it on GPUs.
+
     ```mlir
     pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
         [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
@@ -120,6 +128,8 @@ def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
            "stages per pipeline rank (interleaved-1f1b; 2 for zb-v)">,
     Option<"csvFile", "csv", "std::string", /*default=*/"\"\"",
            "with schedule=csv: the file of actions per rank">,
+    Option<"meetingTransfers", "meeting-transfers", "bool", /*default=*/"false",
+           "place each send where its receive is met (where a send waits for its receive)">,
   ];
   let dependentDialects = ["pmlir::pipe::PipeDialect"];
 }
