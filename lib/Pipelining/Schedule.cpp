@@ -212,10 +212,8 @@ Schedule Schedule::withMeetingTransfers(const ActionCosts &costs) const {
                       forward ? ActionKind::RecvForward : ActionKind::RecvBackward, a.microbatch};
       Action computed{a.stage, forward ? ActionKind::Forward : backward, a.microbatch};
       double met = start.at(key(received));
-      size_t slot = 0;
-      while (slot < others.size() && !(others[slot] == computed))
-        ++slot;
-      ++slot;
+      auto producer = std::find(others.begin(), others.end(), computed);
+      size_t slot = producer == others.end() ? 0 : producer - others.begin() + 1;
       auto before = [&](const Action &other) {
         return other.kind == ActionKind::RecvForward || other.kind == ActionKind::RecvBackward
                    ? start.at(key(other)) >= met

@@ -103,13 +103,15 @@ def PipelineSchedule : Pass<"pmlir-pipeline-schedule", "mlir::ModuleOp"> {
     program repeated over microbatches must have the schedule's number of
     them.
 
-    With `meeting-transfers` (the GPU's: NCCL's send waits for its
-    receive), the schedule's transfers are written too, each SEND where
-    the simulator, its sends never waiting, meets its RECV
+    With `meeting-transfers` (the compile pipeline's, on every target), the
+    schedule's transfers are written too, each SEND where the simulator,
+    its sends never waiting, meets its RECV, and no later
     (`Schedule::withMeetingTransfers`): every rank then meets its messages
-    in one order, and sends that wait cannot wait for each other forever.
-    Interleaved 1F1B and ZB-V, whose ranks send, compute and then receive
-    from a neighbour doing the same, need it on GPUs.
+    in one order, so sends that wait for their receives (NCCL's) cannot
+    wait for each other forever. Interleaved 1F1B and ZB-V, whose ranks
+    send, compute and then receive from a neighbour doing the same, need it
+    on GPUs; the CPU, whose sends never wait, runs the same order. A CSV's
+    own transfers stay where it puts them.
 
     ```mlir
     pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
