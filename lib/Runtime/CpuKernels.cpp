@@ -229,6 +229,19 @@ namespace {
 template <typename In, typename Out, int L, int R, bool TA, bool TB>
 void gemm(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
           StridedMemRefType<Out, L> *out, bool accumulate) {
+  // A group of a grouped matmul may be empty: no rows (nothing to write),
+  // or no rows to sum over (zeros, or the result as it stands), which BLAS
+  // libraries need not accept.
+  int64_t count = 1;
+  for (int d = 0; d < L; ++d)
+    count *= out->sizes[d];
+  if (count == 0)
+    return;
+  if ((TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1]) == 0) {
+    if (!accumulate)
+      forEachElement(out, [&](int64_t offset, int64_t) { out->data[offset] = Out(); });
+    return;
+  }
   if constexpr (std::is_same_v<In, float>)
     matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
   else

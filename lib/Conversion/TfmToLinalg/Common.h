@@ -141,6 +141,7 @@ void populateMatmulPatterns(RewritePatternSet &patterns);
 void populateAttentionPatterns(RewritePatternSet &patterns);
 void populateEmbeddingAndLossPatterns(RewritePatternSet &patterns);
 void populateOptimizerPatterns(RewritePatternSet &patterns);
+void populateExpertPatterns(RewritePatternSet &patterns);
 
 } // namespace pmlir::tfm_to_linalg
 

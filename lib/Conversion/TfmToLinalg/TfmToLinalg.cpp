@@ -86,4 +86,5 @@ void pmlir::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   tfm_to_linalg::populateAttentionPatterns(patterns);
   tfm_to_linalg::populateEmbeddingAndLossPatterns(patterns);
   tfm_to_linalg::populateOptimizerPatterns(patterns);
+  tfm_to_linalg::populateExpertPatterns(patterns);
 }

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ops import Case, module_text, ttype  # noqa: E402
+from ops import Case, grouped_ref, module_text, route_ref, ttype  # noqa: E402
 from reference import read_safetensors, write_safetensors  # noqa: E402
 
 
@@ -198,7 +198,71 @@ def cases(g):
                                                            ignore_index=-100),
                                  [logits.double()], t["dloss"], 0)[..., 49:],
                              torch.zeros(2, 7, 1, dtype=torch.float64)], -1))
+
+    # Mixture of experts: the router's gradient, dispatch and combine as
+    # each other's gradients, the routing weights' and the grouped weights'.
+    # (Names of their own: the cases above read theirs when they run.)
+    for name, shape, k, normalize in (("top-2 normalize", (2, 7, 5), 2, True),
+                                      ("top-3 of 7, softmax weights", (13, 7), 3, False)):
+        router = rnd(*shape) * 2
+        route_w, route_e = route_ref(router, k, normalize)
+        route_dw = rnd(*shape[:-1], k)
+        chosen = list(shape[:-1]) + [k]
+        flag = " normalize" if normalize else ""
+        add(f"moe_route_grad {name}",
+            [("l", router), ("w", route_w), ("e", route_e), ("dw", route_dw)], list(shape),
+            f"tfm.moe_route_grad %l, %w, %e, %dw{flag} : {ttype(shape)}, {ttype(chosen)}, "
+            f"{ttype(chosen, 'i64')}, {ttype(chosen)} -> {ttype(shape)}",
+            lambda t, k=k, normalize=normalize: vjp(lambda v: route_ref(v, k, normalize)[0],
+                                                    [t["l"]], t["dw"], 0))
+    slots, sources = sort_ref(torch.randint(0, 5, (2, 7, 2), generator=g))
+    ids, src = ttype([2, 7, 2], "i64"), ttype([28], "i64")
+    moe_tokens, moe_rows = rnd(2, 7, 16), rnd(28, 16)
+    moe_w, moe_dy, moe_dr = rnd(2, 7, 2), rnd(2, 7, 16), rnd(28, 16)
+    routing = [("slots", slots), ("sources", sources)]
+    add("moe_combine (the gradient of moe_dispatch)", routing + [("dr", moe_dr)], [2, 7, 16],
+        f"tfm.moe_combine %dr, %slots, %sources : {ttype([28, 16])}, {ids}, {src} -> "
+        f"{ttype([2, 7, 16])}",
+        lambda t: vjp(lambda v: dispatch_ref(v, t["sources"], 2), [moe_tokens.double()],
+                      t["dr"], 0))
+    add("moe_dispatch weights (the gradient of weighted moe_combine)",
+        routing + [("dy", moe_dy), ("w", moe_w)], [28, 16],
+        f"tfm.moe_dispatch %dy, %slots, %sources weights %w : {ttype([2, 7, 16])}, {ids}, {src}, "
+        f"{ttype([2, 7, 2])} -> {ttype([28, 16])}",
+        lambda t: vjp(lambda v: combine_ref(v, t["slots"], t["w"]), [moe_rows.double()],
+                      t["dy"], 0))
+    add("moe_weight_grad (moe_combine's weights)",
+        routing + [("dy", moe_dy), ("rows", moe_rows), ("w", moe_w)], [2, 7, 2],
+        f"tfm.moe_weight_grad %dy, %rows, %slots : {ttype([2, 7, 16])}, {ttype([28, 16])}, {ids} "
+        f"-> {ttype([2, 7, 2])}",
+        lambda t: vjp(lambda v: combine_ref(t["rows"], t["slots"], v), [t["w"]], t["dy"], 0))
+    group_x, group_dh = rnd(13, 16), rnd(13, 7)
+    for name, counts in (("an empty group", [5, 0, 6, 2]), ("rows past the counts", [4, 0, 6, 1])):
+        add(f"grouped_weight_grad ({name})",
+            [("x", group_x), ("dh", group_dh), ("c", torch.tensor(counts))], [4, 16, 7],
+            f"tfm.grouped_weight_grad %x, %dh, %c : {ttype([13, 16])}, {ttype([13, 7])}, "
+            f"{ttype([4], 'i64')} -> {ttype([4, 16, 7])}",
+            lambda t: vjp(lambda v: grouped_ref(t["x"], v, t["c"]),
+                          [torch.zeros(4, 16, 7, dtype=torch.float64)],
+                          t["dh"][:int(t["c"].sum())], 0))
     return out
+
+
+def sort_ref(experts):
+    """tfm.moe_sort's slots and sources: the pairs stably sorted by expert."""
+    flat = experts.reshape(-1).tolist()
+    order = sorted(range(len(flat)), key=lambda i: (flat[i], i))
+    slots = torch.empty(len(flat), dtype=torch.int64)
+    slots[torch.tensor(order)] = torch.arange(len(flat))
+    return slots.reshape(experts.shape), torch.tensor(order)
+
+
+def dispatch_ref(x, sources, k):
+    return x.reshape(-1, x.shape[-1])[sources // k]
+
+
+def combine_ref(rows, slots, w):
+    return (rows[slots] * w[..., None]).sum(-2)
 
 
 def main():

@@ -163,7 +163,102 @@ def cases(g):
         f"  %result = tfm.cross_entropy_combine %p, %labels ignore_index = -100 : {ttype([2, 7, 2])}, {ttype([2, 7], 'i64')} -> tensor<f32>",
         lambda t: F.cross_entropy(torch.cat([t["la"], t["lb"][..., :48]], -1).reshape(-1, 97),
                                   t["labels"].reshape(-1), ignore_index=-100))
+
+    # Mixture of experts: the router, grouped matmuls with an empty group,
+    # and whole Mixtral blocks against Hugging Face's per-expert loop.
+    route = rnd(2, 7, 5) * 2
+    add("moe_route top-2 normalize", [("l", route)], [2, 7, 2],
+        f"%result, %e = tfm.moe_route %l top_k = 2 normalize : {ttype([2, 7, 5])} -> "
+        f"{ttype([2, 7, 2])}, {ttype([2, 7, 2], 'i64')}",
+        lambda t: route_ref(t["l"], 2, True)[0])
+    route7 = rnd(13, 7) * 2
+    add("moe_route top-3 of 7, softmax weights", [("l", route7)], [13, 3],
+        f"%result, %e = tfm.moe_route %l top_k = 3 : {ttype([13, 7])} -> "
+        f"{ttype([13, 3])}, {ttype([13, 3], 'i64')}",
+        lambda t: route_ref(t["l"], 3, False)[0])
+    rows, wt = rnd(13, 16), rnd(4, 7, 16)
+    counts = torch.tensor([5, 0, 6, 2])
+    add("grouped_matmul transpose_rhs (an empty group)",
+        [("x", rows), ("w", wt), ("c", counts)], [13, 7],
+        f"tfm.grouped_matmul %x, %w, %c transpose_rhs : {ttype([13, 16])}, {ttype([4, 7, 16])}, "
+        f"{ttype([4], 'i64')} -> {ttype([13, 7])}",
+        lambda t: grouped_ref(t["x"], t["w"].transpose(1, 2), t["c"]))
+    wkn, counts = rnd(3, 16, 7), torch.tensor([6, 7, 0])
+    add("grouped_matmul [E, K, F] (the last group empty)",
+        [("x", rows), ("w", wkn), ("c", counts)], [13, 7],
+        f"tfm.grouped_matmul %x, %w, %c : {ttype([13, 16])}, {ttype([3, 16, 7])}, "
+        f"{ttype([3], 'i64')} -> {ttype([13, 7])}",
+        lambda t: grouped_ref(t["x"], t["w"], t["c"]))
+    x = rnd(2, 7, 16)
+    for name, experts, k, xin, gate in (
+            ("top-2 of 5", 5, 2, x, rnd(5, 16)),
+            # Positive tokens and a gate row of negative scores: expert 2
+            # receives no token.
+            ("top-1 of 3, an expert without tokens", 3, 1, x.abs(),
+             torch.stack([rnd(16).abs(), rnd(16).abs(), -rnd(16).abs()]))):
+        w1, w3, w2 = rnd(experts, 13, 16), rnd(experts, 13, 16), rnd(experts, 16, 13)
+        add(f"Mixtral block {name}",
+            [("x", xin), ("gate", gate), ("w1", w1), ("w3", w3), ("w2", w2)], [2, 7, 16],
+            sparse_block_text(experts, k),
+            lambda t, k=k: sparse_block_ref(t["x"], t["gate"], t["w1"], t["w3"], t["w2"], k))
     return out
+
+
+def route_ref(logits, k, normalize):
+    """Mixtral's router: top-k of the softmax, renormalized."""
+    p = logits.softmax(-1)
+    w, e = torch.topk(p, k, dim=-1)
+    if normalize:
+        w = w / w.sum(-1, keepdim=True)
+    return w, e
+
+
+def grouped_ref(x, w, counts):
+    """x's rows in groups of counts, each times its [K, F] weight."""
+    out, start = [], 0
+    for e, c in enumerate(counts.tolist()):
+        out.append(x[start:start + c] @ w[e])
+        start += c
+    return torch.cat(out)
+
+
+def sparse_block_ref(x, gate, w1, w3, w2, k):
+    """Hugging Face's MixtralSparseMoeBlock: a loop over the experts."""
+    h = x.reshape(-1, x.shape[-1])
+    w, e = route_ref(h @ gate.T, k, True)
+    out = torch.zeros_like(h)
+    for ex in range(gate.shape[0]):
+        tok, pos = torch.where(e == ex)
+        y = (F.silu(h[tok] @ w1[ex].T) * (h[tok] @ w3[ex].T)) @ w2[ex].T
+        out.index_add_(0, tok, y * w[tok, pos, None])
+    return out.reshape(x.shape)
+
+
+def sparse_block_text(experts, k):
+    """The tfm ops of a Mixtral block on x [2, 7, 16], FFN 13."""
+    n = 2 * 7 * k
+    xt, route = ttype([2, 7, 16]), ttype([2, 7, k])
+    ids = ttype([2, 7, k], "i64")
+    w13, w2 = ttype([experts, 13, 16]), ttype([experts, 16, 13])
+    rows, hid = ttype([n, 16]), ttype([n, 13])
+    return (f"%logits = tfm.matmul %x, %gate transpose_rhs : {xt}, {ttype([experts, 16])} -> "
+            f"{ttype([2, 7, experts])}\n"
+            f"  %w, %e = tfm.moe_route %logits top_k = {k} normalize : {ttype([2, 7, experts])} -> "
+            f"{route}, {ids}\n"
+            f"  %slots, %sources, %counts = tfm.moe_sort %e num_experts = {experts} : {ids} -> "
+            f"{ids}, {ttype([n], 'i64')}, {ttype([experts], 'i64')}\n"
+            f"  %rows = tfm.moe_dispatch %x, %slots, %sources : {xt}, {ids}, {ttype([n], 'i64')} -> "
+            f"{rows}\n"
+            f"  %a = tfm.grouped_matmul %rows, %w1, %counts transpose_rhs : {rows}, {w13}, "
+            f"{ttype([experts], 'i64')} -> {hid}\n"
+            f"  %b = tfm.grouped_matmul %rows, %w3, %counts transpose_rhs : {rows}, {w13}, "
+            f"{ttype([experts], 'i64')} -> {hid}\n"
+            f"  %s = tfm.silu %a : {hid}\n"
+            f"  %h = tfm.mul %s, %b : {hid}, {hid}\n"
+            f"  %o = tfm.grouped_matmul %h, %w2, %counts transpose_rhs : {hid}, {w2}, "
+            f"{ttype([experts], 'i64')} -> {rows}\n"
+            f"  %result = tfm.moe_combine %o, %slots, %sources weights %w : {rows}, {ids}, "
+            f"{ttype([n], 'i64')}, {route} -> {xt}")
 
 
 def module_text(case):

@@ -232,3 +232,63 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resul
                                         IntegerAttr(), getIgnoreIndexAttr());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture-of-experts ops
+//===----------------------------------------------------------------------===//
+
+/// The choice of experts is a step function of the logits: only the
+/// weights carry a gradient.
+LogicalResult MoeRouteOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dw = gradOrZeros(b, loc, resultGrads[0], getWeights());
+  grads[0] = MoeRouteGradOp::create(b, loc, getLogits().getType(), getLogits(), getWeights(),
+                                    getExperts(), dw, getNormalize());
+  return success();
+}
+
+/// Dispatch and combine are each other's transposes: a row copied to a
+/// slot sends its gradient back from that slot.
+LogicalResult MoeDispatchOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  grads[0] = MoeCombineOp::create(b, loc, getInput().getType(), dy, getSlots(), getSources(),
+                                  getWeights());
+  if (Value w = getWeights())
+    grads[3] = MoeWeightGradOp::create(b, loc, w.getType(), getInput(), dy, getSlots());
+  return success();
+}
+
+LogicalResult MoeCombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  grads[0] = MoeDispatchOp::create(b, loc, getInput().getType(), dy, getSlots(), getSources(),
+                                   getWeights());
+  if (Value w = getWeights())
+    grads[3] = MoeWeightGradOp::create(b, loc, w.getType(), dy, getInput(), getSlots());
+  return success();
+}
+
+/// As a matmul's, group by group: d lhs = dy rhs_e^T (rhs_e read as
+/// stored, the other way round), d rhs_e = lhs_e^T dy_e (or dy_e^T lhs_e
+/// for a weight stored [E, F, K]).
+LogicalResult GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                              SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  bool transposed = getTransposeRhs();
+  grads[0] =
+      GroupedMatmulOp::create(b, loc, getLhs().getType(), dy, getRhs(), getCounts(), !transposed);
+  grads[1] =
+      transposed
+          ? GroupedWeightGradOp::create(b, loc, getRhs().getType(), dy, getLhs(), getCounts())
+          : GroupedWeightGradOp::create(b, loc, getRhs().getType(), getLhs(), dy, getCounts());
+  return success();
+}

@@ -421,6 +421,150 @@ ShardingRule MicrobatchOp::getShardingRule() {
   return b.rule;
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture-of-experts ops
+//===----------------------------------------------------------------------===//
+
+// The router works per token, so its tokens split like any token's. The
+// sorted order is one order over every token of the program: the sort, the
+// sorted rows and the expert groups stay whole on each device, while the
+// hidden dimension of the rows and both dimensions of each expert's weight
+// split as a matmul's do (tensor parallelism inside the experts).
+
+namespace {
+
+/// Fresh factors of `kind`, one per dimension of `v`.
+SmallVector<int64_t> factorsOfKind(RuleBuilder &b, Value v, FactorKind kind) {
+  SmallVector<int64_t> fs;
+  for (int64_t d : cast<RankedTensorType>(v.getType()).getShape())
+    fs.push_back(b.factor(d, kind));
+  return fs;
+}
+
+/// `leading` then `last`, one factor per dimension.
+Dims withLast(ArrayRef<int64_t> leading, int64_t last) {
+  Dims dims = RuleBuilder::oneEach(leading);
+  dims.push_back({last});
+  return dims;
+}
+
+/// A routing's tokens [...], its choices [k] and its sorted rows [N], each
+/// kept whole: the factors of `slots` and `sources`.
+struct RoutingFactors {
+  SmallVector<int64_t> tokens;
+  int64_t choices, rows;
+  RoutingFactors(RuleBuilder &b, Value slots, Value sources) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(slots.getType()).getShape();
+    for (int64_t d : shape.drop_back())
+      tokens.push_back(b.factor(d, FactorKind::Replicated));
+    choices = b.factor(shape.back(), FactorKind::Replicated);
+    rows = b.factor(dimOf(sources, 0), FactorKind::Replicated);
+  }
+  Dims slots() const { return withLast(tokens, choices); }
+};
+
+} // namespace
+
+ShardingRule MoeRouteOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> logits = getLogits().getType().getShape();
+  SmallVector<int64_t> tokens;
+  for (int64_t d : logits.drop_back())
+    tokens.push_back(b.factor(d));
+  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
+  int64_t choices = b.factor(static_cast<int64_t>(getTopK()), FactorKind::Replicated);
+  b.rule.operands = {withLast(tokens, experts)};
+  b.rule.results = {withLast(tokens, choices), withLast(tokens, choices)};
+  return b.rule;
+}
+
+ShardingRule MoeRouteGradOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> logits = getLogits().getType().getShape();
+  SmallVector<int64_t> tokens;
+  for (int64_t d : logits.drop_back())
+    tokens.push_back(b.factor(d));
+  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
+  int64_t choices = b.factor(dimOf(getWeights(), rankOf(getWeights()) - 1), FactorKind::Replicated);
+  Dims chosen = withLast(tokens, choices);
+  b.rule.operands = {withLast(tokens, experts), chosen, chosen, chosen};
+  b.rule.results = {withLast(tokens, experts)};
+  return b.rule;
+}
+
+ShardingRule MoeSortOp::getShardingRule() {
+  RuleBuilder b;
+  SmallVector<int64_t> pairs = factorsOfKind(b, getExperts(), FactorKind::Replicated);
+  b.rule.operands = {RuleBuilder::oneEach(pairs)};
+  b.rule.results = {RuleBuilder::oneEach(pairs),
+                    RuleBuilder::oneEach(factorsOfKind(b, getSources(), FactorKind::Replicated)),
+                    RuleBuilder::oneEach(factorsOfKind(b, getCounts(), FactorKind::Replicated))};
+  return b.rule;
+}
+
+ShardingRule MoeDispatchOp::getShardingRule() {
+  RuleBuilder b;
+  RoutingFactors routing(b, getSlots(), getSources());
+  int64_t hidden = b.factor(dimOf(getInput(), rankOf(getInput()) - 1));
+  b.rule.operands = {withLast(routing.tokens, hidden), routing.slots(), Dims{{routing.rows}}};
+  if (getWeights())
+    b.rule.operands.push_back(routing.slots());
+  b.rule.results = {Dims{{routing.rows}, {hidden}}};
+  return b.rule;
+}
+
+ShardingRule MoeCombineOp::getShardingRule() {
+  RuleBuilder b;
+  RoutingFactors routing(b, getSlots(), getSources());
+  int64_t hidden = b.factor(dimOf(getInput(), 1));
+  b.rule.operands = {Dims{{routing.rows}, {hidden}}, routing.slots(), Dims{{routing.rows}}};
+  if (getWeights())
+    b.rule.operands.push_back(routing.slots());
+  b.rule.results = {withLast(routing.tokens, hidden)};
+  return b.rule;
+}
+
+/// Each row's sum over its hidden dimension, so split hidden leaves it
+/// pending.
+ShardingRule MoeWeightGradOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> slots = getSlots().getType().getShape();
+  SmallVector<int64_t> tokens;
+  for (int64_t d : slots.drop_back())
+    tokens.push_back(b.factor(d, FactorKind::Replicated));
+  int64_t choices = b.factor(slots.back(), FactorKind::Replicated);
+  int64_t rows = b.factor(dimOf(getRows(), 0), FactorKind::Replicated);
+  int64_t hidden = b.factor(dimOf(getRows(), 1), FactorKind::Contracting);
+  b.rule.operands = {withLast(tokens, hidden), Dims{{rows}, {hidden}}, withLast(tokens, choices)};
+  b.rule.results = {withLast(tokens, choices)};
+  return b.rule;
+}
+
+ShardingRule GroupedMatmulOp::getShardingRule() {
+  RuleBuilder b;
+  int64_t rows = b.factor(dimOf(getLhs(), 0), FactorKind::Replicated);
+  int64_t k = b.factor(dimOf(getLhs(), 1), FactorKind::Contracting);
+  int64_t groups = b.factor(dimOf(getRhs(), 0), FactorKind::Replicated);
+  int64_t n = b.factor(dimOf(getResult(), 1));
+  Dims rhs = getTransposeRhs() ? Dims{{groups}, {n}, {k}} : Dims{{groups}, {k}, {n}};
+  b.rule.operands = {Dims{{rows}, {k}}, rhs, Dims{{groups}}};
+  b.rule.results = {Dims{{rows}, {n}}};
+  return b.rule;
+}
+
+/// The rows are contracted group by group; a group's rows are whole on
+/// each device, so no sum is left pending.
+ShardingRule GroupedWeightGradOp::getShardingRule() {
+  RuleBuilder b;
+  int64_t rows = b.factor(dimOf(getLhs(), 0), FactorKind::Replicated);
+  int64_t k = b.factor(dimOf(getLhs(), 1));
+  int64_t n = b.factor(dimOf(getRhs(), 1));
+  int64_t groups = b.factor(dimOf(getCounts(), 0), FactorKind::Replicated);
+  b.rule.operands = {Dims{{rows}, {k}}, Dims{{rows}, {n}}, Dims{{groups}}};
+  b.rule.results = {Dims{{groups}, {k}, {n}}};
+  return b.rule;
+}
+
 std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
   if (!rule)

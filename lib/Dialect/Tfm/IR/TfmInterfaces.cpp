@@ -94,3 +94,32 @@ double AttentionGradOp::getFlops() {
   double scores = product({q[0], q[1], q[2], k[2]});
   return 2.0 * scores * (3.0 * product({q[3]}) + 2.0 * product({v[3]}));
 }
+
+void MoeRouteOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
+  saved.push_back({getLogits(), "router_logits"});
+  saved.push_back({getWeights(), "router_choices"});
+  saved.push_back({getExperts(), "router_choices"});
+}
+
+void MoeCombineOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
+  saved.push_back({getInput(), "expert_outputs"});
+  if (getWeights())
+    saved.push_back({getWeights(), "router_choices"});
+}
+
+/// Every row goes through exactly one group's GEMM: the FLOPs of one
+/// [N, K] x [K, F] product, however the rows fall into groups.
+double GroupedMatmulOp::getFlops() {
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  return 2.0 * product(lhs) * product({getResult().getType().getShape().back()});
+}
+
+void GroupedMatmulOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
+  saved.push_back({getLhs(), "matmul_inputs"});
+  saved.push_back({getRhs(), "matmul_inputs"});
+}
+
+double GroupedWeightGradOp::getFlops() {
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  return 2.0 * product(lhs) * product({getRhs().getType().getShape().back()});
+}

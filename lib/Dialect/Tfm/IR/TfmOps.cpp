@@ -789,3 +789,210 @@ LogicalResult ShardingConstraintOp::verify() {
            << getSharding().getRank() << " dimensions for a tensor of rank " << rank;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture-of-experts ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The number of elements of `shape`, or kDynamic with a dynamic dimension.
+int64_t elementCount(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      return ShapedType::kDynamic;
+    n *= d;
+  }
+  return n;
+}
+
+/// `what` must be `[..., X]` with rank >= 1; `layout` names the dimensions.
+LogicalResult expectRankAtLeastOne(Operation *op, StringRef what, StringRef layout,
+                                   ArrayRef<int64_t> shape) {
+  if (!shape.empty())
+    return success();
+  return op->emitOpError() << what << ": expected rank >= 1 (" << layout << "), got []";
+}
+
+/// A routing's `slots` [..., k] and `sources` [N], N its element count, as
+/// tfm.moe_sort makes them.
+LogicalResult verifyRouting(Operation *op, Value slots, Value sources) {
+  ArrayRef<int64_t> slotShape = tensorType(slots).getShape();
+  if (failed(expectRankAtLeastOne(op, "operand 'slots'", "[..., k]", slotShape)))
+    return failure();
+  return expectShape(op, "operand 'sources'", {elementCount(slotShape)},
+                     tensorType(sources).getShape(), "the element count of 'slots'");
+}
+
+/// Optional routing `weights` [..., k]: the shape of `slots`, the element
+/// type of `reference`.
+LogicalResult verifyRoutingWeights(Operation *op, Value weights, Value slots, Value reference,
+                                   StringRef referenceName) {
+  if (!weights)
+    return success();
+  if (failed(expectShape(op, "operand 'weights'", tensorType(slots).getShape(),
+                         tensorType(weights).getShape(), "that of 'slots'")))
+    return failure();
+  return expectElementType(op, "operand 'weights'", weights, referenceName, reference);
+}
+
+} // namespace
+
+LogicalResult MoeRouteOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'logits'", "[..., E]", logits)))
+    return failure();
+  int64_t k = static_cast<int64_t>(getTopK());
+  if (!ShapedType::isDynamic(logits.back()) && k > logits.back())
+    return emitOpError() << "attribute 'top_k' is " << k << ", more than the " << logits.back()
+                         << " experts of 'logits' (its last dimension)";
+  Shape chosen(logits.drop_back());
+  chosen.push_back(k);
+  if (failed(expectShape(*this, "result 'weights'", chosen, tensorType(getWeights()).getShape(),
+                         "'logits' with top_k for its last dimension")) ||
+      failed(expectShape(*this, "result 'experts'", chosen, tensorType(getExperts()).getShape(),
+                         "'logits' with top_k for its last dimension")))
+    return failure();
+  return expectElementType(*this, "result 'weights'", getWeights(), "operand 'logits'",
+                           getLogits());
+}
+
+LogicalResult MoeSortOp::verify() {
+  ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)))
+    return failure();
+  if (failed(expectShape(*this, "result 'slots'", experts, tensorType(getSlots()).getShape(),
+                         "that of 'experts'")) ||
+      failed(expectShape(*this, "result 'sources'", {elementCount(experts)},
+                         tensorType(getSources()).getShape(), "the element count of 'experts'")))
+    return failure();
+  return expectShape(*this, "result 'counts'", {static_cast<int64_t>(getNumExperts())},
+                     tensorType(getCounts()).getShape(), "[num_experts]");
+}
+
+LogicalResult MoeDispatchOp::verify() {
+  if (failed(verifyRouting(*this, getSlots(), getSources())))
+    return failure();
+  ArrayRef<int64_t> input = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> slots = tensorType(getSlots()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'input'", "[..., H]", input)))
+    return failure();
+  Shape tokens(slots.drop_back());
+  tokens.push_back(input.back());
+  if (failed(expectShape(*this, "operand 'input'", tokens, input,
+                         "the tokens of 'slots' followed by hidden")))
+    return failure();
+  if (failed(verifyRoutingWeights(*this, getWeights(), getSlots(), getInput(), "operand 'input'")))
+    return failure();
+  if (failed(expectShape(*this, "result", {elementCount(slots), input.back()},
+                         tensorType(getResult()).getShape(), "[N, H]: a row per routed pair")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'input'", getInput());
+}
+
+LogicalResult MoeCombineOp::verify() {
+  if (failed(verifyRouting(*this, getSlots(), getSources())))
+    return failure();
+  ArrayRef<int64_t> input = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> slots = tensorType(getSlots()).getShape();
+  if (failed(expectRank(*this, "operand 'input'", 2, "[N, H]", input)) ||
+      failed(expectShape(*this, "operand 'input'", {elementCount(slots), input[1]}, input,
+                         "[N, H]: a row per element of 'slots'")))
+    return failure();
+  if (failed(verifyRoutingWeights(*this, getWeights(), getSlots(), getInput(), "operand 'input'")))
+    return failure();
+  Shape tokens(slots.drop_back());
+  tokens.push_back(input[1]);
+  if (failed(expectShape(*this, "result", tokens, tensorType(getResult()).getShape(),
+                         "the tokens of 'slots' followed by hidden")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'input'", getInput());
+}
+
+LogicalResult GroupedMatmulOp::verify() {
+  ArrayRef<int64_t> lhs = tensorType(getLhs()).getShape();
+  ArrayRef<int64_t> rhs = tensorType(getRhs()).getShape();
+  if (failed(expectRank(*this, "operand 'lhs'", 2, "[N, K]", lhs)) ||
+      failed(expectRank(*this, "operand 'rhs'", 3,
+                        getTransposeRhs() ? "[E, F, K] (transpose_rhs)" : "[E, K, F]", rhs)))
+    return failure();
+  int64_t k = getTransposeRhs() ? rhs[2] : rhs[1], f = getTransposeRhs() ? rhs[1] : rhs[2];
+  if (!dimsAgree(k, lhs[1]))
+    return emitOpError() << "operand 'rhs' shape " << formatShape(rhs) << ": its "
+                         << (getTransposeRhs() ? "last" : "middle") << " dimension must be "
+                         << lhs[1] << " (the K of 'lhs' " << formatShape(lhs) << "), got " << k;
+  if (failed(expectShape(*this, "operand 'counts'", {rhs[0]}, tensorType(getCounts()).getShape(),
+                         "[E]: a count per weight of 'rhs'")) ||
+      failed(
+          expectShape(*this, "result", {lhs[0], f}, tensorType(getResult()).getShape(), "[N, F]")))
+    return failure();
+  if (failed(expectElementType(*this, "operand 'rhs'", getRhs(), "operand 'lhs'", getLhs())))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'lhs'", getLhs());
+}
+
+LogicalResult MoeRouteGradOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'logits'", "[..., E]", logits)))
+    return failure();
+  ArrayRef<int64_t> weights = tensorType(getWeights()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'weights'", "[..., k]", weights)))
+    return failure();
+  Shape chosen(logits.drop_back());
+  chosen.push_back(weights.back());
+  if (failed(expectShape(*this, "operand 'weights'", chosen, weights,
+                         "the tokens of 'logits' followed by k")) ||
+      failed(expectShape(*this, "operand 'experts'", chosen, tensorType(getExperts()).getShape(),
+                         "that of 'weights'")) ||
+      failed(expectShape(*this, "operand 'weights_grad'", chosen,
+                         tensorType(getWeightsGrad()).getShape(), "that of 'weights'")) ||
+      failed(expectShape(*this, "result", logits, tensorType(getResult()).getShape(),
+                         "that of 'logits'")))
+    return failure();
+  for (auto [name, v] : {std::pair<StringRef, Value>{"operand 'weights'", getWeights()},
+                         {"operand 'weights_grad'", getWeightsGrad()},
+                         {"result", getResult()}})
+    if (failed(expectElementType(*this, name, v, "operand 'logits'", getLogits())))
+      return failure();
+  return success();
+}
+
+LogicalResult MoeWeightGradOp::verify() {
+  ArrayRef<int64_t> tokens = tensorType(getTokens()).getShape();
+  ArrayRef<int64_t> rows = tensorType(getRows()).getShape();
+  ArrayRef<int64_t> slots = tensorType(getSlots()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'slots'", "[..., k]", slots)) ||
+      failed(expectRank(*this, "operand 'rows'", 2, "[N, H]", rows)))
+    return failure();
+  Shape expected(slots.drop_back());
+  expected.push_back(rows[1]);
+  if (failed(expectShape(*this, "operand 'tokens'", expected, tokens,
+                         "the tokens of 'slots' followed by the H of 'rows'")) ||
+      failed(expectShape(*this, "operand 'rows'", {elementCount(slots), rows[1]}, rows,
+                         "[N, H]: a row per element of 'slots'")) ||
+      failed(expectShape(*this, "result", slots, tensorType(getResult()).getShape(),
+                         "that of 'slots'")))
+    return failure();
+  if (failed(
+          expectElementType(*this, "operand 'rows'", getRows(), "operand 'tokens'", getTokens())))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'tokens'", getTokens());
+}
+
+LogicalResult GroupedWeightGradOp::verify() {
+  ArrayRef<int64_t> lhs = tensorType(getLhs()).getShape();
+  ArrayRef<int64_t> rhs = tensorType(getRhs()).getShape();
+  ArrayRef<int64_t> counts = tensorType(getCounts()).getShape();
+  if (failed(expectRank(*this, "operand 'lhs'", 2, "[N, K]", lhs)) ||
+      failed(expectRank(*this, "operand 'rhs'", 2, "[N, F]", rhs)) ||
+      failed(expectRank(*this, "operand 'counts'", 1, "[E]", counts)) ||
+      failed(
+          expectShape(*this, "operand 'rhs'", {lhs[0], rhs[1]}, rhs, "the rows of 'lhs' by F")) ||
+      failed(expectShape(*this, "result", {counts[0], lhs[1], rhs[1]},
+                         tensorType(getResult()).getShape(), "[E, K, F]")))
+    return failure();
+  if (failed(expectElementType(*this, "operand 'rhs'", getRhs(), "operand 'lhs'", getLhs())))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'lhs'", getLhs());
+}

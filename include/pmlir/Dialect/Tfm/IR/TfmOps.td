@@ -653,5 +653,6 @@ def Tfm_CrossEntropyCombineOp : Tfm_Op<"cross_entropy_combine", [Pure]> {
 }
 
 include "pmlir/Dialect/Tfm/IR/TfmGradOps.td"
+include "pmlir/Dialect/Tfm/IR/TfmExpertOps.td"
 
 #endif // PMLIR_DIALECT_TFM_IR_TFMOPS_TD

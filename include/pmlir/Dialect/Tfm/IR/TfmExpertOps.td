@@ -1,0 +1,254 @@
+//===- TfmExpertOps.td - Mixture-of-experts ops of tfm -----*- tablegen -*-===//
+//
+// Part of pmlir.
+//
+// A sparse (mixture-of-experts) layer in the manner of Mixtral and
+// Megatron's dropless grouped MLP: the router picks each token's experts,
+// the (token, choice) pairs are sorted by expert, the tokens are copied into
+// that order, each expert's rows go through one GEMM of the grouped matmul,
+// and the results are weighted and summed back per token. Every shape is
+// static: a layer of T tokens and top-k routing always sorts T * k rows;
+// only how many of them each expert gets (the counts) is data. Included by
+// TfmOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PMLIR_DIALECT_TFM_IR_TFMEXPERTOPS_TD
+#define PMLIR_DIALECT_TFM_IR_TFMEXPERTOPS_TD
+
+def Tfm_I64Tensor : RankedTensorOf<[I64]>;
+
+//===----------------------------------------------------------------------===//
+// Routing
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeRouteOp : Tfm_Op<"moe_route", [Pure, Tfm_OwnRule, Tfm_SequenceLocal,
+    Tfm_Differentiable, Tfm_Saves]> {
+  let summary = "each token's top-k experts and their weights (Mixtral's router)";
+  let description = [{
+    `logits` is `[..., E]`, a router's score of each expert for each token.
+    With `p = softmax(logits)` over the experts, `experts[..., j]` is the
+    expert of the `j`-th largest probability (equal ones in expert order)
+    and `weights[..., j] = p[experts[..., j]]`; with `normalize`, the `k`
+    weights of a token are divided by their sum (Mixtral, and Qwen-MoE's
+    `norm_topk_prob`), which makes them the softmax of the chosen logits.
+    Both results are `[..., k]`.
+
+    ```mlir
+    %w, %e = tfm.moe_route %logits top_k = 2 normalize
+        : tensor<4x128x8xf32> -> tensor<4x128x2xf32>, tensor<4x128x2xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, ConfinedAttr<I64Attr, [IntPositive]>:$top_k,
+                       UnitAttr:$normalize);
+  let results = (outs Tfm_FloatTensor:$weights, Tfm_I64Tensor:$experts);
+  let assemblyFormat = [{
+    $logits `top_k` `=` $top_k (`normalize` $normalize^)? attr-dict `:` type($logits) `->`
+    type($weights) `,` type($experts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeSortOp : Tfm_Op<"moe_sort", [Pure, Tfm_OwnRule]> {
+  let summary = "orders the (token, choice) pairs of a routing by expert";
+  let description = [{
+    `experts` is `[..., k]` (`tfm.moe_route`'s), `N` elements in all. Its
+    elements, in row-major order, are sorted by expert, stably: the sorted
+    order holds expert 0's pairs first in the order they come, then expert
+    1's, and so on.
+
+    - `slots` (`[..., k]`): where each pair stands in the sorted order;
+    - `sources` (`[N]`): which pair (its row-major index) stands at each
+      place, the inverse permutation;
+    - `counts` (`[num_experts]`): how many pairs each expert has; they sum
+      to `N`.
+
+    An expert id outside `[0, num_experts)` (only hand-written IR can hold
+    one: `tfm.moe_route` gives none) is taken as the nearest valid one.
+
+    ```mlir
+    %slots, %sources, %counts = tfm.moe_sort %e num_experts = 8
+        : tensor<4x128x2xi64> -> tensor<4x128x2xi64>, tensor<1024xi64>, tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_I64Tensor:$experts,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts);
+  let results = (outs Tfm_I64Tensor:$slots, Tfm_I64Tensor:$sources, Tfm_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $experts `num_experts` `=` $num_experts attr-dict `:` type($experts) `->` type($slots) `,`
+    type($sources) `,` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch, experts, combine
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeDispatchOp : Tfm_Op<"moe_dispatch", [Pure, Tfm_OwnRule, Tfm_Differentiable,
+    Tfm_LinearInEachOperand]> {
+  let summary = "copies each token once per chosen expert, in the sorted order";
+  let description = [{
+    `input` is `[..., H]`, the tokens; `slots` (`[..., k]`) and `sources`
+    (`[N]`, `N` = tokens times `k`) are `tfm.moe_sort`'s. Row `r` of the
+    result `[N, H]` is the token of the pair `sources[r]`, times that
+    pair's element of `weights` (`[..., k]`) where given: the rows of each
+    expert follow one another, as `tfm.grouped_matmul` reads them. `slots`
+    says where each pair went (the gradient is a `tfm.moe_combine`).
+
+    ```mlir
+    %rows = tfm.moe_dispatch %x, %slots, %sources
+        : tensor<4x128x64xf32>, tensor<4x128x2xi64>, tensor<1024xi64> -> tensor<1024x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_I64Tensor:$slots, Tfm_I64Tensor:$sources,
+                       Optional<Tfm_FloatTensor>:$weights);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots `,` $sources (`weights` $weights^)? attr-dict `:` type($input) `,`
+    type($slots) `,` type($sources) (`,` type($weights)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeCombineOp : Tfm_Op<"moe_combine", [Pure, Tfm_OwnRule, Tfm_Differentiable,
+    Tfm_LinearInEachOperand, Tfm_Saves]> {
+  let summary = "sums each token's expert results, weighted, back in token order";
+  let description = [{
+    `input` is `[N, H]`, rows in the sorted order of `tfm.moe_sort`;
+    `slots` (`[..., k]`) and `sources` (`[N]`) are its results. The result
+    `[..., H]` is, per token, the sum over its `k` pairs of the row at the
+    pair's slot, times the pair's element of `weights` (`[..., k]`, the
+    router's) where given. `sources` says where each row came from (the
+    gradient is a `tfm.moe_dispatch`).
+
+    ```mlir
+    %y = tfm.moe_combine %rows, %slots, %sources weights %w
+        : tensor<1024x64xf32>, tensor<4x128x2xi64>, tensor<1024xi64>, tensor<4x128x2xf32>
+        -> tensor<4x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_I64Tensor:$slots, Tfm_I64Tensor:$sources,
+                       Optional<Tfm_FloatTensor>:$weights);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots `,` $sources (`weights` $weights^)? attr-dict `:` type($input) `,`
+    type($slots) `,` type($sources) (`,` type($weights)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_GroupedMatmulOp : Tfm_Op<"grouped_matmul", [Pure, Tfm_OwnRule, Tfm_Differentiable,
+    Tfm_LinearInEachOperand, Tfm_KeepsZeroPadding,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops", "getSavedForBackward"]>]> {
+  let summary = "one matrix product per expert over its consecutive rows";
+  let description = [{
+    `lhs` is `[N, K]`, its rows in groups that follow one another: group `e`
+    holds the next `counts[e]` rows (`counts` is `[E]`). `rhs` is `[E, K,
+    F]`, one weight per group (`[E, F, K]` with `transpose_rhs`: Mixtral's
+    `[out, in]` expert weights, stacked). Each group's rows of the result
+    `[N, F]` are its rows of `lhs` times its weight. Rows past the sum of
+    the counts are zeros; a count that would pass row `N` is cut there.
+
+    ```mlir
+    %h = tfm.grouped_matmul %rows, %w1, %counts transpose_rhs
+        : tensor<1024x64xf32>, tensor<8x176x64xf32>, tensor<8xi64> -> tensor<1024x176xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs, Tfm_I64Tensor:$counts,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $counts (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,`
+    type($rhs) `,` type($counts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeRouteGradOp : Tfm_Op<"moe_route_grad", [Pure, Tfm_OwnRule]> {
+  let summary = "the gradient of tfm.moe_route's logits";
+  let description = [{
+    `logits` (`[..., E]`), `weights` and `experts` (`[..., k]`) are a
+    `tfm.moe_route`'s operand and results, `weights_grad` the gradient of
+    its weights. With `q[e]` the weight of expert `e` where it was chosen
+    (and 0 elsewhere) under `normalize`, its probability `softmax(logits)[e]`
+    without, and `G[e]` the gradient of the weight of expert `e` where it
+    was chosen (0 elsewhere), the result is
+    `q * (G - sum_j weights[j] * weights_grad[j])`. The choice of experts
+    has no gradient.
+
+    ```mlir
+    %dl = tfm.moe_route_grad %logits, %w, %e, %dw normalize
+        : tensor<4x128x8xf32>, tensor<4x128x2xf32>, tensor<4x128x2xi64>, tensor<4x128x2xf32>
+        -> tensor<4x128x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_FloatTensor:$weights,
+                       Tfm_I64Tensor:$experts, Tfm_FloatTensor:$weights_grad,
+                       UnitAttr:$normalize);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $weights `,` $experts `,` $weights_grad (`normalize` $normalize^)? attr-dict
+    `:` type($logits) `,` type($weights) `,` type($experts) `,` type($weights_grad) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeWeightGradOp : Tfm_Op<"moe_weight_grad", [Pure, Tfm_OwnRule]> {
+  let summary = "the gradient of the routing weights of tfm.moe_combine (or dispatch)";
+  let description = [{
+    `tokens` is `[..., H]` in token order, `rows` `[N, H]` in the sorted
+    order, `slots` (`[..., k]`) `tfm.moe_sort`'s. Element `[..., j]` of the
+    result (`[..., k]`) is the dot product of a token's row of `tokens` with
+    the row of `rows` at its `j`-th pair's slot. For
+    `y = tfm.moe_combine(x, ... weights w)` the gradient of `w` is
+    `moe_weight_grad(dy, x, slots)`; for a weighted `tfm.moe_dispatch` of
+    `x` it is `moe_weight_grad(x, dy, slots)`.
+
+    ```mlir
+    %dw = tfm.moe_weight_grad %dy, %rows, %slots
+        : tensor<4x128x64xf32>, tensor<1024x64xf32>, tensor<4x128x2xi64> -> tensor<4x128x2xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$tokens, Tfm_FloatTensor:$rows, Tfm_I64Tensor:$slots);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tokens `,` $rows `,` $slots attr-dict `:` type($tokens) `,` type($rows) `,` type($slots)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_GroupedWeightGradOp : Tfm_Op<"grouped_weight_grad", [Pure, Tfm_OwnRule,
+    Tfm_LinearInEachOperand, Tfm_KeepsZeroPadding,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops"]>]> {
+  let summary = "per group of consecutive rows, lhs^T rhs: grouped_matmul's weight gradient";
+  let description = [{
+    `lhs` is `[N, K]` and `rhs` `[N, F]`, their rows in the groups of
+    `counts` (`[E]`) as `tfm.grouped_matmul` reads them. Element `e` of the
+    result `[E, K, F]` is the product of group `e`'s rows of `lhs`,
+    transposed, with its rows of `rhs`: zeros for an empty group. For
+    `y = grouped_matmul(x, w)` with `w` `[E, K, F]` the gradient of `w` is
+    `grouped_weight_grad(x, dy)`; for `w` stored `[E, F, K]`
+    (`transpose_rhs`) it is `grouped_weight_grad(dy, x)`.
+
+    ```mlir
+    %dw = tfm.grouped_weight_grad %dh, %rows, %counts
+        : tensor<1024x176xf32>, tensor<1024x64xf32>, tensor<8xi64> -> tensor<8x176x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs, Tfm_I64Tensor:$counts);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $counts attr-dict `:` type($lhs) `,` type($rhs) `,` type($counts) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // PMLIR_DIALECT_TFM_IR_TFMEXPERTOPS_TD

@@ -1,0 +1,508 @@
+//===- Experts.cpp - tfm to linalg: mixture-of-experts layers --------------===//
+//
+// Part of pmlir.
+//
+// The lowerings of the router, the sort by expert, dispatch and combine
+// (gathers through the sort's permutation) and the grouped matmul (one
+// contraction per expert over its rows, which the target runs as its GEMM
+// kernel on the rows' dynamic count), forward and gradient. Every index
+// read from a tensor is clamped into its range: these indices are data,
+// and a hand-written program may pass any.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+using namespace mlir;
+using namespace pmlir;
+using namespace pmlir::tfm_to_linalg;
+
+namespace {
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// `v` (an integer of any width) as an index clamped into [0, size).
+Value clampedIndex(OpBuilder &b, Location loc, Value v, int64_t size) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  i = arith::MaxSIOp::create(b, loc, i, indexConst(b, loc, 0));
+  return arith::MinSIOp::create(b, loc, i, indexConst(b, loc, size - 1));
+}
+
+/// [..., X] as [T, X]: the leading dimensions collapsed into one (a rank-1
+/// tensor is one row).
+Value asRows(OpBuilder &b, Location loc, Value x) {
+  RankedTensorType type = tensorType(x);
+  if (type.getRank() >= 2)
+    return collapseLeading(b, loc, x);
+  auto rows = RankedTensorType::get({1, type.getShape()[0]}, type.getElementType());
+  return tensor::ExpandShapeOp::create(b, loc, rows, x, ArrayRef<ReassociationIndices>{{0, 1}});
+}
+
+/// The inverse of asRows: the [T, X] `rows` as a tensor of `type`.
+Value fromRows(OpBuilder &b, Location loc, Value rows, RankedTensorType type) {
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return rows;
+  if (rank == 1)
+    return tensor::CollapseShapeOp::create(b, loc, type, rows,
+                                           ArrayRef<ReassociationIndices>{{0, 1}});
+  ReassociationIndices leading;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    leading.push_back(d);
+  return tensor::ExpandShapeOp::create(b, loc, type, rows,
+                                       ArrayRef<ReassociationIndices>{leading, {rank - 1}});
+}
+
+/// Every element of `x` in one dimension, row-major.
+Value flattened(OpBuilder &b, Location loc, Value x) {
+  RankedTensorType type = tensorType(x);
+  if (type.getRank() == 1)
+    return x;
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  auto flat = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+  return tensor::CollapseShapeOp::create(b, loc, flat, x, ArrayRef<ReassociationIndices>{all});
+}
+
+Value filledInt(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, int64_t value) {
+  Type i64 = b.getI64Type();
+  Value init = emptyLike(b, loc, shape, i64);
+  Value fill = arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, value));
+  return linalg::FillOp::create(b, loc, fill, init).getResult(0);
+}
+
+AffineMap mapOf(OpBuilder &b, unsigned loops, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(b.getAffineDimExpr(d));
+  return AffineMap::get(loops, 0, exprs, b.getContext());
+}
+
+/// Per token of `experts` [T, k] (clamped into [0, numExperts)), the sum
+/// over its choices of `values` [T, k] at the chosen expert: [T, E], zero
+/// where an expert was not chosen.
+Value byExpert(OpBuilder &b, Location loc, Value experts, Value values, int64_t numExperts) {
+  RankedTensorType type = tensorType(values);
+  int64_t tokens = type.getShape()[0];
+  Type t = type.getElementType();
+  auto outType = RankedTensorType::get({tokens, numExperts}, t);
+  // Loops: token, expert, choice (summed).
+  return generic(
+      b, loc, outType, {experts, values},
+      {mapOf(b, 3, {0, 2}), mapOf(b, 3, {0, 2}), mapOf(b, 3, {0, 1})},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value chosen = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             clampedIndex(nb, l, a[0], numExperts),
+                                             linalg::IndexOp::create(nb, l, 1));
+        Value v = arith::SelectOp::create(nb, l, chosen, a[1], floatConst(nb, l, t, 0.0));
+        return arith::AddFOp::create(nb, l, a[2], v);
+      },
+      filled(b, loc, outType.getShape(), t, 0.0));
+}
+
+/// Softmax over the experts, the k largest (equal ones in expert order),
+/// their probabilities, renormalized over the k with `normalize`.
+struct MoeRouteLowering : OpRewritePattern<tfm::MoeRouteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeRouteOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    Value logits = asRows(b, loc, op.getLogits());
+    ArrayRef<int64_t> shape = tensorType(logits).getShape();
+    int64_t tokens = shape[0], experts = shape[1], k = static_cast<int64_t>(op.getTopK());
+    Type t = tensorType(logits).getElementType();
+    Type i64 = b.getI64Type();
+    auto [max, sum] = rowMaxAndExpSum(b, loc, logits);
+    // The place of each expert in its token's descending order: how many
+    // experts beat it (a larger logit, or an equal one of a smaller id).
+    // Loops: token, expert, rival (summed).
+    auto placeType = RankedTensorType::get({tokens, experts}, i64);
+    Value place = generic(
+        b, loc, placeType, {logits, logits},
+        {mapOf(b, 3, {0, 1}), mapOf(b, 3, {0, 2}), mapOf(b, 3, {0, 1})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value larger = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[1], a[0]);
+          Value equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
+          Value before = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                               linalg::IndexOp::create(nb, l, 2),
+                                               linalg::IndexOp::create(nb, l, 1));
+          Value beats =
+              arith::OrIOp::create(nb, l, larger, arith::AndIOp::create(nb, l, equal, before));
+          return arith::AddIOp::create(nb, l, a[2], arith::ExtUIOp::create(nb, l, i64, beats));
+        },
+        filledInt(b, loc, placeType.getShape(), 0));
+    // The expert at each of the first k places. (The largest id at the
+    // place: with NaN logits places may repeat, and an id stays in range.)
+    // Loops: token, choice, expert (reduced).
+    auto chosenType = RankedTensorType::get({tokens, k}, i64);
+    Value chosen = generic(
+        b, loc, chosenType, {place}, {mapOf(b, 3, {0, 2}), mapOf(b, 3, {0, 1})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value atPlace = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::eq, a[0],
+              arith::IndexCastOp::create(nb, l, i64, linalg::IndexOp::create(nb, l, 1)));
+          Value id = arith::IndexCastOp::create(nb, l, i64, linalg::IndexOp::create(nb, l, 2));
+          Value candidate = arith::SelectOp::create(
+              nb, l, atPlace, id, arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0)));
+          return arith::MaxSIOp::create(nb, l, a[1], candidate);
+        },
+        filledInt(b, loc, chosenType.getShape(), 0));
+    // exp(logit - max) of each choice, over the softmax's sum or over the
+    // choices' own.
+    auto weightType = RankedTensorType::get({tokens, k}, t);
+    Value numerators = elementwise(
+        b, loc, weightType, {chosen, max}, {mapOf(b, 2, {0, 1}), mapOf(b, 2, {0})},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value logit = tensor::ExtractOp::create(
+              nb, l, logits,
+              ValueRange{linalg::IndexOp::create(nb, l, 0), clampedIndex(nb, l, a[0], experts)});
+          return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, logit, a[1]));
+        });
+    Value denominators =
+        op.getNormalize()
+            ? rowSum(b, loc, {numerators}, {},
+                     [](OpBuilder &, Location, ValueRange a, ValueRange) { return a[0]; })
+            : sum;
+    Value weights = elementwise(b, loc, weightType, {numerators, denominators},
+                                {mapOf(b, 2, {0, 1}), mapOf(b, 2, {0})},
+                                [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                  return arith::DivFOp::create(nb, l, a[0], a[1]);
+                                });
+    b.replaceOp(op, {fromRows(b, loc, weights, op.getWeights().getType()),
+                     fromRows(b, loc, chosen, op.getExperts().getType())});
+    return success();
+  }
+};
+
+/// q * (G - sum_j w_j g_j), q the chosen weights (normalize) or the
+/// softmax, G the weight gradients by expert.
+struct MoeRouteGradLowering : TfmPattern<tfm::MoeRouteGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeRouteGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value logits = asRows(b, loc, op.getLogits());
+    Value weights = asRows(b, loc, op.getWeights());
+    Value experts = asRows(b, loc, op.getExperts());
+    Value dw = asRows(b, loc, op.getWeightsGrad());
+    int64_t numExperts = tensorType(logits).getShape()[1];
+    Value dot = rowSum(b, loc, {weights, dw}, {},
+                       [](OpBuilder &nb, Location l, ValueRange a, ValueRange) -> Value {
+                         return arith::MulFOp::create(nb, l, a[0], a[1]);
+                       });
+    Value gradByExpert = byExpert(b, loc, experts, dw, numExperts);
+    Value q = op.getNormalize() ? byExpert(b, loc, experts, weights, numExperts)
+                                : softmaxRows(b, loc, logits);
+    RankedTensorType type = tensorType(logits);
+    Value result = elementwise(b, loc, type, {q, gradByExpert, dot},
+                               {mapOf(b, 2, {0, 1}), mapOf(b, 2, {0, 1}), mapOf(b, 2, {0})},
+                               [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                 return arith::MulFOp::create(
+                                     nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
+                               });
+    return fromRows(b, loc, result, op.getResult().getType());
+  }
+};
+
+/// A counting sort: the count of each expert, the place each expert's
+/// pairs start at, then one pass over the pairs in order that deals out
+/// the places (stable).
+struct MoeSortLowering : OpRewritePattern<tfm::MoeSortOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeSortOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    Value experts = flattened(b, loc, op.getExperts());
+    int64_t pairs = tensorType(experts).getShape()[0];
+    int64_t numExperts = static_cast<int64_t>(op.getNumExperts());
+    Type i64 = b.getI64Type();
+    auto countsType = RankedTensorType::get({numExperts}, i64);
+    // Loops: expert, pair (summed).
+    Value counts = generic(
+        b, loc, countsType, {experts}, {mapOf(b, 2, {1}), mapOf(b, 2, {0})},
+        {IteratorType::parallel, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value mine = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             clampedIndex(nb, l, a[0], numExperts),
+                                             linalg::IndexOp::create(nb, l, 0));
+          return arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, i64, mine));
+        },
+        filledInt(b, loc, {numExperts}, 0));
+    // Loops: expert, earlier expert (summed).
+    Value starts = generic(
+        b, loc, countsType, {counts}, {mapOf(b, 2, {1}), mapOf(b, 2, {0})},
+        {IteratorType::parallel, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                                linalg::IndexOp::create(nb, l, 1),
+                                                linalg::IndexOp::create(nb, l, 0));
+          Value add = arith::SelectOp::create(
+              nb, l, earlier, a[0], arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0)));
+          return arith::AddIOp::create(nb, l, a[1], add);
+        },
+        filledInt(b, loc, {numExperts}, 0));
+    Value slots = emptyLike(b, loc, {pairs}, i64);
+    Value sources = emptyLike(b, loc, {pairs}, i64);
+    auto deal = scf::ForOp::create(
+        b, loc, indexConst(b, loc, 0), indexConst(b, loc, pairs), indexConst(b, loc, 1),
+        ValueRange{starts, slots, sources},
+        [&](OpBuilder &nb, Location l, Value i, ValueRange iter) {
+          Value expert =
+              clampedIndex(nb, l, tensor::ExtractOp::create(nb, l, experts, i), numExperts);
+          Value slot = tensor::ExtractOp::create(nb, l, iter[0], expert);
+          Value next = arith::AddIOp::create(
+              nb, l, slot, arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(1)));
+          Value cursors = tensor::InsertOp::create(nb, l, next, iter[0], expert);
+          Value newSlots = tensor::InsertOp::create(nb, l, slot, iter[1], i);
+          Value source = arith::IndexCastOp::create(nb, l, i64, i);
+          Value slotIndex = clampedIndex(nb, l, slot, pairs);
+          Value newSources = tensor::InsertOp::create(nb, l, source, iter[2], slotIndex);
+          scf::YieldOp::create(nb, l, ValueRange{cursors, newSlots, newSources});
+        });
+    Value slotsOut = deal.getResult(1);
+    if (op.getSlots().getType().getRank() != 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < op.getSlots().getType().getRank(); ++d)
+        all.push_back(d);
+      slotsOut = tensor::ExpandShapeOp::create(b, loc, op.getSlots().getType(), slotsOut,
+                                               ArrayRef<ReassociationIndices>{all});
+    }
+    b.replaceOp(op, {slotsOut, deal.getResult(2), counts});
+    return success();
+  }
+};
+
+/// Row r of the result is the token of pair sources[r] (pair p is token
+/// p / k's choice p % k), times that pair's weight where given.
+Value dispatchRows(OpBuilder &b, Location loc, Value input, Value sources, Value weights,
+                   RankedTensorType type) {
+  Value tokens = asRows(b, loc, input);
+  int64_t numTokens = tensorType(tokens).getShape()[0];
+  int64_t pairs = type.getShape()[0];
+  int64_t choices = pairs / numTokens;
+  Value flatWeights = weights ? flattened(b, loc, weights) : Value();
+  return elementwise(
+      b, loc, type, {sources}, {mapOf(b, 2, {0})},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value pair = clampedIndex(nb, l, a[0], pairs);
+        Value token = arith::DivUIOp::create(nb, l, pair, indexConst(nb, l, choices));
+        Value v = tensor::ExtractOp::create(nb, l, tokens,
+                                            ValueRange{token, linalg::IndexOp::create(nb, l, 1)});
+        if (!flatWeights)
+          return v;
+        return arith::MulFOp::create(nb, l, v, tensor::ExtractOp::create(nb, l, flatWeights, pair));
+      });
+}
+
+/// Per token, the sum over its choices of the row at the choice's slot,
+/// times the choice's weight where given.
+Value combineRows(OpBuilder &b, Location loc, Value rows, Value slots, Value weights,
+                  RankedTensorType type) {
+  Value slotRows = asRows(b, loc, slots);
+  ArrayRef<int64_t> slotShape = tensorType(slotRows).getShape();
+  int64_t pairs = tensorType(rows).getShape()[0], hidden = tensorType(rows).getShape()[1];
+  Type t = type.getElementType();
+  auto outType = RankedTensorType::get({slotShape[0], hidden}, t);
+  SmallVector<Value> inputs = {slotRows};
+  SmallVector<AffineMap> maps = {mapOf(b, 3, {0, 1})};
+  if (weights) {
+    inputs.push_back(asRows(b, loc, weights));
+    maps.push_back(mapOf(b, 3, {0, 1}));
+  }
+  maps.push_back(mapOf(b, 3, {0, 2}));
+  // Loops: token, choice (summed), hidden.
+  Value out = generic(
+      b, loc, outType, inputs, maps,
+      {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value v = tensor::ExtractOp::create(
+            nb, l, rows,
+            ValueRange{clampedIndex(nb, l, a[0], pairs), linalg::IndexOp::create(nb, l, 2)});
+        if (weights)
+          v = arith::MulFOp::create(nb, l, v, a[1]);
+        return arith::AddFOp::create(nb, l, a.back(), v);
+      },
+      filled(b, loc, outType.getShape(), t, 0.0));
+  return fromRows(b, loc, out, type);
+}
+
+struct MoeDispatchLowering : TfmPattern<tfm::MoeDispatchOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeDispatchOp op, PatternRewriter &b) const override {
+    return dispatchRows(b, op.getLoc(), op.getInput(), op.getSources(), op.getWeights(),
+                        op.getResult().getType());
+  }
+};
+
+struct MoeCombineLowering : TfmPattern<tfm::MoeCombineOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeCombineOp op, PatternRewriter &b) const override {
+    return combineRows(b, op.getLoc(), op.getInput(), op.getSlots(), op.getWeights(),
+                       op.getResult().getType());
+  }
+};
+
+/// Per choice, the dot product of its token's row of `tokens` with the row
+/// at its slot.
+struct MoeWeightGradLowering : TfmPattern<tfm::MoeWeightGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeWeightGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value tokens = asRows(b, loc, op.getTokens());
+    Value slots = asRows(b, loc, op.getSlots());
+    Value rows = op.getRows();
+    int64_t pairs = tensorType(rows).getShape()[0];
+    ArrayRef<int64_t> slotShape = tensorType(slots).getShape();
+    Type t = tensorType(tokens).getElementType();
+    auto outType = RankedTensorType::get(slotShape, t);
+    // Loops: token, choice, hidden (summed).
+    Value out = generic(
+        b, loc, outType, {tokens, slots},
+        {mapOf(b, 3, {0, 2}), mapOf(b, 3, {0, 1}), mapOf(b, 3, {0, 1})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = tensor::ExtractOp::create(
+              nb, l, rows,
+              ValueRange{clampedIndex(nb, l, a[1], pairs), linalg::IndexOp::create(nb, l, 2)});
+          return addF(nb, l, a[2], arith::MulFOp::create(nb, l, a[0], v));
+        },
+        filled(b, loc, slotShape, t, 0.0));
+    return fromRows(b, loc, out, op.getResult().getType());
+  }
+};
+
+/// The count of group `group` as an index, cut to the rows left after
+/// `start` (and at least 0).
+Value groupCount(OpBuilder &b, Location loc, Value counts, Value group, Value start, int64_t rows) {
+  Value count = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                           tensor::ExtractOp::create(b, loc, counts, group));
+  count = arith::MaxSIOp::create(b, loc, count, indexConst(b, loc, 0));
+  Value left = arith::SubIOp::create(b, loc, indexConst(b, loc, rows), start);
+  return arith::MinSIOp::create(b, loc, count, left);
+}
+
+/// `slice` zeroed, then the sum over loop 2 of lhs * rhs through `maps`
+/// (loops m, n, k): a contraction the target may run as a GEMM kernel on
+/// the slice's dynamic sizes.
+Value contractInto(OpBuilder &b, Location loc, Value slice, Value lhs, Value rhs,
+                   ArrayRef<AffineMap> maps) {
+  RankedTensorType type = tensorType(slice);
+  Value zero = floatConst(b, loc, type.getElementType(), 0.0);
+  Value init = linalg::FillOp::create(b, loc, zero, slice).getResult(0);
+  return generic(
+      b, loc, type, {lhs, rhs}, maps,
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::AddFOp::create(nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]));
+      },
+      init);
+}
+
+/// Offsets, sizes and unit strides of a slice.
+SmallVector<OpFoldResult> folds(OpBuilder &b, ArrayRef<Value> values, ArrayRef<int64_t> statics) {
+  SmallVector<OpFoldResult> out;
+  for (auto [v, s] : llvm::zip(values, statics))
+    out.push_back(v ? OpFoldResult(v) : OpFoldResult(b.getIndexAttr(s)));
+  return out;
+}
+
+/// One GEMM per group over its rows: the rows [start, start + count) of
+/// the result are those of lhs times the group's weight.
+struct GroupedMatmulLowering : TfmPattern<tfm::GroupedMatmulOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::GroupedMatmulOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value lhs = op.getLhs(), rhs = op.getRhs(), counts = op.getCounts();
+    RankedTensorType type = op.getResult().getType();
+    Type t = type.getElementType();
+    ArrayRef<int64_t> w = op.getRhs().getType().getShape();
+    int64_t rows = type.getShape()[0], n = type.getShape()[1], k = tensorType(lhs).getShape()[1];
+    bool transposed = op.getTransposeRhs();
+    Value out = filled(b, loc, type.getShape(), t, 0.0);
+    auto weightType = RankedTensorType::get({w[1], w[2]}, t);
+    // Loops: row (m), column (n), inner (k).
+    SmallVector<AffineMap> maps = {mapOf(b, 3, {0, 2}),
+                                   transposed ? mapOf(b, 3, {1, 2}) : mapOf(b, 3, {2, 1}),
+                                   mapOf(b, 3, {0, 1})};
+    auto loop = scf::ForOp::create(
+        b, loc, indexConst(b, loc, 0), indexConst(b, loc, w[0]), indexConst(b, loc, 1),
+        ValueRange{out, indexConst(b, loc, 0)},
+        [&](OpBuilder &nb, Location l, Value group, ValueRange iter) {
+          Value acc = iter[0], start = iter[1];
+          Value count = groupCount(nb, l, counts, group, start, rows);
+          Value one = Value();
+          SmallVector<OpFoldResult> unit = folds(nb, {one, one, one}, {1, 1, 1});
+          Value rowsIn = tensor::ExtractSliceOp::create(nb, l, lhs, folds(nb, {start, one}, {0, 0}),
+                                                        folds(nb, {count, one}, {0, k}),
+                                                        ArrayRef(unit).take_front(2));
+          Value weight = tensor::ExtractSliceOp::create(
+              nb, l, weightType, rhs, folds(nb, {group, one, one}, {0, 0, 0}),
+              folds(nb, {one, one, one}, {1, w[1], w[2]}), unit);
+          SmallVector<OpFoldResult> offsets = folds(nb, {start, one}, {0, 0});
+          SmallVector<OpFoldResult> sizes = folds(nb, {count, one}, {0, n});
+          Value slice = tensor::ExtractSliceOp::create(nb, l, acc, offsets, sizes,
+                                                       ArrayRef(unit).take_front(2));
+          Value product = contractInto(nb, l, slice, rowsIn, weight, maps);
+          Value next = tensor::InsertSliceOp::create(nb, l, product, acc, offsets, sizes,
+                                                     ArrayRef(unit).take_front(2));
+          scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
+        });
+    return loop.getResult(0);
+  }
+};
+
+/// Per group, its rows of lhs transposed times its rows of rhs, into the
+/// group's [K, F] block of the result (zeros for an empty group).
+struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::GroupedWeightGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value lhs = op.getLhs(), rhs = op.getRhs(), counts = op.getCounts();
+    RankedTensorType type = op.getResult().getType();
+    Type t = type.getElementType();
+    ArrayRef<int64_t> shape = type.getShape();
+    int64_t rows = tensorType(lhs).getShape()[0];
+    Value out = filled(b, loc, shape, t, 0.0);
+    auto blockType = RankedTensorType::get({shape[1], shape[2]}, t);
+    // Loops: lhs column (m), rhs column (n), row (k).
+    SmallVector<AffineMap> maps = {mapOf(b, 3, {2, 0}), mapOf(b, 3, {2, 1}), mapOf(b, 3, {0, 1})};
+    auto loop = scf::ForOp::create(
+        b, loc, indexConst(b, loc, 0), indexConst(b, loc, shape[0]), indexConst(b, loc, 1),
+        ValueRange{out, indexConst(b, loc, 0)},
+        [&](OpBuilder &nb, Location l, Value group, ValueRange iter) {
+          Value acc = iter[0], start = iter[1];
+          Value count = groupCount(nb, l, counts, group, start, rows);
+          Value none = Value();
+          SmallVector<OpFoldResult> unit = folds(nb, {none, none, none}, {1, 1, 1});
+          auto rowsOf = [&](Value x) {
+            int64_t width = tensorType(x).getShape()[1];
+            return tensor::ExtractSliceOp::create(nb, l, x, folds(nb, {start, none}, {0, 0}),
+                                                  folds(nb, {count, none}, {0, width}),
+                                                  ArrayRef(unit).take_front(2))
+                .getResult();
+          };
+          SmallVector<OpFoldResult> offsets = folds(nb, {group, none, none}, {0, 0, 0});
+          SmallVector<OpFoldResult> sizes = folds(nb, {none, none, none}, {1, shape[1], shape[2]});
+          Value block = tensor::ExtractSliceOp::create(nb, l, blockType, acc, offsets, sizes, unit);
+          Value product = contractInto(nb, l, block, rowsOf(lhs), rowsOf(rhs), maps);
+          Value next = tensor::InsertSliceOp::create(nb, l, product, acc, offsets, sizes, unit);
+          scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
+        });
+    return loop.getResult(0);
+  }
+};
+
+} // namespace
+
+void pmlir::tfm_to_linalg::populateExpertPatterns(RewritePatternSet &patterns) {
+  patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeDispatchLowering,
+               MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
+               GroupedWeightGradLowering>(patterns.getContext());
+}
