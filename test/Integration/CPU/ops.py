@@ -222,10 +222,10 @@ def grouped_ref(x, w, counts):
     return torch.cat(out)
 
 
-def sparse_block_ref(x, gate, w1, w3, w2, k):
+def sparse_block_ref(x, gate, w1, w3, w2, k, normalize=True):
     """Hugging Face's MixtralSparseMoeBlock: a loop over the experts."""
     h = x.reshape(-1, x.shape[-1])
-    w, e = route_ref(h @ gate.T, k, True)
+    w, e = route_ref(h @ gate.T, k, normalize)
     out = torch.zeros_like(h)
     for ex in range(gate.shape[0]):
         tok, pos = torch.where(e == ex)
