@@ -387,15 +387,30 @@ const TensorView *exec::findWeight(const SafeTensorsSet &weights, const std::str
   for (const std::string &candidate : checkpointNames(name))
     if (const TensorView *view = weights.find(candidate, file))
       return view;
+  // A stacked parameter (pmlir's own checkpoints hold it whole) from a
+  // Hugging Face checkpoint's parts.
+  for (const std::string &candidate : checkpointNames(name))
+    if (const TensorView *view = weights.findStacked(candidate, file))
+      return view;
   return nullptr;
 }
 
 std::vector<exec::UnusedTensor> exec::unusedTensors(const SafeTensorsSet &weights,
                                                     const std::vector<std::string> &params) {
   std::map<std::string, const TensorView *> used;
-  for (const std::string &param : params)
-    if (const TensorView *view = findWeight(weights, param))
-      used.emplace(view->name, view);
+  for (const std::string &param : params) {
+    const TensorView *view = findWeight(weights, param);
+    if (!view)
+      continue;
+    if (!weights.find(view->name)) {
+      // Stacked from parts: each part is used.
+      for (int64_t i = 0; i < view->shape[0]; ++i)
+        if (const TensorView *part = weights.find(stackedPartName(view->name, i)))
+          used.emplace(part->name, part);
+      continue;
+    }
+    used.emplace(view->name, view);
+  }
   std::vector<UnusedTensor> unused;
   for (auto &[name, entry] : weights.tensors()) {
     if (used.count(name))

@@ -708,7 +708,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     size_t k = 0;
     for (const StateTensor &t : gathered)
       if (t.param)
-        parameters.push_back({names[k++], DType::F32, t.shape, t.values});
+        for (TensorToWrite &part : unstacked({names[k++], DType::F32, t.shape, t.values}))
+          parameters.push_back(std::move(part));
     if (!exportHuggingFace(o.exportHf, huggingFaceConfig, parameters, error))
       return failAtEnd("--export-hf: " + error);
   }

@@ -3,7 +3,7 @@
 // Part of pmlir.
 //
 // Defaults are those of transformers' own config classes (GPT2Config,
-// LlamaConfig, MistralConfig, Qwen2Config) for a field the file leaves
+// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig) for a field the file leaves
 // out. Fields that only shape training regularization (dropout) or the
 // numerics of transformers' own kernels (reorder_and_upcast_attn,
 // pretraining_tp) do not change the model and are read past; pmlir trains
@@ -56,6 +56,16 @@ public:
       return fallback;
     if (!it->is_number() || !(it->get<double>() > 0)) {
       fail(llvm::formatv("'{0}' is {1}, not a positive number", field, it->dump()).str());
+      return fallback;
+    }
+    return it->get<double>();
+  }
+  double nonNegative(const char *field, double fallback) {
+    auto it = config.find(field);
+    if (it == config.end() || it->is_null())
+      return fallback;
+    if (!it->is_number() || !(it->get<double>() >= 0)) {
+      fail(llvm::formatv("'{0}' is {1}, not a non-negative number", field, it->dump()).str());
       return fallback;
     }
     return it->get<double>();
@@ -175,7 +185,8 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
   c.mlpBias = r.flag("mlp_bias", false);
   // A window no longer than the sequence changes which keys a query sees.
   // transformers 5 names each layer's attention in layer_types.
-  bool windowed = type == "mistral" || (type == "qwen2" && r.flag("use_sliding_window", false));
+  bool windowed = type == "mistral" || type == "mixtral" ||
+                  (type == "qwen2" && r.flag("use_sliding_window", false));
   if (auto types = config.find("layer_types"); types != config.end() && !types->is_null()) {
     bool known = types->is_array();
     for (const json &t : known ? *types : json::array())
@@ -197,6 +208,17 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
                    .str());
   }
   c.maxPositions = r.positive("max_position_embeddings", 2048);
+  if (type == "mixtral") {
+    c.experts = r.positive("num_local_experts", 8);
+    c.topK = r.positive("num_experts_per_tok", 2);
+    if (!r.raw("router_jitter_noise").empty() && r.raw("router_jitter_noise") != "0" &&
+        r.raw("router_jitter_noise") != "0.0")
+      r.refuse("router_jitter_noise", "pmlir's router adds no noise to its logits");
+    // transformers adds the load-balancing loss to the loss only when the
+    // model returns its router logits.
+    if (r.flag("output_router_logits", false))
+      c.routerAuxLossCoef = r.nonNegative("router_aux_loss_coef", 0.001);
+  }
 }
 
 bool isDirectory(const std::string &path) {
@@ -236,7 +258,7 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
     model.gpt2.loss = loss;
     readGpt2(r, model.gpt2);
   } else if (model.modelType == "llama" || model.modelType == "mistral" ||
-             model.modelType == "qwen2") {
+             model.modelType == "qwen2" || model.modelType == "mixtral") {
     model.family = HuggingFaceModel::Family::Llama;
     model.llama.seq = seq;
     model.llama.batch = batch;
@@ -244,7 +266,7 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
     readLlama(r, file, config, model.modelType, model.llama);
   } else {
     r.fail("'model_type' is " + (r.raw("model_type").empty() ? "missing" : r.raw("model_type")) +
-           ": pmlir builds gpt2, llama, mistral and qwen2");
+           ": pmlir builds gpt2, llama, mistral, qwen2 and mixtral");
   }
   if (llvm::Error e = r.take())
     return std::move(e);
@@ -269,6 +291,27 @@ std::string pmlir::huggingFaceConfig(const Gpt2Config &c) {
 }
 
 std::string pmlir::huggingFaceConfig(const LlamaConfig &c) {
+  if (c.experts > 0)
+    return json({{"model_type", "mixtral"},
+                 {"architectures", {"MixtralForCausalLM"}},
+                 {"num_hidden_layers", c.layers},
+                 {"hidden_size", c.hidden},
+                 {"num_attention_heads", c.heads},
+                 {"num_key_value_heads", c.kvHeads},
+                 {"intermediate_size", c.ffn},
+                 {"num_local_experts", c.experts},
+                 {"num_experts_per_tok", c.topK},
+                 {"output_router_logits", c.routerAuxLossCoef > 0},
+                 {"router_aux_loss_coef", c.routerAuxLossCoef},
+                 {"vocab_size", c.vocab},
+                 {"max_position_embeddings", c.maxPositions > 0 ? c.maxPositions : c.seq},
+                 {"rms_norm_eps", c.rmsEps},
+                 {"rope_theta", c.ropeTheta},
+                 {"sliding_window", nullptr},
+                 {"hidden_act", "silu"},
+                 {"tie_word_embeddings", c.tieEmbeddings},
+                 {"dtype", "float32"}})
+        .dump(2);
   // Query, key and value biases alone are Qwen2's; Llama's attention_bias
   // biases all four projections.
   bool qwen2 = c.attentionBias == ProjectionBias::QueryKeyValue && !c.mlpBias;
@@ -365,7 +408,7 @@ std::string pmlir::huggingFaceName(const std::string &config, const std::string 
           : "";
   if (type == "gpt2")
     return llvm::StringRef(name).starts_with("lm_head.") ? name : "transformer." + name;
-  if (type == "llama" || type == "qwen2" || type == "mistral")
+  if (type == "llama" || type == "qwen2" || type == "mistral" || type == "mixtral")
     return name;
   error =
       "its tfm.huggingface_config names no model class pmlir exports (model_type '" + type + "')";

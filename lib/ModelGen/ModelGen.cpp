@@ -8,6 +8,7 @@
 #include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/ModelGen/HuggingFace.h"
+#include "pmlir/Support/SafeTensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -108,6 +109,21 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
   check.divides("kv-heads", c.kvHeads, "heads", c.heads,
                 "grouped-query attention shares each key/value head among "
                 "heads / kv-heads query heads");
+  if (c.experts < 0)
+    check.fail(llvm::formatv("--experts must be positive, got {0}", c.experts));
+  if (c.experts > 0) {
+    check.positive("top-k", c.topK);
+    if (c.topK > c.experts)
+      check.fail(llvm::formatv("--top-k {0} exceeds --experts {1} (each token goes to top-k "
+                               "distinct experts)",
+                               c.topK, c.experts));
+    if (c.mlpBias)
+      check.fail("--mlp-bias: Mixtral's experts have no biases");
+  }
+  if (c.routerAuxLossCoef < 0 || (c.experts == 0 && c.routerAuxLossCoef != 0))
+    check.fail(llvm::formatv("--router-aux-loss-coef must be a non-negative weight of a sparse "
+                             "model's load-balancing loss, got {0}",
+                             c.routerAuxLossCoef));
   if (c.hidden > 0 && c.heads > 0 && c.hidden % c.heads == 0 &&
       (c.hidden / c.heads) % 2 != 0)
     check.fail(llvm::formatv("--hidden {0} / --heads {1} = {2} must be even "
@@ -166,10 +182,24 @@ std::vector<WeightSpec> pmlir::llamaWeights(const LlamaConfig &c) {
         {p + "self_attn.v_proj.weight", {c.kvHeads * d, h}, {"out", "in"}},
         {p + "self_attn.o_proj.weight", {h, c.heads * d}, {"out", "in"}},
         {p + "post_attention_layernorm.weight", {h}, {"hidden"}},
-        {p + "mlp.gate_proj.weight", {c.ffn, h}, {"out", "in"}},
-        {p + "mlp.up_proj.weight", {c.ffn, h}, {"out", "in"}},
-        {p + "mlp.down_proj.weight", {h, c.ffn}, {"out", "in"}},
     };
+    if (c.experts > 0) {
+      // Mixtral's router and experts; each expert's w1 (gate), w3 (up) and
+      // w2 (down) stacked into one tensor, as the grouped matmul reads
+      // them, under the per-expert name with the index as kStackIndex.
+      std::string moe = p + "block_sparse_moe.";
+      auto experts = [&](llvm::StringRef w) {
+        return moe + "experts." + std::string(1, kStackIndex) + "." + w.str() + ".weight";
+      };
+      layer.push_back({moe + "gate.weight", {c.experts, h}, {"expert", "in"}});
+      layer.push_back({experts("w1"), {c.experts, c.ffn, h}, {"expert", "out", "in"}});
+      layer.push_back({experts("w3"), {c.experts, c.ffn, h}, {"expert", "out", "in"}});
+      layer.push_back({experts("w2"), {c.experts, h, c.ffn}, {"expert", "out", "in"}});
+    } else {
+      layer.push_back({p + "mlp.gate_proj.weight", {c.ffn, h}, {"out", "in"}});
+      layer.push_back({p + "mlp.up_proj.weight", {c.ffn, h}, {"out", "in"}});
+      layer.push_back({p + "mlp.down_proj.weight", {h, c.ffn}, {"out", "in"}});
+    }
     if (c.attentionBias != ProjectionBias::None) {
       layer.push_back({p + "self_attn.q_proj.bias", {c.heads * d}, {"out"}});
       layer.push_back({p + "self_attn.k_proj.bias", {c.kvHeads * d}, {"out"}});
@@ -316,27 +346,70 @@ public:
     return SmallVector<Value>(op.getResults());
   }
 
+  /// Mixtral's sparse MLP of `x` [B, S, H]: the router (`gate` [E, H]),
+  /// each token's top-k experts, SwiGLU experts (`w1`, `w3` [E, F, H], `w2`
+  /// [E, H, F]) as grouped matmuls over the tokens sorted by expert, and
+  /// their results weighted back per token.
+  Value sparseMlp(Value x, Value gate, Value w1, Value w3, Value w2, int64_t topK,
+                  Value *routerStats = nullptr) {
+    llvm::ArrayRef<int64_t> s = shape(x);
+    int64_t experts = shape(gate)[0], ffn = shape(w1)[1];
+    int64_t pairs = s[0] * s[1] * topK;
+    Type i64 = b.getI64Type();
+    Value logits = matmul(x, gate, /*transposeRhs=*/true);
+    auto route = tfm::MoeRouteOp::create(b, here, tensor({s[0], s[1], topK}),
+                                         tensor({s[0], s[1], topK}, i64), logits,
+                                         b.getI64IntegerAttr(topK), b.getUnitAttr());
+    auto sorted = tfm::MoeSortOp::create(b, here, tensor({s[0], s[1], topK}, i64),
+                                         tensor({pairs}, i64), tensor({experts}, i64),
+                                         route.getExperts(), b.getI64IntegerAttr(experts));
+    if (routerStats)
+      *routerStats =
+          tfm::MoeRouterStatsOp::create(b, here, tensor({2, experts}), logits, route.getExperts());
+    Value slots = sorted.getSlots(), sources = sorted.getSources(), counts = sorted.getCounts();
+    Value rows = tfm::MoeDispatchOp::create(b, here, tensor({pairs, s[2]}), x, slots, sources,
+                                            /*weights=*/Value());
+    auto grouped = [&](Value in, Value w, int64_t out) -> Value {
+      return tfm::GroupedMatmulOp::create(b, here, tensor({pairs, out}), in, w, counts,
+                                          /*transpose_rhs=*/true);
+    };
+    Value gated = tfm::SiluOp::create(b, here, grouped(rows, w1, ffn));
+    Value down = grouped(mul(gated, grouped(rows, w3, ffn)), w2, s[2]);
+    return tfm::MoeCombineOp::create(b, here, x.getType(), down, slots, sources,
+                                     route.getWeights());
+  }
+
   /// Builds one transformer block inside a tfm.layer and returns its output.
   Value layer(int64_t index, Value input,
               llvm::function_ref<Value(Value)> body) {
-    auto op = tfm::LayerOp::create(b, here, TypeRange{input.getType()}, b.getI64IntegerAttr(index),
-                                   UnitAttr());
+    return layer(index, ValueRange{input},
+                 [&](ValueRange in) -> SmallVector<Value> { return {body(in[0])}; })[0];
+  }
+  /// A block that carries several values (the residual stream and the
+  /// routers' statistics) from layer to layer.
+  SmallVector<Value> layer(int64_t index, ValueRange inputs,
+                           llvm::function_ref<SmallVector<Value>(ValueRange)> body) {
+    auto op =
+        tfm::LayerOp::create(b, here, inputs.getTypes(), b.getI64IntegerAttr(index), UnitAttr());
     Block *block = b.createBlock(&op.getBody());
     b.setInsertionPointToStart(block);
-    Value out = body(input);
-    tfm::YieldOp::create(b, here, ValueRange{out});
+    SmallVector<Value> out = body(inputs);
+    tfm::YieldOp::create(b, here, out);
     b.setInsertionPointAfter(op);
-    return op.getResult(0);
+    return SmallVector<Value>(op.getResults());
   }
 
   /// Returns the logits, or their loss against the labels, in the module
   /// that keeps the model's Hugging Face `config`.
-  OwningOpRef<ModuleOp> finish(Value logits, const std::string &config) {
+  /// With `auxLoss`, the loss is the cross entropy plus it.
+  OwningOpRef<ModuleOp> finish(Value logits, const std::string &config, Value auxLoss = {}) {
     (*module)->setAttr(tfm::kHuggingFaceConfigAttr, huggingFaceConfigAttr(b.getContext(), config));
     Value result = logits;
     if (labels)
       result = tfm::CrossEntropyOp::create(b, loc("loss"), tensor({}), logits, labels,
                                            b.getI64IntegerAttr(-100));
+    if (labels && auxLoss)
+      result = tfm::AddOp::create(b, loc("loss"), result, auxLoss);
     func::ReturnOp::create(b, loc("forward"), result);
     return std::move(module);
   }
@@ -416,11 +489,25 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
   Value hidden = fb.embedding(fb.weight("model.embed_tokens.weight"), fb.ids);
   Value positions = fb.arange(c.seq);
 
+  // The routers' statistics for the load-balancing loss, summed from
+  // layer to layer beside the residual stream.
+  bool balance = c.experts > 0 && c.routerAuxLossCoef > 0 && c.loss;
+  Value routerStats;
+  if (balance) {
+    fb.here = fb.loc("router_stats");
+    routerStats =
+        tfm::FillOp::create(fb.b, fb.here, fb.tensor({2, c.experts}), fb.b.getF64FloatAttr(0.0));
+  }
+
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     auto w = [&](llvm::StringRef name) { return fb.weight(p + name.str()); };
     fb.here = fb.loc(p.substr(0, p.size() - 1));
-    hidden = fb.layer(i, hidden, [&](Value residual) {
+    SmallVector<Value> carried = {hidden};
+    if (balance)
+      carried.push_back(routerStats);
+    carried = fb.layer(i, carried, [&](ValueRange in) -> SmallVector<Value> {
+      Value residual = in[0];
       fb.here = fb.loc(p + "input_layernorm");
       Value x = fb.rmsNorm(residual, w("input_layernorm.weight"), c.rmsEps);
       fb.here = fb.loc(p + "self_attn");
@@ -441,13 +528,30 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
 
       fb.here = fb.loc(p + "post_attention_layernorm");
       x = fb.rmsNorm(residual, w("post_attention_layernorm.weight"), c.rmsEps);
+      if (c.experts > 0) {
+        fb.here = fb.loc(p + "block_sparse_moe");
+        std::string stack(1, kStackIndex);
+        Value stats;
+        Value sparse = fb.sparseMlp(x, w("block_sparse_moe.gate.weight"),
+                                    w("block_sparse_moe.experts." + stack + ".w1.weight"),
+                                    w("block_sparse_moe.experts." + stack + ".w3.weight"),
+                                    w("block_sparse_moe.experts." + stack + ".w2.weight"), c.topK,
+                                    balance ? &stats : nullptr);
+        SmallVector<Value> out = {fb.add(residual, sparse)};
+        if (balance)
+          out.push_back(fb.add(in[1], stats));
+        return out;
+      }
       fb.here = fb.loc(p + "mlp");
       Value gate = linear(x, "mlp.gate_proj", c.mlpBias);
       gate = tfm::SiluOp::create(fb.b, fb.here, gate);
       Value up = linear(x, "mlp.up_proj", c.mlpBias);
       Value down = linear(fb.mul(gate, up), "mlp.down_proj", c.mlpBias);
-      return fb.add(residual, down);
+      return {fb.add(residual, down)};
     });
+    hidden = carried[0];
+    if (balance)
+      routerStats = carried[1];
   }
 
   fb.here = fb.loc("model.norm");
@@ -455,5 +559,16 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
   fb.here = fb.loc("lm_head");
   Value head = fb.weight(c.tieEmbeddings ? "model.embed_tokens.weight"
                                          : "lm_head.weight");
-  return fb.finish(fb.matmul(hidden, head, /*transposeRhs=*/true), huggingFaceConfig(c));
+  Value logits = fb.matmul(hidden, head, /*transposeRhs=*/true);
+  Value auxLoss;
+  if (balance) {
+    // Hugging Face's load_balancing_loss_func over every layer's router:
+    // E * sum_e (choices of e / (L T)) * (probability sum of e / (L T)).
+    fb.here = fb.loc("router_aux_loss");
+    double tokens = static_cast<double>(c.layers) * static_cast<double>(c.batch * c.seq);
+    double scale = c.routerAuxLossCoef * static_cast<double>(c.experts) / (tokens * tokens);
+    auxLoss = tfm::MoeBalanceLossOp::create(fb.b, fb.here, fb.tensor({}), routerStats,
+                                            fb.b.getF64FloatAttr(scale));
+  }
+  return fb.finish(logits, huggingFaceConfig(c), auxLoss);
 }

@@ -550,3 +550,74 @@ const TensorView *SafeTensorsSet::find(std::string_view name, const SafeTensorsF
     *file = it->second.file;
   return it->second.view;
 }
+
+bool pmlir::isStackedName(std::string_view name) {
+  return name.find(kStackIndex) != std::string_view::npos;
+}
+
+std::string pmlir::stackedPartName(std::string_view name, int64_t index) {
+  std::string part(name);
+  size_t at = part.find(kStackIndex);
+  if (at != std::string::npos)
+    part.replace(at, 1, std::to_string(index));
+  return part;
+}
+
+const TensorView *SafeTensorsSet::findStacked(std::string_view name,
+                                              const SafeTensorsFile **file) const {
+  if (!isStackedName(name))
+    return nullptr;
+  if (auto it = stacked.find(name); it != stacked.end()) {
+    if (file)
+      *file = it->second.file;
+    return &it->second.view;
+  }
+  std::vector<const TensorView *> parts;
+  const SafeTensorsFile *first = nullptr;
+  for (int64_t index = 0;; ++index) {
+    const SafeTensorsFile *holder = nullptr;
+    const TensorView *part = find(stackedPartName(name, index), &holder);
+    if (!part)
+      break;
+    if (!parts.empty() && (part->dtype != parts[0]->dtype || part->shape != parts[0]->shape))
+      return nullptr;
+    if (parts.empty())
+      first = holder;
+    parts.push_back(part);
+  }
+  if (parts.empty())
+    return nullptr;
+  Stacked entry;
+  entry.file = first;
+  size_t partBytes = parts[0]->bytes;
+  entry.bytes.resize(partBytes * parts.size());
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (partBytes)
+      std::memcpy(entry.bytes.data() + i * partBytes, parts[i]->data, partBytes);
+  entry.view.name = std::string(name);
+  entry.view.dtype = parts[0]->dtype;
+  entry.view.shape = {static_cast<int64_t>(parts.size())};
+  entry.view.shape.insert(entry.view.shape.end(), parts[0]->shape.begin(), parts[0]->shape.end());
+  entry.view.bytes = entry.bytes.size();
+  auto [it, inserted] = stacked.emplace(std::string(name), std::move(entry));
+  // The view points into the bytes where they now stay.
+  it->second.view.data = it->second.bytes.data();
+  if (file)
+    *file = it->second.file;
+  return &it->second.view;
+}
+
+std::vector<TensorToWrite> pmlir::unstacked(const TensorToWrite &tensor) {
+  if (!isStackedName(tensor.name) || tensor.shape.empty())
+    return {tensor};
+  std::vector<int64_t> partShape(tensor.shape.begin() + 1, tensor.shape.end());
+  int64_t partElements = 1;
+  for (int64_t d : partShape)
+    partElements *= d;
+  size_t partBytes = static_cast<size_t>(partElements) * dtypeSize(tensor.dtype);
+  std::vector<TensorToWrite> parts;
+  for (int64_t i = 0; i < tensor.shape[0]; ++i)
+    parts.push_back({stackedPartName(tensor.name, i), tensor.dtype, partShape,
+                     static_cast<const uint8_t *>(tensor.data) + i * partBytes});
+  return parts;
+}

@@ -9,14 +9,17 @@
 //                   --vocab V --seq S --batch B [--rms-eps E]
 //                   [--rope-theta T] [--tie-embeddings] [--max-positions P]
 //                   [--attention-bias none|qkv|all] [--mlp-bias] [--loss] -o FILE
+//   pmlir-gen mixtral (llama's flags but the biases) --experts E [--top-k K]
+//                     [--router-aux-loss-coef C] -o FILE
 //   pmlir-gen hf DIR --seq S --batch B [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
 // `hf` reads a Hugging Face model directory's config.json and builds the
-// model it describes (GPT-2, or Llama, Mistral and Qwen2 through llama),
+// model it describes (GPT-2, or Llama, Mistral, Qwen2 and Mixtral through
+// llama and mixtral),
 // refusing by name a field it cannot honour. The output starts with a
-// comment holding the command that regenerates it (for `hf`, the gpt2 or
-// llama command of the same model). Nothing is written unless the model is
+// comment holding the command that regenerates it (for `hf`, the gpt2,
+// llama or mixtral command of the same model). Nothing is written unless the model is
 // valid and verifies.
 //
 //===----------------------------------------------------------------------===//
@@ -42,47 +45,51 @@ using namespace llvm;
 static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face GPT2LMHeadModel)");
 static cl::SubCommand llamaCommand("llama",
                                    "Llama (Hugging Face LlamaForCausalLM)");
+static cl::SubCommand mixtralCommand("mixtral", "Mixtral (Hugging Face MixtralForCausalLM): "
+                                                "Llama with sparse mixture-of-experts MLPs");
 static cl::SubCommand hfCommand("hf", "the model of a Hugging Face directory's config.json "
-                                      "(gpt2, llama, mistral, qwen2)");
+                                      "(gpt2, llama, mistral, qwen2, mixtral)");
 
 static cl::OptionCategory modelCategory("Model options");
 
-static cl::opt<int64_t> layersFlag("layers", cl::desc("transformer blocks"),
-                               cl::Required, cl::sub(gpt2Command),
-                               cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> layersFlag("layers", cl::desc("transformer blocks"), cl::Required,
+                                   cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                   cl::sub(mixtralCommand), cl::cat(modelCategory));
 static cl::opt<int64_t> hiddenFlag("hidden", cl::desc("hidden size"), cl::Required,
-                               cl::sub(gpt2Command), cl::sub(llamaCommand),
-                               cl::cat(modelCategory));
-static cl::opt<int64_t> headsFlag("heads", cl::desc("attention (query) heads"),
-                              cl::Required, cl::sub(gpt2Command),
-                              cl::sub(llamaCommand), cl::cat(modelCategory));
-static cl::opt<int64_t> vocabFlag("vocab", cl::desc("vocabulary size"),
-                              cl::Required, cl::sub(gpt2Command),
-                              cl::sub(llamaCommand), cl::cat(modelCategory));
+                                   cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                   cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> headsFlag("heads", cl::desc("attention (query) heads"), cl::Required,
+                                  cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                  cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> vocabFlag("vocab", cl::desc("vocabulary size"), cl::Required,
+                                  cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                  cl::sub(mixtralCommand), cl::cat(modelCategory));
 static cl::opt<int64_t> seqFlag("seq", cl::desc("sequence length"), cl::Required,
-                                cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+                                cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                cl::sub(mixtralCommand), cl::sub(hfCommand),
                                 cl::cat(modelCategory));
 static cl::opt<int64_t> batchFlag("batch", cl::desc("batch size"), cl::Required,
-                                  cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
+                                  cl::sub(gpt2Command), cl::sub(llamaCommand),
+                                  cl::sub(mixtralCommand), cl::sub(hfCommand),
                                   cl::cat(modelCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for stdout)"),
                                        cl::value_desc("FILE"), cl::init("-"), cl::sub(gpt2Command),
-                                       cl::sub(llamaCommand), cl::sub(hfCommand),
-                                       cl::cat(modelCategory));
+                                       cl::sub(llamaCommand), cl::sub(mixtralCommand),
+                                       cl::sub(hfCommand), cl::cat(modelCategory));
 
 static cl::opt<bool>
     lossFlag("loss",
              cl::desc("@forward also takes 'labels' [batch, seq] (the next tokens; -100 is "
                       "ignored) and returns the mean cross entropy instead of the logits"),
-             cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
-             cl::cat(modelCategory));
+             cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(mixtralCommand),
+             cl::sub(hfCommand), cl::cat(modelCategory));
 
 static cl::opt<bool>
     locationsFlag("locations",
                   cl::desc("print op locations (checkpoint prefixes such as \"h.3.attn\"), "
                            "so that diagnostics on the IR name the model part"),
-                  cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand), cl::sub(hfCommand),
-                  cl::cat(modelCategory));
+                  cl::init(false), cl::sub(gpt2Command), cl::sub(llamaCommand),
+                  cl::sub(mixtralCommand), cl::sub(hfCommand), cl::cat(modelCategory));
 
 static cl::opt<std::string> hfDirectory(cl::Positional, cl::Required,
                                         cl::desc("<Hugging Face model directory or config.json>"),
@@ -108,25 +115,26 @@ static cl::opt<bool> untiedHeadFlag("untied-head",
                                              "(tie_word_embeddings false)"),
                                     cl::init(false), cl::sub(gpt2Command), cl::cat(modelCategory));
 
-static cl::opt<int64_t> kvHeadsFlag("kv-heads", cl::desc("key/value heads"),
-                                cl::Required, cl::sub(llamaCommand),
+static cl::opt<int64_t> kvHeadsFlag("kv-heads", cl::desc("key/value heads"), cl::Required,
+                                    cl::sub(llamaCommand), cl::sub(mixtralCommand),
+                                    cl::cat(modelCategory));
+static cl::opt<int64_t> ffnFlag("ffn", cl::desc("MLP intermediate size"), cl::Required,
+                                cl::sub(llamaCommand), cl::sub(mixtralCommand),
                                 cl::cat(modelCategory));
-static cl::opt<int64_t> ffnFlag("ffn", cl::desc("MLP intermediate size"),
-                            cl::Required, cl::sub(llamaCommand),
-                            cl::cat(modelCategory));
-static cl::opt<double> rmsEpsFlag("rms-eps", cl::desc("RMSNorm epsilon"),
-                              cl::init(1e-6), cl::sub(llamaCommand),
-                              cl::cat(modelCategory));
-static cl::opt<double> ropeThetaFlag("rope-theta", cl::desc("RoPE base"),
-                                 cl::init(10000.0), cl::sub(llamaCommand),
-                                 cl::cat(modelCategory));
-static cl::opt<bool> tieEmbeddingsFlag(
-    "tie-embeddings", cl::desc("LM head shares model.embed_tokens.weight"),
-    cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
+static cl::opt<double> rmsEpsFlag("rms-eps", cl::desc("RMSNorm epsilon"), cl::init(1e-6),
+                                  cl::sub(llamaCommand), cl::sub(mixtralCommand),
+                                  cl::cat(modelCategory));
+static cl::opt<double> ropeThetaFlag("rope-theta", cl::desc("RoPE base"), cl::init(10000.0),
+                                     cl::sub(llamaCommand), cl::sub(mixtralCommand),
+                                     cl::cat(modelCategory));
+static cl::opt<bool> tieEmbeddingsFlag("tie-embeddings",
+                                       cl::desc("LM head shares model.embed_tokens.weight"),
+                                       cl::init(false), cl::sub(llamaCommand),
+                                       cl::sub(mixtralCommand), cl::cat(modelCategory));
 static cl::opt<int64_t> llamaMaxPositionsFlag(
     "max-positions",
     cl::desc("the positions the model was trained for (max_position_embeddings; default --seq)"),
-    cl::init(0), cl::sub(llamaCommand), cl::cat(modelCategory));
+    cl::init(0), cl::sub(llamaCommand), cl::sub(mixtralCommand), cl::cat(modelCategory));
 static cl::opt<pmlir::ProjectionBias>
     attentionBiasFlag("attention-bias", cl::desc("which attention projections add a bias"),
                       cl::values(clEnumValN(pmlir::ProjectionBias::None, "none", "none (Llama)"),
@@ -139,6 +147,18 @@ static cl::opt<pmlir::ProjectionBias>
 static cl::opt<bool> mlpBiasFlag("mlp-bias",
                                  cl::desc("the MLP's projections add a bias (mlp_bias)"),
                                  cl::init(false), cl::sub(llamaCommand), cl::cat(modelCategory));
+
+static cl::opt<int64_t> expertsFlag("experts",
+                                    cl::desc("experts of each sparse MLP (num_local_experts)"),
+                                    cl::Required, cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> topKFlag("top-k",
+                                 cl::desc("experts each token goes to (num_experts_per_tok)"),
+                                 cl::init(2), cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<double> routerAuxLossCoefFlag(
+    "router-aux-loss-coef",
+    cl::desc("with --loss, adds this weight times the load-balancing loss of Hugging Face's "
+             "Mixtral (router_aux_loss_coef, output_router_logits); default 0: none"),
+    cl::init(0.0), cl::sub(mixtralCommand), cl::cat(modelCategory));
 
 /// The shortest decimal that reads back as `value`, so that the regenerate
 /// command on the first line of the output reproduces the model exactly.
@@ -165,10 +185,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && argv[1][0] != '-') {
     StringRef model(argv[1]);
     if (model != gpt2Command.getName() && model != llamaCommand.getName() &&
-        model != hfCommand.getName())
+        model != mixtralCommand.getName() && model != hfCommand.getName())
       return fail("unknown model '" + model + "' (known: " + gpt2Command.getName() + ", " +
-                  llamaCommand.getName() + "; " + hfCommand.getName() +
-                  " DIR reads a Hugging Face config.json)");
+                  llamaCommand.getName() + ", " + mixtralCommand.getName() + "; " +
+                  hfCommand.getName() + " DIR reads a Hugging Face config.json)");
   }
   cl::ParseCommandLineOptions(argc, argv, "pmlir model generator\n");
 
@@ -192,7 +212,7 @@ int main(int argc, char **argv) {
     c.tieEmbeddings = !untiedHeadFlag;
     c.loss = lossFlag;
     gpt2 = c;
-  } else if (llamaCommand) {
+  } else if (llamaCommand || mixtralCommand) {
     pmlir::LlamaConfig c;
     c.layers = layersFlag;
     c.hidden = hiddenFlag;
@@ -208,6 +228,14 @@ int main(int argc, char **argv) {
     c.maxPositions = llamaMaxPositionsFlag;
     c.attentionBias = attentionBiasFlag;
     c.mlpBias = mlpBiasFlag;
+    if (mixtralCommand) {
+      // 0 experts would be a dense Llama under Mixtral's name.
+      if (expertsFlag <= 0)
+        return fail(formatv("--experts must be positive, got {0}", expertsFlag.getValue()));
+      c.experts = expertsFlag;
+      c.topK = topKFlag;
+      c.routerAuxLossCoef = routerAuxLossCoefFlag;
+    }
     c.loss = lossFlag;
     llama = c;
   } else if (hfCommand) {
@@ -220,8 +248,8 @@ int main(int argc, char **argv) {
     else
       llama = hf->llama;
   } else {
-    return fail("expected a model: 'pmlir-gen gpt2 ...', 'pmlir-gen llama ...' or "
-                "'pmlir-gen hf DIR ...' (see --help)");
+    return fail("expected a model: 'pmlir-gen gpt2 ...', 'pmlir-gen llama ...', "
+                "'pmlir-gen mixtral ...' or 'pmlir-gen hf DIR ...' (see --help)");
   }
   if (gpt2) {
     const pmlir::Gpt2Config &c = *gpt2;
@@ -245,12 +273,17 @@ int main(int argc, char **argv) {
     const pmlir::LlamaConfig &c = *llama;
     if (Error err = pmlir::validate(c))
       return fail(toString(std::move(err)));
-    command = formatv("pmlir-gen llama --layers {0} --hidden {1} --heads {2} "
-                      "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
-                      "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
-                      c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab, c.seq, c.batch,
-                      shortest(c.rmsEps), shortest(c.ropeTheta),
-                      c.tieEmbeddings ? " --tie-embeddings" : "");
+    command =
+        formatv("pmlir-gen {11} --layers {0} --hidden {1} --heads {2} "
+                "--kv-heads {3} --ffn {4} --vocab {5} --seq {6} "
+                "--batch {7} --rms-eps {8} --rope-theta {9}{10}",
+                c.layers, c.hidden, c.heads, c.kvHeads, c.ffn, c.vocab, c.seq, c.batch,
+                shortest(c.rmsEps), shortest(c.ropeTheta),
+                c.tieEmbeddings ? " --tie-embeddings" : "", c.experts > 0 ? "mixtral" : "llama");
+    if (c.experts > 0)
+      command += formatv(" --experts {0} --top-k {1}", c.experts, c.topK).str();
+    if (c.routerAuxLossCoef > 0)
+      command += " --router-aux-loss-coef " + shortest(c.routerAuxLossCoef);
     if (c.maxPositions > 0)
       command += formatv(" --max-positions {0}", c.maxPositions).str();
     if (c.attentionBias == pmlir::ProjectionBias::QueryKeyValue)

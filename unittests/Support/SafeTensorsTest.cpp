@@ -365,3 +365,75 @@ TEST_F(SafeTensorsSetTest, BadIndexesAreRefusedWithTheFault) {
   std::remove((dir + "/model.safetensors.index.json").c_str());
   EXPECT_NE(open(dir).find("neither model.safetensors nor"), std::string::npos);
 }
+
+namespace {
+
+/// A file of "e.0.w" .. "e.2.w" ([2] each, values 10 i + j), a gap-free
+/// stack; "g.0.w", "g.2.w" (a gap after 0); "m.0.w" F32 and "m.1.w" F64.
+std::unique_ptr<SafeTensorsSet> stackedParts(const std::string &path) {
+  float e[3][2] = {{0, 1}, {10, 11}, {20, 21}};
+  double m1[2] = {1, 2};
+  std::string error;
+  EXPECT_TRUE(writeSafeTensors(path,
+                               {{"e.0.w", DType::F32, {2}, e[0]},
+                                {"e.1.w", DType::F32, {2}, e[1]},
+                                {"e.2.w", DType::F32, {2}, e[2]},
+                                {"g.0.w", DType::F32, {2}, e[0]},
+                                {"g.2.w", DType::F32, {2}, e[2]},
+                                {"m.0.w", DType::F32, {2}, e[0]},
+                                {"m.1.w", DType::F64, {2}, m1}},
+                               {}, error))
+      << error;
+  std::unique_ptr<SafeTensorsSet> set = SafeTensorsSet::open(path, error);
+  EXPECT_TRUE(set) << error;
+  return set;
+}
+
+} // namespace
+
+TEST(SafeTensorsStackTest, PartsStackAlongANewFirstDimension) {
+  std::string path = tempPath("stacked.safetensors");
+  std::unique_ptr<SafeTensorsSet> set = stackedParts(path);
+  ASSERT_TRUE(set);
+  EXPECT_TRUE(isStackedName("e.*.w"));
+  EXPECT_FALSE(isStackedName("e.0.w"));
+  EXPECT_EQ(stackedPartName("e.*.w", 2), "e.2.w");
+  const SafeTensorsFile *file = nullptr;
+  const TensorView *view = set->findStacked("e.*.w", &file);
+  ASSERT_TRUE(view);
+  EXPECT_EQ(file, set->files()[0].get());
+  EXPECT_EQ(view->name, "e.*.w");
+  EXPECT_EQ(view->dtype, DType::F32);
+  EXPECT_EQ(view->shape, (std::vector<int64_t>{3, 2}));
+  ASSERT_EQ(view->bytes, 24u);
+  const float *values = reinterpret_cast<const float *>(view->data);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(values[2 * i + j], 10.0f * i + j);
+  // Kept with the set: the second call finds the same copy.
+  EXPECT_EQ(set->findStacked("e.*.w"), view);
+  // Parts stop at the first missing index; a name without parts or
+  // without kStackIndex has none.
+  const TensorView *gap = set->findStacked("g.*.w");
+  ASSERT_TRUE(gap);
+  EXPECT_EQ(gap->shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(set->findStacked("x.*.w"), nullptr);
+  EXPECT_EQ(set->findStacked("e.0.w"), nullptr);
+  // Parts of different dtypes make no stack.
+  EXPECT_EQ(set->findStacked("m.*.w"), nullptr);
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensorsStackTest, UnstackedViewsEachPartOfTheData) {
+  float data[3][2] = {{0, 1}, {10, 11}, {20, 21}};
+  std::vector<TensorToWrite> parts = unstacked({"e.*.w", DType::F32, {3, 2}, data});
+  ASSERT_EQ(parts.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(parts[i].name, "e." + std::to_string(i) + ".w");
+    EXPECT_EQ(parts[i].shape, (std::vector<int64_t>{2}));
+    EXPECT_EQ(parts[i].data, data[i]);
+  }
+  std::vector<TensorToWrite> whole = unstacked({"e.0.w", DType::F32, {3, 2}, data});
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].name, "e.0.w");
+}

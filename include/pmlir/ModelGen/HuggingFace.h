@@ -4,7 +4,8 @@
 //
 // Reads a Hugging Face model directory's config.json into the config of the
 // pmlir-gen family that builds the same model: GPT-2 (model_type gpt2) and
-// the Llama family (llama, mistral, qwen2). A field whose value the model
+// the Llama family (llama, mistral, qwen2, and mixtral with its sparse
+// MLPs). A field whose value the model
 // pmlir builds would not honour is refused by name, never dropped: a wrong
 // epsilon, activation, bias or tie cannot pass unnoticed.
 //
@@ -26,7 +27,7 @@ namespace pmlir {
 struct HuggingFaceModel {
   enum class Family : uint8_t { Gpt2, Llama };
   Family family = Family::Gpt2;
-  /// config.json's model_type ("gpt2", "llama", "mistral", "qwen2").
+  /// config.json's model_type ("gpt2", "llama", "mistral", "qwen2", "mixtral").
   std::string modelType;
   Gpt2Config gpt2;
   LlamaConfig llama;

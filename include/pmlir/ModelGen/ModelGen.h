@@ -50,7 +50,8 @@ struct Gpt2Config {
 /// (Llama's attention_bias).
 enum class ProjectionBias : uint8_t { None, QueryKeyValue, All };
 
-/// A Llama model (Hugging Face LlamaForCausalLM).
+/// A Llama model (Hugging Face LlamaForCausalLM), or with `experts` a
+/// Mixtral model (MixtralForCausalLM: Llama's attention, sparse MLPs).
 struct LlamaConfig {
   int64_t layers = 32;
   int64_t hidden = 4096;
@@ -69,6 +70,14 @@ struct LlamaConfig {
   ProjectionBias attentionBias = ProjectionBias::None;
   /// The MLP's projections add biases (mlp_bias).
   bool mlpBias = false;
+  /// The experts of each sparse MLP (Mixtral's num_local_experts), each a
+  /// SwiGLU MLP of `ffn`; 0: every MLP is dense.
+  int64_t experts = 0;
+  /// The experts each token goes to (num_experts_per_tok).
+  int64_t topK = 2;
+  /// The weight of the load-balancing loss added to the loss
+  /// (router_aux_loss_coef, where output_router_logits); 0: none.
+  double routerAuxLossCoef = 0.0;
   /// @forward takes `labels` and returns the loss instead of the logits.
   bool loss = false;
 };

@@ -112,11 +112,38 @@ public:
   const std::map<std::string, Entry, std::less<>> &tensors() const { return byName; }
   const std::vector<std::unique_ptr<SafeTensorsFile>> &files() const { return fileList; }
 
+  /// The stacked tensor `name` (a name holding kStackIndex) built from the
+  /// set's tensors of the names stackedPartName(name, 0), 1, ... (as many as
+  /// follow one another from 0), each a slice of a new first dimension:
+  /// Hugging Face's per-expert weights as one tensor. Copied on the first
+  /// call and kept with the set; `file` is part 0's. Null where the set has
+  /// no part 0 or where the parts differ in dtype or shape.
+  const TensorView *findStacked(std::string_view name,
+                                const SafeTensorsFile **file = nullptr) const;
+
 private:
+  struct Stacked {
+    TensorView view;
+    std::vector<uint8_t> bytes;
+    const SafeTensorsFile *file;
+  };
   std::string setPath;
   std::vector<std::unique_ptr<SafeTensorsFile>> fileList;
   std::map<std::string, Entry, std::less<>> byName;
+  mutable std::map<std::string, Stacked, std::less<>> stacked;
 };
+
+/// The character that stands for the stacked index in the name of a
+/// stacked tensor: "model.layers.0.block_sparse_moe.experts.*.w1.weight" is
+/// the experts' w1 weights, [E, F, H], of which Hugging Face stores each
+/// expert's [F, H] under its index.
+constexpr char kStackIndex = '*';
+
+/// Whether `name` is a stacked tensor's.
+bool isStackedName(std::string_view name);
+
+/// The name of part `index` of the stacked tensor `name`.
+std::string stackedPartName(std::string_view name, int64_t index);
 
 /// Converts a floating-point tensor (F64, F32, F16, BF16) to f32 in `out`,
 /// which holds `view.numElements()` floats. Integer tensors are an error.
@@ -132,6 +159,11 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   const void *data; ///< dtypeSize(dtype) x elements bytes
 };
+
+/// `tensor` as a checkpoint holds it: a stacked tensor (isStackedName) as
+/// its parts, one per index of its first dimension, each viewing its slice
+/// of `tensor.data`; any other tensor as it is.
+std::vector<TensorToWrite> unstacked(const TensorToWrite &tensor);
 
 /// Writes `tensors` to `path` through a temporary file renamed into place, so
 /// a failed write leaves no partial file and an existing file untouched. The

@@ -499,10 +499,110 @@ struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
   }
 };
 
+/// Row 0: per expert, the sum over tokens of its softmax probability;
+/// row 1: the count of the tokens' choices naming it.
+struct MoeRouterStatsLowering : TfmPattern<tfm::MoeRouterStatsOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeRouterStatsOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value probs = softmaxRows(b, loc, asRows(b, loc, op.getLogits()));
+    Value experts = asRows(b, loc, op.getExperts());
+    RankedTensorType type = op.getResult().getType();
+    Type t = type.getElementType();
+    int64_t numExperts = type.getShape()[1];
+    auto perExpert = RankedTensorType::get({numExperts}, t);
+    // Loops: token (summed), expert.
+    Value probSums = generic(
+        b, loc, perExpert, {probs}, {mapOf(b, 2, {0, 1}), mapOf(b, 2, {1})},
+        {IteratorType::reduction, IteratorType::parallel},
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value { return addF(nb, l, a[1], a[0]); },
+        filled(b, loc, {numExperts}, t, 0.0));
+    // Loops: token (summed), choice (summed), expert.
+    Value counts = generic(
+        b, loc, perExpert, {experts}, {mapOf(b, 3, {0, 1}), mapOf(b, 3, {2})},
+        {IteratorType::reduction, IteratorType::reduction, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value mine = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             clampedIndex(nb, l, a[0], numExperts),
+                                             linalg::IndexOp::create(nb, l, 2));
+          return arith::AddFOp::create(nb, l, a[1],
+                                       arith::SelectOp::create(nb, l, mine,
+                                                               floatConst(nb, l, t, 1.0),
+                                                               floatConst(nb, l, t, 0.0)));
+        },
+        filled(b, loc, {numExperts}, t, 0.0));
+    return elementwise(b, loc, type, {probSums, counts}, {mapOf(b, 2, {1}), mapOf(b, 2, {1})},
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         Value first = arith::CmpIOp::create(
+                             nb, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(nb, l, 0),
+                             arith::ConstantIndexOp::create(nb, l, 0));
+                         return arith::SelectOp::create(nb, l, first, a[0], a[1]);
+                       });
+  }
+};
+
+/// p * (g - sum(p * g)) per token, g row 0 of the stats' gradient.
+struct MoeRouterStatsGradLowering : TfmPattern<tfm::MoeRouterStatsGradOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeRouterStatsGradOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value probs = softmaxRows(b, loc, asRows(b, loc, op.getLogits()));
+    RankedTensorType rowsType = tensorType(probs);
+    Type t = rowsType.getElementType();
+    int64_t tokens = rowsType.getShape()[0];
+    // g read as row 0 of the stats' gradient: (token, expert) -> (0, expert).
+    AffineMap rowZero =
+        AffineMap::get(2, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(1)}, b.getContext());
+    auto tokenType = RankedTensorType::get({tokens}, t);
+    Value dot = generic(
+        b, loc, tokenType, {probs, op.getStatsGrad()},
+        {mapOf(b, 2, {0, 1}), rowZero, mapOf(b, 2, {0})},
+        {IteratorType::parallel, IteratorType::reduction},
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return addF(nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]));
+        },
+        filled(b, loc, {tokens}, t, 0.0));
+    Value grad = elementwise(b, loc, rowsType, {probs, op.getStatsGrad(), dot},
+                             {mapOf(b, 2, {0, 1}), rowZero, mapOf(b, 2, {0})},
+                             [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                               return arith::MulFOp::create(
+                                   nb, l, a[0], arith::SubFOp::create(nb, l, a[1], a[2]));
+                             });
+    return fromRows(b, loc, grad, op.getResult().getType());
+  }
+};
+
+/// scale * sum over experts of stats[0, e] * stats[1, e].
+struct MoeBalanceLossLowering : TfmPattern<tfm::MoeBalanceLossOp> {
+  using TfmPattern::TfmPattern;
+  Value lower(tfm::MoeBalanceLossOp op, PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getResult().getType();
+    Type t = type.getElementType();
+    MLIRContext *ctx = b.getContext();
+    AffineMap row0 = AffineMap::get(1, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(0)}, ctx);
+    AffineMap row1 = AffineMap::get(1, 0, {b.getAffineConstantExpr(1), b.getAffineDimExpr(0)}, ctx);
+    AffineMap scalar = AffineMap::get(1, 0, {}, ctx);
+    double scale = op.getScale().convertToDouble();
+    Value sum = generic(
+        b, loc, type, {op.getStats(), op.getStats()}, {row0, row1, scalar},
+        {IteratorType::reduction},
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return addF(nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]));
+        },
+        filled(b, loc, {}, t, 0.0));
+    return elementwise(b, loc, type, {sum}, {AffineMap::get(0, 0, {}, ctx)},
+                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         return arith::MulFOp::create(nb, l, a[0], floatConst(nb, l, t, scale));
+                       });
+  }
+};
+
 } // namespace
 
 void pmlir::tfm_to_linalg::populateExpertPatterns(RewritePatternSet &patterns) {
   patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeDispatchLowering,
                MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
-               GroupedWeightGradLowering>(patterns.getContext());
+               GroupedWeightGradLowering, MoeRouterStatsLowering, MoeRouterStatsGradLowering,
+               MoeBalanceLossLowering>(patterns.getContext());
 }

@@ -198,3 +198,35 @@ func.func @grouped_weight_grad_result(%x: tensor<14x16xf32>, %dy: tensor<14x8xf3
   %r = tfm.grouped_weight_grad %x, %dy, %c : tensor<14x16xf32>, tensor<14x8xf32>, tensor<4xi64> -> tensor<4x8x16xf32>
   return
 }
+
+// -----
+
+func.func @router_stats_tokens(%l: tensor<7x4xf32>, %e: tensor<6x2xi64>) {
+  // expected-error @+1 {{operand 'experts' shape: expected [7, 2] (the tokens of 'logits' followed by k), got [6, 2]}}
+  %r = tfm.moe_router_stats %l, %e : tensor<7x4xf32>, tensor<6x2xi64> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @router_stats_result(%l: tensor<7x4xf32>, %e: tensor<7x2xi64>) {
+  // expected-error @+1 {{result shape: expected [2, 4] ([2, E]: the probability sums, the choice counts), got [4]}}
+  %r = tfm.moe_router_stats %l, %e : tensor<7x4xf32>, tensor<7x2xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @balance_loss_rows(%s: tensor<3x4xf32>) {
+  // expected-error @+1 {{operand 'stats' shape: expected [2, 4] ([2, E]: the probability sums, the choice counts), got [3, 4]}}
+  %r = tfm.moe_balance_loss %s scale = 1.0 : tensor<3x4xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @router_stats_grad_experts(%l: tensor<7x4xf32>, %ds: tensor<2x5xf32>) {
+  // expected-error @+1 {{operand 'stats_grad' shape: expected [2, 4] ([2, E]), got [2, 5]}}
+  %r = tfm.moe_router_stats_grad %l, %ds : tensor<7x4xf32>, tensor<2x5xf32> -> tensor<7x4xf32>
+  return
+}

@@ -68,3 +68,16 @@ func.func @gradients(%logits: tensor<2x7x5xf32>, %w: tensor<2x7x2xf32>, %e: tens
       : tensor<28x13xf32>, tensor<28x16xf32>, tensor<5xi64> -> tensor<5x13x16xf32>
   return %0, %1, %2 : tensor<2x7x5xf32>, tensor<2x7x2xf32>, tensor<5x13x16xf32>
 }
+
+// CHECK-LABEL: func @balance_loss
+func.func @balance_loss(%logits: tensor<2x7x5xf32>, %e: tensor<2x7x2xi64>, %acc: tensor<2x5xf32>,
+                        %ds: tensor<2x5xf32>) -> (tensor<f32>, tensor<2x7x5xf32>) {
+  // CHECK: tfm.moe_router_stats %{{.*}}, %{{.*}} : tensor<2x7x5xf32>, tensor<2x7x2xi64> -> tensor<2x5xf32>
+  %s = tfm.moe_router_stats %logits, %e : tensor<2x7x5xf32>, tensor<2x7x2xi64> -> tensor<2x5xf32>
+  %t = tfm.add %acc, %s : tensor<2x5xf32>, tensor<2x5xf32>
+  // CHECK: tfm.moe_balance_loss %{{.*}} scale = 1.250000e-03 : tensor<2x5xf32> -> tensor<f32>
+  %l = tfm.moe_balance_loss %t scale = 1.25e-03 : tensor<2x5xf32> -> tensor<f32>
+  // CHECK: tfm.moe_router_stats_grad %{{.*}}, %{{.*}} : tensor<2x7x5xf32>, tensor<2x5xf32> -> tensor<2x7x5xf32>
+  %g = tfm.moe_router_stats_grad %logits, %ds : tensor<2x7x5xf32>, tensor<2x5xf32> -> tensor<2x7x5xf32>
+  return %l, %g : tensor<f32>, tensor<2x7x5xf32>
+}

@@ -236,6 +236,24 @@ def cases(g):
         f"tfm.moe_weight_grad %dy, %rows, %slots : {ttype([2, 7, 16])}, {ttype([28, 16])}, {ids} "
         f"-> {ttype([2, 7, 2])}",
         lambda t: vjp(lambda v: combine_ref(t["rows"], t["slots"], v), [t["w"]], t["dy"], 0))
+    # The load-balancing loss: the routers' statistics, the loss, and the
+    # gradient of the statistics' probability row.
+    stats_logits = rnd(2, 7, 5) * 2
+    stats_e = route_ref(stats_logits, 2, True)[1]
+    stats_ds = rnd(2, 5)
+    add("moe_router_stats (probability sums, choice counts)",
+        [("l", stats_logits), ("e", stats_e)], [2, 5],
+        f"tfm.moe_router_stats %l, %e : {ttype([2, 7, 5])}, {ttype([2, 7, 2], 'i64')} -> "
+        f"{ttype([2, 5])}",
+        lambda t: torch.stack([t["l"].softmax(-1).sum((0, 1)),
+                               F.one_hot(t["e"], 5).sum((0, 1, 2)).double()]))
+    add("moe_router_stats_grad", [("l", stats_logits), ("ds", stats_ds)], [2, 7, 5],
+        f"tfm.moe_router_stats_grad %l, %ds : {ttype([2, 7, 5])}, {ttype([2, 5])} -> "
+        f"{ttype([2, 7, 5])}",
+        lambda t: vjp(lambda v: v.softmax(-1).sum((0, 1)), [t["l"]], t["ds"][0], 0))
+    add("moe_balance_loss", [("s", stats_ds.abs())], [],
+        f"tfm.moe_balance_loss %s scale = 0.375 : {ttype([2, 5])} -> tensor<f32>",
+        lambda t: 0.375 * (t["s"][0] * t["s"][1]).sum())
     group_x, group_dh = rnd(13, 16), rnd(13, 7)
     for name, counts in (("an empty group", [5, 0, 6, 2]), ("rows past the counts", [4, 0, 6, 1])):
         add(f"grouped_weight_grad ({name})",

@@ -99,7 +99,7 @@ def gpt2_weights(c, g):
     return w
 
 
-def gpt2_forward(c, w, ids):
+def gpt2_forward(c, w, ids, routers=None):
     B, S = ids.shape
     H, A = c["hidden"], c["heads"]
     D = H // A
@@ -131,12 +131,21 @@ def llama_weights(c, g):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
         w[p + "post_attention_layernorm.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
-        for name, shape in (("self_attn.q_proj", (c["heads"] * d, h)),
-                            ("self_attn.k_proj", (c["kv_heads"] * d, h)),
-                            ("self_attn.v_proj", (c["kv_heads"] * d, h)),
-                            ("self_attn.o_proj", (h, c["heads"] * d)),
-                            ("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
-                            ("mlp.down_proj", (h, f))):
+        projections = [("self_attn.q_proj", (c["heads"] * d, h)),
+                       ("self_attn.k_proj", (c["kv_heads"] * d, h)),
+                       ("self_attn.v_proj", (c["kv_heads"] * d, h)),
+                       ("self_attn.o_proj", (h, c["heads"] * d))]
+        if c.get("experts"):
+            # Mixtral: the router and each expert's SwiGLU under its index.
+            projections.append(("block_sparse_moe.gate", (c["experts"], h)))
+            for e in range(c["experts"]):
+                projections += [(f"block_sparse_moe.experts.{e}.w1", (f, h)),
+                                 (f"block_sparse_moe.experts.{e}.w3", (f, h)),
+                                 (f"block_sparse_moe.experts.{e}.w2", (h, f))]
+        else:
+            projections += [("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
+                            ("mlp.down_proj", (h, f))]
+        for name, shape in projections:
             w[p + name + ".weight"] = torch.randn(*shape, generator=g) / math.sqrt(shape[1])
             if has_bias(c, name):
                 w[p + name + ".bias"] = 0.1 * torch.randn(shape[0], generator=g)
@@ -148,6 +157,8 @@ def llama_weights(c, g):
 
 def has_bias(c, proj):
     """Whether the Llama-family projection `proj` adds a bias."""
+    if proj.startswith("block_sparse_moe."):
+        return False
     if proj.startswith("mlp."):
         return bool(c.get("mlp_bias"))
     bias = c.get("attention_bias", "none")
@@ -168,7 +179,7 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def llama_forward(c, w, ids):
+def llama_forward(c, w, ids, routers=None):
     B, S = ids.shape
     H, A, K = c["hidden"], c["heads"], c["kv_heads"]
     D, eps, theta = H // A, c.get("rms_eps", 1e-6), c.get("rope_theta", 10000.0)
@@ -193,11 +204,72 @@ def llama_forward(c, w, ids):
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, S, A * D)
         x = x + linear(c, w, p, "self_attn.o_proj", o)
         y = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if c.get("experts"):
+            x = x + sparse_moe(c, w, p, y, routers)
+            continue
         m = F.silu(linear(c, w, p, "mlp.gate_proj", y)) * linear(c, w, p, "mlp.up_proj", y)
         x = x + linear(c, w, p, "mlp.down_proj", m)
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if c.get("tie_embeddings") else w["lm_head.weight"]
     return x @ head.T
+
+
+def sparse_moe(c, w, p, y, routers=None):
+    """Hugging Face's MixtralSparseMoeBlock: the router's top-k of the
+    softmax, renormalized, and a loop over the experts. The router's logits
+    are appended to `routers`."""
+    k = c.get("top_k", 2)
+    h = y.reshape(-1, y.shape[-1])
+    router = h @ w[p + "block_sparse_moe.gate.weight"].T
+    if routers is not None:
+        routers.append(router)
+    probs = router.softmax(-1)
+    top, chosen = torch.topk(probs, k, dim=-1)
+    top = top / top.sum(-1, keepdim=True)
+    out = torch.zeros_like(h)
+    for e in range(c["experts"]):
+        tok, pos = torch.where(chosen == e)
+        q = p + f"block_sparse_moe.experts.{e}."
+        m = F.silu(h[tok] @ w[q + "w1.weight"].T) * (h[tok] @ w[q + "w3.weight"].T)
+        out = out.index_add(0, tok, (m @ w[q + "w2.weight"].T) * top[tok, pos, None])
+    return out.reshape(y.shape)
+
+
+def load_balancing_loss(routers, experts, k):
+    """transformers' load_balancing_loss_func (no attention mask) over the
+    router logits of every layer."""
+    weights = torch.cat(routers, dim=0).softmax(-1)
+    _, chosen = torch.topk(weights, k, dim=-1)
+    tokens_per_expert = F.one_hot(chosen, experts).double().mean(0)
+    prob_per_expert = weights.mean(0)
+    return (tokens_per_expert * prob_per_expert.unsqueeze(0)).sum() * experts
+
+
+def model_loss(c, w, ids, labels, forward):
+    """The mean cross entropy, plus router_aux_loss_coef times the
+    load-balancing loss for a Mixtral made with --router-aux-loss-coef (as
+    MixtralForCausalLM with output_router_logits)."""
+    routers = []
+    logits = forward(c, w, ids, routers)
+    loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
+    coef = c.get("router_aux_loss_coef", 0.0)
+    if coef:
+        loss = loss + coef * load_balancing_loss(routers, c["experts"], c.get("top_k", 2))
+    return loss
+
+
+def unstacked(tensors):
+    """pmlir's stacked tensors (a '*' in the name: Hugging Face's per-expert
+    weights as one [E, ...] tensor, and their optimizer state) as their
+    parts, under the names Hugging Face gives them."""
+    out = {}
+    for name, t in tensors.items():
+        if "*" in name:
+            for e in range(t.shape[0]):
+                out[name.replace("*", str(e))] = t[e]
+        else:
+            out[name] = t
+    return out
 
 
 def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
@@ -206,11 +278,9 @@ def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
     assert c.get("loss"), "--grads needs a model made with pmlir-gen --loss"
     subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
                     "--grads", opath] + args.run_args.split(), check=True)
-    got = read_safetensors(opath)
+    got = unstacked(read_safetensors(opath))
     w64 = {k: v.double().requires_grad_() for k, v in weights.items()}
-    logits = forward(c, w64, inputs["input_ids"])
-    loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), inputs["labels"].reshape(-1),
-                           ignore_index=-100)
+    loss = model_loss(c, w64, inputs["input_ids"], inputs["labels"], forward)
     loss.backward()
     failed, worst = 0, (0.0, "")
     rows = [("loss", got["loss"].double(), loss.detach())]
@@ -221,7 +291,9 @@ def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
                   f"expected {list(ref.shape)}")
             failed += 1
             continue
-        err = ((mine - ref).norm() / ref.norm()).item()
+        # An expert no token chose has a zero gradient: its error is absolute.
+        norm = ref.norm().item()
+        err = (mine - ref).norm().item() / (norm if norm > 0 else 1.0)
         worst = max(worst, (err, name))
         if not err <= args.tol:
             print(f"FAIL {name}: relative error {err:.3e}")
@@ -244,8 +316,8 @@ def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
     sys.stdout.write(out)
     got_losses = [float(line.split("loss ")[1].split(",")[0])
                   for line in out.splitlines() if line.startswith("step ")]
-    saved = read_safetensors(opath)
-    state = read_safetensors(opath.replace(".safetensors", ".optimizer.safetensors"))
+    saved = unstacked(read_safetensors(opath))
+    state = unstacked(read_safetensors(opath.replace(".safetensors", ".optimizer.safetensors")))
 
     w64 = {k: v.double().requires_grad_() for k, v in weights.items()}
     opt = torch.optim.AdamW(list(w64.values()), lr=args.lr, weight_decay=args.weight_decay)
@@ -257,9 +329,7 @@ def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
         total = 0.0
         for m in range(args.accum):
             rows = slice(m * micro, (m + 1) * micro)
-            logits = forward(c, w64, ids[rows])
-            loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels[rows].reshape(-1),
-                                   ignore_index=-100) / args.accum
+            loss = model_loss(c, w64, ids[rows], labels[rows], forward) / args.accum
             loss.backward()
             total += loss.item()
         if args.clip > 0:
@@ -360,9 +430,10 @@ def main():
     name = "loss" if c.get("loss") else "logits"
     got = read_safetensors(opath)[name].double()
     w64 = {k: v.double() for k, v in weights.items()}
-    ref = (gpt2_forward if kind == "gpt2" else llama_forward)(c, w64, ids)
     if c.get("loss"):
-        ref = F.cross_entropy(ref.reshape(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
+        ref = model_loss(c, w64, ids, labels, forward)
+    else:
+        ref = forward(c, w64, ids)
     err = ((got - ref).norm() / ref.norm()).item()
     print(f"{kind} {name} {list(ref.shape)}: relative error {err:.3e} (tolerance {args.tol:g})")
     return 0 if err <= args.tol else 1

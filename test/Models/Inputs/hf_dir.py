@@ -3,8 +3,8 @@
 
   hf_dir.py --names FILE.safetensors
   hf_dir.py WEIGHTS.safetensors OUTDIR [--config JSON] [--shards N]
-            [--prefix P] [--copy NEW=OLD] [--extra NAME] [--mask-buffers L]
-            [--bf16]
+            [--prefix P] [--copy NEW=OLD] [--extra NAME] [--drop NAME]
+            [--mask-buffers L] [--bf16]
 
 Writes OUTDIR/config.json (the JSON given, if any) and the weights: one
 model.safetensors, or N shards model-0000K-of-0000N.safetensors with
@@ -12,7 +12,8 @@ model.safetensors.index.json, as save_pretrained lays them out. --prefix
 puts each name but the LM head's under P (GPT2LMHeadModel's
 "transformer."); --copy adds a
 tensor NEW equal to OLD (a tied head saved beside its embedding); --extra
-adds a tensor NAME of random values shaped like the first weight; and
+adds a tensor NAME of random values shaped like the first weight; --drop
+leaves the tensor NAME out; and
 --mask-buffers adds GPT-2's h.N.attn.bias causal masks for L layers;
 --bf16 rounds every F32 tensor to BF16 (to nearest, ties to even). With
 --names it prints a file's tensor names, sorted, one a line.
@@ -69,6 +70,7 @@ def main():
     ap.add_argument("--prefix", default="")
     ap.add_argument("--copy", action="append", default=[])
     ap.add_argument("--extra", action="append", default=[])
+    ap.add_argument("--drop", action="append", default=[])
     ap.add_argument("--mask-buffers", type=int, default=0)
     ap.add_argument("--bf16", action="store_true")
     args = ap.parse_args()
@@ -78,6 +80,8 @@ def main():
     for spec in args.copy:
         new, old = spec.split("=")
         tensors[new] = tensors[old]
+    for name in args.drop:
+        del tensors[name]
     rng = random.Random(7)
     for name in args.extra:
         dtype, shape, data = next(iter(tensors.values()))

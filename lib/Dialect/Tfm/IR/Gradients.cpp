@@ -292,3 +292,37 @@ LogicalResult GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resu
           : GroupedWeightGradOp::create(b, loc, getRhs().getType(), getLhs(), dy, getCounts());
   return success();
 }
+
+/// Row 1 counts choices: only the probabilities (row 0) pass a gradient
+/// to the logits.
+LogicalResult MoeRouterStatsOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                               SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] =
+      MoeRouterStatsGradOp::create(b, getLoc(), getLogits().getType(), getLogits(), resultGrads[0]);
+  return success();
+}
+
+/// d stats[0, e] = dy * scale * stats[1, e] and the other way round: the
+/// rows swapped (split, concatenated in the other order), times the loss's
+/// gradient (a scalar, which broadcasts) and the scale.
+LogicalResult MoeBalanceLossOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                               SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  RankedTensorType type = getStats().getType();
+  auto rowType = RankedTensorType::get({1, type.getShape()[1]}, type.getElementType());
+  auto rows =
+      SplitOp::create(b, loc, TypeRange{rowType, rowType}, getStats(), b.getI64IntegerAttr(0));
+  Value swapped = ConcatOp::create(b, loc, type, ValueRange{rows.getResult(1), rows.getResult(0)},
+                                   b.getI64IntegerAttr(0));
+  Value scaled = MulOp::create(b, loc, type, swapped, resultGrads[0]);
+  grads[0] = ScaleOp::create(b, loc, type, scaled, getScaleAttr());
+  return success();
+}
+
+/// A constant has no operands to pass a gradient to.
+LogicalResult FillOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &grads) {
+  grads.clear();
+  return success();
+}

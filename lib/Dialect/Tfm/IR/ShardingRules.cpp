@@ -565,6 +565,45 @@ ShardingRule GroupedWeightGradOp::getShardingRule() {
   return b.rule;
 }
 
+/// Sums over the tokens: a split batch leaves them pending, to be reduced
+/// once for the loss. A token's softmax needs its whole row of experts.
+ShardingRule MoeRouterStatsOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> logits = getLogits().getType().getShape();
+  SmallVector<int64_t> tokens;
+  for (int64_t d : logits.drop_back())
+    tokens.push_back(b.factor(d, FactorKind::Contracting));
+  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
+  int64_t choices = b.factor(dimOf(getExperts(), rankOf(getExperts()) - 1), FactorKind::Replicated);
+  int64_t rows = b.factor(2, FactorKind::Replicated);
+  b.rule.operands = {withLast(tokens, experts), withLast(tokens, choices)};
+  b.rule.results = {Dims{{rows}, {experts}}};
+  return b.rule;
+}
+
+ShardingRule MoeRouterStatsGradOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> logits = getLogits().getType().getShape();
+  SmallVector<int64_t> tokens;
+  for (int64_t d : logits.drop_back())
+    tokens.push_back(b.factor(d));
+  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
+  int64_t rows = b.factor(2, FactorKind::Replicated);
+  b.rule.operands = {withLast(tokens, experts), Dims{{rows}, {experts}}};
+  b.rule.results = {withLast(tokens, experts)};
+  return b.rule;
+}
+
+/// A sum over the experts of a product of the two rows.
+ShardingRule MoeBalanceLossOp::getShardingRule() {
+  RuleBuilder b;
+  int64_t rows = b.factor(2, FactorKind::Replicated);
+  int64_t experts = b.factor(dimOf(getStats(), 1), FactorKind::Contracting);
+  b.rule.operands = {Dims{{rows}, {experts}}};
+  b.rule.results = {Dims{}};
+  return b.rule;
+}
+
 std::optional<ShardingRule> pmlir::tfm::getShardingRule(Operation *op) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
   if (!rule)

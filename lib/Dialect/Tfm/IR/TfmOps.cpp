@@ -996,3 +996,42 @@ LogicalResult GroupedWeightGradOp::verify() {
     return failure();
   return expectElementType(*this, "result", getResult(), "operand 'lhs'", getLhs());
 }
+
+LogicalResult MoeRouterStatsOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'logits'", "[..., E]", logits)) ||
+      failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)))
+    return failure();
+  Shape chosen(logits.drop_back());
+  chosen.push_back(experts.back());
+  if (failed(expectShape(*this, "operand 'experts'", chosen, experts,
+                         "the tokens of 'logits' followed by k")) ||
+      failed(expectShape(*this, "result", {2, logits.back()}, tensorType(getResult()).getShape(),
+                         "[2, E]: the probability sums, the choice counts")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'logits'", getLogits());
+}
+
+LogicalResult MoeBalanceLossOp::verify() {
+  ArrayRef<int64_t> stats = tensorType(getStats()).getShape();
+  if (failed(expectRank(*this, "operand 'stats'", 2, "[2, E]", stats)) ||
+      failed(expectShape(*this, "operand 'stats'", {2, stats[1]}, stats,
+                         "[2, E]: the probability sums, the choice counts")))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'stats'", getStats());
+}
+
+LogicalResult MoeRouterStatsGradOp::verify() {
+  ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'logits'", "[..., E]", logits)) ||
+      failed(expectShape(*this, "operand 'stats_grad'", {2, logits.back()},
+                         tensorType(getStatsGrad()).getShape(), "[2, E]")) ||
+      failed(expectShape(*this, "result", logits, tensorType(getResult()).getShape(),
+                         "that of 'logits'")))
+    return failure();
+  if (failed(expectElementType(*this, "operand 'stats_grad'", getStatsGrad(), "operand 'logits'",
+                               getLogits())))
+    return failure();
+  return expectElementType(*this, "result", getResult(), "operand 'logits'", getLogits());
+}

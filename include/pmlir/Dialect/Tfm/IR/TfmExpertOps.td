@@ -166,6 +166,56 @@ def Tfm_GroupedMatmulOp : Tfm_Op<"grouped_matmul", [Pure, Tfm_OwnRule, Tfm_Diffe
 }
 
 //===----------------------------------------------------------------------===//
+// The load-balancing loss
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeRouterStatsOp : Tfm_Op<"moe_router_stats", [Pure, Tfm_OwnRule, Tfm_Differentiable]> {
+  let summary = "a router's sums over tokens: its probabilities, its choices";
+  let description = [{
+    `logits` is `[..., E]` (a router's), `experts` `[..., k]` (its
+    `tfm.moe_route`'s choices). The result `[2, E]` holds, per expert, the
+    sum over the tokens of its softmax probability (row 0) and the number
+    of the tokens' choices that name it (row 1). Summed over the layers,
+    the two rows are what Hugging Face's `load_balancing_loss_func` takes
+    the means of; over a split batch they are sums to reduce. Only row 0
+    has a gradient.
+
+    ```mlir
+    %s = tfm.moe_router_stats %logits, %e
+        : tensor<4x128x8xf32>, tensor<4x128x2xi64> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_I64Tensor:$experts);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $experts attr-dict `:` type($logits) `,` type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeBalanceLossOp : Tfm_Op<"moe_balance_loss", [Pure, Tfm_OwnRule, Tfm_Differentiable]> {
+  let summary = "the load-balancing loss of Switch Transformer and Mixtral";
+  let description = [{
+    `stats` is `[2, E]`: `tfm.moe_router_stats` summed over the sparse
+    layers. The result is `scale * sum_e stats[0, e] * stats[1, e]`. With
+    `scale = coef * E / (L * T)^2` for `L` layers of `T` tokens it is
+    Hugging Face's Mixtral `router_aux_loss_coef * load_balancing_loss_func`
+    (the fraction of choices each expert receives times its mean
+    probability, summed, times `E`).
+
+    ```mlir
+    %aux = tfm.moe_balance_loss %stats scale = 1.0e-05 : tensor<2x8xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$stats, F64Attr:$scale);
+  let results = (outs Tfm_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $stats `scale` `=` $scale attr-dict `:` type($stats) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Gradients
 //===----------------------------------------------------------------------===//
 
@@ -247,6 +297,27 @@ def Tfm_GroupedWeightGradOp : Tfm_Op<"grouped_weight_grad", [Pure, Tfm_OwnRule,
   let assemblyFormat = [{
     $lhs `,` $rhs `,` $counts attr-dict `:` type($lhs) `,` type($rhs) `,` type($counts) `->`
     type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeRouterStatsGradOp : Tfm_Op<"moe_router_stats_grad", [Pure, Tfm_OwnRule]> {
+  let summary = "the gradient of tfm.moe_router_stats's logits";
+  let description = [{
+    `logits` is `[..., E]`, `stats_grad` `[2, E]` the gradient of a
+    `tfm.moe_router_stats`'s result. With `p = softmax(logits)` and `g`
+    row 0 of `stats_grad`, each token's gradient is `p * (g - sum(p * g))`
+    (row 1 counts choices, which have none).
+
+    ```mlir
+    %dl = tfm.moe_router_stats_grad %logits, %ds
+        : tensor<4x128x8xf32>, tensor<2x8xf32> -> tensor<4x128x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_FloatTensor:$stats_grad);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $stats_grad attr-dict `:` type($logits) `,` type($stats_grad) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -59,11 +59,13 @@ def Tfm_SumLeadingOp : Tfm_Op<"sum_leading", [Pure, Tfm_OwnRule, Tfm_LinearInEac
   let hasVerifier = 1;
 }
 
-def Tfm_FillOp : Tfm_Op<"fill", [Pure, Tfm_ShardingRuleOpInterface]> {
+def Tfm_FillOp : Tfm_Op<"fill", [Pure, Tfm_ShardingRuleOpInterface, Tfm_Differentiable]> {
   let summary = "a tensor with every element `value`";
   let description = [{
-    The seed of a backward pass (the gradient 1 of the loss) and the
-    gradient of a value the loss does not depend on (zeros).
+    The seed of a backward pass (the gradient 1 of the loss), the gradient
+    of a value the loss does not depend on (zeros), and the start of a sum
+    carried from layer to layer (Mixtral's router statistics). A constant:
+    a gradient reaching it goes no further.
 
     ```mlir
     %z = tfm.fill 0.0 : tensor<768xf32>
