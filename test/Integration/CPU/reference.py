@@ -187,7 +187,7 @@ def llama_forward(c, w, ids, routers=None):
     inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64, device=ids.device) / D))
     freqs = torch.arange(S, dtype=torch.float64, device=ids.device)[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
+    cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
     mask = torch.ones(S, S, dtype=torch.bool, device=ids.device).tril()
     for i in range(c["layers"]):
         p = f"model.layers.{i}."
