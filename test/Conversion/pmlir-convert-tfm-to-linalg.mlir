@@ -91,3 +91,44 @@ func.func @dynamic_shapes_are_refused(%x: tensor<?x16xf32>) -> tensor<?x16xf32> 
   %0 = tfm.silu %x : tensor<?x16xf32>
   return %0 : tensor<?x16xf32>
 }
+
+// -----
+
+// One contraction per expert over its rows: a loop over the counts, each
+// count cut to the rows left, the rows' slice [?, K] times the expert's
+// [F, K] weight (read transposed) into the result's slice, zeroed first.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[WEIGHT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func @grouped_matmul_loops_over_experts
+func.func @grouped_matmul_loops_over_experts(%x: tensor<13x16xf32>, %w: tensor<4x7x16xf32>, %c: tensor<4xi64>) -> tensor<13x7xf32> {
+  // CHECK: scf.for %[[E:.*]] = %{{.*}} to %c4 step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[START:.*]] = %{{.*}}) -> (tensor<13x7xf32>, index)
+  // CHECK: tensor.extract %{{.*}}[%[[E]]] : tensor<4xi64>
+  // CHECK: %[[LEFT:.*]] = arith.subi %c13, %[[START]]
+  // CHECK: %[[COUNT:.*]] = arith.minsi %{{.*}}, %[[LEFT]]
+  // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[ACC]][%[[START]], 0] [%[[COUNT]], 7] [1, 1] : tensor<13x7xf32> to tensor<?x7xf32>
+  // CHECK: tensor.extract_slice %{{.*}}[%[[E]], 0, 0] [1, 7, 16] [1, 1, 1] : tensor<4x7x16xf32> to tensor<7x16xf32>
+  // CHECK: %[[ZERO:.*]] = linalg.fill {{.*}} outs(%[[SLICE]] : tensor<?x7xf32>)
+  // CHECK: %[[PRODUCT:.*]] = linalg.generic {indexing_maps = [#[[ROWS]], #[[WEIGHT]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
+  // CHECK-SAME: outs(%[[ZERO]] : tensor<?x7xf32>)
+  // CHECK: tensor.insert_slice %[[PRODUCT]] into %[[ACC]][%[[START]], 0] [%[[COUNT]], 7]
+  // CHECK: arith.addi %[[START]], %[[COUNT]]
+  // CHECK-NOT: tfm.
+  %0 = tfm.grouped_matmul %x, %w, %c transpose_rhs : tensor<13x16xf32>, tensor<4x7x16xf32>, tensor<4xi64> -> tensor<13x7xf32>
+  return %0 : tensor<13x7xf32>
+}
+
+// -----
+
+// The sort by expert: the counts and their running starts, then one pass
+// over the pairs in order that deals out each expert's next slot.
+// CHECK-LABEL: func @moe_sort_deals_slots_in_order
+func.func @moe_sort_deals_slots_in_order(%e: tensor<7x2xi64>) -> (tensor<7x2xi64>, tensor<14xi64>, tensor<5xi64>) {
+  // CHECK: %[[COUNTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<14xi64>) outs(%{{.*}} : tensor<5xi64>)
+  // CHECK: %[[STARTS:.*]] = linalg.generic {{.*}} ins(%[[COUNTS]] : tensor<5xi64>)
+  // CHECK: %[[DEALT:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %c14 step %c1 iter_args(%{{.*}} = %[[STARTS]],
+  // CHECK: %[[SLOTS:.*]] = tensor.expand_shape %[[DEALT]]#1 {{\[\[}}0, 1]] output_shape [7, 2]
+  // CHECK: return %[[SLOTS]], %[[DEALT]]#2, %[[COUNTS]]
+  %s, %src, %c = tfm.moe_sort %e num_experts = 5 : tensor<7x2xi64> -> tensor<7x2xi64>, tensor<14xi64>, tensor<5xi64>
+  return %s, %src, %c : tensor<7x2xi64>, tensor<14xi64>, tensor<5xi64>
+}

@@ -378,16 +378,6 @@ struct MoeWeightGradLowering : TfmPattern<tfm::MoeWeightGradOp> {
   }
 };
 
-/// The count of group `group` as an index, cut to the rows left after
-/// `start` (and at least 0).
-Value groupCount(OpBuilder &b, Location loc, Value counts, Value group, Value start, int64_t rows) {
-  Value count = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                           tensor::ExtractOp::create(b, loc, counts, group));
-  count = arith::MaxSIOp::create(b, loc, count, indexConst(b, loc, 0));
-  Value left = arith::SubIOp::create(b, loc, indexConst(b, loc, rows), start);
-  return arith::MinSIOp::create(b, loc, count, left);
-}
-
 /// `slice` zeroed, then the sum over loop 2 of lhs * rhs through `maps`
 /// (loops m, n, k): a contraction the target may run as a GEMM kernel on
 /// the slice's dynamic sizes.
@@ -405,12 +395,71 @@ Value contractInto(OpBuilder &b, Location loc, Value slice, Value lhs, Value rhs
       init);
 }
 
-/// Offsets, sizes and unit strides of a slice.
+/// A slice's offsets or sizes: each a value where given, else the static
+/// number.
 SmallVector<OpFoldResult> folds(OpBuilder &b, ArrayRef<Value> values, ArrayRef<int64_t> statics) {
   SmallVector<OpFoldResult> out;
   for (auto [v, s] : llvm::zip(values, statics))
     out.push_back(v ? OpFoldResult(v) : OpFoldResult(b.getIndexAttr(s)));
   return out;
+}
+
+/// Unit strides of a slice of `rank` dimensions.
+SmallVector<OpFoldResult> unitStrides(OpBuilder &b, unsigned rank) {
+  return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
+}
+
+/// What the body of a loop over groups gets: the group, its first row, its
+/// row count (cut to the rows left, at least 0) and the result so far.
+struct Group {
+  Value index, start, count, result;
+};
+
+/// A loop over the `counts.size()` groups of consecutive rows of `rows`
+/// rows, carrying `init`: `body` returns the result with the group's part
+/// written.
+Value overGroups(OpBuilder &b, Location loc, Value counts, int64_t rows, Value init,
+                 function_ref<Value(OpBuilder &, Location, const Group &)> body) {
+  int64_t groups = tensorType(counts).getShape()[0];
+  auto loop = scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), indexConst(b, loc, groups), indexConst(b, loc, 1),
+      ValueRange{init, indexConst(b, loc, 0)},
+      [&](OpBuilder &nb, Location l, Value index, ValueRange iter) {
+        Value start = iter[1];
+        Value count = arith::IndexCastOp::create(nb, l, nb.getIndexType(),
+                                                 tensor::ExtractOp::create(nb, l, counts, index));
+        count = arith::MaxSIOp::create(nb, l, count, indexConst(nb, l, 0));
+        Value left = arith::SubIOp::create(nb, l, indexConst(nb, l, rows), start);
+        count = arith::MinSIOp::create(nb, l, count, left);
+        Value next = body(nb, l, Group{index, start, count, iter[0]});
+        scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
+      });
+  return loop.getResult(0);
+}
+
+/// A group's rows [start, start + count) of the [N, W] tensor `x`.
+Value groupRows(OpBuilder &b, Location loc, Value x, const Group &g) {
+  int64_t width = tensorType(x).getShape()[1];
+  return tensor::ExtractSliceOp::create(b, loc, x, folds(b, {g.start, Value()}, {0, 0}),
+                                        folds(b, {g.count, Value()}, {0, width}),
+                                        unitStrides(b, 2));
+}
+
+/// A group's [X, Y] block of the [E, X, Y] tensor `x` (rank-reduced).
+Value groupBlock(OpBuilder &b, Location loc, Value x, const Group &g) {
+  RankedTensorType type = tensorType(x);
+  ArrayRef<int64_t> shape = type.getShape();
+  auto blockType = RankedTensorType::get({shape[1], shape[2]}, type.getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, loc, blockType, x, folds(b, {g.index, Value(), Value()}, {0, 0, 0}),
+      folds(b, {Value(), Value(), Value()}, {1, shape[1], shape[2]}), unitStrides(b, 3));
+}
+
+/// `dest` with `value` written where `slice` (an extract_slice of it) was.
+Value writeBack(OpBuilder &b, Location loc, Value value, Value slice, Value dest) {
+  auto slicing = cast<tensor::ExtractSliceOp>(slice.getDefiningOp());
+  return tensor::InsertSliceOp::create(b, loc, value, dest, slicing.getMixedOffsets(),
+                                       slicing.getMixedSizes(), slicing.getMixedStrides());
 }
 
 /// One GEMM per group over its rows: the rows [start, start + count) of
@@ -419,42 +468,20 @@ struct GroupedMatmulLowering : TfmPattern<tfm::GroupedMatmulOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::GroupedMatmulOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value lhs = op.getLhs(), rhs = op.getRhs(), counts = op.getCounts();
     RankedTensorType type = op.getResult().getType();
-    Type t = type.getElementType();
-    ArrayRef<int64_t> w = op.getRhs().getType().getShape();
-    int64_t rows = type.getShape()[0], n = type.getShape()[1], k = tensorType(lhs).getShape()[1];
-    bool transposed = op.getTransposeRhs();
-    Value out = filled(b, loc, type.getShape(), t, 0.0);
-    auto weightType = RankedTensorType::get({w[1], w[2]}, t);
+    int64_t rows = type.getShape()[0];
     // Loops: row (m), column (n), inner (k).
     SmallVector<AffineMap> maps = {mapOf(b, 3, {0, 2}),
-                                   transposed ? mapOf(b, 3, {1, 2}) : mapOf(b, 3, {2, 1}),
+                                   op.getTransposeRhs() ? mapOf(b, 3, {1, 2}) : mapOf(b, 3, {2, 1}),
                                    mapOf(b, 3, {0, 1})};
-    auto loop = scf::ForOp::create(
-        b, loc, indexConst(b, loc, 0), indexConst(b, loc, w[0]), indexConst(b, loc, 1),
-        ValueRange{out, indexConst(b, loc, 0)},
-        [&](OpBuilder &nb, Location l, Value group, ValueRange iter) {
-          Value acc = iter[0], start = iter[1];
-          Value count = groupCount(nb, l, counts, group, start, rows);
-          Value one = Value();
-          SmallVector<OpFoldResult> unit = folds(nb, {one, one, one}, {1, 1, 1});
-          Value rowsIn = tensor::ExtractSliceOp::create(nb, l, lhs, folds(nb, {start, one}, {0, 0}),
-                                                        folds(nb, {count, one}, {0, k}),
-                                                        ArrayRef(unit).take_front(2));
-          Value weight = tensor::ExtractSliceOp::create(
-              nb, l, weightType, rhs, folds(nb, {group, one, one}, {0, 0, 0}),
-              folds(nb, {one, one, one}, {1, w[1], w[2]}), unit);
-          SmallVector<OpFoldResult> offsets = folds(nb, {start, one}, {0, 0});
-          SmallVector<OpFoldResult> sizes = folds(nb, {count, one}, {0, n});
-          Value slice = tensor::ExtractSliceOp::create(nb, l, acc, offsets, sizes,
-                                                       ArrayRef(unit).take_front(2));
-          Value product = contractInto(nb, l, slice, rowsIn, weight, maps);
-          Value next = tensor::InsertSliceOp::create(nb, l, product, acc, offsets, sizes,
-                                                     ArrayRef(unit).take_front(2));
-          scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
-        });
-    return loop.getResult(0);
+    Value out = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
+    return overGroups(b, loc, op.getCounts(), rows, out,
+                      [&](OpBuilder &nb, Location l, const Group &g) -> Value {
+                        Value slice = groupRows(nb, l, g.result, g);
+                        Value product = contractInto(nb, l, slice, groupRows(nb, l, op.getLhs(), g),
+                                                     groupBlock(nb, l, op.getRhs(), g), maps);
+                        return writeBack(nb, l, product, slice, g.result);
+                      });
   }
 };
 
@@ -464,38 +491,18 @@ struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::GroupedWeightGradOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value lhs = op.getLhs(), rhs = op.getRhs(), counts = op.getCounts();
     RankedTensorType type = op.getResult().getType();
-    Type t = type.getElementType();
-    ArrayRef<int64_t> shape = type.getShape();
-    int64_t rows = tensorType(lhs).getShape()[0];
-    Value out = filled(b, loc, shape, t, 0.0);
-    auto blockType = RankedTensorType::get({shape[1], shape[2]}, t);
+    int64_t rows = tensorType(op.getLhs()).getShape()[0];
     // Loops: lhs column (m), rhs column (n), row (k).
     SmallVector<AffineMap> maps = {mapOf(b, 3, {2, 0}), mapOf(b, 3, {2, 1}), mapOf(b, 3, {0, 1})};
-    auto loop = scf::ForOp::create(
-        b, loc, indexConst(b, loc, 0), indexConst(b, loc, shape[0]), indexConst(b, loc, 1),
-        ValueRange{out, indexConst(b, loc, 0)},
-        [&](OpBuilder &nb, Location l, Value group, ValueRange iter) {
-          Value acc = iter[0], start = iter[1];
-          Value count = groupCount(nb, l, counts, group, start, rows);
-          Value none = Value();
-          SmallVector<OpFoldResult> unit = folds(nb, {none, none, none}, {1, 1, 1});
-          auto rowsOf = [&](Value x) {
-            int64_t width = tensorType(x).getShape()[1];
-            return tensor::ExtractSliceOp::create(nb, l, x, folds(nb, {start, none}, {0, 0}),
-                                                  folds(nb, {count, none}, {0, width}),
-                                                  ArrayRef(unit).take_front(2))
-                .getResult();
-          };
-          SmallVector<OpFoldResult> offsets = folds(nb, {group, none, none}, {0, 0, 0});
-          SmallVector<OpFoldResult> sizes = folds(nb, {none, none, none}, {1, shape[1], shape[2]});
-          Value block = tensor::ExtractSliceOp::create(nb, l, blockType, acc, offsets, sizes, unit);
-          Value product = contractInto(nb, l, block, rowsOf(lhs), rowsOf(rhs), maps);
-          Value next = tensor::InsertSliceOp::create(nb, l, product, acc, offsets, sizes, unit);
-          scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
-        });
-    return loop.getResult(0);
+    Value out = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
+    return overGroups(b, loc, op.getCounts(), rows, out,
+                      [&](OpBuilder &nb, Location l, const Group &g) -> Value {
+                        Value block = groupBlock(nb, l, g.result, g);
+                        Value product = contractInto(nb, l, block, groupRows(nb, l, op.getLhs(), g),
+                                                     groupRows(nb, l, op.getRhs(), g), maps);
+                        return writeBack(nb, l, product, block, g.result);
+                      });
   }
 };
 

@@ -448,16 +448,28 @@ Dims withLast(ArrayRef<int64_t> leading, int64_t last) {
   return dims;
 }
 
+/// One factor of `kind` per token dimension of `v` [..., X]: every
+/// dimension but the last.
+SmallVector<int64_t> tokenFactors(RuleBuilder &b, Value v, FactorKind kind = FactorKind::Parallel) {
+  SmallVector<int64_t> fs;
+  for (int64_t d : cast<RankedTensorType>(v.getType()).getShape().drop_back())
+    fs.push_back(b.factor(d, kind));
+  return fs;
+}
+
+/// The last dimension of `v` as one factor of `kind`.
+int64_t lastFactor(RuleBuilder &b, Value v, FactorKind kind) {
+  return b.factor(dimOf(v, rankOf(v) - 1), kind);
+}
+
 /// A routing's tokens [...], its choices [k] and its sorted rows [N], each
 /// kept whole: the factors of `slots` and `sources`.
 struct RoutingFactors {
   SmallVector<int64_t> tokens;
   int64_t choices, rows;
   RoutingFactors(RuleBuilder &b, Value slots, Value sources) {
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(slots.getType()).getShape();
-    for (int64_t d : shape.drop_back())
-      tokens.push_back(b.factor(d, FactorKind::Replicated));
-    choices = b.factor(shape.back(), FactorKind::Replicated);
+    tokens = tokenFactors(b, slots, FactorKind::Replicated);
+    choices = lastFactor(b, slots, FactorKind::Replicated);
     rows = b.factor(dimOf(sources, 0), FactorKind::Replicated);
   }
   Dims slots() const { return withLast(tokens, choices); }
@@ -467,12 +479,9 @@ struct RoutingFactors {
 
 ShardingRule MoeRouteOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> logits = getLogits().getType().getShape();
-  SmallVector<int64_t> tokens;
-  for (int64_t d : logits.drop_back())
-    tokens.push_back(b.factor(d));
-  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
-  int64_t choices = b.factor(static_cast<int64_t>(getTopK()), FactorKind::Replicated);
+  SmallVector<int64_t> tokens = tokenFactors(b, getLogits());
+  int64_t experts = lastFactor(b, getLogits(), FactorKind::Replicated);
+  int64_t choices = lastFactor(b, getExperts(), FactorKind::Replicated);
   b.rule.operands = {withLast(tokens, experts)};
   b.rule.results = {withLast(tokens, choices), withLast(tokens, choices)};
   return b.rule;
@@ -480,12 +489,9 @@ ShardingRule MoeRouteOp::getShardingRule() {
 
 ShardingRule MoeRouteGradOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> logits = getLogits().getType().getShape();
-  SmallVector<int64_t> tokens;
-  for (int64_t d : logits.drop_back())
-    tokens.push_back(b.factor(d));
-  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
-  int64_t choices = b.factor(dimOf(getWeights(), rankOf(getWeights()) - 1), FactorKind::Replicated);
+  SmallVector<int64_t> tokens = tokenFactors(b, getLogits());
+  int64_t experts = lastFactor(b, getLogits(), FactorKind::Replicated);
+  int64_t choices = lastFactor(b, getWeights(), FactorKind::Replicated);
   Dims chosen = withLast(tokens, choices);
   b.rule.operands = {withLast(tokens, experts), chosen, chosen, chosen};
   b.rule.results = {withLast(tokens, experts)};
@@ -505,7 +511,7 @@ ShardingRule MoeSortOp::getShardingRule() {
 ShardingRule MoeDispatchOp::getShardingRule() {
   RuleBuilder b;
   RoutingFactors routing(b, getSlots(), getSources());
-  int64_t hidden = b.factor(dimOf(getInput(), rankOf(getInput()) - 1));
+  int64_t hidden = lastFactor(b, getInput(), FactorKind::Parallel);
   b.rule.operands = {withLast(routing.tokens, hidden), routing.slots(), Dims{{routing.rows}}};
   if (getWeights())
     b.rule.operands.push_back(routing.slots());
@@ -528,11 +534,8 @@ ShardingRule MoeCombineOp::getShardingRule() {
 /// pending.
 ShardingRule MoeWeightGradOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> slots = getSlots().getType().getShape();
-  SmallVector<int64_t> tokens;
-  for (int64_t d : slots.drop_back())
-    tokens.push_back(b.factor(d, FactorKind::Replicated));
-  int64_t choices = b.factor(slots.back(), FactorKind::Replicated);
+  SmallVector<int64_t> tokens = tokenFactors(b, getSlots(), FactorKind::Replicated);
+  int64_t choices = lastFactor(b, getSlots(), FactorKind::Replicated);
   int64_t rows = b.factor(dimOf(getRows(), 0), FactorKind::Replicated);
   int64_t hidden = b.factor(dimOf(getRows(), 1), FactorKind::Contracting);
   b.rule.operands = {withLast(tokens, hidden), Dims{{rows}, {hidden}}, withLast(tokens, choices)};
@@ -569,12 +572,9 @@ ShardingRule GroupedWeightGradOp::getShardingRule() {
 /// once for the loss. A token's softmax needs its whole row of experts.
 ShardingRule MoeRouterStatsOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> logits = getLogits().getType().getShape();
-  SmallVector<int64_t> tokens;
-  for (int64_t d : logits.drop_back())
-    tokens.push_back(b.factor(d, FactorKind::Contracting));
-  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
-  int64_t choices = b.factor(dimOf(getExperts(), rankOf(getExperts()) - 1), FactorKind::Replicated);
+  SmallVector<int64_t> tokens = tokenFactors(b, getLogits(), FactorKind::Contracting);
+  int64_t experts = lastFactor(b, getLogits(), FactorKind::Replicated);
+  int64_t choices = lastFactor(b, getExperts(), FactorKind::Replicated);
   int64_t rows = b.factor(2, FactorKind::Replicated);
   b.rule.operands = {withLast(tokens, experts), withLast(tokens, choices)};
   b.rule.results = {Dims{{rows}, {experts}}};
@@ -583,11 +583,8 @@ ShardingRule MoeRouterStatsOp::getShardingRule() {
 
 ShardingRule MoeRouterStatsGradOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> logits = getLogits().getType().getShape();
-  SmallVector<int64_t> tokens;
-  for (int64_t d : logits.drop_back())
-    tokens.push_back(b.factor(d));
-  int64_t experts = b.factor(logits.back(), FactorKind::Replicated);
+  SmallVector<int64_t> tokens = tokenFactors(b, getLogits());
+  int64_t experts = lastFactor(b, getLogits(), FactorKind::Replicated);
   int64_t rows = b.factor(2, FactorKind::Replicated);
   b.rule.operands = {withLast(tokens, experts), Dims{{rows}, {experts}}};
   b.rule.results = {withLast(tokens, experts)};
