@@ -40,6 +40,17 @@ def torch_env(threads):
                 OMP_WAIT_POLICY="PASSIVE")
 
 
+def add_step_options(ap, root):
+    """The options of a benchmark that times runs of steps, shared by the
+    CPU training benchmarks: the build, the rounds, the steps per run, the
+    batch shape and the thread counts."""
+    ap.add_argument("--build", default=os.path.join(root, "build"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5, help="steps per run; the first is not timed")
+    ap.add_argument("--shape", default="4x128", help="batch x seq")
+    ap.add_argument("--threads", default="1,2")
+
+
 def add_torch_options(ap):
     """The PyTorch side's flags, shared by the CPU benchmarks."""
     ap.add_argument("--python", default=sys.executable,

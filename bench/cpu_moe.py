@@ -29,7 +29,8 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import add_torch_options, machine, run, torch_env, torch_report, torch_result
+from benchlib import (add_step_options, add_torch_options, machine, run, torch_env, torch_report,
+                      torch_result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -70,11 +71,7 @@ def torch_worker(batch, seq, threads, steps, experts, top_k):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=5, help="steps per run; the first is not timed")
-    ap.add_argument("--shape", default="4x128", help="batch x seq")
-    ap.add_argument("--threads", default="1,2")
+    add_step_options(ap, ROOT)
     ap.add_argument("--experts", type=int, default=8)
     ap.add_argument("--top-k", type=int, default=2)
     add_torch_options(ap)

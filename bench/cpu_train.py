@@ -42,7 +42,8 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import add_torch_options, machine, run, torch_env, torch_report, torch_result
+from benchlib import (add_step_options, add_torch_options, machine, run, torch_env, torch_report,
+                      torch_result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -89,11 +90,7 @@ def torch_worker(batch, seq, threads, steps, compile, bf16):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=5, help="steps per run; the first is not timed")
-    ap.add_argument("--shape", default="4x128", help="batch x seq")
-    ap.add_argument("--threads", default="1,2")
+    add_step_options(ap, ROOT)
     add_torch_options(ap)
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32",
                     help="bf16: pmlir-run --precision bf16 against PyTorch's bf16 autocast")
