@@ -96,15 +96,18 @@ func.func @dynamic_shapes_are_refused(%x: tensor<?x16xf32>) -> tensor<?x16xf32> 
 
 // One contraction per expert over its rows: a loop over the counts, each
 // count cut to the rows left, the rows' slice [?, K] times the expert's
-// [F, K] weight (read transposed) into the result's slice, zeroed first.
+// [F, K] weight (read transposed) into the result's slice, zeroed first;
+// then the rows past the groups zeroed (the rest is not filled twice).
 // CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[WEIGHT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func @grouped_matmul_loops_over_experts
 func.func @grouped_matmul_loops_over_experts(%x: tensor<13x16xf32>, %w: tensor<4x7x16xf32>, %c: tensor<4xi64>) -> tensor<13x7xf32> {
-  // CHECK: scf.for %[[E:.*]] = %{{.*}} to %c4 step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[START:.*]] = %{{.*}}) -> (tensor<13x7xf32>, index)
+  // CHECK: %[[INIT:.*]] = tensor.empty() : tensor<13x7xf32>
+  // CHECK-NOT: linalg.fill
+  // CHECK: %[[LOOP:.*]]:2 = scf.for %[[E:.*]] = %{{.*}} to %c4 step %c1 iter_args(%[[ACC:.*]] = %[[INIT]], %[[START:.*]] = %{{.*}}) -> (tensor<13x7xf32>, index)
   // CHECK: tensor.extract %{{.*}}[%[[E]]] : tensor<4xi64>
-  // CHECK: %[[LEFT:.*]] = arith.subi %c13, %[[START]]
+  // CHECK: %[[LEFT:.*]] = arith.subi %{{.*}}, %[[START]]
   // CHECK: %[[COUNT:.*]] = arith.minsi %{{.*}}, %[[LEFT]]
   // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[ACC]][%[[START]], 0] [%[[COUNT]], 7] [1, 1] : tensor<13x7xf32> to tensor<?x7xf32>
   // CHECK: tensor.extract_slice %{{.*}}[%[[E]], 0, 0] [1, 7, 16] [1, 1, 1] : tensor<4x7x16xf32> to tensor<7x16xf32>
@@ -113,6 +116,10 @@ func.func @grouped_matmul_loops_over_experts(%x: tensor<13x16xf32>, %w: tensor<4
   // CHECK-SAME: outs(%[[ZERO]] : tensor<?x7xf32>)
   // CHECK: tensor.insert_slice %[[PRODUCT]] into %[[ACC]][%[[START]], 0] [%[[COUNT]], 7]
   // CHECK: arith.addi %[[START]], %[[COUNT]]
+  // CHECK: %[[REST:.*]] = arith.subi %{{.*}}, %[[LOOP]]#1
+  // CHECK: %[[TAIL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[LOOP]]#1, 0] [%[[REST]], 7]
+  // CHECK: %[[ZEROS:.*]] = linalg.fill {{.*}} outs(%[[TAIL]] : tensor<?x7xf32>)
+  // CHECK: tensor.insert_slice %[[ZEROS]] into %[[LOOP]]#0[%[[LOOP]]#1, 0] [%[[REST]], 7]
   // CHECK-NOT: tfm.
   %0 = tfm.grouped_matmul %x, %w, %c transpose_rhs : tensor<13x16xf32>, tensor<4x7x16xf32>, tensor<4xi64> -> tensor<13x7xf32>
   return %0 : tensor<13x7xf32>

@@ -417,9 +417,10 @@ struct Group {
 
 /// A loop over the `counts.size()` groups of consecutive rows of `rows`
 /// rows, carrying `init`: `body` returns the result with the group's part
-/// written.
-Value overGroups(OpBuilder &b, Location loc, Value counts, int64_t rows, Value init,
-                 function_ref<Value(OpBuilder &, Location, const Group &)> body) {
+/// written. Returns the result and the first row past the groups.
+std::pair<Value, Value> overGroups(OpBuilder &b, Location loc, Value counts, int64_t rows,
+                                   Value init,
+                                   function_ref<Value(OpBuilder &, Location, const Group &)> body) {
   int64_t groups = tensorType(counts).getShape()[0];
   auto loop = scf::ForOp::create(
       b, loc, indexConst(b, loc, 0), indexConst(b, loc, groups), indexConst(b, loc, 1),
@@ -434,7 +435,7 @@ Value overGroups(OpBuilder &b, Location loc, Value counts, int64_t rows, Value i
         Value next = body(nb, l, Group{index, start, count, iter[0]});
         scf::YieldOp::create(nb, l, ValueRange{next, arith::AddIOp::create(nb, l, start, count)});
       });
-  return loop.getResult(0);
+  return {loop.getResult(0), loop.getResult(1)};
 }
 
 /// A group's rows [start, start + count) of the [N, W] tensor `x`.
@@ -474,14 +475,21 @@ struct GroupedMatmulLowering : TfmPattern<tfm::GroupedMatmulOp> {
     SmallVector<AffineMap> maps = {mapOf(b, 3, {0, 2}),
                                    op.getTransposeRhs() ? mapOf(b, 3, {1, 2}) : mapOf(b, 3, {2, 1}),
                                    mapOf(b, 3, {0, 1})};
-    Value out = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
-    return overGroups(b, loc, op.getCounts(), rows, out,
-                      [&](OpBuilder &nb, Location l, const Group &g) -> Value {
-                        Value slice = groupRows(nb, l, g.result, g);
-                        Value product = contractInto(nb, l, slice, groupRows(nb, l, op.getLhs(), g),
-                                                     groupBlock(nb, l, op.getRhs(), g), maps);
-                        return writeBack(nb, l, product, slice, g.result);
-                      });
+    // Each group zeroes its own rows before its GEMM (the target's kernel
+    // overwrites them); only the rows past the groups are zeroed after.
+    Value out = emptyLike(b, loc, type.getShape(), type.getElementType());
+    auto [grouped, end] = overGroups(
+        b, loc, op.getCounts(), rows, out, [&](OpBuilder &nb, Location l, const Group &g) -> Value {
+          Value slice = groupRows(nb, l, g.result, g);
+          Value product = contractInto(nb, l, slice, groupRows(nb, l, op.getLhs(), g),
+                                       groupBlock(nb, l, op.getRhs(), g), maps);
+          return writeBack(nb, l, product, slice, g.result);
+        });
+    Value left = arith::SubIOp::create(b, loc, indexConst(b, loc, rows), end);
+    Value tail = groupRows(b, loc, grouped, Group{Value(), end, left, grouped});
+    Value zero = floatConst(b, loc, type.getElementType(), 0.0);
+    return writeBack(b, loc, linalg::FillOp::create(b, loc, zero, tail).getResult(0), tail,
+                     grouped);
   }
 };
 
@@ -495,14 +503,16 @@ struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
     int64_t rows = tensorType(op.getLhs()).getShape()[0];
     // Loops: lhs column (m), rhs column (n), row (k).
     SmallVector<AffineMap> maps = {mapOf(b, 3, {2, 0}), mapOf(b, 3, {2, 1}), mapOf(b, 3, {0, 1})};
-    Value out = filled(b, loc, type.getShape(), type.getElementType(), 0.0);
+    // Every group's block is zeroed before its GEMM, an empty group's too.
+    Value out = emptyLike(b, loc, type.getShape(), type.getElementType());
     return overGroups(b, loc, op.getCounts(), rows, out,
                       [&](OpBuilder &nb, Location l, const Group &g) -> Value {
                         Value block = groupBlock(nb, l, g.result, g);
                         Value product = contractInto(nb, l, block, groupRows(nb, l, op.getLhs(), g),
                                                      groupRows(nb, l, op.getRhs(), g), maps);
                         return writeBack(nb, l, product, block, g.result);
-                      });
+                      })
+        .first;
   }
 };
 

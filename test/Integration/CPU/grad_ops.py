@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ops import Case, grouped_ref, module_text, route_ref, ttype  # noqa: E402
-from reference import read_safetensors, write_safetensors  # noqa: E402
+from ops import Case, grouped_ref, module_text, ttype  # noqa: E402
+from reference import read_safetensors, route, write_safetensors  # noqa: E402
 
 
 def vjp(fn, inputs, grad, wrt):
@@ -205,7 +205,7 @@ def cases(g):
     for name, shape, k, normalize in (("top-2 normalize", (2, 7, 5), 2, True),
                                       ("top-3 of 7, softmax weights", (13, 7), 3, False)):
         router = rnd(*shape) * 2
-        route_w, route_e = route_ref(router, k, normalize)
+        route_w, route_e = route(router, k, normalize)
         route_dw = rnd(*shape[:-1], k)
         chosen = list(shape[:-1]) + [k]
         flag = " normalize" if normalize else ""
@@ -213,7 +213,7 @@ def cases(g):
             [("l", router), ("w", route_w), ("e", route_e), ("dw", route_dw)], list(shape),
             f"tfm.moe_route_grad %l, %w, %e, %dw{flag} : {ttype(shape)}, {ttype(chosen)}, "
             f"{ttype(chosen, 'i64')}, {ttype(chosen)} -> {ttype(shape)}",
-            lambda t, k=k, normalize=normalize: vjp(lambda v: route_ref(v, k, normalize)[0],
+            lambda t, k=k, normalize=normalize: vjp(lambda v: route(v, k, normalize)[0],
                                                     [t["l"]], t["dw"], 0))
     slots, sources = sort_ref(torch.randint(0, 5, (2, 7, 2), generator=g))
     ids, src = ttype([2, 7, 2], "i64"), ttype([28], "i64")
@@ -239,7 +239,7 @@ def cases(g):
     # The load-balancing loss: the routers' statistics, the loss, and the
     # gradient of the statistics' probability row.
     stats_logits = rnd(2, 7, 5) * 2
-    stats_e = route_ref(stats_logits, 2, True)[1]
+    stats_e = route(stats_logits, 2, True)[1]
     stats_ds = rnd(2, 5)
     add("moe_router_stats (probability sums, choice counts)",
         [("l", stats_logits), ("e", stats_e)], [2, 5],

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from reference import read_safetensors, write_safetensors  # noqa: E402
+from reference import read_safetensors, route, sparse_block, write_safetensors  # noqa: E402
 
 
 def ttype(shape, dtype="f32"):
@@ -166,16 +166,16 @@ def cases(g):
 
     # Mixture of experts: the router, grouped matmuls with an empty group,
     # and whole Mixtral blocks against Hugging Face's per-expert loop.
-    route = rnd(2, 7, 5) * 2
-    add("moe_route top-2 normalize", [("l", route)], [2, 7, 2],
+    router = rnd(2, 7, 5) * 2
+    add("moe_route top-2 normalize", [("l", router)], [2, 7, 2],
         f"%result, %e = tfm.moe_route %l top_k = 2 normalize : {ttype([2, 7, 5])} -> "
         f"{ttype([2, 7, 2])}, {ttype([2, 7, 2], 'i64')}",
-        lambda t: route_ref(t["l"], 2, True)[0])
+        lambda t: route(t["l"], 2, True)[0])
     route7 = rnd(13, 7) * 2
     add("moe_route top-3 of 7, softmax weights", [("l", route7)], [13, 3],
         f"%result, %e = tfm.moe_route %l top_k = 3 : {ttype([13, 7])} -> "
         f"{ttype([13, 3])}, {ttype([13, 3], 'i64')}",
-        lambda t: route_ref(t["l"], 3, False)[0])
+        lambda t: route(t["l"], 3, False)[0])
     rows, wt = rnd(13, 16), rnd(4, 7, 16)
     counts = torch.tensor([5, 0, 6, 2])
     add("grouped_matmul transpose_rhs (an empty group)",
@@ -189,6 +189,13 @@ def cases(g):
         f"tfm.grouped_matmul %x, %w, %c : {ttype([13, 16])}, {ttype([3, 16, 7])}, "
         f"{ttype([3], 'i64')} -> {ttype([13, 7])}",
         lambda t: grouped_ref(t["x"], t["w"], t["c"]))
+    counts = torch.tensor([4, 0, 6, 1])
+    add("grouped_matmul (rows past the counts are zeros)",
+        [("x", rows), ("w", wt), ("c", counts)], [13, 7],
+        f"tfm.grouped_matmul %x, %w, %c transpose_rhs : {ttype([13, 16])}, {ttype([4, 7, 16])}, "
+        f"{ttype([4], 'i64')} -> {ttype([13, 7])}",
+        lambda t: torch.cat([grouped_ref(t["x"], t["w"].transpose(1, 2), t["c"]),
+                             torch.zeros(2, 7, dtype=torch.float64)]))
     x = rnd(2, 7, 16)
     for name, experts, k, xin, gate in (
             ("top-2 of 5", 5, 2, x, rnd(5, 16)),
@@ -204,15 +211,6 @@ def cases(g):
     return out
 
 
-def route_ref(logits, k, normalize):
-    """Mixtral's router: top-k of the softmax, renormalized."""
-    p = logits.softmax(-1)
-    w, e = torch.topk(p, k, dim=-1)
-    if normalize:
-        w = w / w.sum(-1, keepdim=True)
-    return w, e
-
-
 def grouped_ref(x, w, counts):
     """x's rows in groups of counts, each times its [K, F] weight."""
     out, start = [], 0
@@ -223,15 +221,8 @@ def grouped_ref(x, w, counts):
 
 
 def sparse_block_ref(x, gate, w1, w3, w2, k, normalize=True):
-    """Hugging Face's MixtralSparseMoeBlock: a loop over the experts."""
-    h = x.reshape(-1, x.shape[-1])
-    w, e = route_ref(h @ gate.T, k, normalize)
-    out = torch.zeros_like(h)
-    for ex in range(gate.shape[0]):
-        tok, pos = torch.where(e == ex)
-        y = (F.silu(h[tok] @ w1[ex].T) * (h[tok] @ w3[ex].T)) @ w2[ex].T
-        out.index_add_(0, tok, y * w[tok, pos, None])
-    return out.reshape(x.shape)
+    """The block with stacked expert weights [E, ...]."""
+    return sparse_block(x, gate, list(zip(w1, w3, w2)), k, normalize)
 
 
 def sparse_block_text(experts, k):

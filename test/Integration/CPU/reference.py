@@ -214,25 +214,57 @@ def llama_forward(c, w, ids, routers=None):
     return x @ head.T
 
 
-def sparse_moe(c, w, p, y, routers=None):
-    """Hugging Face's MixtralSparseMoeBlock: the router's top-k of the
-    softmax, renormalized, and a loop over the experts. The router's logits
-    are appended to `routers`."""
-    k = c.get("top_k", 2)
+# The smallest gap between a token's k-th and (k+1)-th router logit that a
+# check accepts. pmlir picks experts from f32 logits, whose error is a few
+# f32 roundings of sums of H terms (about 1e-6 here, whatever the machine's
+# order of the sums); a gap 100 times wider cannot close, so pmlir and the f64
+# reference pick the same experts on any machine. Random weights give such a
+# near tie at a rate of about 1e-4 per token; a seed that does is refused, not
+# passed by chance.
+ROUTING_MARGIN = 1e-4
+
+
+def route(logits, k, normalize=True):
+    """Mixtral's router: the top-k of the softmax over the experts (the
+    k weights renormalized with `normalize`), and the chosen experts."""
+    if k < logits.shape[-1]:
+        top = torch.topk(logits.detach(), k + 1, dim=-1).values
+        gap = (top[..., k - 1] - top[..., k]).min().item()
+        if gap < ROUTING_MARGIN:
+            raise SystemExit(f"routing near a tie: a token's k-th and (k+1)-th router logits "
+                             f"are {gap:.1e} apart (under {ROUTING_MARGIN:g}); choose another "
+                             f"seed")
+    probs = logits.softmax(-1)
+    weights, chosen = torch.topk(probs, k, dim=-1)
+    if normalize:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights, chosen
+
+
+def sparse_block(y, gate, experts, k, normalize=True, routers=None):
+    """Hugging Face's MixtralSparseMoeBlock of `y` [..., H]: the router
+    `gate` [E, H], and a loop over the experts, each (w1, w3, w2) as Linear
+    weights, that gathers its tokens and adds their weighted SwiGLU back.
+    The router's logits are appended to `routers`."""
     h = y.reshape(-1, y.shape[-1])
-    router = h @ w[p + "block_sparse_moe.gate.weight"].T
+    router = h @ gate.T
     if routers is not None:
         routers.append(router)
-    probs = router.softmax(-1)
-    top, chosen = torch.topk(probs, k, dim=-1)
-    top = top / top.sum(-1, keepdim=True)
+    weights, chosen = route(router, k, normalize)
     out = torch.zeros_like(h)
-    for e in range(c["experts"]):
+    for e, (w1, w3, w2) in enumerate(experts):
         tok, pos = torch.where(chosen == e)
-        q = p + f"block_sparse_moe.experts.{e}."
-        m = F.silu(h[tok] @ w[q + "w1.weight"].T) * (h[tok] @ w[q + "w3.weight"].T)
-        out = out.index_add(0, tok, (m @ w[q + "w2.weight"].T) * top[tok, pos, None])
+        m = F.silu(h[tok] @ w1.T) * (h[tok] @ w3.T)
+        out = out.index_add(0, tok, (m @ w2.T) * weights[tok, pos, None])
     return out.reshape(y.shape)
+
+
+def sparse_moe(c, w, p, y, routers=None):
+    """A Mixtral layer's sparse block from its per-expert weights."""
+    q = p + "block_sparse_moe."
+    experts = [tuple(w[f"{q}experts.{e}.{n}.weight"] for n in ("w1", "w3", "w2"))
+               for e in range(c["experts"])]
+    return sparse_block(y, w[q + "gate.weight"], experts, c.get("top_k", 2), routers=routers)
 
 
 def load_balancing_loss(routers, experts, k):
