@@ -382,6 +382,13 @@ int Job::run() {
   if (!o.exportHf.empty() && huggingFaceConfig.empty())
     return failHere("--export-hf writes the model's Hugging Face config, and " + o.model +
                     " has none (tfm.huggingface_config: pmlir-gen writes it)");
+  // Before any step: a parameter transformers has no name for.
+  if (!o.exportHf.empty())
+    for (const std::string &name : modelParams) {
+      std::string error;
+      if (huggingFaceName(huggingFaceConfig, name, error).empty())
+        return failHere("--export-hf: " + o.model + ": " + error);
+    }
 
   // What the job compiles, phase by phase (pmlir-compile-pipeline): the
   // program (--grads: the gradient of the entry's loss, --train: a training

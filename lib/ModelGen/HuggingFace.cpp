@@ -408,6 +408,14 @@ std::string pmlir::huggingFaceName(const std::string &config, const std::string 
           : "";
   if (type == "gpt2")
     return llvm::StringRef(name).starts_with("lm_head.") ? name : "transformer." + name;
+  // DeepSeek's shared experts have no place in MixtralForCausalLM, which
+  // would load the model without them.
+  if (type == "mixtral" && name.find(".shared_experts.") != std::string::npos) {
+    error = "'" + name +
+            "' is a shared expert, which Hugging Face's MixtralForCausalLM does not "
+            "have";
+    return "";
+  }
   if (type == "llama" || type == "qwen2" || type == "mistral" || type == "mixtral")
     return name;
   error =

@@ -120,6 +120,10 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
     if (c.mlpBias)
       check.fail("--mlp-bias: Mixtral's experts have no biases");
   }
+  if (c.sharedExperts < 0 || (c.experts == 0 && c.sharedExperts != 0))
+    check.fail(llvm::formatv("--shared-experts must be a non-negative count of a sparse model's "
+                             "always-on experts, got {0}",
+                             c.sharedExperts));
   if (c.routerAuxLossCoef < 0 || (c.experts == 0 && c.routerAuxLossCoef != 0))
     check.fail(llvm::formatv("--router-aux-loss-coef must be a non-negative weight of a sparse "
                              "model's load-balancing loss, got {0}",
@@ -195,6 +199,12 @@ std::vector<WeightSpec> pmlir::llamaWeights(const LlamaConfig &c) {
       layer.push_back({experts("w1"), {c.experts, c.ffn, h}, {"expert", "out", "in"}});
       layer.push_back({experts("w3"), {c.experts, c.ffn, h}, {"expert", "out", "in"}});
       layer.push_back({experts("w2"), {c.experts, h, c.ffn}, {"expert", "out", "in"}});
+      // DeepSeek's shared experts: one MLP as wide as all of them.
+      if (int64_t shared = c.sharedExperts * c.ffn) {
+        layer.push_back({moe + "shared_experts.w1.weight", {shared, h}, {"out", "in"}});
+        layer.push_back({moe + "shared_experts.w3.weight", {shared, h}, {"out", "in"}});
+        layer.push_back({moe + "shared_experts.w2.weight", {h, shared}, {"out", "in"}});
+      }
     } else {
       layer.push_back({p + "mlp.gate_proj.weight", {c.ffn, h}, {"out", "in"}});
       layer.push_back({p + "mlp.up_proj.weight", {c.ffn, h}, {"out", "in"}});
@@ -528,6 +538,13 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
 
       fb.here = fb.loc(p + "post_attention_layernorm");
       x = fb.rmsNorm(residual, w("post_attention_layernorm.weight"), c.rmsEps);
+      // SwiGLU: down(silu(gate(x)) * up(x)).
+      auto swiglu = [&](llvm::StringRef gateProj, llvm::StringRef upProj,
+                        llvm::StringRef downProj) {
+        Value gate = tfm::SiluOp::create(fb.b, fb.here, linear(x, gateProj, c.mlpBias));
+        Value up = linear(x, upProj, c.mlpBias);
+        return linear(fb.mul(gate, up), downProj, c.mlpBias);
+      };
       if (c.experts > 0) {
         fb.here = fb.loc(p + "block_sparse_moe");
         std::string stack(1, kStackIndex);
@@ -537,17 +554,19 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
                                     w("block_sparse_moe.experts." + stack + ".w3.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w2.weight"), c.topK,
                                     balance ? &stats : nullptr);
+        if (c.sharedExperts > 0) {
+          fb.here = fb.loc(p + "block_sparse_moe.shared_experts");
+          sparse = fb.add(sparse, swiglu("block_sparse_moe.shared_experts.w1",
+                                         "block_sparse_moe.shared_experts.w3",
+                                         "block_sparse_moe.shared_experts.w2"));
+        }
         SmallVector<Value> out = {fb.add(residual, sparse)};
         if (balance)
           out.push_back(fb.add(in[1], stats));
         return out;
       }
       fb.here = fb.loc(p + "mlp");
-      Value gate = linear(x, "mlp.gate_proj", c.mlpBias);
-      gate = tfm::SiluOp::create(fb.b, fb.here, gate);
-      Value up = linear(x, "mlp.up_proj", c.mlpBias);
-      Value down = linear(fb.mul(gate, up), "mlp.down_proj", c.mlpBias);
-      return {fb.add(residual, down)};
+      return {fb.add(residual, swiglu("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"))};
     });
     hidden = carried[0];
     if (balance)

@@ -10,7 +10,7 @@
 //                   [--rope-theta T] [--tie-embeddings] [--max-positions P]
 //                   [--attention-bias none|qkv|all] [--mlp-bias] [--loss] -o FILE
 //   pmlir-gen mixtral (llama's flags but the biases) --experts E [--top-k K]
-//                     [--router-aux-loss-coef C] -o FILE
+//                     [--router-aux-loss-coef C] [--shared-experts S] -o FILE
 //   pmlir-gen hf DIR --seq S --batch B [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
@@ -159,6 +159,11 @@ static cl::opt<double> routerAuxLossCoefFlag(
     cl::desc("with --loss, adds this weight times the load-balancing loss of Hugging Face's "
              "Mixtral (router_aux_loss_coef, output_router_logits); default 0: none"),
     cl::init(0.0), cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<int64_t> sharedExpertsFlag(
+    "shared-experts",
+    cl::desc("always-on experts every token passes through beside its top-k, as DeepSeek's "
+             "n_shared_experts (one SwiGLU MLP of shared-experts * ffn); default 0: none"),
+    cl::init(0), cl::sub(mixtralCommand), cl::cat(modelCategory));
 
 /// The shortest decimal that reads back as `value`, so that the regenerate
 /// command on the first line of the output reproduces the model exactly.
@@ -235,6 +240,7 @@ int main(int argc, char **argv) {
       c.experts = expertsFlag;
       c.topK = topKFlag;
       c.routerAuxLossCoef = routerAuxLossCoefFlag;
+      c.sharedExperts = sharedExpertsFlag;
     }
     c.loss = lossFlag;
     llama = c;
@@ -284,6 +290,8 @@ int main(int argc, char **argv) {
       command += formatv(" --experts {0} --top-k {1}", c.experts, c.topK).str();
     if (c.routerAuxLossCoef > 0)
       command += " --router-aux-loss-coef " + shortest(c.routerAuxLossCoef);
+    if (c.sharedExperts > 0)
+      command += formatv(" --shared-experts {0}", c.sharedExperts).str();
     if (c.maxPositions > 0)
       command += formatv(" --max-positions {0}", c.maxPositions).str();
     if (c.attentionBias == pmlir::ProjectionBias::QueryKeyValue)

@@ -55,7 +55,8 @@ std::string huggingFaceConfigText(mlir::DictionaryAttr config);
 /// The name transformers' model class of `config` (a config.json's text)
 /// loads the parameter `name` (a tfm.name) under: GPT2LMHeadModel's
 /// `transformer.` before every name but the LM head's. Empty with `error`
-/// when the config names no model class pmlir exports.
+/// when the config names no model class pmlir exports, or a class without
+/// such a parameter.
 std::string huggingFaceName(const std::string &config, const std::string &name, std::string &error);
 
 } // namespace pmlir

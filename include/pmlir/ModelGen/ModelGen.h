@@ -75,6 +75,10 @@ struct LlamaConfig {
   int64_t experts = 0;
   /// The experts each token goes to (num_experts_per_tok).
   int64_t topK = 2;
+  /// Always-on experts beside the routed ones, as DeepSeek's
+  /// n_shared_experts: one SwiGLU MLP of `sharedExperts * ffn` that every
+  /// token passes through, added to the routed experts' output; 0: none.
+  int64_t sharedExperts = 0;
   /// The weight of the load-balancing loss added to the loss
   /// (router_aux_loss_coef, where output_router_logits); 0: none.
   double routerAuxLossCoef = 0.0;

@@ -8,9 +8,9 @@
 // Hugging Face names and their dimension roles (tfm.dims), so GPT-2 and
 // Llama checkpoints from pmlir-gen are covered:
 //   column-parallel (split "out" on tp): attn.c_attn, mlp.c_fc, q_proj,
-//     k_proj, v_proj, gate_proj, up_proj;
+//     k_proj, v_proj, gate_proj, up_proj, and the shared experts' w1, w3;
 //   row-parallel (split "in" on tp): attn.c_proj, mlp.c_proj, o_proj,
-//     down_proj;
+//     down_proj, and the shared experts' w2;
 //   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head; a
 //     vocabulary tp does not divide is padded, as Megatron pads it (each
 //     shard holds ceil(V / tp) rows, the last ones padding);
@@ -56,11 +56,11 @@ Role roleOf(StringRef name) {
     return name.ends_with("." + part.str() + ".weight") ||
            name.ends_with("." + part.str() + ".bias") || name.starts_with(part.str() + ".");
   };
-  for (StringRef part :
-       {"attn.c_attn", "mlp.c_fc", "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+  for (StringRef part : {"attn.c_attn", "mlp.c_fc", "q_proj", "k_proj", "v_proj", "gate_proj",
+                         "up_proj", "shared_experts.w1", "shared_experts.w3"})
     if (endsWith(part))
       return Role::Column;
-  for (StringRef part : {"attn.c_proj", "mlp.c_proj", "o_proj", "down_proj"})
+  for (StringRef part : {"attn.c_proj", "mlp.c_proj", "o_proj", "down_proj", "shared_experts.w2"})
     if (endsWith(part))
       return name.ends_with(".bias") ? Role::None : Role::Row;
   for (StringRef part : {"wte", "embed_tokens", "lm_head"})

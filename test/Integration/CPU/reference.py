@@ -142,6 +142,12 @@ def llama_weights(c, g):
                 projections += [(f"block_sparse_moe.experts.{e}.w1", (f, h)),
                                  (f"block_sparse_moe.experts.{e}.w3", (f, h)),
                                  (f"block_sparse_moe.experts.{e}.w2", (h, f))]
+            # DeepSeek's shared experts: one SwiGLU as wide as all of them.
+            if c.get("shared_experts"):
+                fs = c["shared_experts"] * f
+                projections += [("block_sparse_moe.shared_experts.w1", (fs, h)),
+                                ("block_sparse_moe.shared_experts.w3", (fs, h)),
+                                ("block_sparse_moe.shared_experts.w2", (h, fs))]
         else:
             projections += [("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
                             ("mlp.down_proj", (h, f))]
@@ -264,7 +270,12 @@ def sparse_moe(c, w, p, y, routers=None):
     q = p + "block_sparse_moe."
     experts = [tuple(w[f"{q}experts.{e}.{n}.weight"] for n in ("w1", "w3", "w2"))
                for e in range(c["experts"])]
-    return sparse_block(y, w[q + "gate.weight"], experts, c.get("top_k", 2), routers=routers)
+    out = sparse_block(y, w[q + "gate.weight"], experts, c.get("top_k", 2), routers=routers)
+    if c.get("shared_experts"):
+        s = q + "shared_experts."
+        m = F.silu(y @ w[s + "w1.weight"].T) * (y @ w[s + "w3.weight"].T)
+        out = out + m @ w[s + "w2.weight"].T
+    return out
 
 
 def load_balancing_loss(routers, experts, k):
