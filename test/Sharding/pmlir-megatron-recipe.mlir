@@ -46,15 +46,21 @@
 // LLAMA: tfm.rmsnorm {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []]>]}
 // LLAMA: tfm.matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
 
-// Mixtral with DeepSeek's shared experts: the shared MLP is split as a dense
-// one; the routed experts stay whole.
+// Mixtral with DeepSeek's shared experts: every expert's FFN is split as a
+// dense MLP's (Megatron's expert tensor parallelism): w1 and w3 by their
+// rows, w2 by its columns; the router is whole.
 // RUN: pmlir-gen mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 48 --experts 3 --shared-experts 2 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=SHARED
-// SHARED: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w1.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], [], []]>
+// SHARED: tfm.name = "model.layers.0.block_sparse_moe.gate.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], []]>
+// SHARED: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w1.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"], []]>
+// SHARED: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w3.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"], []]>
+// SHARED: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w2.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], [], ["tp"]]>
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w1.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w3.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w2.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
+// SHARED: tfm.grouped_matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"]]>]}
+// SHARED: tfm.grouped_matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []], pending = ["tp"]>]}
 
 // A vocabulary tp does not divide is split all the same, into padded
 // shards of ceil(97 / 2) = 49 rows: the embedding and the tied LM head are
