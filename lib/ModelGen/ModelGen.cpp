@@ -357,36 +357,21 @@ public:
   }
 
   /// Mixtral's sparse MLP of `x` [B, S, H]: the router (`gate` [E, H]),
-  /// each token's top-k experts, SwiGLU experts (`w1`, `w3` [E, F, H], `w2`
-  /// [E, H, F]) as grouped matmuls over the tokens sorted by expert, and
-  /// their results weighted back per token.
+  /// each token's top-k experts, and the SwiGLU experts (`w1`, `w3` [E, F,
+  /// H], `w2` [E, H, F]) whose results are weighted back per token.
   Value sparseMlp(Value x, Value gate, Value w1, Value w3, Value w2, int64_t topK,
                   Value *routerStats = nullptr) {
     llvm::ArrayRef<int64_t> s = shape(x);
-    int64_t experts = shape(gate)[0], ffn = shape(w1)[1];
-    int64_t pairs = s[0] * s[1] * topK;
-    Type i64 = b.getI64Type();
+    int64_t experts = shape(gate)[0];
     Value logits = matmul(x, gate, /*transposeRhs=*/true);
     auto route = tfm::MoeRouteOp::create(b, here, tensor({s[0], s[1], topK}),
-                                         tensor({s[0], s[1], topK}, i64), logits,
+                                         tensor({s[0], s[1], topK}, b.getI64Type()), logits,
                                          b.getI64IntegerAttr(topK), b.getUnitAttr());
-    auto sorted = tfm::MoeSortOp::create(b, here, tensor({s[0], s[1], topK}, i64),
-                                         tensor({pairs}, i64), tensor({experts}, i64),
-                                         route.getExperts(), b.getI64IntegerAttr(experts));
     if (routerStats)
       *routerStats =
           tfm::MoeRouterStatsOp::create(b, here, tensor({2, experts}), logits, route.getExperts());
-    Value slots = sorted.getSlots(), sources = sorted.getSources(), counts = sorted.getCounts();
-    Value rows = tfm::MoeDispatchOp::create(b, here, tensor({pairs, s[2]}), x, slots, sources,
-                                            /*weights=*/Value());
-    auto grouped = [&](Value in, Value w, int64_t out) -> Value {
-      return tfm::GroupedMatmulOp::create(b, here, tensor({pairs, out}), in, w, counts,
-                                          /*transpose_rhs=*/true);
-    };
-    Value gated = tfm::SiluOp::create(b, here, grouped(rows, w1, ffn));
-    Value down = grouped(mul(gated, grouped(rows, w3, ffn)), w2, s[2]);
-    return tfm::MoeCombineOp::create(b, here, x.getType(), down, slots, sources,
-                                     route.getWeights());
+    return tfm::MoeExpertsOp::create(b, here, x.getType(), x, route.getExperts(),
+                                     route.getWeights(), w1, w3, w2);
   }
 
   /// Builds one transformer block inside a tfm.layer and returns its output.

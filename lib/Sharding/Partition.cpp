@@ -204,6 +204,9 @@ public:
   Value maxOver(Value local, ArrayRef<StringRef> axes) override {
     return allReduce(local, axes, shard::ReductionKind::Max);
   }
+  SmallVector<int16_t> gridAxesOf(ArrayRef<StringRef> axes) override {
+    return partitioner.grid.axesOf(axes);
+  }
   LogicalResult setResult(OpResult result, Value local, ShardingAttr computed) override {
     Sharding have = Sharding::of(computed);
     partitioner.locals[result] = {local, have};

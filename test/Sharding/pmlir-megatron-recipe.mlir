@@ -48,7 +48,8 @@
 
 // Mixtral with DeepSeek's shared experts: every expert's FFN is split as a
 // dense MLP's (Megatron's expert tensor parallelism): w1 and w3 by their
-// rows, w2 by its columns; the router is whole.
+// rows, w2 by its columns; the router is whole. The experts take the
+// tokens split as they come, their result pending over tp.
 // RUN: pmlir-gen mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 48 --experts 3 --shared-experts 2 --vocab 100 --seq 16 --batch 2 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=SHARED
@@ -59,8 +60,7 @@
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w1.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w3.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w2.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
-// SHARED: tfm.grouped_matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], ["tp"]]>]}
-// SHARED: tfm.grouped_matmul {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}], []], pending = ["tp"]>]}
+// SHARED: tfm.moe_experts {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
 
 // A vocabulary tp does not divide is split all the same, into padded
 // shards of ceil(97 / 2) = 49 rows: the embedding and the tied LM head are

@@ -5,13 +5,17 @@
 // The lowerings of the router, the sort by expert, dispatch and combine
 // (gathers through the sort's permutation) and the grouped matmul (one
 // contraction per expert over its rows, which the target runs as its GEMM
-// kernel on the rows' dynamic count), forward and gradient. Every index
+// kernel on the rows' dynamic count), forward and gradient. A whole block
+// of experts (tfm.moe_experts, its gradient) is written out as those ops
+// (ExpertBlock.h), which lower in turn. Every index
 // read from a tensor is clamped into its range: these indices are data,
 // and a hand-written program may pass any.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+
+#include "pmlir/Dialect/Tfm/IR/ExpertBlock.h"
 
 using namespace mlir;
 using namespace pmlir;
@@ -617,9 +621,37 @@ struct MoeBalanceLossLowering : TfmPattern<tfm::MoeBalanceLossOp> {
 
 } // namespace
 
+/// The experts on one device: the ops they are made of.
+struct MoeExpertsLowering : OpRewritePattern<tfm::MoeExpertsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeExpertsOp op, PatternRewriter &b) const override {
+    tfm::ExpertOperands in{op.getInput(), op.getExperts(), op.getWeights(),
+                           op.getW1(),    op.getW3(),      op.getW2()};
+    b.replaceOp(op, tfm::buildExperts(b, op.getLoc(), in, op.getW1().getType().getDimSize(0),
+                                      /*exchange=*/nullptr));
+    return success();
+  }
+};
+
+struct MoeExpertsGradLowering : OpRewritePattern<tfm::MoeExpertsGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeExpertsGradOp op, PatternRewriter &b) const override {
+    tfm::ExpertOperands in{op.getInput(), op.getExperts(), op.getWeights(),
+                           op.getW1(),    op.getW3(),      op.getW2()};
+    FailureOr<SmallVector<Value>> grads =
+        tfm::buildExpertsGradients(b, op.getLoc(), in, op.getResultGrad(),
+                                   op.getW1().getType().getDimSize(0), /*exchange=*/nullptr);
+    if (failed(grads))
+      return failure();
+    b.replaceOp(op, *grads);
+    return success();
+  }
+};
+
 void pmlir::tfm_to_linalg::populateExpertPatterns(RewritePatternSet &patterns) {
   patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeDispatchLowering,
                MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
                GroupedWeightGradLowering, MoeRouterStatsLowering, MoeRouterStatsGradLowering,
-               MoeBalanceLossLowering>(patterns.getContext());
+               MoeBalanceLossLowering, MoeExpertsLowering, MoeExpertsGradLowering>(
+      patterns.getContext());
 }

@@ -293,6 +293,46 @@ LogicalResult GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resu
   return success();
 }
 
+/// One op computes every gradient of the experts, their forward again.
+LogicalResult MoeExpertsOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  auto grad = MoeExpertsGradOp::create(b, getLoc(), getInput().getType(), getWeights().getType(),
+                                       getW1().getType(), getW3().getType(), getW2().getType(),
+                                       getInput(), getExperts(), getWeights(), getW1(), getW3(),
+                                       getW2(), resultGrads[0]);
+  grads[0] = grad.getInputGrad();
+  grads[2] = grad.getWeightsGrad();
+  grads[3] = grad.getW1Grad();
+  grads[4] = grad.getW3Grad();
+  grads[5] = grad.getW2Grad();
+  return success();
+}
+
+/// The exchanges are each other's transposes: a row's gradient goes back
+/// the way the row came.
+LogicalResult MoeAllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  if (resultGrads[0])
+    grads[0] = MoeAllToAllBackOp::create(b, getLoc(), getRows().getType(), resultGrads[0],
+                                         getCounts(), getGridAttr(), getGridAxesAttr());
+  return success();
+}
+
+LogicalResult MoeAllToAllBackOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                                SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  auto counts = cast<RankedTensorType>(getCounts().getType());
+  int64_t members = getRows().getType().getDimSize(0) / getResult().getType().getDimSize(0);
+  auto expertCounts =
+      RankedTensorType::get({counts.getDimSize(0) / members}, counts.getElementType());
+  grads[0] = MoeAllToAllOp::create(b, getLoc(), getRows().getType(), expertCounts, resultGrads[0],
+                                   getCounts(), getGridAttr(), getGridAxesAttr())
+                 .getResult();
+  return success();
+}
+
 /// Row 1 counts choices: only the probabilities (row 0) pass a gradient
 /// to the logits.
 LogicalResult MoeRouterStatsOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,

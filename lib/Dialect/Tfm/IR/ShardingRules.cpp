@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
+#include "pmlir/Dialect/Tfm/IR/ExpertBlock.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/Mesh.h"
 
 using namespace mlir;
 using namespace pmlir::tfm;
@@ -429,7 +431,10 @@ ShardingRule MicrobatchOp::getShardingRule() {
 // sorted order is one order over every token of the program: the sort, the
 // sorted rows and the expert groups stay whole on each device, while the
 // hidden dimension of the rows and both dimensions of each expert's weight
-// split as a matmul's do (tensor parallelism inside the experts).
+// split as a matmul's do (tensor parallelism inside the experts). A whole
+// block of experts (tfm.moe_experts) is per token again: each device sorts
+// its own tokens, and with its experts split (expert parallelism) it
+// exchanges their rows with the devices holding them.
 
 namespace {
 
@@ -565,6 +570,44 @@ ShardingRule GroupedWeightGradOp::getShardingRule() {
   int64_t groups = b.factor(dimOf(getCounts(), 0), FactorKind::Replicated);
   b.rule.operands = {Dims{{rows}, {k}}, Dims{{rows}, {n}}, Dims{{groups}}};
   b.rule.results = {Dims{{groups}, {k}, {n}}};
+  return b.rule;
+}
+
+/// The factors of a tfm.moe_experts (or its gradient): the tokens, the
+/// experts and their FFN split; the hidden dimension and the choices stay
+/// whole. The FFN is summed over in each expert's down projection.
+struct ExpertFactors {
+  SmallVector<int64_t> tokens;
+  int64_t hidden, choices, experts, ffn;
+  ExpertFactors(RuleBuilder &b, Value input, Value routing, Value w1) {
+    tokens = tokenFactors(b, input);
+    hidden = lastFactor(b, input, FactorKind::Replicated);
+    choices = lastFactor(b, routing, FactorKind::Replicated);
+    experts = b.factor(dimOf(w1, 0));
+    ffn = b.factor(dimOf(w1, 1), FactorKind::Contracting);
+  }
+  Dims tokensBy(int64_t last) const { return withLast(tokens, last); }
+  Dims gateUp() const { return {{experts}, {ffn}, {hidden}}; }
+  Dims down() const { return {{experts}, {hidden}, {ffn}}; }
+  SmallVector<std::optional<Dims>> operands() const {
+    return {tokensBy(hidden), tokensBy(choices), tokensBy(choices), gateUp(), gateUp(), down()};
+  }
+};
+
+ShardingRule MoeExpertsOp::getShardingRule() {
+  RuleBuilder b;
+  ExpertFactors f(b, getInput(), getExperts(), getW1());
+  b.rule.operands = f.operands();
+  b.rule.results = {f.tokensBy(f.hidden)};
+  return b.rule;
+}
+
+ShardingRule MoeExpertsGradOp::getShardingRule() {
+  RuleBuilder b;
+  ExpertFactors f(b, getInput(), getExperts(), getW1());
+  b.rule.operands = f.operands();
+  b.rule.operands.push_back(f.tokensBy(f.hidden));
+  b.rule.results = {f.tokensBy(f.hidden), f.tokensBy(f.choices), f.gateUp(), f.gateUp(), f.down()};
   return b.rule;
 }
 
@@ -849,4 +892,148 @@ std::optional<LogicalResult> CrossEntropyGradOp::partitionItself(OpPartition &pa
                                        b.getI64IntegerAttr(vocab), getIgnoreIndexAttr());
   }
   return partition.setResult(getOperation()->getResult(0), local, in->logitsSharding);
+}
+
+//===----------------------------------------------------------------------===//
+// Expert parallelism
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A tfm.moe_experts (or its gradient) on this device: its operands'
+/// local values, the axes that split its tokens, its experts (the
+/// expert-parallel group) and their FFN.
+struct LocalExperts {
+  ExpertOperands in;
+  Value resultGrad;
+  SmallVector<SmallVector<StringRef>> tokenDims;
+  SmallVector<StringRef> expertAxes, ffnAxes;
+  int64_t members = 1;
+};
+
+/// The local operands of `op`, the experts split as `w1` is and the
+/// tokens as `input`'s are, over the expert axes too: each member of an
+/// expert-parallel group routes its own tokens. The hidden dimension and
+/// the routing's choices are whole.
+FailureOr<LocalExperts> localExperts(OpPartition &partition, Operation *op,
+                                     const ExpertOperands &global, Value resultGrad) {
+  MLIRContext *context = op->getContext();
+  LocalExperts local;
+  ShardingAttr weights = partition.shardingOf(global.w1);
+  local.expertAxes = weights.axesOf(0);
+  local.ffnAxes = weights.axesOf(1);
+  local.tokenDims = dimsOf(partition.shardingOf(global.input));
+  local.tokenDims.pop_back();
+  for (StringRef axis : local.expertAxes)
+    if (llvm::none_of(local.tokenDims,
+                      [&](const auto &axes) { return llvm::is_contained(axes, axis); }))
+      local.tokenDims.front().push_back(axis);
+  if (!local.expertAxes.empty()) {
+    MeshAttr mesh = meshOf(op->getParentOfType<ModuleOp>(), "expert parallelism");
+    if (!mesh)
+      return failure();
+    for (StringRef axis : local.expertAxes)
+      local.members *= mesh.axisSize(axis);
+    int64_t experts = cast<RankedTensorType>(global.w1.getType()).getDimSize(0);
+    if (experts % local.members != 0) {
+      InFlightDiagnostic diag = op->emitOpError() << "splits its " << experts << " experts over";
+      for (StringRef axis : local.expertAxes)
+        diag << " '" << axis << "'";
+      return diag << " (" << local.members
+                  << " devices), which must divide them: each device holds whole experts";
+    }
+  }
+  auto tokensBy = [&](ArrayRef<StringRef> last) {
+    SmallVector<SmallVector<StringRef>> dims = local.tokenDims;
+    dims.emplace_back(last);
+    return shardingOf(context, dims);
+  };
+  ShardingAttr tokens = tokensBy({});
+  ShardingAttr gateUp = shardingOf(context, {local.expertAxes, local.ffnAxes, {}});
+  ShardingAttr down = shardingOf(context, {local.expertAxes, {}, local.ffnAxes});
+  SmallVector<std::pair<Value *, std::pair<Value, ShardingAttr>>> wanted = {
+      {&local.in.input, {global.input, tokens}},     {&local.in.experts, {global.experts, tokens}},
+      {&local.in.weights, {global.weights, tokens}}, {&local.in.w1, {global.w1, gateUp}},
+      {&local.in.w3, {global.w3, gateUp}},           {&local.in.w2, {global.w2, down}}};
+  if (resultGrad)
+    wanted.push_back({&local.resultGrad, {resultGrad, tokens}});
+  for (auto &[into, from] : wanted) {
+    FailureOr<Value> v = partition.localAs(from.first, from.second);
+    if (failed(v))
+      return failure();
+    *into = *v;
+  }
+  return local;
+}
+
+/// The exchange of `local`'s expert-parallel group, or null without one.
+std::optional<ExpertExchange> exchangeOf(OpPartition &partition, const LocalExperts &local) {
+  if (local.expertAxes.empty())
+    return std::nullopt;
+  OpBuilder &b = partition.builder();
+  return ExpertExchange{FlatSymbolRefAttr::get(b.getContext(), pmlir::kGridName),
+                        b.getDenseI16ArrayAttr(partition.gridAxesOf(local.expertAxes)),
+                        local.members};
+}
+
+} // namespace
+
+/// Expert parallelism, as Megatron's all-to-all token dispatcher: each
+/// member of the group over the experts' axes sorts its own tokens by
+/// expert, sends each member the rows of its experts, runs its experts'
+/// grouped GEMMs and sends the rows back. The result is the member's
+/// tokens, pending over the FFN's axes where tensor parallelism splits each
+/// expert. Experts split over no axis compute as the rule says.
+std::optional<LogicalResult> MoeExpertsOp::partitionItself(OpPartition &partition) {
+  if (partition.shardingOf(getW1()).axesOf(0).empty())
+    return std::nullopt;
+  ExpertOperands global{getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2()};
+  FailureOr<LocalExperts> local = localExperts(partition, *this, global, Value());
+  if (failed(local))
+    return failure();
+  std::optional<ExpertExchange> exchange = exchangeOf(partition, *local);
+  int64_t experts = getW1().getType().getDimSize(0);
+  Value y = buildExperts(partition.builder(), getLoc(), local->in, experts, &*exchange);
+  SmallVector<SmallVector<StringRef>> dims = local->tokenDims;
+  dims.emplace_back();
+  return partition.setResult(getOperation()->getResult(0), y,
+                             ShardingAttr::get(getContext(), dims, local->ffnAxes, {}, 0, {}));
+}
+
+/// The gradient under any split: the token gradients pending over the
+/// FFN's axes, the expert weights' over the token axes outside the
+/// expert-parallel group (each group sees its own tokens).
+std::optional<LogicalResult> MoeExpertsGradOp::partitionItself(OpPartition &partition) {
+  MLIRContext *context = getContext();
+  ExpertOperands global{getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2()};
+  FailureOr<LocalExperts> local = localExperts(partition, *this, global, getResultGrad());
+  if (failed(local))
+    return failure();
+  std::optional<ExpertExchange> exchange = exchangeOf(partition, *local);
+  int64_t experts = getW1().getType().getDimSize(0);
+  FailureOr<SmallVector<Value>> grads =
+      buildExpertsGradients(partition.builder(), getLoc(), local->in, local->resultGrad, experts,
+                            exchange ? &*exchange : nullptr);
+  if (failed(grads))
+    return failure();
+  SmallVector<StringRef> tokenAxes;
+  for (const auto &axes : local->tokenDims)
+    for (StringRef axis : axes)
+      if (!llvm::is_contained(local->expertAxes, axis))
+        tokenAxes.push_back(axis);
+  auto tokensBy = [&](ArrayRef<StringRef> last) {
+    SmallVector<SmallVector<StringRef>> dims = local->tokenDims;
+    dims.emplace_back(last);
+    return dims;
+  };
+  SmallVector<ShardingAttr> computed = {
+      ShardingAttr::get(context, tokensBy({}), local->ffnAxes, {}, 0, {}),
+      ShardingAttr::get(context, tokensBy({}), local->ffnAxes, {}, 0, {}),
+      ShardingAttr::get(context, {local->expertAxes, local->ffnAxes, {}}, tokenAxes, {}, 0, {}),
+      ShardingAttr::get(context, {local->expertAxes, local->ffnAxes, {}}, tokenAxes, {}, 0, {}),
+      ShardingAttr::get(context, {local->expertAxes, {}, local->ffnAxes}, tokenAxes, {}, 0, {})};
+  for (auto [r, local, sharding] : llvm::zip(getOperation()->getResults(), *grads, computed))
+    if (failed(partition.setResult(cast<OpResult>(r), local, sharding)))
+      return failure();
+  return success();
 }

@@ -119,6 +119,28 @@ void GroupedMatmulOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
   saved.push_back({getRhs(), "matmul_inputs"});
 }
 
+/// Every routed row goes through its expert's three [H] x [H, F] products.
+double MoeExpertsOp::getFlops() {
+  ArrayRef<int64_t> routing = getExperts().getType().getShape();
+  ArrayRef<int64_t> w1 = getW1().getType().getShape();
+  return 6.0 * product(routing) * product(w1.drop_front());
+}
+
+/// Its backward keeps the operands alone and computes the experts again.
+void MoeExpertsOp::getSavedForBackward(SmallVectorImpl<SavedValue> &saved) {
+  saved.push_back({getInput(), "matmul_inputs"});
+  saved.push_back({getExperts(), "router_choices"});
+  saved.push_back({getWeights(), "router_choices"});
+}
+
+/// The three products again, and two for each of their operands'
+/// gradients: nine in all.
+double MoeExpertsGradOp::getFlops() {
+  ArrayRef<int64_t> routing = getExperts().getType().getShape();
+  ArrayRef<int64_t> w1 = getW1().getType().getShape();
+  return 18.0 * product(routing) * product(w1.drop_front());
+}
+
 double GroupedWeightGradOp::getFlops() {
   ArrayRef<int64_t> lhs = getLhs().getType().getShape();
   return 2.0 * product(lhs) * product({getRhs().getType().getShape().back()});

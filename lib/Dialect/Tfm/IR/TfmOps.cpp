@@ -997,6 +997,114 @@ LogicalResult GroupedWeightGradOp::verify() {
   return expectElementType(*this, "result", getResult(), "operand 'lhs'", getLhs());
 }
 
+namespace {
+
+/// The operands of a tfm.moe_experts (or its gradient): tokens [..., H],
+/// a routing [..., k], expert weights w1, w3 [E, F, H] and w2 [E, H, F].
+LogicalResult verifyExperts(Operation *op, Value input, Value experts, Value weights, Value w1,
+                            Value w3, Value w2) {
+  ArrayRef<int64_t> x = tensorType(input).getShape();
+  ArrayRef<int64_t> routing = tensorType(experts).getShape();
+  if (failed(expectRankAtLeastOne(op, "operand 'input'", "[..., H]", x)) ||
+      failed(expectRankAtLeastOne(op, "operand 'experts'", "[..., k]", routing)))
+    return failure();
+  Shape chosen(x.drop_back());
+  chosen.push_back(routing.back());
+  if (failed(expectShape(op, "operand 'experts'", chosen, routing,
+                         "the tokens of 'input' followed by k")) ||
+      failed(expectShape(op, "operand 'weights'", chosen, tensorType(weights).getShape(),
+                         "that of 'experts'")))
+    return failure();
+  ArrayRef<int64_t> gate = tensorType(w1).getShape();
+  if (failed(expectRank(op, "operand 'w1'", 3, "[E, F, H]", gate)) ||
+      failed(expectShape(op, "operand 'w1'", {gate[0], gate[1], x.back()}, gate,
+                         "[E, F, H], H that of 'input'")) ||
+      failed(expectShape(op, "operand 'w3'", gate, tensorType(w3).getShape(), "that of 'w1'")) ||
+      failed(expectShape(op, "operand 'w2'", {gate[0], x.back(), gate[1]},
+                         tensorType(w2).getShape(), "[E, H, F] of 'w1'")))
+    return failure();
+  if (!ShapedType::isDynamic(gate[0]) && routing.back() > gate[0])
+    return op->emitOpError() << "routes each token to " << routing.back() << " experts of 'w1''s "
+                             << gate[0] << " (top-k must not exceed the experts)";
+  for (auto [name, v] : {std::pair<StringRef, Value>{"operand 'weights'", weights},
+                         {"operand 'w1'", w1},
+                         {"operand 'w3'", w3},
+                         {"operand 'w2'", w2}})
+    if (failed(expectElementType(op, name, v, "operand 'input'", input)))
+      return failure();
+  return success();
+}
+
+/// tfm.moe_all_to_all's and its inverse's operands: `sent` rows [R, H] on
+/// each device, received rows [n * R, H], counts [E] with n dividing E;
+/// sets `members` to n.
+LogicalResult verifyExpertExchange(Operation *op, Value sent, Value received, Value counts,
+                                   StringRef sentName, StringRef receivedName, int64_t &members) {
+  ArrayRef<int64_t> c = tensorType(counts).getShape();
+  ArrayRef<int64_t> rows = tensorType(sent).getShape();
+  ArrayRef<int64_t> all = tensorType(received).getShape();
+  if (failed(expectRank(op, "operand 'counts'", 1, "[E]: this device's count per expert", c)) ||
+      failed(expectRank(op, sentName, 2, "[R, H]", rows)) ||
+      failed(expectRank(op, receivedName, 2, "[n * R, H]", all)))
+    return failure();
+  members = ShapedType::kDynamic;
+  if (llvm::any_of(llvm::concat<const int64_t>(c, rows, all), ShapedType::isDynamic))
+    return success();
+  if (rows[0] == 0 || all[0] % rows[0] != 0 || all[1] != rows[1])
+    return op->emitOpError() << receivedName << " shape " << formatShape(all) << ": expected [n * "
+                             << rows[0] << ", " << rows[1] << "] (n devices' rows, " << sentName
+                             << " being " << formatShape(rows) << ")";
+  members = all[0] / rows[0];
+  if (c[0] % members != 0)
+    return op->emitOpError() << "operand 'counts' shape " << formatShape(c) << ": the " << members
+                             << " devices must hold equal blocks of the " << c[0] << " experts";
+  return expectElementType(op, receivedName, received, sentName, sent);
+}
+
+} // namespace
+
+LogicalResult MoeExpertsOp::verify() {
+  if (failed(
+          verifyExperts(*this, getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2())))
+    return failure();
+  return expectShape(*this, "result", tensorType(getInput()).getShape(),
+                     tensorType(getResult()).getShape(), "that of 'input'");
+}
+
+LogicalResult MoeExpertsGradOp::verify() {
+  if (failed(
+          verifyExperts(*this, getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2())))
+    return failure();
+  for (auto [name, grad, of] :
+       {std::tuple<StringRef, Value, Value>{"operand 'result_grad'", getResultGrad(), getInput()},
+        {"result 'input_grad'", getInputGrad(), getInput()},
+        {"result 'weights_grad'", getWeightsGrad(), getWeights()},
+        {"result 'w1_grad'", getW1Grad(), getW1()},
+        {"result 'w3_grad'", getW3Grad(), getW3()},
+        {"result 'w2_grad'", getW2Grad(), getW2()}})
+    if (failed(expectShape(*this, name, tensorType(of).getShape(), tensorType(grad).getShape(),
+                           "that of the value it is the gradient of")))
+      return failure();
+  return success();
+}
+
+LogicalResult MoeAllToAllOp::verify() {
+  int64_t members;
+  if (failed(verifyExpertExchange(*this, getRows(), getResult(), getCounts(), "operand 'rows'",
+                                  "result", members)))
+    return failure();
+  int64_t experts = tensorType(getCounts()).getShape()[0];
+  int64_t local = ShapedType::isDynamic(members) ? ShapedType::kDynamic : experts / members;
+  return expectShape(*this, "result 'expert_counts'", {local},
+                     tensorType(getExpertCounts()).getShape(), "[E / n]: this device's experts");
+}
+
+LogicalResult MoeAllToAllBackOp::verify() {
+  int64_t members;
+  return verifyExpertExchange(*this, getResult(), getRows(), getCounts(), "result",
+                              "operand 'rows'", members);
+}
+
 LogicalResult MoeRouterStatsOp::verify() {
   ArrayRef<int64_t> logits = tensorType(getLogits()).getShape();
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();

@@ -166,6 +166,138 @@ def Tfm_GroupedMatmulOp : Tfm_Op<"grouped_matmul", [Pure, Tfm_OwnRule, Tfm_Diffe
 }
 
 //===----------------------------------------------------------------------===//
+// The experts of a sparse block, whole
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeExpertsOp : Tfm_Op<"moe_experts", [Pure, Tfm_OwnRuleAndPartition,
+    Tfm_Differentiable,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops", "getSavedForBackward"]>]> {
+  let summary = "routed tokens through their SwiGLU experts, weighted back (Mixtral's block)";
+  let description = [{
+    `input` is `[..., H]`, the tokens; `experts` and `weights` (`[..., k]`)
+    are a routing's (`tfm.moe_route`'s). `w1` and `w3` are `[E, F, H]`,
+    `w2` `[E, H, F]`: each expert's SwiGLU, `[out, in]` as Mixtral stores
+    them. Each token's result `[..., H]` is the sum over its `k` choices of
+    the choice's weight times `w2[e] (silu(w1[e] x) * w3[e] x)` of its
+    expert `e`.
+
+    The op is the unit expert parallelism splits: a device with a block of
+    the tokens and a block of the experts (`w1`, `w3`, `w2` split along
+    `E`) sorts its tokens by expert, sends each expert's rows to the device
+    holding it and gets them back (`tfm.moe_all_to_all`,
+    `tfm.moe_all_to_all_back`). Without that split it computes locally, and
+    it is lowered as `tfm.moe_sort`, `tfm.moe_dispatch`, grouped matmuls
+    and `tfm.moe_combine`.
+
+    ```mlir
+    %y = tfm.moe_experts %x, %e, %w, %w1, %w3, %w2
+        : tensor<4x128x64xf32>, tensor<4x128x2xi64>, tensor<4x128x2xf32>,
+          tensor<8x176x64xf32>, tensor<8x176x64xf32>, tensor<8x64x176xf32>
+        -> tensor<4x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_I64Tensor:$experts,
+                       Tfm_FloatTensor:$weights, Tfm_FloatTensor:$w1, Tfm_FloatTensor:$w3,
+                       Tfm_FloatTensor:$w2);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $experts `,` $weights `,` $w1 `,` $w3 `,` $w2 attr-dict `:` type($input) `,`
+    type($experts) `,` type($weights) `,` type($w1) `,` type($w3) `,` type($w2) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeExpertsGradOp : Tfm_Op<"moe_experts_grad", [Pure, Tfm_OwnRuleAndPartition,
+    DeclareOpInterfaceMethods<Tfm_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the gradients of tfm.moe_experts";
+  let description = [{
+    The operands of a `tfm.moe_experts` and the gradient of its result
+    (`result_grad`); the gradients of its tokens, routing weights and the
+    three expert weights. The experts' forward is computed again (the op
+    keeps nothing between forward and backward but its operands).
+
+    ```mlir
+    %dx, %dw, %dw1, %dw3, %dw2 = tfm.moe_experts_grad %x, %e, %w, %w1, %w3, %w2, %dy
+        : tensor<4x128x64xf32>, tensor<4x128x2xi64>, tensor<4x128x2xf32>,
+          tensor<8x176x64xf32>, tensor<8x176x64xf32>, tensor<8x64x176xf32>,
+          tensor<4x128x64xf32>
+        -> tensor<4x128x64xf32>, tensor<4x128x2xf32>, tensor<8x176x64xf32>,
+           tensor<8x176x64xf32>, tensor<8x64x176xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_I64Tensor:$experts,
+                       Tfm_FloatTensor:$weights, Tfm_FloatTensor:$w1, Tfm_FloatTensor:$w3,
+                       Tfm_FloatTensor:$w2, Tfm_FloatTensor:$result_grad);
+  let results = (outs Tfm_FloatTensor:$input_grad, Tfm_FloatTensor:$weights_grad,
+                      Tfm_FloatTensor:$w1_grad, Tfm_FloatTensor:$w3_grad,
+                      Tfm_FloatTensor:$w2_grad);
+  let assemblyFormat = [{
+    $input `,` $experts `,` $weights `,` $w1 `,` $w3 `,` $w2 `,` $result_grad attr-dict `:`
+    type($input) `,` type($experts) `,` type($weights) `,` type($w1) `,` type($w3) `,`
+    type($w2) `,` type($result_grad) `->` type($input_grad) `,` type($weights_grad) `,`
+    type($w1_grad) `,` type($w3_grad) `,` type($w2_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Expert parallelism (partitioned programs)
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeAllToAllOp : Tfm_Op<"moe_all_to_all", [Pure, Tfm_Differentiable]> {
+  let summary = "sends each expert's sorted rows to the device holding the expert";
+  let description = [{
+    A collective over the `n` devices of `grid_axes` of `grid`, each
+    holding `E / n` consecutive experts of `E`. `rows` (`[R, H]`) is this
+    device's rows sorted by expert and `counts` (`[E]`) how many rows each
+    expert has here (`tfm.moe_sort`'s). The devices first exchange their
+    counts; then each sends each other its rows of the other's experts
+    (dropless: the counts say how many) and receives the rows of its own.
+    `result` (`[n * R, H]`, the most a device can receive) holds them by
+    expert, then by sender, each sender's in its order, as one sort of all
+    the devices' rows by expert would; rows past them are zeros.
+    `expert_counts` (`[E / n]`) is how many rows each of its experts got.
+
+    ```mlir
+    %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 1>}
+        : tensor<512x64xf32>, tensor<8xi64> -> tensor<1024x64xf32>, tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$rows, Tfm_I64Tensor:$counts,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Tfm_FloatTensor:$result, Tfm_I64Tensor:$expert_counts);
+  let assemblyFormat = [{
+    $rows `,` $counts attr-dict `:` type($rows) `,` type($counts) `->` type($result) `,`
+    type($expert_counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeAllToAllBackOp : Tfm_Op<"moe_all_to_all_back", [Pure, Tfm_Differentiable]> {
+  let summary = "returns the expert rows of tfm.moe_all_to_all to the devices they came from";
+  let description = [{
+    The inverse of `tfm.moe_all_to_all` with the same `counts` (`[E]`, this
+    device's count of rows per expert): `rows` (`[n * R, H]`) are this
+    device's experts' rows as that op leaves them, and `result` (`[R, H]`)
+    this device's own rows back in its sorted order. Each is the other's
+    gradient.
+
+    ```mlir
+    %back = tfm.moe_all_to_all_back %out, %counts {grid = @mesh, grid_axes = array<i16: 1>}
+        : tensor<1024x64xf32>, tensor<8xi64> -> tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$rows, Tfm_I64Tensor:$counts,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $counts attr-dict `:` type($rows) `,` type($counts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // The load-balancing loss
 //===----------------------------------------------------------------------===//
 

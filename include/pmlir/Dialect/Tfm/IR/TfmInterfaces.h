@@ -117,6 +117,9 @@ public:
   virtual mlir::Value sumOver(mlir::Value local, llvm::ArrayRef<llvm::StringRef> axes) = 0;
   /// `local`'s maximum (all-reduced) over the ranks of `axes`.
   virtual mlir::Value maxOver(mlir::Value local, llvm::ArrayRef<llvm::StringRef> axes) = 0;
+  /// The axes of the partitioned program's grid that make up the mesh
+  /// axes `axes`, for a collective of the op's own over them.
+  virtual llvm::SmallVector<int16_t> gridAxesOf(llvm::ArrayRef<llvm::StringRef> axes) = 0;
   /// Sets `local`, in sharding `computed`, as the local value of the op's
   /// result `result`, resharded to the result's own sharding where that
   /// differs; failure after a diagnostic.
