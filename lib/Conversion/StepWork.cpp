@@ -394,6 +394,11 @@ private:
       messagesToGroup = *count;
       return true;
     }
+    if (id == rt::abi::EntryId::moe_all_to_all || id == rt::abi::EntryId::moe_all_to_all_back) {
+      error = call.getCallee().str() + " at " + sourcePosition(call.getLoc()) +
+              " sends as many rows as the tokens choose its experts, which is data";
+      return false;
+    }
     std::optional<CollectiveKind> kind = collectiveOf(id);
     if (!kind)
       return true; // coordinates, trace spans, parallel loops' dispatch

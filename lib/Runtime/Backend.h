@@ -67,6 +67,12 @@ public:
                              pmlir_rt_reduction op, const Group &group) = 0;
   virtual void allToAll(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                         const Group &group) = 0;
+  /// Member j gets `sendCounts[j]` elements of `send` from `sendOffsets[j]`
+  /// and this member `recvCounts[j]` elements from member j into `recv`
+  /// at `recvOffsets[j]`: an all-to-all of blocks of any size.
+  virtual void allToAllV(const void *send, const int64_t *sendCounts, const int64_t *sendOffsets,
+                         void *recv, const int64_t *recvCounts, const int64_t *recvOffsets,
+                         pmlir_rt_dtype dtype, const Group &group) = 0;
   virtual void broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int root,
                          const Group &group) = 0;
   virtual void send(const void *buf, int64_t count, pmlir_rt_dtype dtype, int peer, int64_t tag,

@@ -29,6 +29,15 @@ T *begin(StridedMemRefType<T, 1> *m) {
 
 const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes); }
 
+/// The elements of one row of a buffer of `elements` holding as many rows
+/// as `counts` sum to (every routed pair has one): 0 without rows.
+int64_t rowWidth(int64_t elements, StridedMemRefType<int64_t, 1> *counts) {
+  int64_t rows = 0;
+  for (int64_t e = 0; e < counts->sizes[0]; ++e)
+    rows += begin(counts)[e];
+  return rows > 0 ? elements / rows : 0;
+}
+
 } // namespace
 
 #define PMLIR_RT_MEMREF_ENTRIES(SUFFIX, T, DTYPE)                              \
@@ -58,6 +67,22 @@ const int64_t *axesOf(StridedMemRefType<int64_t, 1> *axes) { return begin(axes);
     int64_t n = pmlir_rt_group_size(axesOf(axes), axes->sizes[0]);                                 \
     pmlir_rt_all_to_all(begin(in), begin(out), in->sizes[0] / n, DTYPE, axesOf(axes),              \
                         axes->sizes[0]);                                                           \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_moe_all_to_all_##SUFFIX(                                   \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,                                   \
+      StridedMemRefType<int64_t, 1> *counts, StridedMemRefType<int64_t, 1> *expertCounts,          \
+      StridedMemRefType<int64_t, 1> *axes) {                                                       \
+    int64_t width = rowWidth(in->sizes[0], counts);                                                \
+    pmlir_rt_moe_all_to_all(begin(in), begin(out), width, begin(counts), counts->sizes[0],         \
+                            begin(expertCounts), width ? out->sizes[0] / width : 0, DTYPE,         \
+                            axesOf(axes), axes->sizes[0]);                                         \
+  }                                                                                                \
+  extern "C" void _mlir_ciface_pmlir_rt_moe_all_to_all_back_##SUFFIX(                              \
+      StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,                                   \
+      StridedMemRefType<int64_t, 1> *counts, StridedMemRefType<int64_t, 1> *axes) {                \
+    pmlir_rt_moe_all_to_all_back(begin(in), begin(out), rowWidth(out->sizes[0], counts),           \
+                                 begin(counts), counts->sizes[0], DTYPE, axesOf(axes),             \
+                                 axes->sizes[0]);                                                  \
   }                                                                                                \
   extern "C" void _mlir_ciface_pmlir_rt_broadcast_##SUFFIX(                                        \
       StridedMemRefType<T, 1> *in, StridedMemRefType<T, 1> *out,                                   \
@@ -92,6 +117,7 @@ template <typename T> struct TableSignatures {
   using VOID = void;
   using BUFFER = StridedMemRefType<T, 1> *;
   using AXES = StridedMemRefType<int64_t, 1> *;
+  using COUNTS = StridedMemRefType<int64_t, 1> *;
   using I32 = int32_t;
   using I64 = int64_t;
   using PTR = void *;
@@ -108,6 +134,8 @@ template <typename T> struct TableSignatures {
   M(all_gather, SUFFIX, CTYPE)                                                                     \
   M(reduce_scatter, SUFFIX, CTYPE)                                                                 \
   M(all_to_all, SUFFIX, CTYPE)                                                                     \
+  M(moe_all_to_all, SUFFIX, CTYPE)                                                                 \
+  M(moe_all_to_all_back, SUFFIX, CTYPE)                                                            \
   M(broadcast, SUFFIX, CTYPE)                                                                      \
   M(send, SUFFIX, CTYPE)                                                                           \
   M(recv, SUFFIX, CTYPE)

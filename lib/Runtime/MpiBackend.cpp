@@ -147,6 +147,28 @@ public:
         [&](MPI_Request *r) { return MPI_Ialltoall(send, n, type, recv, n, type, group.comm, r); });
   }
 
+  void allToAllV(const void *send, const int64_t *sendCounts, const int64_t *sendOffsets,
+                 void *recv, const int64_t *recvCounts, const int64_t *recvOffsets,
+                 pmlir_rt_dtype dtype, const Group &group) override {
+    Waiting waiting("all_to_all", group);
+    const int64_t *given[4] = {sendCounts, sendOffsets, recvCounts, recvOffsets};
+    std::vector<int> counts[4];
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < group.size; ++j)
+        counts[i].push_back(mpiCount(given[i][j], "all_to_all"));
+    MPI_Datatype type = mpiType(dtype);
+    mpiCall(
+        "all_to_all",
+        [&] {
+          return MPI_Alltoallv(send, counts[0].data(), counts[1].data(), type, recv,
+                               counts[2].data(), counts[3].data(), type, group.comm);
+        },
+        [&](MPI_Request *r) {
+          return MPI_Ialltoallv(send, counts[0].data(), counts[1].data(), type, recv,
+                                counts[2].data(), counts[3].data(), type, group.comm, r);
+        });
+  }
+
   void broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int root,
                  const Group &group) override {
     Waiting waiting("broadcast", group);

@@ -196,6 +196,31 @@ public:
         });
   }
 
+  void allToAllV(const void *send, const int64_t *sendCounts, const int64_t *sendOffsets,
+                 void *recv, const int64_t *recvCounts, const int64_t *recvOffsets,
+                 pmlir_rt_dtype dtype, const Group &group) override {
+    size_t inBytes = 0, outBytes = 0, width = elementBytes(dtype);
+    for (int j = 0; j < group.size; ++j) {
+      inBytes = std::max<size_t>(inBytes, (sendOffsets[j] + sendCounts[j]) * width);
+      outBytes = std::max<size_t>(outBytes, (recvOffsets[j] + recvCounts[j]) * width);
+    }
+    run("all_to_all", group, send, inBytes, recv, outBytes,
+        [&](ncclComm_t comm, const void *in, void *out) {
+          checkNccl(ncclGroupStart(), "ncclGroupStart");
+          for (int j = 0; j < group.size; ++j) {
+            if (sendCounts[j] > 0)
+              checkNccl(ncclSend(blockAt(in, sendOffsets[j], 1, dtype), sendCounts[j],
+                                 ncclType(dtype), j, comm, stream_),
+                        "ncclSend");
+            if (recvCounts[j] > 0)
+              checkNccl(ncclRecv(const_cast<char *>(blockAt(out, recvOffsets[j], 1, dtype)),
+                                 recvCounts[j], ncclType(dtype), j, comm, stream_),
+                        "ncclRecv");
+          }
+          checkNccl(ncclGroupEnd(), "all_to_all");
+        });
+  }
+
   void broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int root,
                  const Group &group) override {
     size_t bytes = count * elementBytes(dtype);

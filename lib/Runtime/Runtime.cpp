@@ -862,6 +862,136 @@ extern "C" void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count,
   state->backend->allToAll(send, recv, count, dtype, group);
 }
 
+namespace {
+
+/// Where a member of an expert-parallel group sends and receives: each
+/// member's counts per expert (exchanged first), and in elements the blocks
+/// it sends every member and receives from every member.
+struct ExpertTraffic {
+  int n = 0, me = 0;
+  int64_t experts = 0, local = 0, width = 0;
+  std::vector<int64_t> all; // [n, experts]
+  std::vector<int64_t> sendCounts, sendOffsets, recvCounts, recvOffsets;
+
+  /// Rows of expert `e` of this member's that member `q` sends.
+  int64_t rowsFrom(int q, int64_t e) const { return all[q * experts + me * local + e]; }
+};
+
+ExpertTraffic expertTraffic(const char *what, const Group &group, const int64_t *counts,
+                            int64_t experts, int64_t width) {
+  if (state->backend->device() >= 0)
+    failWith(std::string(what) + ": expert parallelism runs on the CPU (the experts have no GPU "
+                                 "lowering yet)");
+  ExpertTraffic t;
+  t.n = group.size;
+  t.me = int(indexIn(group));
+  t.experts = experts;
+  t.width = width;
+  if (experts <= 0 || experts % t.n != 0)
+    failWith(std::string(what) + ": " + std::to_string(experts) + " experts over " +
+             std::to_string(t.n) + " members of " + group.axes +
+             " (each member holds experts / members whole experts)");
+  t.local = experts / t.n;
+  t.all.resize(t.n * experts);
+  // Dropless: how much each member receives is data, so the counts go first.
+  agreeOnCollective(AllGather, group, experts, PMLIR_RT_I64, -1);
+  {
+    TracedCall traced("all_gather", group, experts * int64_t(sizeof(int64_t)));
+    state->backend->allGather(counts, t.all.data(), experts, PMLIR_RT_I64, group);
+  }
+  int64_t sent = 0, received = 0;
+  for (int q = 0; q < t.n; ++q) {
+    int64_t out = 0, in = 0;
+    for (int64_t e = 0; e < t.local; ++e) {
+      out += counts[q * t.local + e];
+      in += t.rowsFrom(q, e);
+    }
+    t.sendOffsets.push_back(sent * width);
+    t.sendCounts.push_back(out * width);
+    t.recvOffsets.push_back(received * width);
+    t.recvCounts.push_back(in * width);
+    sent += out;
+    received += in;
+  }
+  for (int64_t c : t.all)
+    if (c < 0)
+      failWith(std::string(what) + ": a member's count of rows is negative (" + std::to_string(c) +
+               ")");
+  return t;
+}
+
+/// Copies between the received blocks (by sender, each by expert) and the
+/// rows by expert, then by sender: `toExperts` from the first to the
+/// second. Returns the rows of this member's experts.
+int64_t reorderExpertRows(const ExpertTraffic &t, char *bySender, char *byExpert,
+                          size_t elementSize, bool toExperts) {
+  size_t rowBytes = t.width * elementSize;
+  std::vector<int64_t> next(t.n);
+  for (int q = 0; q < t.n; ++q)
+    next[q] = t.recvOffsets[q] / std::max<int64_t>(t.width, 1);
+  int64_t row = 0;
+  for (int64_t e = 0; e < t.local; ++e)
+    for (int q = 0; q < t.n; ++q) {
+      int64_t rows = t.rowsFrom(q, e);
+      char *a = bySender + next[q] * rowBytes, *b = byExpert + row * rowBytes;
+      if (rows > 0)
+        std::memcpy(toExperts ? b : a, toExperts ? a : b, rows * rowBytes);
+      next[q] += rows;
+      row += rows;
+    }
+  return row;
+}
+
+} // namespace
+
+extern "C" void pmlir_rt_moe_all_to_all(const void *rows, void *received, int64_t rowElements,
+                                        const int64_t *counts, int64_t experts,
+                                        int64_t *expertCounts, int64_t capacity,
+                                        pmlir_rt_dtype dtype, const int64_t *axes,
+                                        int64_t numAxes) {
+  const Group &group = collectiveGroup("moe_all_to_all", rowElements, dtype, axes, numAxes);
+  ExpertTraffic t = expertTraffic("moe_all_to_all", group, counts, experts, rowElements);
+  int64_t total = t.recvOffsets.back() + t.recvCounts.back();
+  if (total > capacity * rowElements)
+    failWith("moe_all_to_all: " + std::to_string(total / std::max<int64_t>(rowElements, 1)) +
+             " rows arrive for room for " + std::to_string(capacity));
+  size_t size = elementBytes(dtype);
+  std::vector<char> bySender(total * size);
+  agreeOnCollective(AllToAll, group, rowElements, dtype, -1);
+  {
+    TracedCall traced("all_to_all", group,
+                      (t.sendOffsets.back() + t.sendCounts.back()) * int64_t(size));
+    state->backend->allToAllV(rows, t.sendCounts.data(), t.sendOffsets.data(), bySender.data(),
+                              t.recvCounts.data(), t.recvOffsets.data(), dtype, group);
+  }
+  char *out = static_cast<char *>(received);
+  int64_t got = reorderExpertRows(t, bySender.data(), out, size, /*toExperts=*/true);
+  std::memset(out + got * rowElements * size, 0, (capacity - got) * rowElements * size);
+  for (int64_t e = 0; e < t.local; ++e) {
+    expertCounts[e] = 0;
+    for (int q = 0; q < t.n; ++q)
+      expertCounts[e] += t.rowsFrom(q, e);
+  }
+}
+
+extern "C" void pmlir_rt_moe_all_to_all_back(const void *received, void *rows, int64_t rowElements,
+                                             const int64_t *counts, int64_t experts,
+                                             pmlir_rt_dtype dtype, const int64_t *axes,
+                                             int64_t numAxes) {
+  const Group &group = collectiveGroup("moe_all_to_all_back", rowElements, dtype, axes, numAxes);
+  ExpertTraffic t = expertTraffic("moe_all_to_all_back", group, counts, experts, rowElements);
+  size_t size = elementBytes(dtype);
+  std::vector<char> bySender((t.recvOffsets.back() + t.recvCounts.back()) * size);
+  reorderExpertRows(t, bySender.data(), static_cast<char *>(const_cast<void *>(received)), size,
+                    /*toExperts=*/false);
+  agreeOnCollective(AllToAll, group, rowElements, dtype, -1);
+  TracedCall traced("all_to_all", group,
+                    (t.recvOffsets.back() + t.recvCounts.back()) * int64_t(size));
+  // The way the rows came, backwards: what came from a member goes to it.
+  state->backend->allToAllV(bySender.data(), t.recvCounts.data(), t.recvOffsets.data(), rows,
+                            t.sendCounts.data(), t.sendOffsets.data(), dtype, group);
+}
+
 extern "C" void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                                    const int64_t *axes, int64_t numAxes) {
   const Group &group = collectiveGroup("broadcast", count, dtype, axes, numAxes);

@@ -170,11 +170,19 @@ struct Propagation {
     SmallVector<Axes> decided(numFactors);
     SmallVector<bool> done(numFactors, false);
     Axes used;
+    SmallVector<size_t> usedBy; // the factor of each of `used`
     auto isUsed = [&](StringRef a) {
       return llvm::any_of(used, [&](StringRef u) { return mesh.overlap(a, u); });
     };
+    auto takenFrom = [&](size_t f, StringRef a) {
+      for (auto [u, g] : llvm::zip(used, usedBy))
+        if (mesh.overlap(a, u) && !rule.share(f, g))
+          return true;
+      return false;
+    };
     for (const Choice &c : choices) {
-      if (done[c.factor] || llvm::any_of(c.axes, isUsed)) {
+      if (done[c.factor] ||
+          llvm::any_of(c.axes, [&](StringRef a) { return takenFrom(c.factor, a); })) {
         LLVM_DEBUG(llvm::dbgs() << op->getName() << " at " << op->getLoc() << ": factor "
                                 << c.factor << " on [" << llvm::join(c.axes, ", ") << "] lost ("
                                 << c.weight << " bytes) to [" << llvm::join(decided[c.factor], ", ")
@@ -186,8 +194,10 @@ struct Propagation {
                               << " bytes\n");
       done[c.factor] = true;
       decided[c.factor] = c.axes;
-      for (StringRef a : c.axes)
+      for (StringRef a : c.axes) {
         used.push_back(a);
+        usedBy.push_back(c.factor);
+      }
     }
 
     // A user annotation whose axes lost to another's (for the same factor,

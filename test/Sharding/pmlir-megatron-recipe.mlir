@@ -62,6 +62,28 @@
 // SHARED: tfm.name = "model.layers.0.block_sparse_moe.shared_experts.w2.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>
 // SHARED: tfm.moe_experts {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp"], [], []], pending = ["tp"]>]}
 
+// Expert parallelism: the stacked experts split over ep (whole experts per
+// device, each also split over tp inside), the router whole, the batch over
+// dp then ep; the experts take their tokens split as they come.
+// RUN: pmlir-gen mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 48 --experts 6 --vocab 100 --seq 16 --batch 6 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=tp=2,ep=3,dp=2" \
+// RUN:   | pmlir-opt --pmlir-megatron-recipe --pmlir-sharding-propagation | FileCheck %s --check-prefix=EXPERT-PARALLEL
+// EXPERT-PARALLEL: tfm.name = "input_ids", tfm.role = #tfm<role input>, tfm.sharding = #tfm.sharding<{{\[\[}}"dp", "ep"], []]>
+// EXPERT-PARALLEL: tfm.name = "model.layers.0.block_sparse_moe.gate.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}], []]>
+// EXPERT-PARALLEL: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w1.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"ep"], ["tp"], []]>
+// EXPERT-PARALLEL: tfm.name = "model.layers.0.block_sparse_moe.experts.*.w2.weight", tfm.role = #tfm<role param>, tfm.sharding = #tfm.sharding<{{\[\[}}"ep"], [], ["tp"]]>
+// EXPERT-PARALLEL: tfm.moe_experts {{.*}} {tfm.shardings = [#tfm.sharding<{{\[\[}}"dp", "ep"], [], []], pending = ["tp"]>]}
+
+// An ep axis the experts do not divide, and one on a dense model: refused.
+// RUN: pmlir-gen mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 48 --experts 5 --vocab 100 --seq 16 --batch 4 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=ep=2" \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=EXPERTS-UNEVEN
+// EXPERTS-UNEVEN: error: argument #{{[0-9]+}} ('model.layers.0.block_sparse_moe.experts.*.w1.weight') has 5 experts, which ep = 2 does not divide (expert parallelism gives each device whole experts)
+// RUN: pmlir-gen llama --layers 1 --hidden 64 --heads 8 --kv-heads 2 --ffn 48 --vocab 100 --seq 16 --batch 4 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=ep=2" \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=EP-DENSE --implicit-check-not=builtin.module
+// EP-DENSE: error: mesh axis 'ep' splits experts, and the model has none (a dense model: split its batch over 'dp')
+
 // A vocabulary tp does not divide is split all the same, into padded
 // shards of ceil(97 / 2) = 49 rows: the embedding and the tied LM head are
 // vocab-parallel.
@@ -129,7 +151,7 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=x=2 rank-order=x" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
-// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel) and 'cp' (context parallel), and mesh #tfm.mesh<x = 2, rank_order = [x]> has none of them
+// NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel), 'cp' (context parallel) and 'ep' (expert parallel), and mesh #tfm.mesh<x = 2, rank_order = [x]> has none of them
 
 // A mesh of pipeline stages alone (Megatron's TP = 1): nothing to shard,
 // the module as it was.

@@ -159,6 +159,24 @@ void pmlir_rt_reduce_scatter(const void *send, void *recv, int64_t count,
  * comes from member j. */
 void pmlir_rt_all_to_all(const void *send, void *recv, int64_t count, pmlir_rt_dtype dtype,
                          const int64_t *axes, int64_t num_axes);
+/* Expert parallelism's dropless token exchange (tfm.moe_all_to_all): the
+ * group's n members hold `experts` / n consecutive experts each. `rows`
+ * is this member's rows (`row_elements` each) sorted by expert, counts[e]
+ * of expert e. The members exchange their counts (an all-gather), then
+ * each sends every member its rows of that member's experts. `received`
+ * (room for `capacity` rows) gets this member's experts' rows by expert,
+ * then by sender, zeros after them; expert_counts[e] how many expert e of
+ * its own got. */
+void pmlir_rt_moe_all_to_all(const void *rows, void *received, int64_t row_elements,
+                             const int64_t *counts, int64_t experts, int64_t *expert_counts,
+                             int64_t capacity, pmlir_rt_dtype dtype, const int64_t *axes,
+                             int64_t num_axes);
+/* Its inverse with the same counts: `received` as pmlir_rt_moe_all_to_all
+ * leaves it goes back to the members it came from, into `rows` in their
+ * sorted order. */
+void pmlir_rt_moe_all_to_all_back(const void *received, void *rows, int64_t row_elements,
+                                  const int64_t *counts, int64_t experts, pmlir_rt_dtype dtype,
+                                  const int64_t *axes, int64_t num_axes);
 /* buf of group member `root` to every member. */
 void pmlir_rt_broadcast(void *buf, int64_t count, pmlir_rt_dtype dtype, int64_t root,
                         const int64_t *axes, int64_t num_axes);

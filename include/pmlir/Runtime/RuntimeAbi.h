@@ -27,7 +27,7 @@ namespace pmlir::rt::abi {
 inline constexpr int64_t kParallelMinWork = int64_t(1) << 18;
 
 /// The kinds of parameters and results in RuntimeAbi.def.
-enum Kind { VOID, BUFFER, AXES, I32, I64, PTR };
+enum Kind { VOID, BUFFER, AXES, COUNTS, I32, I64, PTR };
 
 enum class EntryId {
 #define PMLIR_RT_TYPED_ENTRY(NAME, ...) NAME,

@@ -14,7 +14,9 @@
 // a new collective is one more `lower` and one more pattern. Ops not
 // handled here (gather, scatter, reduce, shift, update_halo,
 // neighbors_linear_indices) are refused by name before anything is
-// lowered; grids left without users are erased.
+// lowered; grids left without users are erased. Expert parallelism's
+// exchanges (tfm.moe_all_to_all and its inverse) are collectives of tfm's
+// on the same grids, lowered here alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,7 @@
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
 #include "pmlir/Sharding/Grid.h"
 #include "llvm/Support/Debug.h"
@@ -205,6 +208,7 @@ struct RuntimeCalls {
     case pmlir::rt::abi::BUFFER:
       return dynamic1D(element);
     case pmlir::rt::abi::AXES:
+    case pmlir::rt::abi::COUNTS:
       return dynamic1D(b.getI64Type());
     case pmlir::rt::abi::I32:
       return b.getI32Type();
@@ -444,6 +448,39 @@ struct RuntimeCalls {
          t->in.getElementType());
     b.replaceOp(op, mergeBlocksInto(b, loc, tensorOf(b, loc, buffer, stacked),
                                     op.getConcatAxis().getSExtValue(), t->out));
+    return success();
+  }
+
+  /// The rows go as the counts say; the runtime exchanges the counts first.
+  LogicalResult lower(pmlir::tfm::MoeAllToAllOp op, PatternRewriter &b) {
+    FailureOr<Typed> t = typedFor(op, op.getRows(), op.getResult());
+    if (failed(t))
+      return failure();
+    Location loc = op.getLoc();
+    auto countsType = cast<RankedTensorType>(op.getExpertCounts().getType());
+    Value rows = resultBuffer(b, loc, t->out), counts = resultBuffer(b, loc, countsType);
+    call(b, loc, EntryId::moe_all_to_all,
+         {flatBuffer(b, loc, op.getRows()), dynamicView(b, loc, rows),
+          flatBuffer(b, loc, op.getCounts()), dynamicView(b, loc, counts),
+          axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
+         t->in.getElementType());
+    b.replaceOp(op,
+                ValueRange{tensorOf(b, loc, rows, t->out), tensorOf(b, loc, counts, countsType)});
+    return success();
+  }
+
+  LogicalResult lower(pmlir::tfm::MoeAllToAllBackOp op, PatternRewriter &b) {
+    FailureOr<Typed> t = typedFor(op, op.getRows(), op.getResult());
+    if (failed(t))
+      return failure();
+    Location loc = op.getLoc();
+    Value rows = resultBuffer(b, loc, t->out);
+    call(b, loc, EntryId::moe_all_to_all_back,
+         {flatBuffer(b, loc, op.getRows()), dynamicView(b, loc, rows),
+          flatBuffer(b, loc, op.getCounts()),
+          axesMemRef(b, loc, op.getGridAttr(), op.getGridAxes())},
+         t->in.getElementType());
+    b.replaceOp(op, tensorOf(b, loc, rows, t->out));
     return success();
   }
 
@@ -695,7 +732,8 @@ struct LowerShardToRuntimePass
     addLowerings<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
                  shard::AllSliceOp, shard::BroadcastOp, shard::SendOp, shard::RecvOp,
                  shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp, shard::GridShapeOp,
-                 pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp>(patterns, calls);
+                 pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp, pmlir::tfm::MoeAllToAllOp,
+                 pmlir::tfm::MoeAllToAllBackOp>(patterns, calls);
     walkAndApplyPatterns(module, std::move(patterns));
     if (calls.anyFailed)
       return signalPassFailure();

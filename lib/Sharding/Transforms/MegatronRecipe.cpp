@@ -14,7 +14,10 @@
 //   vocab-parallel (split "vocab" on tp): wte, embed_tokens, lm_head; a
 //     vocabulary tp does not divide is padded, as Megatron pads it (each
 //     shard holds ceil(V / tp) rows, the last ones padding);
-//   data-parallel: every argument's "batch" dimension on dp;
+//   data-parallel: every argument's "batch" dimension on dp, then ep;
+//   expert-parallel: every "expert" dimension (Mixtral's stacked experts)
+//     on ep: each device holds whole experts, and tfm.moe_experts sends
+//     each token's rows to its experts' devices;
 //   context-parallel: every argument's "seq" dimension on cp (the token ids
 //     and labels; propagation carries the split through the whole model,
 //     and attention's keys and values are gathered over cp unless a
@@ -52,6 +55,13 @@ namespace {
 
 enum class Role { None, Column, Row, Vocab };
 
+/// Whether `name` is a stacked expert weight (pmlir-gen's Mixtral names
+/// them with kStackIndex for the expert); the router has an expert
+/// dimension too, but every device routes its own tokens over all experts.
+bool isRoutedExpert(StringRef name) {
+  return name.contains(".experts." + std::string(1, pmlir::kStackIndex) + ".");
+}
+
 Role roleOf(StringRef name) {
   auto endsWith = [&](StringRef part) {
     return name.ends_with("." + part.str() + ".weight") ||
@@ -87,22 +97,25 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     if (!mesh)
       return signalPassFailure();
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
-    bool cp = mesh.axisIndex(cpAxis) >= 0;
+    bool cp = mesh.axisIndex(cpAxis) >= 0, ep = mesh.axisIndex(epAxis) >= 0;
     // A mesh of pipeline stages alone (Megatron's TP = 1): the recipe has
     // nothing to shard, and pmlir-pipeline-partition does the rest.
-    if (!tp && !dp && !cp && llvm::all_of(mesh.getAxes(), [&](StringAttr axis) {
+    if (!tp && !dp && !cp && !ep && llvm::all_of(mesh.getAxes(), [&](StringAttr axis) {
           return axis.getValue() == pipelineAxis;
         })) {
       LLVM_DEBUG(llvm::dbgs() << "mesh " << mesh << " has only the pipeline axis\n");
       return;
     }
-    if (!tp && !dp && !cp) {
+    if (!tp && !dp && !cp && !ep) {
       emitError(module.getLoc()) << "the megatron recipe shards over mesh axes '" << tpAxis
-                                 << "' (tensor parallel), '" << dpAxis << "' (data parallel) and '"
-                                 << cpAxis << "' (context parallel), and mesh " << mesh
+                                 << "' (tensor parallel), '" << dpAxis << "' (data parallel), '"
+                                 << cpAxis << "' (context parallel) and '" << epAxis
+                                 << "' (expert parallel), and mesh " << mesh
                                  << " has none of them; name an axis so, or annotate by hand";
       return signalPassFailure();
     }
+    if (ep && failed(checkExperts(module, mesh.axisSize(epAxis))))
+      return signalPassFailure();
     if (tp && failed(checkHeads(module, mesh.axisSize(tpAxis))))
       return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -122,6 +135,10 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
         };
         if (dp && dimWithRole("batch") >= 0)
           dims[dimWithRole("batch")].push_back(dpAxis);
+        if (ep && dimWithRole("batch") >= 0)
+          dims[dimWithRole("batch")].push_back(epAxis);
+        if (ep && dimWithRole("expert") >= 0 && name && isRoutedExpert(name.getValue()))
+          dims[dimWithRole("expert")].push_back(epAxis);
         if (int64_t seq = dimWithRole("seq"); cp && seq >= 0) {
           // Sequence shards are not padded: a padded key would be attended.
           int64_t cpSize = mesh.axisSize(cpAxis);
@@ -166,6 +183,37 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
                           ShardingAttr::get(context, dims, {}, /*open=*/{}, /*priority=*/0, parts));
       }
     }
+  }
+
+  /// Expert parallelism splits whole experts: the model has experts, and
+  /// ep divides every expert dimension.
+  LogicalResult checkExperts(ModuleOp module, int64_t epSize) {
+    bool any = false;
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments()) {
+        auto roles = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kDimsAttr);
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        auto weight = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+        if (!roles || !type || !weight || !isRoutedExpert(weight.getValue()))
+          continue;
+        for (auto [d, role] : llvm::enumerate(roles)) {
+          auto name = dyn_cast<StringAttr>(role);
+          if (!name || name.getValue() != "expert")
+            continue;
+          any = true;
+          if (type.getDimSize(d) % epSize == 0)
+            continue;
+          return emitError(arg.getLoc())
+                 << "argument #" << arg.getArgNumber() << " ('" << weight.getValue() << "') has "
+                 << type.getDimSize(d) << " experts, which " << epAxis << " = " << epSize
+                 << " does not divide (expert parallelism gives each device whole experts)";
+        }
+      }
+    if (any)
+      return success();
+    return emitError(module.getLoc())
+           << "mesh axis '" << epAxis << "' splits experts, and the model has none (a dense "
+           << "model: split its batch over '" << dpAxis << "')";
   }
 
   /// Megatron splits attention by heads: tp must divide the query heads,

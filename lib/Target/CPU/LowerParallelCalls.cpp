@@ -45,6 +45,7 @@ Type llvmType(MLIRContext *context, abi::Kind kind) {
     return LLVM::LLVMVoidType::get(context);
   case abi::BUFFER:
   case abi::AXES:
+  case abi::COUNTS:
     break;
   }
   return Type();

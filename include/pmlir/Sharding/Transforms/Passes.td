@@ -121,7 +121,13 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
     `embed_tokens`, `lm_head`: the `vocab` dimension; a vocabulary tp does
     not divide, as GPT-2's 50257, is split into padded shards of
     ceil(V / tp) rows, as Megatron pads it); every `batch` dimension goes on
-    the dp axis. A fused weight that `tfm.split` cuts
+    the dp axis. Mixtral's stacked experts split each expert's FFN over tp
+    (`w1`, `w3` by `out`, `w2` by `in`: Megatron's expert tensor
+    parallelism) and their `expert` dimension over the ep axis (expert
+    parallelism); as Megatron carves ep out of data parallelism, the batch
+    splits over ep too (after dp), so that the dense layers treat ep as
+    data parallelism. An ep axis on a model without experts, or one that
+    does not divide the experts, is refused. A fused weight that `tfm.split` cuts
     along the split dimension (GPT-2's QKV) is not split contiguously, which
     would hand a device parts of two projections: a
     `tfm.sharding_constraint` pins each part instead. Axes the mesh lacks
@@ -150,6 +156,8 @@ def MegatronRecipe : Pass<"pmlir-megatron-recipe", "mlir::ModuleOp"> {
            "mesh axis of data parallelism">,
     Option<"cpAxis", "cp-axis", "std::string", "\"cp\"",
            "mesh axis of context parallelism">,
+    Option<"epAxis", "ep-axis", "std::string", "\"ep\"",
+           "mesh axis of expert parallelism">,
     Option<"pipelineAxis", "pipeline-axis", "std::string", "\"pp\"",
            "mesh axis of pipeline stages, left to pmlir-pipeline-partition">,
   ];

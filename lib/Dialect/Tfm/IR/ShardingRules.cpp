@@ -574,8 +574,11 @@ ShardingRule GroupedWeightGradOp::getShardingRule() {
 }
 
 /// The factors of a tfm.moe_experts (or its gradient): the tokens, the
-/// experts and their FFN split; the hidden dimension and the choices stay
-/// whole. The FFN is summed over in each expert's down projection.
+/// experts and their FFN (summed over in each expert's down projection)
+/// split; the hidden dimension and the choices stay whole. The experts may
+/// split over the axes of the tokens (expert parallelism: a device's block
+/// of the tokens goes to the devices of their experts), which the op's
+/// partitionItself carries out.
 struct ExpertFactors {
   SmallVector<int64_t> tokens;
   int64_t hidden, choices, experts, ffn;
@@ -585,6 +588,8 @@ struct ExpertFactors {
     choices = lastFactor(b, routing, FactorKind::Replicated);
     experts = b.factor(dimOf(w1, 0));
     ffn = b.factor(dimOf(w1, 1), FactorKind::Contracting);
+    for (int64_t token : tokens)
+      b.rule.sharing.push_back({token, experts});
   }
   Dims tokensBy(int64_t last) const { return withLast(tokens, last); }
   Dims gateUp() const { return {{experts}, {ffn}, {hidden}}; }

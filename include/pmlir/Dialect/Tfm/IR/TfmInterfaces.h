@@ -49,6 +49,16 @@ struct ShardingRule {
   llvm::SmallVector<std::optional<llvm::SmallVector<llvm::SmallVector<int64_t>>>> operands;
   llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t>>> results;
   PendingRule pending = PendingRule::None;
+  /// Pairs of factors that may split over the same axes: an op that
+  /// partitions itself knows what a device holds then (expert parallelism:
+  /// a device's block of the tokens and its block of the experts).
+  llvm::SmallVector<std::pair<int64_t, int64_t>> sharing;
+
+  /// Whether factors `f` and `g` may split over the same axes.
+  bool share(int64_t f, int64_t g) const {
+    return llvm::is_contained(sharing, std::make_pair(f, g)) ||
+           llvm::is_contained(sharing, std::make_pair(g, f));
+  }
 
   /// Whether result `r` sums over factor `f`: `f` is contracting and no
   /// dimension of the result holds it. (A contracting factor some result
