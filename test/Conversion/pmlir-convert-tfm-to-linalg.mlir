@@ -139,3 +139,21 @@ func.func @moe_sort_deals_slots_in_order(%e: tensor<7x2xi64>) -> (tensor<7x2xi64
   %s, %src, %c = tfm.moe_sort %e num_experts = 5 : tensor<7x2xi64> -> tensor<7x2xi64>, tensor<14xi64>, tensor<5xi64>
   return %s, %src, %c : tensor<7x2xi64>, tensor<14xi64>, tensor<5xi64>
 }
+
+// -----
+
+// A whole block of experts lowers as the ops it is made of: the sort,
+// dispatch, three grouped matmuls (each a loop over the experts) and the
+// weighted combine; nothing of tfm is left.
+// CHECK-LABEL: func @experts_lower_as_their_ops
+func.func @experts_lower_as_their_ops(%x: tensor<2x3x16xf32>, %e: tensor<2x3x2xi64>, %w: tensor<2x3x2xf32>,
+                                      %w1: tensor<4x7x16xf32>, %w3: tensor<4x7x16xf32>,
+                                      %w2: tensor<4x16x7xf32>) -> tensor<2x3x16xf32> {
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %c12 step %c1
+  // CHECK-COUNT-3: scf.for %{{.*}} = %{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args
+  // CHECK-NOT: tfm.
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w3, %w2
+      : tensor<2x3x16xf32>, tensor<2x3x2xi64>, tensor<2x3x2xf32>, tensor<4x7x16xf32>,
+        tensor<4x7x16xf32>, tensor<4x16x7xf32> -> tensor<2x3x16xf32>
+  return %y : tensor<2x3x16xf32>
+}

@@ -288,3 +288,22 @@ func.func @unknown_work(%x: tensor<4xf32>) -> tensor<4xf32> {
   pipe.work_begin stage 1 "RECV_B" microbatch 2
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Expert parallelism's exchanges: the rows and the counts as buffers, the
+// runtime writing the received rows and this device's experts' counts.
+// CHECK-LABEL: func @expert_exchanges
+shard.grid @mesh(shape = 2)
+func.func @expert_exchanges(%rows: tensor<12x16xf32>, %counts: tensor<6xi64>) -> (tensor<12x16xf32>, tensor<3xi64>) {
+  // CHECK: %[[RECV:.*]] = memref.alloc() : memref<384xf32>
+  // CHECK: %[[MINE:.*]] = memref.alloc() : memref<3xi64>
+  // CHECK: call @pmlir_rt_moe_all_to_all_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, memref<?xi64>, memref<?xi64>) -> ()
+  // CHECK: call @pmlir_rt_moe_all_to_all_back_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xf32>, memref<?xf32>, memref<?xi64>, memref<?xi64>) -> ()
+  // CHECK-NOT: tfm.moe_all_to_all
+  %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<12x16xf32>, tensor<6xi64> -> tensor<24x16xf32>, tensor<3xi64>
+  %back = tfm.moe_all_to_all_back %recv, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<24x16xf32>, tensor<6xi64> -> tensor<12x16xf32>
+  return %back, %n : tensor<12x16xf32>, tensor<3xi64>
+}

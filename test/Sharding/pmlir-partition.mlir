@@ -348,3 +348,33 @@ module attributes {tfm.head_tail_axis = "cp", tfm.mesh = #tfm.mesh<cp = 2>} {
     return %x, %table : tensor<2x8x8xf32>, tensor<8x8xf32>
   }
 }
+
+// -----
+
+// Expert parallelism: tokens and experts split over ep. Each device sorts
+// its own tokens, sends each expert's rows to the device holding it (the
+// most it can receive: both devices' rows), runs its 3 experts' grouped
+// GEMMs and sends the rows back to be combined.
+// CHECK-LABEL: func @experts_over_ep
+module attributes {tfm.mesh = #tfm.mesh<ep = 2>} {
+func.func @experts_over_ep(%x: tensor<4x3x16xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>},
+                           %e: tensor<4x3x2xi64> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>},
+                           %w: tensor<4x3x2xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>},
+                           %w1: tensor<6x13x16xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>},
+                           %w3: tensor<6x13x16xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>},
+                           %w2: tensor<6x16x13xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>})
+    -> (tensor<4x3x16xf32> {tfm.sharding = #tfm.sharding<[["ep"], [], []]>}) {
+  // CHECK: %[[SLOTS:.*]], %[[SOURCES:.*]], %[[COUNTS:.*]] = tfm.moe_sort %{{.*}} num_experts = 6 : tensor<2x3x2xi64> -> tensor<2x3x2xi64>, tensor<12xi64>, tensor<6xi64>
+  // CHECK: %[[ROWS:.*]] = tfm.moe_dispatch %{{.*}}, %[[SLOTS]], %[[SOURCES]] : tensor<2x3x16xf32>, tensor<2x3x2xi64>, tensor<12xi64> -> tensor<12x16xf32>
+  // CHECK: %[[RECV:.*]], %[[MINE:.*]] = tfm.moe_all_to_all %[[ROWS]], %[[COUNTS]] {grid = @mesh, grid_axes = array<i16: 0>} : tensor<12x16xf32>, tensor<6xi64> -> tensor<24x16xf32>, tensor<3xi64>
+  // CHECK: tfm.grouped_matmul %[[RECV]], %{{.*}}, %[[MINE]] transpose_rhs : tensor<24x16xf32>, tensor<3x13x16xf32>, tensor<3xi64> -> tensor<24x13xf32>
+  // CHECK: %[[DOWN:.*]] = tfm.grouped_matmul %{{.*}}, %{{.*}}, %[[MINE]] transpose_rhs : tensor<24x13xf32>, tensor<3x16x13xf32>, tensor<3xi64> -> tensor<24x16xf32>
+  // CHECK: %[[BACK:.*]] = tfm.moe_all_to_all_back %[[DOWN]], %[[COUNTS]] {grid = @mesh, grid_axes = array<i16: 0>} : tensor<24x16xf32>, tensor<6xi64> -> tensor<12x16xf32>
+  // CHECK: %[[Y:.*]] = tfm.moe_combine %[[BACK]], %[[SLOTS]], %[[SOURCES]] weights %{{.*}} : tensor<12x16xf32>, tensor<2x3x2xi64>, tensor<12xi64>, tensor<2x3x2xf32> -> tensor<2x3x16xf32>
+  // CHECK: return %[[Y]]
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w3, %w2 {tfm.shardings = [#tfm.sharding<[["ep"], [], []]>]}
+      : tensor<4x3x16xf32>, tensor<4x3x2xi64>, tensor<4x3x2xf32>, tensor<6x13x16xf32>,
+        tensor<6x13x16xf32>, tensor<6x16x13xf32> -> tensor<4x3x16xf32>
+  return %y : tensor<4x3x16xf32>
+}
+}

@@ -230,3 +230,86 @@ func.func @router_stats_grad_experts(%l: tensor<7x4xf32>, %ds: tensor<2x5xf32>) 
   %r = tfm.moe_router_stats_grad %l, %ds : tensor<7x4xf32>, tensor<2x5xf32> -> tensor<7x4xf32>
   return
 }
+
+// -----
+
+func.func @experts_hidden(%x: tensor<2x7x16xf32>, %e: tensor<2x7x2xi64>, %w: tensor<2x7x2xf32>,
+                          %w1: tensor<5x13x8xf32>, %w2: tensor<5x16x13xf32>) {
+  // expected-error @+1 {{operand 'w1' shape: expected [5, 13, 16] ([E, F, H], H that of 'input'), got [5, 13, 8]}}
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w1, %w2
+      : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x8xf32>,
+        tensor<5x13x8xf32>, tensor<5x16x13xf32> -> tensor<2x7x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_down(%x: tensor<2x7x16xf32>, %e: tensor<2x7x2xi64>, %w: tensor<2x7x2xf32>,
+                        %w1: tensor<5x13x16xf32>, %w2: tensor<5x13x16xf32>) {
+  // expected-error @+1 {{operand 'w2' shape: expected [5, 16, 13] ([E, H, F] of 'w1'), got [5, 13, 16]}}
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w1, %w2
+      : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x16xf32>,
+        tensor<5x13x16xf32>, tensor<5x13x16xf32> -> tensor<2x7x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_top_k(%x: tensor<2x7x16xf32>, %e: tensor<2x7x6xi64>, %w: tensor<2x7x6xf32>,
+                         %w1: tensor<5x13x16xf32>, %w2: tensor<5x16x13xf32>) {
+  // expected-error @+1 {{routes each token to 6 experts of 'w1''s 5 (top-k must not exceed the experts)}}
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w1, %w2
+      : tensor<2x7x16xf32>, tensor<2x7x6xi64>, tensor<2x7x6xf32>, tensor<5x13x16xf32>,
+        tensor<5x13x16xf32>, tensor<5x16x13xf32> -> tensor<2x7x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_grad_shape(%x: tensor<2x7x16xf32>, %e: tensor<2x7x2xi64>, %w: tensor<2x7x2xf32>,
+                              %w1: tensor<5x13x16xf32>, %w2: tensor<5x16x13xf32>,
+                              %dy: tensor<2x7x16xf32>) {
+  // expected-error @+1 {{result 'w2_grad' shape: expected [5, 16, 13] (that of the value it is the gradient of), got [5, 13, 16]}}
+  %dx, %dw, %dw1, %dw3, %dw2 = tfm.moe_experts_grad %x, %e, %w, %w1, %w1, %w2, %dy
+      : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x16xf32>,
+        tensor<5x13x16xf32>, tensor<5x16x13xf32>, tensor<2x7x16xf32>
+      -> tensor<2x7x16xf32>, tensor<2x7x2xf32>, tensor<5x13x16xf32>, tensor<5x13x16xf32>,
+         tensor<5x13x16xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_uneven(%rows: tensor<28x16xf32>, %counts: tensor<5xi64>) {
+  // expected-error @+1 {{operand 'counts' shape [5]: the 2 devices must hold equal blocks of the 5 experts}}
+  %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<28x16xf32>, tensor<5xi64> -> tensor<56x16xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_room(%rows: tensor<28x16xf32>, %counts: tensor<6xi64>) {
+  // expected-error @+1 {{result shape [50, 16]: expected [n * 28, 16] (n devices' rows, operand 'rows' being [28, 16])}}
+  %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<28x16xf32>, tensor<6xi64> -> tensor<50x16xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_expert_counts(%rows: tensor<28x16xf32>, %counts: tensor<6xi64>) {
+  // expected-error @+1 {{result 'expert_counts' shape: expected [3] ([E / n]: this device's experts), got [6]}}
+  %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<28x16xf32>, tensor<6xi64> -> tensor<56x16xf32>, tensor<6xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_back_room(%recv: tensor<56x16xf32>, %counts: tensor<6xi64>) {
+  // expected-error @+1 {{operand 'rows' shape [56, 16]: expected [n * 30, 16] (n devices' rows, result being [30, 16])}}
+  %back = tfm.moe_all_to_all_back %recv, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<56x16xf32>, tensor<6xi64> -> tensor<30x16xf32>
+  return
+}

@@ -81,3 +81,33 @@ func.func @balance_loss(%logits: tensor<2x7x5xf32>, %e: tensor<2x7x2xi64>, %acc:
   %g = tfm.moe_router_stats_grad %logits, %ds : tensor<2x7x5xf32>, tensor<2x5xf32> -> tensor<2x7x5xf32>
   return %l, %g : tensor<f32>, tensor<2x7x5xf32>
 }
+
+// The experts of a block as one op, and its gradient.
+// CHECK-LABEL: func @experts
+func.func @experts(%x: tensor<2x7x16xf32>, %e: tensor<2x7x2xi64>, %w: tensor<2x7x2xf32>,
+                   %w1: tensor<5x13x16xf32>, %w3: tensor<5x13x16xf32>, %w2: tensor<5x16x13xf32>,
+                   %dy: tensor<2x7x16xf32>) -> (tensor<2x7x16xf32>, tensor<5x16x13xf32>) {
+  // CHECK: tfm.moe_experts %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x16xf32>, tensor<5x13x16xf32>, tensor<5x16x13xf32> -> tensor<2x7x16xf32>
+  %y = tfm.moe_experts %x, %e, %w, %w1, %w3, %w2
+      : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x16xf32>,
+        tensor<5x13x16xf32>, tensor<5x16x13xf32> -> tensor<2x7x16xf32>
+  // CHECK: tfm.moe_experts_grad {{.*}} -> tensor<2x7x16xf32>, tensor<2x7x2xf32>, tensor<5x13x16xf32>, tensor<5x13x16xf32>, tensor<5x16x13xf32>
+  %dx, %dw, %dw1, %dw3, %dw2 = tfm.moe_experts_grad %x, %e, %w, %w1, %w3, %w2, %dy
+      : tensor<2x7x16xf32>, tensor<2x7x2xi64>, tensor<2x7x2xf32>, tensor<5x13x16xf32>,
+        tensor<5x13x16xf32>, tensor<5x16x13xf32>, tensor<2x7x16xf32>
+      -> tensor<2x7x16xf32>, tensor<2x7x2xf32>, tensor<5x13x16xf32>, tensor<5x13x16xf32>,
+         tensor<5x16x13xf32>
+  return %y, %dw2 : tensor<2x7x16xf32>, tensor<5x16x13xf32>
+}
+
+// Expert parallelism's exchanges over grid axis 0 of 2 devices, 6 experts.
+// CHECK-LABEL: func @exchanges
+func.func @exchanges(%rows: tensor<28x16xf32>, %counts: tensor<6xi64>) -> tensor<28x16xf32> {
+  // CHECK: tfm.moe_all_to_all %{{.*}}, %{{.*}} {grid = @mesh, grid_axes = array<i16: 0>} : tensor<28x16xf32>, tensor<6xi64> -> tensor<56x16xf32>, tensor<3xi64>
+  %recv, %n = tfm.moe_all_to_all %rows, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<28x16xf32>, tensor<6xi64> -> tensor<56x16xf32>, tensor<3xi64>
+  // CHECK: tfm.moe_all_to_all_back %{{.*}}, %{{.*}} {grid = @mesh, grid_axes = array<i16: 0>} : tensor<56x16xf32>, tensor<6xi64> -> tensor<28x16xf32>
+  %back = tfm.moe_all_to_all_back %recv, %counts {grid = @mesh, grid_axes = array<i16: 0>}
+      : tensor<56x16xf32>, tensor<6xi64> -> tensor<28x16xf32>
+  return %back : tensor<28x16xf32>
+}
