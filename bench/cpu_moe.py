@@ -3,6 +3,7 @@
 
   /usr/bin/python3 bench/cpu_moe.py [--build build] [--rounds 3] [--steps 5]
       [--shape 4x128] [--threads 1,2] [--python PYTHON] [--experts 8] [--top-k 2]
+      [--ep 2]
 
 The model: `pmlir-gen mixtral --layers 4 --hidden 512 --heads 8 --kv-heads 2
 --ffn 1024 --experts E --top-k K --vocab 8192 --loss` (Llama's attention;
@@ -17,9 +18,16 @@ Face's MixtralSparseMoeBlock: a loop over the experts that gathers each
 one's tokens, eager, with loss.backward() and torch.optim.AdamW. Each run
 reports the median step time of its steps after the first; the rounds
 alternate the two sides and the ratio is taken per back-to-back pair.
-Prints Markdown for docs/performance.md.
+With --ep N, a second table sets expert parallelism beside one rank:
+pmlir-run on --mesh ep=N (N ranks of one thread, each holding E / N experts
+and a batch shard) against one rank of N threads, and the all-to-all bytes
+of its comm report against the formula: every sparse layer exchanges a
+rank's routed rows six times a step (there and back in the forward, in the
+backward's forward again and in its backward), (B / N) * S * k * H * 4
+bytes each. Prints Markdown for docs/performance.md.
 """
 import argparse
+import json
 import os
 import random
 import re
@@ -74,6 +82,8 @@ def main():
     add_step_options(ap, ROOT)
     ap.add_argument("--experts", type=int, default=8)
     ap.add_argument("--top-k", type=int, default=2)
+    ap.add_argument("--ep", type=int, default=0,
+                    help="also compare expert parallelism over this many ranks with one rank")
     add_torch_options(ap)
     ap.add_argument("--torch-worker", nargs=6, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -116,12 +126,9 @@ def measure(args, work):
             order = ("pmlir", "torch") if r % 2 == 0 else ("torch", "pmlir")
             for who in order:
                 if who == "pmlir":
-                    out, _ = run([pmlir_run, model, "--train", "--steps", str(args.steps),
-                                  "--data", data, "--threads", str(threads)])
-                    rates = [float(x) for x in re.findall(r"(\d+) tokens/s", out)]
-                    if len(rates) != args.steps:
-                        sys.exit(f"pmlir-run printed {len(rates)} steps:\n{out}")
-                    ours.append(batch * seq / statistics.median(rates[1:]) * 1e3)
+                    ours.append(pmlir_step_ms([pmlir_run, model, "--train", "--steps",
+                                               str(args.steps), "--data", data, "--threads",
+                                               str(threads)], args.steps, batch * seq))
                 else:
                     out, _ = run([args.python, __file__, "--torch-worker", str(batch), str(seq),
                                   str(threads), str(args.steps), str(c["experts"]),
@@ -142,6 +149,54 @@ def measure(args, work):
         print(f"| {batch} x {seq} | {th} | {p:.0f} | {tokens / p * 1e3:.0f} | {t:.0f} | "
               f"{tokens / t * 1e3:.0f} | {ratio:.2f}x | {low:.2f}-{high:.2f} |")
     print(f"\nPyTorch: {torch_side}, eager, Hugging Face's per-expert loop ({args.python})")
+    if args.ep > 1:
+        expert_parallel(args, pmlir_run, model, data, c, batch, seq, work)
+
+
+def pmlir_step_ms(cmd, steps, tokens):
+    """The median time in ms of a pmlir-run training's steps after the first."""
+    out, _ = run(cmd)
+    rates = [float(x) for x in re.findall(r"(\d+) tokens/s", out)]
+    if len(rates) != steps:
+        sys.exit(f"pmlir-run printed {len(rates)} steps:\n{out}")
+    return tokens / statistics.median(rates[1:]) * 1e3
+
+
+def expert_parallel(args, pmlir_run, model, data, c, batch, seq, work):
+    n = args.ep
+    if c["experts"] % n or batch % n:
+        sys.exit(f"--ep {n} must divide --experts {c['experts']} and the batch {batch}")
+    report = os.path.join(work, "comm.json")
+    train = [model, "--train", "--steps", str(args.steps), "--data", data]
+    one, many = [], []
+    for r in range(args.rounds):
+        for who in (("one", "ep") if r % 2 == 0 else ("ep", "one")):
+            if who == "one":
+                one.append(pmlir_step_ms([pmlir_run] + train + ["--threads", str(n)], args.steps,
+                                         batch * seq))
+            else:
+                many.append(pmlir_step_ms([pmlir_run] + train + [
+                    "--threads", "1", "--mesh", f"ep={n}", "--recipe", "megatron",
+                    "--comm-report", report], args.steps, batch * seq))
+    with open(report) as f:
+        collectives = json.load(f)["collectives"]
+    exchanges = [x for x in collectives if x["kind"] == "all_to_all" and x["axes"] == ["ep"]]
+    measured = sum(x["bytes_per_rank"] for x in exchanges)
+    formula = 6 * c["layers"] * (batch // n) * seq * c["top_k"] * c["hidden"] * 4
+    ratios = [a / b for a, b in zip(one, many)]
+    p1, pn = statistics.median(one), statistics.median(many)
+    tokens = batch * seq
+    print(f"\nExpert parallelism: `--mesh ep={n} --recipe megatron --threads 1` against one "
+          f"rank of `--threads {n}`\n")
+    print("| batch x seq | ranks x threads | ms/step | tokens/s | ep / one rank tokens/s "
+          "(median of rounds) | range over rounds |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {batch} x {seq} | 1 x {n} | {p1:.0f} | {tokens / p1 * 1e3:.0f} | | |")
+    print(f"| {batch} x {seq} | {n} x 1 | {pn:.0f} | {tokens / pn * 1e3:.0f} | "
+          f"{statistics.median(ratios):.2f}x | {min(ratios):.2f}-{max(ratios):.2f} |")
+    print(f"\nAll-to-all over ep per step and rank: {len(exchanges)} exchanges, {measured} bytes "
+          f"in the comm report; formula 6 L (B / ep) S k H 4 = {formula} bytes"
+          f" ({'equal' if measured == formula else 'DIFFERENT'}).")
 
 
 if __name__ == "__main__":

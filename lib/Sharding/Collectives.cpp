@@ -60,6 +60,16 @@ std::optional<KindAxesBytes> kindAxesBytesOf(Operation *op) {
       .Case([](shard::RecvOp c) {
         return std::make_tuple(CollectiveKind::Recv, c.getGridAxes(), tensorBytes(c.getResult()));
       })
+      // Expert parallelism's exchanges send as many rows as the tokens
+      // choose other devices' experts: counted as all-to-alls of this
+      // device's rows, the volume of balanced routing.
+      .Case([](tfm::MoeAllToAllOp c) {
+        return std::make_tuple(CollectiveKind::AllToAll, c.getGridAxes(), tensorBytes(c.getRows()));
+      })
+      .Case([](tfm::MoeAllToAllBackOp c) {
+        return std::make_tuple(CollectiveKind::AllToAll, c.getGridAxes(),
+                               tensorBytes(c.getResult()));
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 

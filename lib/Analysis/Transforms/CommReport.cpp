@@ -15,7 +15,11 @@
 // reduce_scatter and an all_gather together cost what an all_reduce costs.
 // And `seconds`, the modeled time of the ring on the links given per axis.
 // Bytes and time come from the cost model the reshard planner uses
-// (pmlir/Sharding/CostModel.h).
+// (pmlir/Sharding/CostModel.h). Expert parallelism's exchanges
+// (tfm.moe_all_to_all and back) count as all_to_alls of a rank's routed
+// rows: what it sends when the router spreads its tokens evenly over the
+// experts; the rows it really sends are data (the runtime's trace has
+// them).
 //
 //===----------------------------------------------------------------------===//
 
