@@ -67,16 +67,14 @@ Role roleOf(StringRef name) {
     return name.ends_with("." + part.str() + ".weight") ||
            name.ends_with("." + part.str() + ".bias") || name.starts_with(part.str() + ".");
   };
-  // The routed experts' stacked weights, as pmlir-gen names them.
-  std::string experts = "experts." + std::string(1, pmlir::kStackIndex) + ".";
+  if (isRoutedExpert(name))
+    return name.ends_with(".w2.weight")                                   ? Role::Row
+           : name.ends_with(".w1.weight") || name.ends_with(".w3.weight") ? Role::Column
+                                                                          : Role::None;
   for (StringRef part : {"attn.c_attn", "mlp.c_fc", "q_proj", "k_proj", "v_proj", "gate_proj",
                          "up_proj", "shared_experts.w1", "shared_experts.w3"})
     if (endsWith(part))
       return Role::Column;
-  if (endsWith(experts + "w1") || endsWith(experts + "w3"))
-    return Role::Column;
-  if (endsWith(experts + "w2"))
-    return Role::Row;
   for (StringRef part : {"attn.c_proj", "mlp.c_proj", "o_proj", "down_proj", "shared_experts.w2"})
     if (endsWith(part))
       return name.ends_with(".bias") ? Role::None : Role::Row;
