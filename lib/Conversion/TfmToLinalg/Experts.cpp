@@ -625,10 +625,8 @@ struct MoeBalanceLossLowering : TfmPattern<tfm::MoeBalanceLossOp> {
 struct MoeExpertsLowering : OpRewritePattern<tfm::MoeExpertsOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::MoeExpertsOp op, PatternRewriter &b) const override {
-    tfm::ExpertOperands in{op.getInput(), op.getExperts(), op.getWeights(),
-                           op.getW1(),    op.getW3(),      op.getW2()};
-    b.replaceOp(op, tfm::buildExperts(b, op.getLoc(), in, op.getW1().getType().getDimSize(0),
-                                      /*exchange=*/nullptr));
+    auto in = tfm::ExpertOperands::of(op);
+    b.replaceOp(op, tfm::buildExperts(b, op.getLoc(), in, in.numExperts(), /*exchange=*/nullptr));
     return success();
   }
 };
@@ -636,11 +634,9 @@ struct MoeExpertsLowering : OpRewritePattern<tfm::MoeExpertsOp> {
 struct MoeExpertsGradLowering : OpRewritePattern<tfm::MoeExpertsGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::MoeExpertsGradOp op, PatternRewriter &b) const override {
-    tfm::ExpertOperands in{op.getInput(), op.getExperts(), op.getWeights(),
-                           op.getW1(),    op.getW3(),      op.getW2()};
-    FailureOr<SmallVector<Value>> grads =
-        tfm::buildExpertsGradients(b, op.getLoc(), in, op.getResultGrad(),
-                                   op.getW1().getType().getDimSize(0), /*exchange=*/nullptr);
+    auto in = tfm::ExpertOperands::of(op);
+    FailureOr<SmallVector<Value>> grads = tfm::buildExpertsGradients(
+        b, op.getLoc(), in, op.getResultGrad(), in.numExperts(), /*exchange=*/nullptr);
     if (failed(grads))
       return failure();
     b.replaceOp(op, *grads);

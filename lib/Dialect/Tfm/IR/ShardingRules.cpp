@@ -939,7 +939,7 @@ FailureOr<LocalExperts> localExperts(OpPartition &partition, Operation *op,
       return failure();
     for (StringRef axis : local.expertAxes)
       local.members *= mesh.axisSize(axis);
-    int64_t experts = cast<RankedTensorType>(global.w1.getType()).getDimSize(0);
+    int64_t experts = global.numExperts();
     if (experts % local.members != 0) {
       InFlightDiagnostic diag = op->emitOpError() << "splits its " << experts << " experts over";
       for (StringRef axis : local.expertAxes)
@@ -992,13 +992,12 @@ std::optional<ExpertExchange> exchangeOf(OpPartition &partition, const LocalExpe
 std::optional<LogicalResult> MoeExpertsOp::partitionItself(OpPartition &partition) {
   if (partition.shardingOf(getW1()).axesOf(0).empty())
     return std::nullopt;
-  ExpertOperands global{getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2()};
+  auto global = ExpertOperands::of(*this);
   FailureOr<LocalExperts> local = localExperts(partition, *this, global, Value());
   if (failed(local))
     return failure();
   std::optional<ExpertExchange> exchange = exchangeOf(partition, *local);
-  int64_t experts = getW1().getType().getDimSize(0);
-  Value y = buildExperts(partition.builder(), getLoc(), local->in, experts, &*exchange);
+  Value y = buildExperts(partition.builder(), getLoc(), local->in, global.numExperts(), &*exchange);
   SmallVector<SmallVector<StringRef>> dims = local->tokenDims;
   dims.emplace_back();
   return partition.setResult(getOperation()->getResult(0), y,
@@ -1010,15 +1009,14 @@ std::optional<LogicalResult> MoeExpertsOp::partitionItself(OpPartition &partitio
 /// expert-parallel group (each group sees its own tokens).
 std::optional<LogicalResult> MoeExpertsGradOp::partitionItself(OpPartition &partition) {
   MLIRContext *context = getContext();
-  ExpertOperands global{getInput(), getExperts(), getWeights(), getW1(), getW3(), getW2()};
+  auto global = ExpertOperands::of(*this);
   FailureOr<LocalExperts> local = localExperts(partition, *this, global, getResultGrad());
   if (failed(local))
     return failure();
   std::optional<ExpertExchange> exchange = exchangeOf(partition, *local);
-  int64_t experts = getW1().getType().getDimSize(0);
   FailureOr<SmallVector<Value>> grads =
-      buildExpertsGradients(partition.builder(), getLoc(), local->in, local->resultGrad, experts,
-                            exchange ? &*exchange : nullptr);
+      buildExpertsGradients(partition.builder(), getLoc(), local->in, local->resultGrad,
+                            global.numExperts(), exchange ? &*exchange : nullptr);
   if (failed(grads))
     return failure();
   SmallVector<StringRef> tokenAxes;

@@ -16,6 +16,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 namespace pmlir::tfm {
 
@@ -24,6 +25,15 @@ namespace pmlir::tfm {
 /// device of an expert-parallel group, its block of the experts).
 struct ExpertOperands {
   mlir::Value input, experts, weights, w1, w3, w2;
+
+  /// The operands of `op`, a tfm.moe_experts or its gradient.
+  template <typename ExpertsOp> static ExpertOperands of(ExpertsOp op) {
+    return {op.getInput(), op.getExperts(), op.getWeights(), op.getW1(), op.getW3(), op.getW2()};
+  }
+  /// The experts `w1` stacks.
+  int64_t numExperts() const {
+    return mlir::cast<mlir::RankedTensorType>(w1.getType()).getDimSize(0);
+  }
 };
 
 /// The expert-parallel group whose `members` devices exchange the rows of
