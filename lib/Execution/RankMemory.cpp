@@ -25,6 +25,7 @@
 
 #include "Job.h"
 
+#include "pmlir/Analysis/JsonReport.h"
 #include "pmlir/Conversion/BufferPeak.h"
 #include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
@@ -349,8 +350,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     }
     llvm::json::Array buffers;
     for (const BufferPeak::Buffer &b : peak->largest)
-      buffers.push_back(
-          llvm::json::Object{{"bytes", b.bytes}, {"type", b.type}, {"location", b.location}});
+      buffers.push_back(llvm::json::Object{
+          {"bytes", b.bytes}, {"type", jsonText(b.type)}, {"location", jsonText(b.location)}});
     const planning::StepSimulation &sim = step->simulation;
     for (auto [r, s] : llvm::enumerate(sim.ranks)) {
       llvm::json::Object &entry = *rankList[r].getAsObject();
@@ -377,7 +378,7 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
         {"ranks", std::move(rankList)},
         {"rank0_heaviest_point", peak->at},
         {"rank0_largest_buffers", std::move(buffers)},
-        {"profile", llvm::json::Object{{"name", profile.name},
+        {"profile", llvm::json::Object{{"name", jsonText(profile.name)},
                                        {"source", step->source},
                                        {"peak_flops_per_second", profile.peakFor(o.precision)},
                                        {"link_bytes_per_second", profile.link.bytesPerSecond},

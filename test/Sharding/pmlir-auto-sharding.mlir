@@ -72,6 +72,12 @@
 // RUN: sed 's/tp = 2/tp = 2, sp = 2, rank_order = [tp, sp]/' %s | not pmlir-opt --pmlir-auto-sharding="rank-order=tp" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PARTORDER
 // PARTORDER: error: auto-sharding: mesh rank_order must name every axis of the mesh
 
+// A function's name may hold any bytes; the report, JSON, holds UTF-8 text:
+// what is not UTF-8 becomes U+FFFD.
+// RUN: sed 's/@mlp/@"ml\\FFp"/' %s | pmlir-opt --pmlir-auto-sharding="topology=h100 memory-budget=20MiB report=-" -o %t.bytes.mlir | FileCheck %s --check-prefix=BYTES
+// BYTES: "functions": {
+// BYTES-NEXT: "ml�p": {
+
 // A sharding the program carries is kept, and the plan is chosen around
 // it: fc2's weight pinned column-parallel stays so (fc1 then gives it its
 // input whole), and with keep-annotations=false the pin is ignored.

@@ -17,12 +17,19 @@
 
 namespace pmlir {
 
+/// `text` as a JSON string: a name from the input (a symbol, a file's
+/// path in a location) may hold any bytes, and JSON holds only UTF-8, so
+/// bytes that are not UTF-8 become U+FFFD.
+inline std::string jsonText(llvm::StringRef text) {
+  return llvm::json::isUTF8(text) ? text.str() : llvm::json::fixUTF8(text);
+}
+
 /// The module's tfm.mesh as {"axis": size, ...} ({} without one).
 inline llvm::json::Object meshJson(mlir::ModuleOp module) {
   llvm::json::Object mesh;
   if (auto attr = module->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr))
     for (auto [name, size] : llvm::zip(attr.getAxes(), attr.getSizes()))
-      mesh[name.getValue()] = size;
+      mesh[jsonText(name.getValue())] = size;
   return mesh;
 }
 

@@ -166,7 +166,7 @@ struct CommReportPass : public pmlir::impl::CommReportBase<CommReportPass> {
       int64_t stage = zero ? zero.getInt() : 0;
       double dpExpected = (stage == 3 ? 3 : 2) * psi * double(dp - 1) / double(dp);
       step = llvm::json::Object{
-          {"function", func.getSymName().str()},
+          {"function", jsonText(func.getSymName())},
           {"psi_bytes_per_rank", static_cast<int64_t>(psi + 0.5)},
           {"dp", dp},
           {"zero_stage", stage},

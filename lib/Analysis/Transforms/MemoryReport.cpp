@@ -119,7 +119,7 @@ struct MemoryReportPass : public pmlir::impl::MemoryReportBase<MemoryReportPass>
     });
     if (!backward && updates.empty())
       return std::nullopt;
-    llvm::json::Object step{{"function", func.getSymName().str()}};
+    llvm::json::Object step{{"function", jsonText(func.getSymName())}};
 
     // Kept: the values of the forward pass (what the losses are computed
     // from) that backward layers read, by the forward layer that made them

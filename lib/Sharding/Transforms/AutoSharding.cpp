@@ -43,10 +43,10 @@ llvm::json::Object predictionJson(const autoshard::Plan &plan) {
   const autoshard::Prediction &p = plan.prediction;
   llvm::json::Object comm;
   for (const auto &[axes, c] : p.commPerAxes)
-    comm[axes] = llvm::json::Object{{"seconds", c.seconds},
-                                    {"bytes", c.bytes},
-                                    {"wire_bytes_per_rank", c.wireBytes},
-                                    {"collectives", c.collectives}};
+    comm[pmlir::jsonText(axes)] = llvm::json::Object{{"seconds", c.seconds},
+                                                     {"bytes", c.bytes},
+                                                     {"wire_bytes_per_rank", c.wireBytes},
+                                                     {"collectives", c.collectives}};
   const autoshard::ProblemStats &s = plan.stats;
   return llvm::json::Object{{"compute_seconds", p.computeSeconds},
                             {"comm_seconds", p.commSeconds},
@@ -110,7 +110,7 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
         return signalPassFailure();
       llvm::json::Object entry = predictionJson(*plan);
       entry["constraints"] = *constraints;
-      functions[func.getSymName()] = std::move(entry);
+      functions[pmlir::jsonText(func.getSymName())] = std::move(entry);
     }
     if (!report.empty() &&
         failed(pmlir::writeJsonReport(module, report, "auto-sharding report",

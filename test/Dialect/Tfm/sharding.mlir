@@ -82,6 +82,12 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, dp = 4>} {}
 
 // -----
 
+// Axis names are text: the bytes of a string literal must be UTF-8.
+// expected-error @+1 {{mesh axis 1's name is not UTF-8 text}}
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, "t\FFp" = 2>} {}
+
+// -----
+
 // expected-error @+1 {{mesh axis 'dp' has size 0; sizes must be at least 1}}
 module attributes {tfm.mesh = #tfm.mesh<dp = 0>} {}
 

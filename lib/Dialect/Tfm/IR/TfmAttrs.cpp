@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ConvertUTF.h"
 
 using namespace mlir;
 using namespace pmlir::tfm;
@@ -30,6 +31,11 @@ void TfmDialect::registerAttributes() {
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+bool isUtf8(StringRef text) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  return llvm::isLegalUTF8String(&begin, reinterpret_cast<const llvm::UTF8 *>(text.end()));
+}
 
 /// `order` (axis names, fastest first), or nothing where it is the
 /// default order of `axes`: one attribute for one mesh.
@@ -139,6 +145,10 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [name, size] : llvm::zip(axes, sizes)) {
     if (name.getValue().empty())
       return emitError() << "mesh axis names must not be empty";
+    // Axis names reach the command line, diagnostics and the JSON reports
+    // as text.
+    if (!isUtf8(name.getValue()))
+      return emitError() << "mesh axis " << seen.size() << "'s name is not UTF-8 text";
     if (!seen.insert(name.getValue()).second)
       return emitError() << "mesh axis '" << name.getValue() << "' is listed twice";
     if (size < 1)
