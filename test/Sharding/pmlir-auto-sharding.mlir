@@ -72,6 +72,25 @@
 // RUN: sed 's/tp = 2/tp = 2, sp = 2, rank_order = [tp, sp]/' %s | not pmlir-opt --pmlir-auto-sharding="rank-order=tp" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PARTORDER
 // PARTORDER: error: auto-sharding: mesh rank_order must name every axis of the mesh
 
+// Expert parallelism: eight experts (hidden 1024, FFN 2048) on ep=4, their
+// tokens split by batch. The experts split over the tokens' axis (each
+// device's tokens sent to the devices of their experts and back: 2
+// all-to-alls of its 32 x 128 x 2 routed rows of 1024 f32, 2 MiB each)
+// beat experts kept whole (every device reads all 192 MiB of weights) and
+// each expert's FFN split (the tokens gathered, the result reduced).
+// RUN: pmlir-opt %S/Inputs/auto-sharding-experts.mlir --pmlir-auto-sharding="topology=h100 report=%t.experts.json" | FileCheck %s --check-prefix=EXPERTS
+// RUN: FileCheck %s --input-file=%t.experts.json --check-prefix=EXPERTS-REPORT
+// RUN: pmlir-opt %S/Inputs/auto-sharding-experts.mlir --pmlir-auto-sharding="topology=h100" --pmlir-sharding-propagation --pmlir-partition | FileCheck %s --check-prefix=EXPERTS-PARTITION
+// EXPERTS-LABEL: func.func @experts
+// EXPERTS-SAME: %arg3: tensor<8x2048x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"ep"], [], []], priority = 1>}
+// EXPERTS-REPORT: "comm": {
+// EXPERTS-REPORT-NEXT: "ep": {
+// EXPERTS-REPORT-NEXT: "bytes": 4194304,
+// EXPERTS-REPORT-NEXT: "collectives": 2,
+// EXPERTS-PARTITION: tfm.moe_all_to_all {{.*}} : tensor<512x1024xf32>, tensor<8xi64> -> tensor<2048x1024xf32>, tensor<2xi64>
+// EXPERTS-PARTITION: tfm.moe_all_to_all_back
+// EXPERTS-PARTITION-NOT: shard.all_gather
+
 // A function's name may hold any bytes; the report, JSON, holds UTF-8 text:
 // what is not UTF-8 becomes U+FFFD.
 // RUN: sed 's/@mlp/@"ml\\FFp"/' %s | pmlir-opt --pmlir-auto-sharding="topology=h100 memory-budget=20MiB report=-" -o %t.bytes.mlir | FileCheck %s --check-prefix=BYTES

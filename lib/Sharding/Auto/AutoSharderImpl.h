@@ -56,7 +56,11 @@ struct Strategy {
   /// shard it).
   SmallVector<std::optional<Sharding>> operands;
   SmallVector<Sharding> results;
+  /// The op's time on a device: its compute and what it sends itself.
   double seconds = 0;
+  /// What it sends itself (its expert exchanges), by mesh axes: part of
+  /// `seconds`.
+  std::vector<std::pair<std::string, Prediction::Comm>> comm;
 };
 
 /// An op with a rule, a tensor argument, or a function result (what the

@@ -166,8 +166,15 @@ Plan AutoSharder::Impl::planOf(const Solution &solution) const {
       plan.classOf[result] =
           classIds.try_emplace({node.cls, r}, static_cast<int64_t>(classIds.size())).first->second;
     }
-    plan.prediction.computeSeconds += strategy.seconds;
-    plan.opCosts[node.op].computeSeconds += strategy.seconds;
+    double sent = 0;
+    for (const auto &[axes, comm] : strategy.comm) {
+      plan.opCosts[node.op].comm[axes] += comm;
+      plan.prediction.commPerAxes[axes] += comm;
+      sent += comm.seconds;
+    }
+    plan.prediction.commSeconds += sent;
+    plan.prediction.computeSeconds += strategy.seconds - sent;
+    plan.opCosts[node.op].computeSeconds += strategy.seconds - sent;
   }
   for (const Use &use : uses) {
     int sFrom = solution.choice[varOf(use.from)], sTo = solution.choice[varOf(use.to)];
@@ -183,16 +190,8 @@ Plan AutoSharder::Impl::planOf(const Solution &solution) const {
     Operation *reader =
         use.operand >= 0 ? nodes[use.to].op : func.getFunctionBody().back().getTerminator();
     for (const auto &[axes, comm] : p.steps) {
-      Prediction::Comm &own = plan.opCosts[reader].comm[axes];
-      own.seconds += comm.seconds;
-      own.bytes += comm.bytes;
-      own.wireBytes += comm.wireBytes;
-      own.collectives += comm.collectives;
-      Prediction::Comm &total = plan.prediction.commPerAxes[axes];
-      total.seconds += comm.seconds;
-      total.bytes += comm.bytes;
-      total.wireBytes += comm.wireBytes;
-      total.collectives += comm.collectives;
+      plan.opCosts[reader].comm[axes] += comm;
+      plan.prediction.commPerAxes[axes] += comm;
       plan.prediction.commSeconds += comm.seconds;
     }
   }

@@ -3,13 +3,17 @@
 // Part of pmlir.
 //
 // The strategies of a node: from its op's factor rule, every assignment of
-// mesh axes to factors that divides evenly, and the pending sums the op's
-// linearity allows, each with its compute time from the cost model; an
-// argument's even shardings; the annotations a user gave kept.
+// mesh axes to factors (or to both factors of a pair the rule lets share
+// an axis) that divides evenly, and the pending sums the op's linearity
+// allows, each with its compute time from the cost model and the time of
+// what the op sends itself; an argument's even shardings; the annotations
+// a user gave kept.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AutoSharderImpl.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 #include <functional>
 
@@ -78,7 +82,7 @@ void AutoSharder::Impl::enumerate(Operation *op, const ShardingRule &rule,
   double flops = 0;
   if (auto cost = dyn_cast<CostOpInterface>(op))
     flops = cost.getFlops();
-  auto build = [&](ArrayRef<Axes> perFactor, const Axes &used) {
+  auto build = [&](ArrayRef<Axes> perFactor, const Axes &used, const Axes &shared) {
     Strategy s;
     for (auto [operand, dims] : llvm::zip(op->getOperands(), rule.operands)) {
       if (!dims) {
@@ -94,9 +98,13 @@ void AutoSharder::Impl::enumerate(Operation *op, const ShardingRule &rule,
       std::optional<Sharding> sharding = tensorSharding(rule, rule.results[r], perFactor);
       if (!sharding)
         return;
+      // An axis that also splits the result (shared by a pair) is no sum.
       for (auto [f, factorAxes] : llvm::enumerate(perFactor))
         if (rule.sumsOver(r, f))
-          llvm::append_range(sharding->pending, factorAxes);
+          for (StringRef axis : factorAxes)
+            if (llvm::none_of(sharding->dims,
+                              [&](const Axes &d) { return llvm::is_contained(d, axis); }))
+              sharding->pending.push_back(axis);
       sortAxes(sharding->pending);
       s.results.push_back(std::move(*sharding));
     }
@@ -108,26 +116,65 @@ void AutoSharder::Impl::enumerate(Operation *op, const ShardingRule &rule,
     for (auto [result, sharding] : llvm::zip(op->getResults(), s.results))
       bytes += localBytes(cast<RankedTensorType>(result.getType()), sharding);
     s.seconds = options.model.computeSeconds(flops / split, bytes);
+    if (!shared.empty() && rule.exchanges.count > 0) {
+      // Each exchange moves a device's block of the rows: the whole split
+      // by the first factors of the sharing pairs.
+      SmallVector<int64_t> blockFactors;
+      for (auto [f, g] : rule.sharing)
+        if (!llvm::is_contained(blockFactors, f))
+          blockFactors.push_back(f);
+      int64_t blocks = 1;
+      for (int64_t f : blockFactors)
+        blocks *= devicesOf(mesh, perFactor[f]);
+      int64_t perDevice = rule.exchanges.bytes / blocks;
+      CollectiveCost cost =
+          options.model.cost(CollectiveKind::AllToAll, perDevice, shared, devicesOf(mesh, shared));
+      Prediction::Comm comm;
+      comm.seconds = cost.seconds * rule.exchanges.count;
+      comm.bytes = perDevice * rule.exchanges.count;
+      comm.wireBytes = cost.wireBytes * rule.exchanges.count;
+      comm.collectives = rule.exchanges.count;
+      s.seconds += comm.seconds;
+      s.comm.push_back({llvm::join(shared, ","), comm});
+    }
     out.push_back(s);
     addPendingVariants(op, rule, s, used, out);
   };
+  // An axis splits one factor, or both factors of a sharing pair (its
+  // index after the factors'). The second factor of a pair splits only
+  // with a first: the op partitions itself so (an expert-parallel group
+  // routes its own tokens).
+  auto isSecond = [&](int64_t g) {
+    return llvm::any_of(rule.sharing, [&](const auto &pair) { return pair.second == g; });
+  };
+  int numFactors = static_cast<int>(rule.factors.size());
   std::function<void(size_t)> assign = [&](size_t a) {
     if (a == axes.size()) {
       SmallVector<Axes> perFactor(rule.factors.size());
-      Axes used;
-      for (size_t i = 0; i < axes.size(); ++i)
-        if (factorOf[i] >= 0) {
-          perFactor[factorOf[i]].push_back(axes[i]);
-          used.push_back(axes[i]);
+      Axes used, shared;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        int choice = factorOf[i];
+        if (choice < 0)
+          continue;
+        used.push_back(axes[i]);
+        if (choice < numFactors) {
+          perFactor[choice].push_back(axes[i]);
+          continue;
         }
+        auto [f, g] = rule.sharing[choice - numFactors];
+        perFactor[f].push_back(axes[i]);
+        perFactor[g].push_back(axes[i]);
+        shared.push_back(axes[i]);
+      }
       for (auto [f, factorAxes] : llvm::enumerate(perFactor))
         if (rule.factors[f].size % devicesOf(mesh, factorAxes) != 0)
           return;
-      build(perFactor, used);
+      build(perFactor, used, shared);
       return;
     }
-    for (int f = -1; f < static_cast<int>(rule.factors.size()); ++f) {
-      if (f >= 0 && rule.factors[f].kind == FactorKind::Replicated)
+    for (int f = -1; f < numFactors + static_cast<int>(rule.sharing.size()); ++f) {
+      if (f >= 0 && f < numFactors &&
+          (rule.factors[f].kind == FactorKind::Replicated || isSecond(f)))
         continue;
       factorOf[a] = f;
       assign(a + 1);

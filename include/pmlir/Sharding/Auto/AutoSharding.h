@@ -86,6 +86,13 @@ struct Prediction {
     int64_t bytes = 0;
     int64_t wireBytes = 0;
     int64_t collectives = 0;
+    Comm &operator+=(const Comm &other) {
+      seconds += other.seconds;
+      bytes += other.bytes;
+      wireBytes += other.wireBytes;
+      collectives += other.collectives;
+      return *this;
+    }
   };
   std::map<std::string, Comm> commPerAxes;
   double peakMemoryBytes = 0;

@@ -582,7 +582,10 @@ ShardingRule GroupedWeightGradOp::getShardingRule() {
 struct ExpertFactors {
   SmallVector<int64_t> tokens;
   int64_t hidden, choices, experts, ffn;
-  ExpertFactors(RuleBuilder &b, Value input, Value routing, Value w1) {
+  /// `exchanges`: the all-to-alls of the tokens' rows the op runs under
+  /// expert parallelism (2 forward: to the experts and back; 4 in the
+  /// gradient: the forward's again and the gradients' two).
+  ExpertFactors(RuleBuilder &b, Value input, Value routing, Value w1, int64_t exchanges) {
     tokens = tokenFactors(b, input);
     hidden = lastFactor(b, input, FactorKind::Replicated);
     choices = lastFactor(b, routing, FactorKind::Replicated);
@@ -590,6 +593,12 @@ struct ExpertFactors {
     ffn = b.factor(dimOf(w1, 1), FactorKind::Contracting);
     for (int64_t token : tokens)
       b.rule.sharing.push_back({token, experts});
+    // Each exchange moves every routed row: tokens x choices x hidden.
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t k = cast<RankedTensorType>(routing.getType()).getShape().back();
+    b.rule.exchanges = {type.getNumElements() * k *
+                            std::max<int64_t>(1, type.getElementTypeBitWidth() / 8),
+                        exchanges};
   }
   Dims tokensBy(int64_t last) const { return withLast(tokens, last); }
   Dims gateUp() const { return {{experts}, {ffn}, {hidden}}; }
@@ -601,7 +610,7 @@ struct ExpertFactors {
 
 ShardingRule MoeExpertsOp::getShardingRule() {
   RuleBuilder b;
-  ExpertFactors f(b, getInput(), getExperts(), getW1());
+  ExpertFactors f(b, getInput(), getExperts(), getW1(), /*exchanges=*/2);
   b.rule.operands = f.operands();
   b.rule.results = {f.tokensBy(f.hidden)};
   return b.rule;
@@ -609,7 +618,7 @@ ShardingRule MoeExpertsOp::getShardingRule() {
 
 ShardingRule MoeExpertsGradOp::getShardingRule() {
   RuleBuilder b;
-  ExpertFactors f(b, getInput(), getExperts(), getW1());
+  ExpertFactors f(b, getInput(), getExperts(), getW1(), /*exchanges=*/4);
   b.rule.operands = f.operands();
   b.rule.operands.push_back(f.tokensBy(f.hidden));
   b.rule.results = {f.tokensBy(f.hidden), f.tokensBy(f.choices), f.gateUp(), f.gateUp(), f.down()};

@@ -53,6 +53,15 @@ struct ShardingRule {
   /// partitions itself knows what a device holds then (expert parallelism:
   /// a device's block of the tokens and its block of the experts).
   llvm::SmallVector<std::pair<int64_t, int64_t>> sharing;
+  /// What the op sends itself when an axis splits both factors of a
+  /// sharing pair (expert parallelism: each token's rows to the devices of
+  /// its experts and back): `count` all-to-alls over the shared axes, each
+  /// moving `bytes` over all devices together, a device its block's share
+  /// (the first factors of the pairs split the blocks).
+  struct Exchanges {
+    int64_t bytes = 0;
+    int64_t count = 0;
+  } exchanges;
 
   /// Whether factors `f` and `g` may split over the same axes.
   bool share(int64_t f, int64_t g) const {
