@@ -27,7 +27,7 @@ def ttype(shape, dtype="f32"):
 
 
 class Case:
-    def __init__(self, name, args, result, body, ref, gpu):
+    def __init__(self, name, args, result, body, ref, gpu=True):
         self.name, self.args, self.result, self.body, self.ref = name, args, result, body, ref
         # Whether the GPU target lowers the case's ops (the grouped GEMMs of
         # the experts it does not yet: they read the counts on the host).
