@@ -274,6 +274,18 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
   // Row-major C[m, n] = A B is column-major C^T[n, m] = B^T A^T: the first
   // operand is B.
   int64_t k = opA.transposed ? opA.rows : opA.cols;
+  if (k == 0) {
+    // An empty contraction (the weight gradient of an expert no row was
+    // routed to): C is zero, or kept when accumulating, without cuBLASLt.
+    if (!accumulate) {
+      size_t width = outType == CUDA_R_32F ? 4 : 2;
+      for (int64_t i = 0; i < batch; ++i)
+        check(cudaMemset2DAsync(static_cast<char *>(c) + i * strideC * width, ldc * width, 0,
+                                n * width, m, g.stream),
+              std::string(name) + ": zeroing an empty contraction's result");
+    }
+    return;
+  }
   GemmKey key{opB.transposed, opA.transposed, n,       m,       k,       opB.ld, opA.ld, ldc,
               batch,          strideB,        strideA, strideC, compute, inType, outType};
   std::lock_guard<std::mutex> guard(g.lock);

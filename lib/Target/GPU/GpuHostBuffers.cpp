@@ -8,13 +8,16 @@
 // stand for the runtime's one stream per rank (mgpuStreamCreate returns it),
 // which the cuBLASLt GEMMs and NCCL collectives the runtime calls issue on
 // as well, so the whole program is ordered by that one stream and only the
-// entry function waits for it.
+// entry function waits for it, and the host where it reads a copy of device
+// memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Target/GPU/Passes.h"
 
 #include "pmlir/Runtime/RuntimeAbi.h"
+
+#include "KernelLoops.h"
 
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -127,6 +130,15 @@ struct GpuHostBuffersPass : public pmlir::impl::GpuHostBuffersBase<GpuHostBuffer
           OpBuilder end(block.getTerminator());
           Value last = gpu::WaitOp::create(end, loc, tokenType(), ValueRange{}).getAsyncToken();
           gpu::DeallocOp::create(end, loc, tokenType(), ValueRange{last}, device.getMemref());
+        } else if (auto copy = dyn_cast<gpu::MemcpyOp>(op); copy && !copy.getAsyncToken()) {
+          // A copy the host reads (pmlir-gpu-wrap-sequential-work stages
+          // the values it needs): on the stream, which the host then waits
+          // for.
+          token = gpu::MemcpyOp::create(b, loc, tokenType(), ValueRange{next(b, loc)},
+                                        copy.getDst(), copy.getSrc())
+                      .getAsyncToken();
+          gpu::WaitOp::create(b, loc, Type(), ValueRange{token});
+          copy.erase();
         } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
           if (launch.getAsyncToken())
             continue;
@@ -143,6 +155,7 @@ struct GpuHostBuffersPass : public pmlir::impl::GpuHostBuffersBase<GpuHostBuffer
             if (failed(lowerRegion(nested, waits)))
               return failure();
         } else if (readsOrWrites(&op) && !isa<CallOpInterface>(op) &&
+                   !pmlir::kernel_loops::readsHostCopy(&op) &&
                    op.getDialect() != b.getContext()->getLoadedDialect<gpu::GPUDialect>()) {
           return op.emitOpError() << "has no GPU lowering: it would read or write device memory "
                                      "on the host";

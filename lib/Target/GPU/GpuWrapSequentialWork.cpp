@@ -4,7 +4,10 @@
 //
 // What still reads or writes memory outside the parallel loops (a
 // sequential loop over a scalar, a 0-d update) becomes a one-iteration
-// parallel loop: a kernel of one thread.
+// parallel loop: a kernel of one thread. A value read from device memory
+// that the host itself uses (a loop bound: the rows of each expert's GEMM)
+// is read from a copy on the host, made once before the loops that do not
+// write it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,41 +51,103 @@ struct GpuWrapSequentialWorkPass
 
   /// What still reads or writes memory outside the parallel loops becomes a
   /// one-iteration parallel loop: a run of such ops (with the pure ops
-  /// between them) one loop.
+  /// between them) one loop. A load of a run whose value the host uses
+  /// after it is staged first (stageHostRead), and the runs found again.
   LogicalResult wrapSequentialWork(Region &region) {
     for (Block &block : region) {
-      SmallVector<SmallVector<Operation *>> runs;
-      SmallVector<Operation *> run, between;
-      for (Operation &op : block) {
-        bool candidate = !isa<scf::ParallelOp>(op) && !op.hasTrait<OpTrait::IsTerminator>() &&
-                         touchesMemory(&op) && !hostOnly(&op) &&
-                         !isa<memref::AllocOp, memref::DeallocOp>(op);
-        if (candidate) {
-          llvm::append_range(run, between);
-          between.clear();
-          run.push_back(&op);
-          continue;
-        }
-        if (!run.empty() && isPure(&op) && op.getNumRegions() == 0) {
-          between.push_back(&op);
-          continue;
-        }
-        between.clear();
-        if (!run.empty())
-          runs.push_back(std::exchange(run, {}));
-        if (op.getNumRegions() > 0 && !isa<scf::ParallelOp>(op))
+      SmallVector<SmallVector<Operation *>> runs = runsOf(block);
+      bool staged = false;
+      for (ArrayRef<Operation *> ops : runs)
+        for (Operation *op : ops)
+          if (auto load = dyn_cast<memref::LoadOp>(op); load && usedAfter(load, ops))
+            staged |= stageHostRead(load);
+      if (staged)
+        runs = runsOf(block);
+      for (Operation &op : block)
+        if (op.getNumRegions() > 0 && !isa<scf::ParallelOp>(op) &&
+            llvm::none_of(runs,
+                          [&](ArrayRef<Operation *> ops) { return llvm::is_contained(ops, &op); }))
           for (Region &nested : op.getRegions())
             if (failed(wrapSequentialWork(nested)))
               return failure();
-      }
-      if (!run.empty())
-        runs.push_back(run);
       for (ArrayRef<Operation *> ops : runs)
         if (failed(wrap(ops)))
           return failure();
     }
     return success();
   }
+
+  /// The runs of `block`: its ops that read or write memory and can run on
+  /// the device, each run with the pure ops between them.
+  SmallVector<SmallVector<Operation *>> runsOf(Block &block) {
+    SmallVector<SmallVector<Operation *>> runs;
+    SmallVector<Operation *> run, between;
+    for (Operation &op : block) {
+      bool candidate = !isa<scf::ParallelOp>(op) && !op.hasTrait<OpTrait::IsTerminator>() &&
+                       touchesMemory(&op) && !hostOnly(&op) &&
+                       !isa<memref::AllocOp, memref::DeallocOp, memref::AllocaOp>(op);
+      if (candidate) {
+        llvm::append_range(run, between);
+        between.clear();
+        run.push_back(&op);
+        continue;
+      }
+      if (!run.empty() && isPure(&op) && op.getNumRegions() == 0) {
+        between.push_back(&op);
+        continue;
+      }
+      between.clear();
+      if (!run.empty())
+        runs.push_back(std::exchange(run, {}));
+    }
+    if (!run.empty())
+      runs.push_back(run);
+    return runs;
+  }
+
+  /// Whether an op outside `ops` (lifted to their block) uses `op`'s results.
+  static bool usedAfter(Operation *op, ArrayRef<Operation *> ops) {
+    Block *block = ops.front()->getBlock();
+    return llvm::any_of(op->getUsers(), [&](Operation *user) {
+      while (user->getBlock() != block && user->getParentOp())
+        user = user->getParentOp();
+      return !llvm::is_contained(ops, user);
+    });
+  }
+
+  /// Makes `load` read a copy of its buffer on the host's stack, copied
+  /// from the device before the outermost enclosing loop that does not
+  /// write the buffer (or right before the load); false where the buffer is
+  /// a view or larger than a copy worth making for a few values.
+  bool stageHostRead(memref::LoadOp load) {
+    static constexpr int64_t kMaxStagedBytes = 64 * 1024;
+    MemRefType type = load.getMemRefType();
+    Value buffer = load.getMemRef();
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8) >
+            kMaxStagedBytes)
+      return false;
+    Operation *at = load;
+    while (auto loop = dyn_cast<scf::ForOp>(at->getParentOp())) {
+      if (loop->isAncestor(buffer.getParentBlock()->getParentOp()) ||
+          mayWrite(loop, baseOf(buffer)))
+        break;
+      at = loop;
+    }
+    Value &copy = copies[{buffer, at}];
+    if (!copy) {
+      auto func = load->getParentOfType<func::FuncOp>();
+      OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+      copy = memref::AllocaOp::create(b, load.getLoc(), type);
+      b.setInsertionPoint(at);
+      gpu::MemcpyOp::create(b, load.getLoc(), Type(), ValueRange{}, copy, buffer);
+    }
+    load.getMemrefMutable().assign(copy);
+    return true;
+  }
+
+  /// The host copies made, by buffer and the op they are copied before.
+  DenseMap<std::pair<Value, Operation *>, Value> copies;
 
   LogicalResult wrap(ArrayRef<Operation *> ops) {
     Operation *first = ops.front();
@@ -95,12 +160,7 @@ struct GpuWrapSequentialWorkPass
     // loop as well; a memory op's result cannot leave the kernel.
     IRMapping before;
     for (Operation *op : ops) {
-      bool usedAfter = llvm::any_of(op->getUsers(), [&](Operation *user) {
-        while (user->getBlock() != first->getBlock() && user->getParentOp())
-          user = user->getParentOp();
-        return !llvm::is_contained(ops, user);
-      });
-      if (!usedAfter)
+      if (!usedAfter(op, ops))
         continue;
       if (!isPure(op) || llvm::any_of(op->getOperands(), [&](Value v) {
             return v.getDefiningOp() && llvm::is_contained(ops, v.getDefiningOp()) &&

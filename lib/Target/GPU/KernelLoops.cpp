@@ -6,6 +6,7 @@
 
 #include "KernelLoops.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -78,9 +79,18 @@ bool pmlir::kernel_loops::touchesMemory(Operation *op) {
 bool pmlir::kernel_loops::hostOnly(Operation *op) {
   return op
       ->walk([](Operation *nested) {
-        return isa<CallOpInterface>(nested) ? WalkResult::interrupt() : WalkResult::advance();
+        return isa<CallOpInterface, gpu::MemcpyOp>(nested) || readsHostCopy(nested)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       })
       .wasInterrupted();
+}
+
+/// Whether `op` is a load from a buffer on the host's stack (a staged copy
+/// of device memory the host reads).
+bool pmlir::kernel_loops::readsHostCopy(Operation *op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  return load && load.getMemRef().getDefiningOp<memref::AllocaOp>();
 }
 
 /// A loop dimension mapped to `processor`, as gpu-map-parallel-loops maps

@@ -35,8 +35,13 @@ bool mayWrite(mlir::Operation *op, mlir::Value base);
 bool touchesMemory(mlir::Operation *op);
 
 /// Whether `op` (or anything nested) must stay on the host: a call (the
-/// runtime's GEMMs and collectives).
+/// runtime's GEMMs and collectives), a copy between the device and the
+/// host, a read of such a copy.
 bool hostOnly(mlir::Operation *op);
+
+/// Whether `op` is a load from a buffer on the host's stack (a staged copy
+/// of device memory the host reads).
+bool readsHostCopy(mlir::Operation *op);
 
 /// A loop dimension mapped to `processor`, as gpu-map-parallel-loops maps
 /// it (identity map and bound).

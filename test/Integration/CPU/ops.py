@@ -5,9 +5,8 @@
 
 Each case is a one-op function on random inputs with odd sizes (7, 13, 97);
 pmlir-run computes it and this script compares ||got - ref|| / ||ref|| with
-the tolerance. Prints one line per case and exits non-zero if any fails.
-With --device gpu among the run arguments, the cases whose ops the GPU
-target does not lower are skipped, and counted on the last line.
+the tolerance. Prints one line per case (a case whose run fails is one
+that fails) and exits non-zero if any fails.
 """
 import argparse
 import math
@@ -27,11 +26,8 @@ def ttype(shape, dtype="f32"):
 
 
 class Case:
-    def __init__(self, name, args, result, body, ref, gpu=True):
+    def __init__(self, name, args, result, body, ref):
         self.name, self.args, self.result, self.body, self.ref = name, args, result, body, ref
-        # Whether the GPU target lowers the case's ops (the grouped GEMMs of
-        # the experts it does not yet: they read the counts on the host).
-        self.gpu = gpu
 
 
 def cases(g):
@@ -40,9 +36,9 @@ def cases(g):
 
     out = []
 
-    def add(name, inputs, result_shape, body, ref, result_dtype="f32", gpu=True):
+    def add(name, inputs, result_shape, body, ref, result_dtype="f32"):
         args = [(n, list(t.shape), "i64" if t.dtype == torch.int64 else "f32", t) for n, t in inputs]
-        out.append(Case(name, args, (result_shape, result_dtype), body, ref, gpu))
+        out.append(Case(name, args, (result_shape, result_dtype), body, ref))
 
     x = rnd(3, 13, 97)
     for op, fn in (("add", torch.add), ("sub", torch.sub), ("mul", torch.mul)):
@@ -187,20 +183,20 @@ def cases(g):
         [("x", rows), ("w", wt), ("c", counts)], [13, 7],
         f"tfm.grouped_matmul %x, %w, %c transpose_rhs : {ttype([13, 16])}, {ttype([4, 7, 16])}, "
         f"{ttype([4], 'i64')} -> {ttype([13, 7])}",
-        lambda t: grouped_ref(t["x"], t["w"].transpose(1, 2), t["c"]), gpu=False)
+        lambda t: grouped_ref(t["x"], t["w"].transpose(1, 2), t["c"]))
     wkn, counts = rnd(3, 16, 7), torch.tensor([6, 7, 0])
     add("grouped_matmul [E, K, F] (the last group empty)",
         [("x", rows), ("w", wkn), ("c", counts)], [13, 7],
         f"tfm.grouped_matmul %x, %w, %c : {ttype([13, 16])}, {ttype([3, 16, 7])}, "
         f"{ttype([3], 'i64')} -> {ttype([13, 7])}",
-        lambda t: grouped_ref(t["x"], t["w"], t["c"]), gpu=False)
+        lambda t: grouped_ref(t["x"], t["w"], t["c"]))
     counts = torch.tensor([4, 0, 6, 1])
     add("grouped_matmul (rows past the counts are zeros)",
         [("x", rows), ("w", wt), ("c", counts)], [13, 7],
         f"tfm.grouped_matmul %x, %w, %c transpose_rhs : {ttype([13, 16])}, {ttype([4, 7, 16])}, "
         f"{ttype([4], 'i64')} -> {ttype([13, 7])}",
         lambda t: torch.cat([grouped_ref(t["x"], t["w"].transpose(1, 2), t["c"]),
-                             torch.zeros(2, 7, dtype=torch.float64)]), gpu=False)
+                             torch.zeros(2, 7, dtype=torch.float64)]))
     x = rnd(2, 7, 16)
     for name, experts, k, xin, gate in (
             ("top-2 of 5", 5, 2, x, rnd(5, 16)),
@@ -212,8 +208,7 @@ def cases(g):
         add(f"Mixtral block {name}",
             [("x", xin), ("gate", gate), ("w1", w1), ("w3", w3), ("w2", w2)], [2, 7, 16],
             sparse_block_text(experts, k),
-            lambda t, k=k: sparse_block_ref(t["x"], t["gate"], t["w1"], t["w3"], t["w2"], k),
-            gpu=False)
+            lambda t, k=k: sparse_block_ref(t["x"], t["gate"], t["w1"], t["w3"], t["w2"], k))
     return out
 
 
@@ -287,14 +282,8 @@ def main():
             sys.exit(f"ops.py: --only: no case named {', '.join(sorted(unknown))}")
         selected = [(i, case) for i, case in selected if case.name in args.only]
     run_args = args.run_args.split()
-    on_gpu = "--device=gpu" in run_args or any(
-        a == "--device" and b == "gpu" for a, b in zip(run_args, run_args[1:]))
-    failures = skipped = 0
+    failures = 0
     for i, case in selected:
-        if on_gpu and not case.gpu:
-            skipped += 1
-            print(f"skip {case.name}: no GPU lowering")
-            continue
         model = f"{args.workdir}/op{i}.mlir"
         with open(model, "w") as f:
             f.write(module_text(case))
@@ -313,7 +302,7 @@ def main():
         ok = err <= args.tol
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {case.name}: relative error {err:.2e}")
-    print(f"{failures} failed" + (f", {skipped} skipped" if skipped else ""))
+    print(f"{failures} failed")
     return 1 if failures else 0
 
 

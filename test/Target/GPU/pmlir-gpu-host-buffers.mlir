@@ -116,3 +116,22 @@ func.func @forward(%x: memref<8xf32>) {
   memref.store %v, %x[%c0] : memref<8xf32>
   return
 }
+
+// -----
+
+// A copy the host reads (staged by pmlir-gpu-wrap-sequential-work) goes on
+// the chain, and the host waits for it before the read.
+// CHECK-LABEL: func.func @staged
+// CHECK: %[[T0:.*]] = gpu.wait async
+// CHECK: %[[T1:.*]] = gpu.memcpy async [%[[T0]]] %[[HOST:.*]], %{{.*}} : memref<3xi64>, memref<3xi64>
+// CHECK-NEXT: gpu.wait [%[[T1]]]
+// CHECK-NEXT: memref.load %[[HOST]]
+module attributes {gpu.container_module} {
+  func.func @staged(%counts: memref<3xi64>) -> i64 {
+    %c1 = arith.constant 1 : index
+    %host = memref.alloca() : memref<3xi64>
+    gpu.memcpy %host, %counts : memref<3xi64>, memref<3xi64>
+    %n = memref.load %host[%c1] : memref<3xi64>
+    return %n : i64
+  }
+}

@@ -443,10 +443,12 @@ func.func @crossing_columns_stay_sequential(%ids: memref<6xi64>, %grad: memref<6
 
 // -----
 
-// A scalar read the host itself uses cannot move into a kernel.
-func.func @host_uses_read(%x: memref<f32>) -> f32 {
+// A read the host itself uses of a buffer it cannot copy (of dynamic
+// shape) cannot move into a kernel.
+func.func @host_uses_read(%x: memref<?xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
   // expected-error @+1 {{'memref.load' op has no GPU lowering: it reads device memory on the host, which uses its result}}
-  %v = memref.load %x[] : memref<f32>
+  %v = memref.load %x[%c0] : memref<?xf32>
   return %v : f32
 }
 

@@ -38,9 +38,75 @@ func.func @sum(%x: memref<16xf32>, %out: memref<f32>) {
 
 // -----
 
-// A scalar read the host itself uses cannot move into a kernel.
+// A scalar read the host itself uses cannot move into a kernel: it reads a
+// copy on the host, made right before it.
+// CHECK-LABEL: func.func @host_uses_read
+// CHECK-NEXT: %[[HOST:.*]] = memref.alloca() : memref<f32>
+// CHECK-NEXT: gpu.memcpy %[[HOST]], %{{.*}} : memref<f32>, memref<f32>
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[HOST]][] : memref<f32>
+// CHECK-NEXT: return %[[V]]
 func.func @host_uses_read(%x: memref<f32>) -> f32 {
-  // expected-error @+1 {{'memref.load' op has no GPU lowering: it reads device memory on the host, which uses its result}}
   %v = memref.load %x[] : memref<f32>
+  return %v : f32
+}
+
+// -----
+
+// The rows of each expert's GEMM, read by the host's loop over experts
+// (tfm.grouped_matmul's lowering): the counts are copied to the host once,
+// before the loop, which does not write them; the GEMM calls stay.
+// CHECK-LABEL: func.func @grouped
+// CHECK-NEXT: %[[HOST:.*]] = memref.alloca() : memref<3xi64>
+// CHECK: gpu.memcpy %[[HOST]], %{{.*}} : memref<3xi64>, memref<3xi64>
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: memref.load %[[HOST]][%{{.*}}] : memref<3xi64>
+// CHECK: call @gemm
+// CHECK-NOT: scf.parallel
+func.func private @gemm(memref<?x16xf32, strided<[16, 1], offset: ?>>)
+func.func @grouped(%x: memref<13x16xf32>, %counts: memref<3xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %end = scf.for %e = %c0 to %c3 step %c1 iter_args(%start = %c0) -> (index) {
+    %n = memref.load %counts[%e] : memref<3xi64>
+    %rows = arith.index_cast %n : i64 to index
+    %view = memref.subview %x[%start, 0] [%rows, 16] [1, 1] : memref<13x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
+    func.call @gemm(%view) : (memref<?x16xf32, strided<[16, 1], offset: ?>>) -> ()
+    %next = arith.addi %start, %rows : index
+    scf.yield %next : index
+  }
+  return
+}
+
+// -----
+
+// A loop that writes the buffer it reads (here through a call handed it)
+// copies it before each read.
+// CHECK-LABEL: func.func @written
+// CHECK: scf.for
+// CHECK-NEXT: gpu.memcpy
+// CHECK-NEXT: memref.load
+func.func private @update(memref<3xi64>)
+func.func @written(%counts: memref<3xi64>) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %sum = scf.for %e = %c0 to %c3 step %c1 iter_args(%acc = %c0) -> (index) {
+    %n = memref.load %counts[%e] : memref<3xi64>
+    %i = arith.index_cast %n : i64 to index
+    func.call @update(%counts) : (memref<3xi64>) -> ()
+    %next = arith.addi %acc, %i : index
+    scf.yield %next : index
+  }
+  return %sum : index
+}
+
+// -----
+
+// A buffer of dynamic shape is not copied: the read has no GPU lowering.
+func.func @dynamic(%x: memref<?xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'memref.load' op has no GPU lowering: it reads device memory on the host, which uses its result}}
+  %v = memref.load %x[%c0] : memref<?xf32>
   return %v : f32
 }

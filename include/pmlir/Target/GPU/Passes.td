@@ -210,9 +210,33 @@ def GpuWrapSequentialWork : Pass<"pmlir-gpu-wrap-sequential-work", "mlir::Module
     of such ops with the pure ops between them at a time, in a
     one-iteration `scf.parallel`: a one-thread kernel. A pure op of the run
     whose result the host uses after it is computed before the loop as
-    well; a memory op's result the host uses is an error (it has no GPU
-    lowering). Calls (the runtime's GEMMs and collectives), allocations and
-    frees stay on the host.
+    well. A load whose value the host uses (a loop's bound, a view's size:
+    the rows of each expert's GEMM) reads a copy on the host's stack
+    instead (`memref.alloca`), which a `gpu.memcpy` fills from the device
+    before the outermost enclosing `scf.for` that does not write the buffer
+    (`pmlir-gpu-host-buffers` makes the host wait for it); only a buffer of
+    static shape and identity layout up to 64 KiB is copied so, and any
+    other memory op's result the host uses is an error (it has no GPU
+    lowering). Calls (the runtime's GEMMs and collectives), allocations,
+    frees and the copies stay on the host.
+
+    Before (in the host's loop over experts, around each one's GEMM call):
+    ```mlir
+    scf.for %e = %c0 to %c3 step %c1 iter_args(%start = %c0) -> (index) {
+      %n = memref.load %counts[%e] : memref<3xi64>
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    %host = memref.alloca() : memref<3xi64>
+    ...
+    gpu.memcpy %host, %counts : memref<3xi64>, memref<3xi64>
+    scf.for %e = %c0 to %c3 step %c1 iter_args(%start = %c0) -> (index) {
+      %n = memref.load %host[%e] : memref<3xi64>
+      ...
+    }
+    ```
   }];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
@@ -251,11 +275,14 @@ def GpuHostBuffers : Pass<"pmlir-gpu-host-buffers", "mlir::ModuleOp"> {
       `gpu.dealloc async` (the runtime's device pool, stream-ordered);
     - `memref.get_global` of a constant -> a device buffer filled from it by
       `gpu.memcpy async`;
-    - every `gpu.launch_func` async, after the previous GPU op.
+    - every `gpu.launch_func` async, after the previous GPU op;
+    - a `gpu.memcpy` to a copy the host reads (staged by
+      `pmlir-gpu-wrap-sequential-work`) async, then `gpu.wait` for it.
     Only the entry function waits for its stream (`gpu.wait`, which
-    returns when the work is done): other host functions are called from
-    it on the same stream, and their work stays queued there. A host op
-    left that reads or writes memory is an error naming it.
+    returns when the work is done), besides those copies: other host
+    functions are called from it on the same stream, and their work stays
+    queued there. A host op left that reads or writes memory (but a read
+    of such a copy) is an error naming it.
 
     Before:
     ```mlir
