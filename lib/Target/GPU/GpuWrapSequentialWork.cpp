@@ -44,6 +44,7 @@ struct GpuWrapSequentialWorkPass
   using GpuWrapSequentialWorkBase::GpuWrapSequentialWorkBase;
 
   void runOnOperation() override {
+    copies.clear();
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(wrapSequentialWork(func.getBody())))
         return signalPassFailure();
