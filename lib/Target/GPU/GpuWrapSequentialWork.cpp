@@ -135,20 +135,32 @@ struct GpuWrapSequentialWorkPass
         break;
       at = loop;
     }
-    Value &copy = copies[{buffer, at}];
-    if (!copy) {
-      auto func = load->getParentOfType<func::FuncOp>();
-      OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-      copy = memref::AllocaOp::create(b, load.getLoc(), type);
-      b.setInsertionPoint(at);
-      gpu::MemcpyOp::create(b, load.getLoc(), Type(), ValueRange{}, copy, buffer);
+    // A copy made earlier in the same block serves while nothing between
+    // it and here may write the buffer (the expert loops of one layer read
+    // the same counts).
+    for (gpu::MemcpyOp earlier : copies.lookup(buffer)) {
+      if (earlier->getBlock() != at->getBlock() || !earlier->isBeforeInBlock(at))
+        continue;
+      bool written = false;
+      for (Operation *op = earlier->getNextNode(); op != at && !written; op = op->getNextNode())
+        written = mayWrite(op, baseOf(buffer));
+      if (!written) {
+        load.getMemrefMutable().assign(earlier.getDst());
+        return true;
+      }
     }
+    auto func = load->getParentOfType<func::FuncOp>();
+    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+    Value copy = memref::AllocaOp::create(b, load.getLoc(), type);
+    b.setInsertionPoint(at);
+    copies[buffer].push_back(
+        gpu::MemcpyOp::create(b, load.getLoc(), Type(), ValueRange{}, copy, buffer));
     load.getMemrefMutable().assign(copy);
     return true;
   }
 
-  /// The host copies made, by buffer and the op they are copied before.
-  DenseMap<std::pair<Value, Operation *>, Value> copies;
+  /// The host copies made, by the buffer they copy.
+  DenseMap<Value, SmallVector<gpu::MemcpyOp>> copies;
 
   LogicalResult wrap(ArrayRef<Operation *> ops) {
     Operation *first = ops.front();

@@ -80,6 +80,46 @@ func.func @grouped(%x: memref<13x16xf32>, %counts: memref<3xi64>) {
 
 // -----
 
+// Two loops over the same counts (a layer's grouped GEMMs) share one copy;
+// after a call that may write them, the next loop copies them again.
+// CHECK-LABEL: func.func @two_loops
+// CHECK: gpu.memcpy %[[HOST:.*]], %{{.*}} : memref<3xi64>, memref<3xi64>
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[HOST]]
+// CHECK-NOT: gpu.memcpy
+// CHECK: scf.for
+// CHECK: memref.load %[[HOST]]
+// CHECK: call @update
+// CHECK-NEXT: gpu.memcpy %[[AGAIN:.*]], %{{.*}} : memref<3xi64>, memref<3xi64>
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[AGAIN]]
+func.func private @use(index)
+func.func private @update(memref<3xi64>)
+func.func @two_loops(%counts: memref<3xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %e = %c0 to %c3 step %c1 {
+    %n = memref.load %counts[%e] : memref<3xi64>
+    %i = arith.index_cast %n : i64 to index
+    func.call @use(%i) : (index) -> ()
+  }
+  scf.for %e = %c0 to %c3 step %c1 {
+    %n = memref.load %counts[%e] : memref<3xi64>
+    %i = arith.index_cast %n : i64 to index
+    func.call @use(%i) : (index) -> ()
+  }
+  func.call @update(%counts) : (memref<3xi64>) -> ()
+  scf.for %e = %c0 to %c3 step %c1 {
+    %n = memref.load %counts[%e] : memref<3xi64>
+    %i = arith.index_cast %n : i64 to index
+    func.call @use(%i) : (index) -> ()
+  }
+  return
+}
+
+// -----
+
 // A loop that writes the buffer it reads (here through a call handed it)
 // copies it before each read.
 // CHECK-LABEL: func.func @written
