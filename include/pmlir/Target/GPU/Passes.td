@@ -214,7 +214,9 @@ def GpuWrapSequentialWork : Pass<"pmlir-gpu-wrap-sequential-work", "mlir::Module
     the rows of each expert's GEMM) reads a copy on the host's stack
     instead (`memref.alloca`), which a `gpu.memcpy` fills from the device
     before the outermost enclosing `scf.for` that does not write the buffer
-    (`pmlir-gpu-host-buffers` makes the host wait for it); only a buffer of
+    (`pmlir-gpu-host-buffers` makes the host wait for it) and read by the
+    later loops of the block while nothing between may write the buffer (a
+    layer's grouped GEMMs over the same counts); only a buffer of
     static shape and identity layout up to 64 KiB is copied so, and any
     other memory op's result the host uses is an error (it has no GPU
     lowering). Calls (the runtime's GEMMs and collectives), allocations,
