@@ -593,12 +593,14 @@ struct ExpertFactors {
     ffn = b.factor(dimOf(w1, 1), FactorKind::Contracting);
     for (int64_t token : tokens)
       b.rule.sharing.push_back({token, experts});
-    // Each exchange moves every routed row: tokens x choices x hidden.
+    // Each exchange moves every routed row: tokens x choices x hidden (of
+    // static shapes; a program of dynamic ones is not priced).
     auto type = cast<RankedTensorType>(input.getType());
-    int64_t k = cast<RankedTensorType>(routing.getType()).getShape().back();
-    b.rule.exchanges = {type.getNumElements() * k *
-                            std::max<int64_t>(1, type.getElementTypeBitWidth() / 8),
-                        exchanges};
+    auto routingType = cast<RankedTensorType>(routing.getType());
+    if (type.hasStaticShape() && routingType.hasStaticShape())
+      b.rule.exchanges = {type.getNumElements() * routingType.getShape().back() *
+                              std::max<int64_t>(1, type.getElementTypeBitWidth() / 8),
+                          exchanges};
   }
   Dims tokensBy(int64_t last) const { return withLast(tokens, last); }
   Dims gateUp() const { return {{experts}, {ffn}, {hidden}}; }
