@@ -7,7 +7,10 @@ cost model, on GPT-2- and Llama-shaped training steps (and forwards):
   (100 Gb/s Ethernet between the cards), dp still on NVLink;
 - tight memory: dp=8 under a budget below what a replica of the
   parameters, gradients and AdamW state needs;
-- infeasible: a budget below what any plan needs.
+- infeasible: a budget below what any plan needs;
+- experts: a Mixtral-style training step on dp=2 x ep=4 (one node), where
+  expert parallelism (the experts split over ep with their tokens, the
+  all-to-alls priced) is one of the auto-sharder's choices.
 
 Megatron's plan is priced by running pmlir-megatron-recipe first: the
 auto-sharder keeps the annotations it finds (keep-annotations) and chooses
@@ -63,15 +66,77 @@ def models(quick):
     ]
 
 
+def experts_model(quick):
+    """A Mixtral-style model's pmlir-gen arguments and the weights to show."""
+    if quick:
+        gen = ["mixtral", "--layers", "2", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
+               "--ffn", "256", "--experts", "8", "--top-k", "2", "--vocab", "512", "--seq", "64",
+               "--batch", "8"]
+    else:
+        gen = ["mixtral", "--layers", "4", "--hidden", "2048", "--heads", "16", "--kv-heads", "8",
+               "--ffn", "5632", "--experts", "8", "--top-k", "2", "--vocab", "32000",
+               "--seq", "1024", "--batch", "8"]
+    return gen, ["model.layers.0.self_attn.q_proj.weight",
+                 "model.layers.0.block_sparse_moe.gate.weight",
+                 "model.layers.0.block_sparse_moe.experts.*.w1.weight",
+                 "model.layers.0.block_sparse_moe.experts.*.w2.weight"]
+
+
+def experts_section(tmp, quick):
+    """Megatron's expert-parallel plan, data parallelism and the auto plan
+    of a Mixtral-style training step on dp=2 x ep=4."""
+    gen, weights = experts_model(quick)
+    forward = f"{tmp}/mixtral.mlir"
+    status, _, err = run([f"{BUILD}/pmlir-gen", *gen, "--router-aux-loss-coef", "0.02", "--loss",
+                          "-o", forward])
+    if status != 0:
+        sys.exit(err)
+    step = f"{tmp}/mixtral-step.mlir"
+    status, _, err = run([f"{BUILD}/pmlir-opt", forward,
+                          "--pmlir-autodiff=entry=forward name=forward_grad keep-entry=false",
+                          "--pmlir-optimizer=entry=forward_grad name=train_step keep-entry=false",
+                          "-o", step])
+    if status != 0:
+        sys.exit(err)
+    print(f"## Mixtral-style: `pmlir-gen {' '.join(gen)} --router-aux-loss-coef 0.02 --loss`, "
+          "training step on dp=2 x ep=4\n")
+    mesh = f"{tmp}/mixtral-step-dp2ep4.mlir"
+    with_mesh(step, mesh, "dp = 2, ep = 4")
+    pinned = f"{tmp}/mixtral-step-dp2ep4-dp.mlir"
+    pin_data_parallel(mesh, pinned, '["dp", "ep"]')
+    rows, shown = [], {}
+    for who, model, megatron in (("Megatron (ep)", mesh, True), ("data parallel", pinned, False),
+                                 ("auto", mesh, False)):
+        entry, args = plan(model, tmp, f"mixtral-{who}".replace(" ", "_"), "topology=h100",
+                           megatron)
+        rows.append(row("step", "dp=2, ep=4", who, entry))
+        if args is not None:
+            shown[who] = args
+    print("| program | case | plan | predicted | compute | communication | peak "
+          "| build + solve s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
+    print("| argument | " + " | ".join(shown) + " |")
+    print("|---|" + "---|" * len(shown))
+    for weight in ["input_ids"] + weights:
+        print(f"| {weight} | " + " | ".join(args.get(weight, "?") for args in shown.values()) +
+              " |")
+    print()
+
+
 def run(cmd):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr
 
 
 def with_mesh(path, out, mesh):
-    text = open(path).read()
-    text = text.replace("module {", f"module attributes {{tfm.mesh = #tfm.mesh<{mesh}>}} {{", 1)
-    open(out, "w").write(text)
+    """`path` with the mesh `mesh` ("dp = 2, tp = 4") attached, into `out`."""
+    status, _, err = run([f"{BUILD}/pmlir-opt", path,
+                          f"--pmlir-attach-mesh=mesh={mesh.replace(' ', '')}", "-o", out])
+    if status != 0:
+        sys.exit(err)
 
 
 ARG = re.compile(r'tfm\.name = "([^"]+)"[^{}]*?tfm\.sharding = #tfm\.sharding<(\[.*?\]\])')
@@ -250,6 +315,7 @@ def main():
                 print(f"| {what} a device holds | " + " | ".join(
                     f"{shown[key]['held'][kind] / 2**20:.0f} MiB" for key in columns) + " |")
             print()
+        experts_section(tmp, quick)
     return 0
 
 
