@@ -87,10 +87,15 @@ except (OSError, AttributeError):
 
 # AVX-512 BF16 (the kernel's flags are what cpuid and the OS's saved
 # registers allow): bf16 GEMMs run on oneDNN's native kernels there.
+# amx: the CPU has AMX tiles (Intel's cores of two 512-bit FMA units),
+# where f32 GEMMs run on oneDNN's SGEMM.
 try:
     with open("/proc/cpuinfo") as cpuinfo:
-        if any(line.startswith("flags") and " avx512_bf16" in line for line in cpuinfo):
-            config.available_features.add("avx512_bf16")
+        flags = next((line for line in cpuinfo if line.startswith("flags")), "")
+    if " avx512_bf16" in flags:
+        config.available_features.add("avx512_bf16")
+    if " amx_tile" in flags and " avx512f" in flags:
+        config.available_features.add("amx")
 except OSError:
     pass
 

@@ -6,9 +6,10 @@
 // (lhs rank L, rhs rank R, transposes A and B) with memref descriptors of
 // lhs, rhs and the result and a flag `accumulate`; the kernel adds lhs @ rhs
 // into the result (accumulate) or overwrites it (not read, so it may be
-// uninitialized) with cblas_sgemm, one call per batch element, or
-// one call for the whole batch when a shared rank-2 rhs meets a contiguous
-// lhs (the common activation-times-weight case). On bf16 operands (their
+// uninitialized) with cblas_sgemm (oneDNN's SGEMM on a CPU with AMX,
+// GemmKernels.h), one call per batch element, or one call for the whole
+// batch when a shared rank-2 rhs meets a contiguous lhs (the common
+// activation-times-weight case). On bf16 operands (their
 // bits, uint16_t) the same calls go to oneDNN's bf16 GEMM, f32 sums into an
 // f32 result, where the CPU has AVX-512 BF16 (GemmKernels.h); elsewhere the
 // operands are widened to f32 copies first.
@@ -55,6 +56,11 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           int64_t bRow, int64_t bCol, float *c, int64_t cRow, int64_t cCol,
           bool accumulate) {
   if (aCol == 1 && bCol == 1 && cCol == 1) {
+    if (pmlir::rt::f32Gemm() == pmlir::rt::F32Gemm::OneDnn) {
+      if (!pmlir::rt::oneDnnF32Gemm(transA, transB, m, n, k, a, aRow, b, bRow, c, cRow, accumulate))
+        pmlir_rt_fail("oneDNN's f32 GEMM failed");
+      return;
+    }
     // BLAS does not read C when beta is zero.
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, aRow, b,

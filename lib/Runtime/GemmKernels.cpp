@@ -91,11 +91,16 @@ struct OneDnn {
                                  const uint16_t *, dnnl_dim_t, const uint16_t *, dnnl_dim_t, float,
                                  float *, dnnl_dim_t);
   Gemm gemm = nullptr;
+  using Sgemm = dnnl_status_t (*)(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, float,
+                                  const float *, dnnl_dim_t, const float *, dnnl_dim_t, float,
+                                  float *, dnnl_dim_t);
+  Sgemm sgemm = nullptr;
   const dnnl_version_t *(*version)() = nullptr;
   void (*setThreads)(int) = nullptr;
 };
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
+constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
 /// The threads setBf16GemmThreads asked for (0: OpenMP's default).
 std::atomic<int> bf16GemmThreads{0};
 
@@ -103,14 +108,21 @@ std::atomic<int> bf16GemmThreads{0};
 const OneDnn &oneDnn() {
   static const OneDnn loaded = [] {
     OneDnn library;
+    // Its OpenMP threads sleep between GEMMs rather than spin, as the
+    // runtime's own threads run the loops there (the user's setting
+    // stands).
+    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     void *handle = dlopen(kOneDnnLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return library;
     library.gemm = reinterpret_cast<OneDnn::Gemm>(dlsym(handle, "dnnl_gemm_bf16bf16f32"));
+    library.sgemm = reinterpret_cast<OneDnn::Sgemm>(dlsym(handle, "dnnl_sgemm"));
     library.version = reinterpret_cast<const dnnl_version_t *(*)()>(dlsym(handle, "dnnl_version"));
     library.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
-    if (!library.version)
+    if (!library.version) {
       library.gemm = nullptr;
+      library.sgemm = nullptr;
+    }
     if (library.setThreads && bf16GemmThreads.load() > 0)
       library.setThreads(bf16GemmThreads.load());
     return library;
@@ -207,6 +219,35 @@ Bf16Gemm pmlir::rt::bf16Gemm() {
   return chosen;
 }
 
+/// Whether the CPU has AMX tiles (cpuid leaf 7, EDX bit 24).
+static bool cpuHasAmx() {
+#if defined(__x86_64__)
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 24));
+#else
+  return false;
+#endif
+}
+
+F32Gemm pmlir::rt::f32Gemm() {
+  static const F32Gemm chosen = [] {
+    if (cpuSimdLevel() < SimdLevel::Avx512 || !cpuHasAmx() || std::getenv(kOpenBlasF32Env) ||
+        !oneDnn().sgemm)
+      return F32Gemm::OpenBlas;
+    oneDnnLoaded.store(true);
+    return F32Gemm::OneDnn;
+  }();
+  return chosen;
+}
+
+bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                              const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                              int64_t ldc, bool accumulate) {
+  return oneDnn().sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
+                        std::max<int64_t>(lda, 1), b, std::max<int64_t>(ldb, 1),
+                        accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(ldc, 1)) == dnnl_success;
+}
+
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                                float *c, int64_t ldc, bool accumulate) {
@@ -228,36 +269,44 @@ bool pmlir::rt::isThisCpusGemmChoice(std::string_view name) {
   return name == kChoseEnv || (name == kCoreTypeEnv && std::getenv(kChoseEnv));
 }
 
+/// "oneDNN 2.6.3": the library oneDNN() loaded.
+static std::string oneDnnName() {
+  const dnnl_version_t *version = oneDnn().version();
+  return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+         std::to_string(version->patch);
+}
+
 std::string pmlir::rt::gemmPath() {
-  // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
-  // its first two words.
-  std::string config = openblas_get_config();
-  size_t second = config.find(' ', config.find(' ') + 1);
-  std::string library = config.substr(0, second);
-  std::string core = openblas_get_corename();
-  std::string cpu = simdLevelName(cpuSimdLevel());
-  const char *forced = std::getenv(kCoreTypeEnv);
-  const char *chose = std::getenv(kChoseEnv);
-  std::string who;
-  if (forced && chose)
-    who = "pmlir's choice for this CPU's " + cpu + "; OpenBLAS chose " + chose;
-  else if (forced)
-    who = std::string(kCoreTypeEnv) + "=" + forced + "; this CPU runs " + cpu;
-  else
-    who = "OpenBLAS's choice; this CPU runs " + cpu;
   int threads = openblas_get_num_threads();
-  std::string bf16;
-  if (bf16Gemm() == Bf16Gemm::OneDnn) {
-    const dnnl_version_t *version = oneDnn().version();
-    bf16 = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
-           std::to_string(version->patch) + " on AVX-512 BF16";
-  } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16) {
-    bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
-  } else if (std::getenv(kWidenedEnv)) {
-    bf16 = std::string("widened to f32 (") + kWidenedEnv + ")";
+  std::string f32;
+  if (f32Gemm() == F32Gemm::OneDnn) {
+    f32 = oneDnnName() + " (pmlir's choice for this CPU's AMX)";
   } else {
-    bf16 = std::string("widened to f32 (oneDNN's ") + kOneDnnLibrary + " did not load)";
+    // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
+    // its first two words.
+    std::string config = openblas_get_config();
+    size_t second = config.find(' ', config.find(' ') + 1);
+    std::string cpu = simdLevelName(cpuSimdLevel());
+    const char *forced = std::getenv(kCoreTypeEnv);
+    const char *chose = std::getenv(kChoseEnv);
+    std::string who;
+    if (forced && chose)
+      who = "pmlir's choice for this CPU's " + cpu + "; OpenBLAS chose " + chose;
+    else if (forced)
+      who = std::string(kCoreTypeEnv) + "=" + forced + "; this CPU runs " + cpu;
+    else
+      who = "OpenBLAS's choice; this CPU runs " + cpu;
+    f32 = config.substr(0, second) + ", " + openblas_get_corename() + " kernels (" + who + ")";
   }
-  return library + ", " + core + " kernels (" + who + "), " + std::to_string(threads) +
-         (threads == 1 ? " thread" : " threads") + "; bf16 operands: " + bf16;
+  std::string bf16;
+  if (bf16Gemm() == Bf16Gemm::OneDnn)
+    bf16 = oneDnnName() + " on AVX-512 BF16";
+  else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
+    bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
+  else if (std::getenv(kWidenedEnv))
+    bf16 = std::string("widened to f32 (") + kWidenedEnv + ")";
+  else
+    bf16 = std::string("widened to f32 (oneDNN's ") + kOneDnnLibrary + " did not load)";
+  return f32 + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+         "; bf16 operands: " + bf16;
 }

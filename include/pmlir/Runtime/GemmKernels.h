@@ -83,6 +83,29 @@ bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, c
                     int64_t lda, const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                     bool accumulate);
 
+/// How this process multiplies f32 operands.
+enum class F32Gemm {
+  /// OpenBLAS's SGEMM (the kernels chooseGemmKernels asked for).
+  OpenBlas,
+  /// oneDNN's SGEMM, on a CPU with AMX: Intel's cores of two 512-bit FMA
+  /// units a cycle, where OpenBLAS 0.3.21's AVX-512 SGEMM reached two thirds
+  /// of the peak and oneDNN's up to 85% (docs/performance.md).
+  OneDnn,
+};
+
+/// The f32 GEMM for this process: oneDNN's where the CPU has AMX (cpuid
+/// leaf 7, AMX-TILE) and libdnnl.so.2 loads, unless the environment
+/// variable PMLIR_TEST_F32_GEMM_OPENBLAS is set (benchmarks compare the
+/// two with it). The first call loads oneDNN where it may be used.
+F32Gemm f32Gemm();
+
+/// C = A B (+ C with `accumulate`) of row-major f32 A, B and C, as
+/// oneDnnBf16Gemm; only where f32Gemm() is OneDnn. False where oneDNN
+/// reports a failure.
+bool oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                   bool accumulate);
+
 /// The threads of oneDNN's GEMMs (the OpenMP runtime it brings), set now
 /// where it is loaded, else when it loads.
 void setBf16GemmThreads(int threads);
