@@ -328,7 +328,7 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
   // training step of GPT-2 small ran 15% slower that way on 2 cores
   // (docs/performance.md).
   openblas_set_num_threads(n);
-  pmlir::rt::setBf16GemmThreads(n);
+  pmlir::rt::setOneDnnThreads(n);
   // Test hook: the loops on other threads than the GEMMs, so that a test
   // can split them while OpenBLAS, whose sums depend on its threads, keeps
   // one.

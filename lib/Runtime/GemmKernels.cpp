@@ -101,8 +101,8 @@ struct OneDnn {
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
-/// The threads setBf16GemmThreads asked for (0: OpenMP's default).
-std::atomic<int> bf16GemmThreads{0};
+/// The threads setOneDnnThreads asked for (0: OpenMP's default).
+std::atomic<int> oneDnnThreads{0};
 
 /// oneDNN's functions, or no gemm where it did not load.
 const OneDnn &oneDnn() {
@@ -123,8 +123,8 @@ const OneDnn &oneDnn() {
       library.gemm = nullptr;
       library.sgemm = nullptr;
     }
-    if (library.setThreads && bf16GemmThreads.load() > 0)
-      library.setThreads(bf16GemmThreads.load());
+    if (library.setThreads && oneDnnThreads.load() > 0)
+      library.setThreads(oneDnnThreads.load());
     return library;
   }();
   return loaded;
@@ -257,8 +257,8 @@ bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, i
                        accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(ldc, 1)) == dnnl_success;
 }
 
-void pmlir::rt::setBf16GemmThreads(int threads) {
-  bf16GemmThreads.store(threads);
+void pmlir::rt::setOneDnnThreads(int threads) {
+  oneDnnThreads.store(threads);
   if (oneDnnLoaded.load() && oneDnn().setThreads)
     oneDnn().setThreads(threads);
 }

@@ -108,7 +108,7 @@ bool oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, co
 
 /// The threads of oneDNN's GEMMs (the OpenMP runtime it brings), set now
 /// where it is loaded, else when it loads.
-void setBf16GemmThreads(int threads);
+void setOneDnnThreads(int threads);
 
 /// Whether the environment variable `name` holds a choice chooseGemmKernels
 /// made for this CPU, which a process on another host makes for its own.
