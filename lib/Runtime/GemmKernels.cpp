@@ -100,7 +100,7 @@ struct OneDnn {
 };
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
-constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
+constexpr const char *kOneDnnF32Env = "PMLIR_TEST_F32_GEMM_ONEDNN";
 /// The threads setOneDnnThreads asked for (0: OpenMP's default).
 std::atomic<int> oneDnnThreads{0};
 
@@ -108,10 +108,6 @@ std::atomic<int> oneDnnThreads{0};
 const OneDnn &oneDnn() {
   static const OneDnn loaded = [] {
     OneDnn library;
-    // Its OpenMP threads sleep between GEMMs rather than spin, as the
-    // runtime's own threads run the loops there (the user's setting
-    // stands).
-    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     void *handle = dlopen(kOneDnnLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return library;
@@ -219,20 +215,9 @@ Bf16Gemm pmlir::rt::bf16Gemm() {
   return chosen;
 }
 
-/// Whether the CPU has AMX tiles (cpuid leaf 7, EDX bit 24).
-static bool cpuHasAmx() {
-#if defined(__x86_64__)
-  unsigned eax, ebx, ecx, edx;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 24));
-#else
-  return false;
-#endif
-}
-
 F32Gemm pmlir::rt::f32Gemm() {
   static const F32Gemm chosen = [] {
-    if (cpuSimdLevel() < SimdLevel::Avx512 || !cpuHasAmx() || std::getenv(kOpenBlasF32Env) ||
-        !oneDnn().sgemm)
+    if (!std::getenv(kOneDnnF32Env) || cpuSimdLevel() < SimdLevel::Avx512 || !oneDnn().sgemm)
       return F32Gemm::OpenBlas;
     oneDnnLoaded.store(true);
     return F32Gemm::OneDnn;
@@ -280,7 +265,7 @@ std::string pmlir::rt::gemmPath() {
   int threads = openblas_get_num_threads();
   std::string f32;
   if (f32Gemm() == F32Gemm::OneDnn) {
-    f32 = oneDnnName() + " (pmlir's choice for this CPU's AMX)";
+    f32 = oneDnnName() + " (" + kOneDnnF32Env + ")";
   } else {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
     // its first two words.

@@ -87,16 +87,17 @@ bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, c
 enum class F32Gemm {
   /// OpenBLAS's SGEMM (the kernels chooseGemmKernels asked for).
   OpenBlas,
-  /// oneDNN's SGEMM, on a CPU with AMX: Intel's cores of two 512-bit FMA
-  /// units a cycle, where OpenBLAS 0.3.21's AVX-512 SGEMM reached two thirds
-  /// of the peak and oneDNN's up to 85% (docs/performance.md).
+  /// oneDNN's SGEMM. On an Intel Xeon with AMX it ran the FC1 GEMM of GPT-2
+  /// small at 73-82% of one core's peak against OpenBLAS 0.3.21's 60-68%,
+  /// but a two-thread training step 5-10% slower (its OpenMP threads wake
+  /// for each GEMM; docs/performance.md): measured, not the default.
   OneDnn,
 };
 
-/// The f32 GEMM for this process: oneDNN's where the CPU has AMX (cpuid
-/// leaf 7, AMX-TILE) and libdnnl.so.2 loads, unless the environment
-/// variable PMLIR_TEST_F32_GEMM_OPENBLAS is set (benchmarks compare the
-/// two with it). The first call loads oneDNN where it may be used.
+/// The f32 GEMM for this process: OpenBLAS's, or oneDNN's where the
+/// environment variable PMLIR_TEST_F32_GEMM_ONEDNN is set, the CPU has
+/// AVX-512 and libdnnl.so.2 loads (benchmarks compare the two with it). The
+/// first call loads oneDNN where it may be used.
 F32Gemm f32Gemm();
 
 /// C = A B (+ C with `accumulate`) of row-major f32 A, B and C, as
