@@ -66,6 +66,23 @@ def models(quick):
     ]
 
 
+def generate(tmp, label, gen):
+    """The forward with its loss of `pmlir-gen GEN` and its AdamW training
+    step, as files in `tmp`."""
+    forward = f"{tmp}/{label}.mlir"
+    status, _, err = run([f"{BUILD}/pmlir-gen", *gen, "--loss", "-o", forward])
+    if status != 0:
+        sys.exit(err)
+    step = f"{tmp}/{label}-step.mlir"
+    status, _, err = run([f"{BUILD}/pmlir-opt", forward,
+                          "--pmlir-autodiff=entry=forward name=forward_grad keep-entry=false",
+                          "--pmlir-optimizer=entry=forward_grad name=train_step keep-entry=false",
+                          "-o", step])
+    if status != 0:
+        sys.exit(err)
+    return forward, step
+
+
 def experts_model(quick):
     """A Mixtral-style model's pmlir-gen arguments and the weights to show."""
     if quick:
@@ -86,18 +103,7 @@ def experts_section(tmp, quick):
     """Megatron's expert-parallel plan, data parallelism and the auto plan
     of a Mixtral-style training step on dp=2 x ep=4."""
     gen, weights = experts_model(quick)
-    forward = f"{tmp}/mixtral.mlir"
-    status, _, err = run([f"{BUILD}/pmlir-gen", *gen, "--router-aux-loss-coef", "0.02", "--loss",
-                          "-o", forward])
-    if status != 0:
-        sys.exit(err)
-    step = f"{tmp}/mixtral-step.mlir"
-    status, _, err = run([f"{BUILD}/pmlir-opt", forward,
-                          "--pmlir-autodiff=entry=forward name=forward_grad keep-entry=false",
-                          "--pmlir-optimizer=entry=forward_grad name=train_step keep-entry=false",
-                          "-o", step])
-    if status != 0:
-        sys.exit(err)
+    _, step = generate(tmp, "mixtral", gen + ["--router-aux-loss-coef", "0.02"])
     print(f"## Mixtral-style: `pmlir-gen {' '.join(gen)} --router-aux-loss-coef 0.02 --loss`, "
           "training step on dp=2 x ep=4\n")
     mesh = f"{tmp}/mixtral-step-dp2ep4.mlir"
@@ -239,17 +245,7 @@ def main():
         slow = f"{tmp}/slow-tp.json"
         json.dump(SLOW_TP, open(slow, "w"))
         for label, gen, weights in models(quick):
-            forward = f"{tmp}/{label}.mlir"
-            status, _, err = run([f"{BUILD}/pmlir-gen", *gen, "--loss", "-o", forward])
-            if status != 0:
-                sys.exit(err)
-            step = f"{tmp}/{label}-step.mlir"
-            status, _, err = run([f"{BUILD}/pmlir-opt", forward,
-                                  "--pmlir-autodiff=entry=forward name=forward_grad keep-entry=false",
-                                  "--pmlir-optimizer=entry=forward_grad name=train_step keep-entry=false",
-                                  "-o", step])
-            if status != 0:
-                sys.exit(err)
+            forward, step = generate(tmp, label, gen)
             print(f"## {label}: `pmlir-gen {' '.join(gen)} --loss`\n")
             rows = []
             shown = {}
