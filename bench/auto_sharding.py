@@ -118,12 +118,7 @@ def experts_section(tmp, quick):
         rows.append(row("step", "dp=2, ep=4", who, entry))
         if args is not None:
             shown[who] = args
-    print("| program | case | plan | predicted | compute | communication | peak "
-          "| build + solve s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
-    print()
+    print_plans(rows)
     print("| argument | " + " | ".join(shown) + " |")
     print("|---|" + "---|" * len(shown))
     for weight in ["input_ids"] + weights:
@@ -237,6 +232,16 @@ def row(program, case, who, entry):
             f"{p['build_seconds'] + p['solve_seconds']:.2f}")
 
 
+def print_plans(rows):
+    """The table of plans, one row each (as row() makes them)."""
+    print("| program | case | plan | predicted | compute | communication | peak "
+          "| build + solve s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
+
+
 def main():
     quick = "--quick" in sys.argv
     print(f"# {machine()}")
@@ -288,12 +293,7 @@ def main():
                         shown[(program, "dp=8, tight", "auto")] = args
                 rows.append(row(program, f"dp=8 under {none_fits / 2**30:.2f} GiB", "auto",
                                 error))
-            print("| program | case | plan | predicted | compute | communication | peak "
-                  "| build + solve s |")
-            print("|---|---|---|---|---|---|---|---|")
-            for r in rows:
-                print("| " + " | ".join(r) + " |")
-            print()
+            print_plans(rows)
             columns = [k for k in shown if k[0] == "step" and k[2] != "data parallel"]
             print("Training step, shardings (parameter; its AdamW exp_avg where it differs):\n")
             print("| argument | " + " | ".join(f"{c}, {w}" for _, c, w in columns) + " |")
