@@ -84,8 +84,8 @@ std::string lowered(std::string_view text) {
 
 /// oneDNN, loaded at its first use: its bf16 GEMM (row-major, alpha A B +
 /// beta C as dnnl_sgemm; exported beside dnnl_sgemm, declared by oneDNN's
-/// own tests rather than its public header), its version, and the thread
-/// count of the OpenMP runtime it loaded.
+/// own tests rather than its public header), its f32 GEMM dnnl_sgemm, its
+/// version, and the thread count of the OpenMP runtime it loaded.
 struct OneDnn {
   using Gemm = dnnl_status_t (*)(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, float,
                                  const uint16_t *, dnnl_dim_t, const uint16_t *, dnnl_dim_t, float,
