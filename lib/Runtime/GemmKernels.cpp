@@ -225,21 +225,27 @@ F32Gemm pmlir::rt::f32Gemm() {
   return chosen;
 }
 
+/// Row-major C = A B (+ C with `accumulate`) on oneDNN's GEMM `gemm`, which
+/// refuses a leading dimension below 1 (an empty matrix's).
+template <typename Gemm, typename In>
+static bool oneDnnGemm(Gemm gemm, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                       const In *a, int64_t lda, const In *b, int64_t ldb, float *c, int64_t ldc,
+                       bool accumulate) {
+  return gemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, std::max<int64_t>(lda, 1),
+              b, std::max<int64_t>(ldb, 1), accumulate ? 1.0f : 0.0f, c,
+              std::max<int64_t>(ldc, 1)) == dnnl_success;
+}
+
 bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                               const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                               int64_t ldc, bool accumulate) {
-  return oneDnn().sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
-                        std::max<int64_t>(lda, 1), b, std::max<int64_t>(ldb, 1),
-                        accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(ldc, 1)) == dnnl_success;
+  return oneDnnGemm(oneDnn().sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                                float *c, int64_t ldc, bool accumulate) {
-  // oneDNN refuses a leading dimension below 1, which an empty matrix has.
-  return oneDnn().gemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
-                       std::max<int64_t>(lda, 1), b, std::max<int64_t>(ldb, 1),
-                       accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(ldc, 1)) == dnnl_success;
+  return oneDnnGemm(oneDnn().gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 void pmlir::rt::setOneDnnThreads(int threads) {

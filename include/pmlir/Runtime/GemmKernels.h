@@ -89,8 +89,8 @@ enum class F32Gemm {
   OpenBlas,
   /// oneDNN's SGEMM. On an Intel Xeon with AMX it ran the FC1 GEMM of GPT-2
   /// small at 73-82% of one core's peak against OpenBLAS 0.3.21's 60-68%,
-  /// but a two-thread training step 5-10% slower (its OpenMP threads wake
-  /// for each GEMM; docs/performance.md): measured, not the default.
+  /// but a two-thread training step 5-10% slower (docs/performance.md):
+  /// measured, not the default.
   OneDnn,
 };
 
