@@ -127,6 +127,11 @@ private:
   /// matmul and attention FLOPs per token, times 3 for a gradient), set by
   /// run().
   int64_t tokensPerStep = 0;
+  /// The metrics the program reports after each step (tfm.step_metric).
+  struct StepMetric {
+    int64_t kind, index, size;
+  };
+  std::vector<StepMetric> stepMetrics;
   double modelFlopsPerStep = 0;
   /// --predict's step time: every rank's compiled program (its
   /// tfm.step_work) priced on the device profile, and the ranks' timelines
@@ -300,6 +305,12 @@ private:
                         OwningOpRef<ModuleOp> &reference);
   /// --verbose: how many of the program's loops ran split over threads.
   void reportLoops() const;
+  /// Finds the step metrics of the global program `module`.
+  void findStepMetrics(ModuleOp module);
+  /// What the program added to its step metrics since they were cleared,
+  /// as lines for rank 0 to print ("" elsewhere, or without metrics); every
+  /// rank takes part.
+  std::string stepMetricsReport() const;
   /// The blocks of `data`, this rank's block of the tensor `spec`,
   /// assembled on rank 0 (every rank takes part).
   bool assemble(const float *data, const TensorSpec &spec, AssembledResult &out,

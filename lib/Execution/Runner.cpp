@@ -497,6 +497,7 @@ int Job::run() {
     entry = module->lookupSymbol<func::FuncOp>(compiledEntryName(phases));
   }
   tokensPerStep = tokensOf(entry);
+  findStepMetrics(*module);
   modelFlopsPerStep = forwardFlopsPerToken * static_cast<double>(tokensPerStep) *
                       (o.train || !o.grads.empty() ? 3 : 1);
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
@@ -702,9 +703,11 @@ int Job::run() {
     return status;
   }
   pmlir_rt_trace_region_begin("forward");
+  pmlir_rt_clear_step_metrics();
   if (!program->run(error))
     return failHere(error);
   pmlir_rt_trace_region_end();
+  llvm::outs() << stepMetricsReport();
 
   if (o.repeat > 0) {
     // Tokens per run of the whole job: the global token ids' count, not

@@ -563,11 +563,14 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     auto start = std::chrono::steady_clock::now();
     std::string region = "step " + std::to_string(step);
     pmlir_rt_trace_region_begin(region.c_str());
+    pmlir_rt_clear_step_metrics();
     if (!program.run(error))
       return failHere(error);
     pmlir_rt_trace_region_end();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Before --check's unsharded step, which would add its own.
+    std::string metrics = stepMetricsReport();
     float loss = program.result(lossAt)[0], norm = program.result(normAt)[0];
     losses.push_back(loss);
     // Every rank holds the same loss and norm: all stop together.
@@ -614,7 +617,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
         llvm::outs() << "\r\033[K";
       llvm::outs() << llvm::format("step %lld: loss %.6f, grad norm %.4g, %.0f tokens/s\n",
                                    static_cast<long long>(step), loss, norm,
-                                   batch.tokens() / seconds);
+                                   batch.tokens() / seconds)
+                   << metrics;
       if (terminal) {
         int width = 30, filled = static_cast<int>(width * (i + 1) / o.steps);
         llvm::outs() << "[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] "

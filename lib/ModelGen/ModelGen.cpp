@@ -356,10 +356,11 @@ public:
     return SmallVector<Value>(op.getResults());
   }
 
-  /// Mixtral's sparse MLP of `x` [B, S, H]: the router (`gate` [E, H]),
-  /// each token's top-k experts, and the SwiGLU experts (`w1`, `w3` [E, F,
-  /// H], `w2` [E, H, F]) whose results are weighted back per token.
-  Value sparseMlp(Value x, Value gate, Value w1, Value w3, Value w2, int64_t topK,
+  /// Mixtral's sparse MLP of `x` [B, S, H] in layer `layer`: the router
+  /// (`gate` [E, H]), each token's top-k experts, and the SwiGLU experts
+  /// (`w1`, `w3` [E, F, H], `w2` [E, H, F]) whose results are weighted back
+  /// per token. How many tokens each expert got is reported after each step.
+  Value sparseMlp(int64_t layer, Value x, Value gate, Value w1, Value w3, Value w2, int64_t topK,
                   Value *routerStats = nullptr) {
     llvm::ArrayRef<int64_t> s = shape(x);
     int64_t experts = shape(gate)[0];
@@ -370,6 +371,9 @@ public:
     if (routerStats)
       *routerStats =
           tfm::MoeRouterStatsOp::create(b, here, tensor({2, experts}), logits, route.getExperts());
+    Value counts = tfm::MoeExpertCountsOp::create(b, here, tensor({experts}, b.getI64Type()),
+                                                  route.getExperts(), b.getI64IntegerAttr(experts));
+    tfm::StepMetricOp::create(b, here, counts, tfm::StepMetricKind::ExpertTokens, layer);
     return tfm::MoeExpertsOp::create(b, here, x.getType(), x, route.getExperts(),
                                      route.getWeights(), w1, w3, w2);
   }
@@ -534,7 +538,7 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
         fb.here = fb.loc(p + "block_sparse_moe");
         std::string stack(1, kStackIndex);
         Value stats;
-        Value sparse = fb.sparseMlp(x, w("block_sparse_moe.gate.weight"),
+        Value sparse = fb.sparseMlp(i, x, w("block_sparse_moe.gate.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w1.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w3.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w2.weight"), c.topK,

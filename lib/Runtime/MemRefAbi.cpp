@@ -110,6 +110,11 @@ extern "C" int64_t _mlir_ciface_pmlir_rt_index_in_group(StridedMemRefType<int64_
   return pmlir_rt_index_in_group(axesOf(axes), axes->sizes[0]);
 }
 
+extern "C" void _mlir_ciface_pmlir_rt_step_metric(int64_t kind, int64_t index,
+                                                  StridedMemRefType<int64_t, 1> *values) {
+  pmlir_rt_step_metric(kind, index, begin(values), values->sizes[0]);
+}
+
 namespace {
 
 /// The C signature RuntimeAbi.def gives each entry, on elements of type T.

@@ -1073,3 +1073,44 @@ extern "C" int pmlir_rt_device(void) { return state ? state->backend->device() :
 extern "C" void *pmlir_rt_stream(void) { return state ? state->backend->stream() : nullptr; }
 
 extern "C" void pmlir_rt_fail(const char *message) { failWith(message); }
+
+namespace {
+
+/// The step metrics added since they were last cleared, by (kind, index).
+/// Only the rank's own thread runs its program's calls.
+std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> &stepMetrics() {
+  static std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> metrics;
+  return metrics;
+}
+
+} // namespace
+
+extern "C" void pmlir_rt_step_metric(int64_t kind, int64_t index, const int64_t *values,
+                                     int64_t count) {
+  std::vector<int64_t> here(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  // A GPU program's buffers are device memory.
+  if (*pmlir_rt_gpu_chip() != '\0')
+    pmlir_rt_gpu_copy_to_host(here.data(), values, here.size() * sizeof(int64_t));
+  else
+    std::copy(values, values + here.size(), here.begin());
+  std::vector<int64_t> &sums = stepMetrics()[{kind, index}];
+  if (sums.empty())
+    sums.assign(here.size(), 0);
+  if (sums.size() != here.size())
+    failWith("step metric " + std::to_string(kind) + " #" + std::to_string(index) + ": " +
+             std::to_string(here.size()) + " values added to " + std::to_string(sums.size()));
+  for (size_t i = 0; i < here.size(); ++i)
+    sums[i] += here[i];
+}
+
+extern "C" int64_t pmlir_rt_step_metric_values(int64_t kind, int64_t index, int64_t *values,
+                                               int64_t capacity) {
+  auto it = stepMetrics().find({kind, index});
+  if (it == stepMetrics().end())
+    return 0;
+  const std::vector<int64_t> &sums = it->second;
+  std::copy_n(sums.begin(), std::min<int64_t>(capacity, static_cast<int64_t>(sums.size())), values);
+  return static_cast<int64_t>(sums.size());
+}
+
+extern "C" void pmlir_rt_clear_step_metrics(void) { stepMetrics().clear(); }

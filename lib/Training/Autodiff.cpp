@@ -144,11 +144,12 @@ LogicalResult Differentiator::differentiateLayer(LayerOp layer) {
   b.createBlock(&building.getBody());
 
   // Full recomputation runs the block again from the values it uses from
-  // above; the gradients are then those of the recomputed values.
+  // above; the gradients are then those of the recomputed values. A step
+  // metric counts the forward once: the block run again does not report.
   IRMapping recomputed;
   SmallVector<Operation *> ops;
   for (Operation &op : forwardBody.without_terminator()) {
-    if (recompute == Recompute::Full)
+    if (recompute == Recompute::Full && !isa<StepMetricOp>(op))
       ops.push_back(b.clone(op, recomputed));
     else
       ops.push_back(&op);

@@ -36,7 +36,8 @@
 extern "C" {
 #endif
 
-/* Element types and reductions, from the one ABI table (RuntimeAbi.def). */
+/* Element types, reductions and step metrics, from the one ABI table
+ * (RuntimeAbi.def). */
 typedef enum {
 #define PMLIR_RT_DTYPE(ENUM, CODE, SUFFIX, CTYPE) PMLIR_RT_##ENUM = CODE,
 #include "pmlir/Runtime/RuntimeAbi.def"
@@ -46,6 +47,11 @@ typedef enum {
 #define PMLIR_RT_REDUCTION(ENUM, CODE, NAME) PMLIR_RT_##ENUM = CODE,
 #include "pmlir/Runtime/RuntimeAbi.def"
 } pmlir_rt_reduction;
+
+typedef enum {
+#define PMLIR_RT_STEP_METRIC(ENUM, CODE, NAME) PMLIR_RT_STEP_METRIC_##ENUM = CODE,
+#include "pmlir/Runtime/RuntimeAbi.def"
+} pmlir_rt_step_metric_kind;
 
 /* Where the collectives run. */
 typedef enum {
@@ -212,6 +218,17 @@ void pmlir_rt_trace_end(int64_t work, int64_t stage, int64_t microbatch);
 void pmlir_rt_trace_region_begin(const char *name);
 void pmlir_rt_trace_region_end(void);
 int pmlir_rt_trace_write(const char *path, char *error, size_t error_size);
+
+/* Step metrics (tfm.step_metric): values a program adds, call after call,
+ * to metric (`kind`, a code of RuntimeAbi.def's PMLIR_RT_STEP_METRIC,
+ * `index`), which the host reads after a step and clears before the next.
+ * Not collective: each rank keeps what its program added. A GPU
+ * program's values are device memory, read once its stream has them. */
+void pmlir_rt_step_metric(int64_t kind, int64_t index, const int64_t *values, int64_t count);
+/* Copies up to `capacity` of metric (kind, index)'s sums into `values` and
+ * returns how many it has: 0 when this rank's program added none. */
+int64_t pmlir_rt_step_metric_values(int64_t kind, int64_t index, int64_t *values, int64_t capacity);
+void pmlir_rt_clear_step_metrics(void);
 
 /* The entry points that pmlir-lower-shard-to-runtime calls (RuntimeAbi.def:
  * `_mlir_ciface_pmlir_rt_*` over memref descriptors, and plain ones), for a

@@ -112,6 +112,15 @@ inline std::optional<int> reductionCode(std::string_view name) {
   return std::nullopt;
 }
 
+/// The code of the step metric tfm spells `name` ("expert_tokens").
+inline std::optional<int> stepMetricCode(std::string_view name) {
+#define PMLIR_RT_STEP_METRIC(ENUM, CODE, NAME)                                                     \
+  if (name == #NAME)                                                                               \
+    return CODE;
+#include "pmlir/Runtime/RuntimeAbi.def"
+  return std::nullopt;
+}
+
 /// The code of the pipeline work that pipe.fragment spells `name` ("F").
 inline std::optional<int> workCode(std::string_view name) {
 #define PMLIR_RT_WORK(ENUM, CODE, NAME)                                                            \

@@ -16,7 +16,8 @@
 // neighbors_linear_indices) are refused by name before anything is
 // lowered; grids left without users are erased. Expert parallelism's
 // exchanges (tfm.moe_all_to_all and its inverse) are collectives of tfm's
-// on the same grids, lowered here alike.
+// on the same grids, lowered here alike, and tfm.step_metric a call that
+// hands the runtime a value to report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -657,6 +658,21 @@ struct RuntimeCalls {
     return lowerWorkMark(op, EntryId::trace_end, b);
   }
 
+  /// The runtime adds the value to the step's metric of its kind and index.
+  LogicalResult lower(pmlir::tfm::StepMetricOp op, PatternRewriter &b) {
+    llvm::StringRef name = pmlir::tfm::stringifyStepMetricKind(op.getKind());
+    std::optional<int> kind = pmlir::rt::abi::stepMetricCode(name);
+    if (!kind)
+      return op.emitOpError() << "measures \"" << name << "\", which the runtime does not report";
+    Location loc = op.getLoc();
+    call(b, loc, EntryId::step_metric,
+         {arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(*kind)),
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(op.getIndex())),
+          flatBuffer(b, loc, op.getValue())});
+    b.eraseOp(op);
+    return success();
+  }
+
   /// One coordinate per listed axis (all axes when none are listed).
   LogicalResult lower(shard::ProcessMultiIndexOp op, PatternRewriter &b) {
     auto grid = symbols.lookup<shard::GridOp>(op.getGrid());
@@ -733,7 +749,7 @@ struct LowerShardToRuntimePass
                  shard::AllSliceOp, shard::BroadcastOp, shard::SendOp, shard::RecvOp,
                  shard::ProcessLinearIndexOp, shard::ProcessMultiIndexOp, shard::GridShapeOp,
                  pmlir::pipe::WorkBeginOp, pmlir::pipe::WorkEndOp, pmlir::tfm::MoeAllToAllOp,
-                 pmlir::tfm::MoeAllToAllBackOp>(patterns, calls);
+                 pmlir::tfm::MoeAllToAllBackOp, pmlir::tfm::StepMetricOp>(patterns, calls);
     walkAndApplyPatterns(module, std::move(patterns));
     if (calls.anyFailed)
       return signalPassFailure();

@@ -108,6 +108,23 @@ Value byExpert(OpBuilder &b, Location loc, Value experts, Value values, int64_t 
       filled(b, loc, outType.getShape(), t, 0.0));
 }
 
+/// How many elements of `experts` [N] (clamped into [0, numExperts)) name
+/// each expert: [numExperts] i64.
+Value countPerExpert(OpBuilder &b, Location loc, Value experts, int64_t numExperts) {
+  Type i64 = b.getI64Type();
+  // Loops: expert, pair (summed).
+  return generic(
+      b, loc, RankedTensorType::get({numExperts}, i64), {experts},
+      {mapOf(b, 2, {1}), mapOf(b, 2, {0})}, {IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value mine = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                           clampedIndex(nb, l, a[0], numExperts),
+                                           linalg::IndexOp::create(nb, l, 0));
+        return arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, i64, mine));
+      },
+      filledInt(b, loc, {numExperts}, 0));
+}
+
 /// Softmax over the experts, the k largest (equal ones in expert order),
 /// their probabilities, renormalized over the k with `normalize`.
 struct MoeRouteLowering : OpRewritePattern<tfm::MoeRouteOp> {
@@ -228,17 +245,7 @@ struct MoeSortLowering : OpRewritePattern<tfm::MoeSortOp> {
     int64_t numExperts = static_cast<int64_t>(op.getNumExperts());
     Type i64 = b.getI64Type();
     auto countsType = RankedTensorType::get({numExperts}, i64);
-    // Loops: expert, pair (summed).
-    Value counts = generic(
-        b, loc, countsType, {experts}, {mapOf(b, 2, {1}), mapOf(b, 2, {0})},
-        {IteratorType::parallel, IteratorType::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value mine = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                             clampedIndex(nb, l, a[0], numExperts),
-                                             linalg::IndexOp::create(nb, l, 0));
-          return arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, i64, mine));
-        },
-        filledInt(b, loc, {numExperts}, 0));
+    Value counts = countPerExpert(b, loc, experts, numExperts);
     // Loops: expert, earlier expert (summed).
     Value starts = generic(
         b, loc, countsType, {counts}, {mapOf(b, 2, {1}), mapOf(b, 2, {0})},
@@ -522,6 +529,18 @@ struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
 
 /// Row 0: per expert, the sum over tokens of its softmax probability;
 /// row 1: the count of the tokens' choices naming it.
+struct MoeExpertCountsLowering : OpRewritePattern<tfm::MoeExpertCountsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeExpertCountsOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    b.replaceOp(op, countPerExpert(b, loc, flattened(b, loc, op.getExperts()),
+                                   static_cast<int64_t>(op.getNumExperts())));
+    return success();
+  }
+};
+
 struct MoeRouterStatsLowering : TfmPattern<tfm::MoeRouterStatsOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::MoeRouterStatsOp op, PatternRewriter &b) const override {
@@ -645,9 +664,10 @@ struct MoeExpertsGradLowering : OpRewritePattern<tfm::MoeExpertsGradOp> {
 };
 
 void pmlir::tfm_to_linalg::populateExpertPatterns(RewritePatternSet &patterns) {
-  patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeDispatchLowering,
-               MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
-               GroupedWeightGradLowering, MoeRouterStatsLowering, MoeRouterStatsGradLowering,
-               MoeBalanceLossLowering, MoeExpertsLowering, MoeExpertsGradLowering>(
-      patterns.getContext());
+  patterns
+      .add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeExpertCountsLowering,
+           MoeDispatchLowering, MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
+           GroupedWeightGradLowering, MoeRouterStatsLowering, MoeRouterStatsGradLowering,
+           MoeBalanceLossLowering, MoeExpertsLowering, MoeExpertsGradLowering>(
+          patterns.getContext());
 }

@@ -68,8 +68,9 @@ struct ConvertTfmToLinalgPass : public pmlir::impl::ConvertTfmToLinalgBase<Conve
     populateTfmToLinalgPatterns(patterns);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tfm::TfmDialect>();
-    // Collectives: pmlir-lower-shard-to-runtime calls the runtime for them.
-    target.addLegalOp<tfm::MoeAllToAllOp, tfm::MoeAllToAllBackOp>();
+    // Collectives and step metrics: pmlir-lower-shard-to-runtime calls the
+    // runtime for them.
+    target.addLegalOp<tfm::MoeAllToAllOp, tfm::MoeAllToAllBackOp, tfm::StepMetricOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -288,17 +288,46 @@ def load_balancing_loss(routers, experts, k):
     return (tokens_per_expert * prob_per_expert.unsqueeze(0)).sum() * experts
 
 
-def model_loss(c, w, ids, labels, forward):
+def model_loss(c, w, ids, labels, forward, routers=None):
     """The mean cross entropy, plus router_aux_loss_coef times the
     load-balancing loss for a Mixtral made with --router-aux-loss-coef (as
-    MixtralForCausalLM with output_router_logits)."""
-    routers = []
+    MixtralForCausalLM with output_router_logits). The router logits of
+    each layer are appended to `routers`."""
+    routers = [] if routers is None else routers
     logits = forward(c, w, ids, routers)
     loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1), ignore_index=-100)
     coef = c.get("router_aux_loss_coef", 0.0)
     if coef:
         loss = loss + coef * load_balancing_loss(routers, c["experts"], c.get("top_k", 2))
     return loss
+
+
+def routed_counts(c, routers):
+    """Per sparse layer, how many tokens chose each expert."""
+    k = c.get("top_k", 2)
+    return [torch.bincount(torch.topk(r.detach(), k, dim=-1).indices.reshape(-1),
+                           minlength=c["experts"]).tolist() for r in routers]
+
+
+def reported_counts(out):
+    """pmlir-run --verbose's lines of each sparse layer's tokens per expert,
+    in the order printed (layer after layer, step after step)."""
+    marker = ": tokens per expert "
+    return [[int(v) for v in line.split(marker)[1].split()]
+            for line in out.splitlines() if line.startswith("  layer ") and marker in line]
+
+
+def check_counts(c, out, expected):
+    """The tokens per expert pmlir-run reported against `expected` (a list
+    of per-layer counts); 0 failures, or 1 after saying which differ."""
+    if not c.get("experts"):
+        return 0
+    got = reported_counts(out)
+    if got != expected:
+        print(f"FAIL tokens per expert: pmlir-run reported {got}, expected {expected}")
+        return 1
+    print(f"tokens per expert of {len(expected)} layer runs: equal")
+    return 0
 
 
 def unstacked(tensors):
@@ -319,13 +348,17 @@ def check_grads(args, kind, c, weights, inputs, forward, wpath, ipath, opath):
     """pmlir-run --grads against autograd in f64: the loss and each
     parameter's gradient to a relative error of args.tol."""
     assert c.get("loss"), "--grads needs a model made with pmlir-gen --loss"
-    subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
-                    "--grads", opath] + args.run_args.split(), check=True)
+    out = subprocess.run([args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath,
+                          "--grads", opath, "--verbose"] + args.run_args.split(), check=True,
+                         capture_output=True, text=True).stdout
+    sys.stdout.write(out)
     got = unstacked(read_safetensors(opath))
     w64 = {k: v.double().requires_grad_() for k, v in weights.items()}
-    loss = model_loss(c, w64, inputs["input_ids"], inputs["labels"], forward)
+    routers = []
+    loss = model_loss(c, w64, inputs["input_ids"], inputs["labels"], forward, routers)
     loss.backward()
-    failed, worst = 0, (0.0, "")
+    # The backward pass (even one that recomputes the layers) reports none.
+    failed, worst = check_counts(c, out, routed_counts(c, routers)), (0.0, "")
     rows = [("loss", got["loss"].double(), loss.detach())]
     rows += [(n, got[n].double() if n in got else None, w.grad) for n, w in w64.items()]
     for name, mine, ref in rows:
@@ -354,7 +387,7 @@ def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
     run = [args.pmlir_run, args.model, "--weights", wpath, "--inputs", ipath, "--train",
            "--steps", str(args.train), "--lr", str(args.lr), "--weight-decay",
            str(args.weight_decay), "--clip-grad-norm", str(args.clip), "--grad-accum",
-           str(args.accum), "--save", opath] + args.run_args.split()
+           str(args.accum), "--save", opath, "--verbose"] + args.run_args.split()
     out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
     sys.stdout.write(out)
     got_losses = [float(line.split("loss ")[1].split(",")[0])
@@ -366,21 +399,27 @@ def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
     opt = torch.optim.AdamW(list(w64.values()), lr=args.lr, weight_decay=args.weight_decay)
     ids, labels = inputs["input_ids"], inputs["labels"]
     micro = ids.shape[0] // args.accum
-    ref_losses = []
+    ref_losses, ref_counts = [], []
     for _ in range(args.train):
         opt.zero_grad()
         total = 0.0
+        step_counts = None
         for m in range(args.accum):
             rows = slice(m * micro, (m + 1) * micro)
-            loss = model_loss(c, w64, ids[rows], labels[rows], forward) / args.accum
+            routers = []
+            loss = model_loss(c, w64, ids[rows], labels[rows], forward, routers) / args.accum
             loss.backward()
             total += loss.item()
+            counts = routed_counts(c, routers)
+            step_counts = counts if step_counts is None else [
+                [a + b for a, b in zip(x, y)] for x, y in zip(step_counts, counts)]
+        ref_counts += step_counts or []
         if args.clip > 0:
             torch.nn.utils.clip_grad_norm_(list(w64.values()), args.clip)
         opt.step()
         ref_losses.append(total)
 
-    failed, worst = 0, (0.0, "")
+    failed, worst = check_counts(c, out, ref_counts), (0.0, "")
     for step, (mine, ref) in enumerate(zip(got_losses, ref_losses), 1):
         err = abs(mine - ref) / abs(ref)
         worst = max(worst, (err, f"loss of step {step}"))

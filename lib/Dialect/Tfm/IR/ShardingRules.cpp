@@ -640,6 +640,25 @@ ShardingRule MoeRouterStatsOp::getShardingRule() {
   return b.rule;
 }
 
+/// A count over the tokens: over a split batch, a sum left pending.
+ShardingRule MoeExpertCountsOp::getShardingRule() {
+  RuleBuilder b;
+  SmallVector<int64_t> tokens = tokenFactors(b, getExperts(), FactorKind::Contracting);
+  int64_t choices = lastFactor(b, getExperts(), FactorKind::Replicated);
+  int64_t experts = b.factor(getNumExperts(), FactorKind::Replicated);
+  b.rule.operands = {withLast(tokens, choices)};
+  b.rule.results = {Dims{{experts}}};
+  return b.rule;
+}
+
+/// Whole on every device, so that every rank that reports it reports the
+/// same (a pending sum is all-reduced first).
+ShardingRule StepMetricOp::getShardingRule() {
+  RuleBuilder b;
+  b.rule.operands = {RuleBuilder::oneEach(factorsOfKind(b, getValue(), FactorKind::Replicated))};
+  return b.rule;
+}
+
 ShardingRule MoeRouterStatsGradOp::getShardingRule() {
   RuleBuilder b;
   SmallVector<int64_t> tokens = tokenFactors(b, getLogits());

@@ -871,6 +871,21 @@ LogicalResult MoeSortOp::verify() {
                      tensorType(getCounts()).getShape(), "[num_experts]");
 }
 
+LogicalResult MoeExpertCountsOp::verify() {
+  ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
+  if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)))
+    return failure();
+  return expectShape(*this, "result 'counts'", {static_cast<int64_t>(getNumExperts())},
+                     tensorType(getCounts()).getShape(), "[num_experts]");
+}
+
+LogicalResult StepMetricOp::verify() {
+  auto type = tensorType(getValue());
+  if (type.getRank() != 1 || type.isDynamicDim(0))
+    return emitOpError() << "takes a value of static shape [n], not " << type;
+  return success();
+}
+
 LogicalResult MoeDispatchOp::verify() {
   if (failed(verifyRouting(*this, getSlots(), getSources())))
     return failure();

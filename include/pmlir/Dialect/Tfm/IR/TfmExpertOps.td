@@ -16,8 +16,6 @@
 #ifndef PMLIR_DIALECT_TFM_IR_TFMEXPERTOPS_TD
 #define PMLIR_DIALECT_TFM_IR_TFMEXPERTOPS_TD
 
-def Tfm_I64Tensor : RankedTensorOf<[I64]>;
-
 //===----------------------------------------------------------------------===//
 // Routing
 //===----------------------------------------------------------------------===//
@@ -77,6 +75,29 @@ def Tfm_MoeSortOp : Tfm_Op<"moe_sort", [Pure, Tfm_OwnRule]> {
   let assemblyFormat = [{
     $experts `num_experts` `=` $num_experts attr-dict `:` type($experts) `->` type($slots) `,`
     type($sources) `,` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeExpertCountsOp : Tfm_Op<"moe_expert_counts", [Pure, Tfm_OwnRule]> {
+  let summary = "how many of the tokens' choices name each expert";
+  let description = [{
+    `experts` is `[..., k]` (`tfm.moe_route`'s). Element `e` of the result
+    (`[num_experts]`) counts the elements of `experts` equal to `e`: the
+    rows expert `e` computes, `tfm.moe_sort`'s `counts` without the sort.
+    Over a split batch the counts are sums to reduce. An expert id outside
+    `[0, num_experts)` is taken as the nearest valid one, as `tfm.moe_sort`
+    takes it.
+
+    ```mlir
+    %counts = tfm.moe_expert_counts %e num_experts = 8 : tensor<4x128x2xi64> -> tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_I64Tensor:$experts,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts);
+  let results = (outs Tfm_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $experts `num_experts` `=` $num_experts attr-dict `:` type($experts) `->` type($counts)
   }];
   let hasVerifier = 1;
 }

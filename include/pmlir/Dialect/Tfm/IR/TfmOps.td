@@ -24,6 +24,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 def Tfm_Float : AnyTypeOf<[F32, BF16, F16]>;
 def Tfm_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Tfm_IdTensor : RankedTensorOf<[I32, I64]>;
+def Tfm_I64Tensor : RankedTensorOf<[I64]>;
 def Tfm_ScalarFloatTensor : 0DTensorOf<[F32, BF16, F16]>;
 
 def Tfm_GeluApproximation : I32EnumAttr<"GeluApproximation",
@@ -648,6 +649,43 @@ def Tfm_CrossEntropyCombineOp : Tfm_Op<"cross_entropy_combine", [Pure]> {
   let assemblyFormat = [{
     $parts `,` $labels `ignore_index` `=` $ignore_index attr-dict
     `:` type($parts) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reporting
+//===----------------------------------------------------------------------===//
+
+// What a program measures of itself for pmlir-run's line after each step.
+// The runtime knows each kind by the code of the same name in
+// RuntimeAbi.def (PMLIR_RT_STEP_METRIC).
+def Tfm_StepMetricKind : I32EnumAttr<"StepMetricKind", "what a tfm.step_metric measures", [
+      I32EnumAttrCase<"ExpertTokens", 0, "expert_tokens">
+    ]> {
+  let cppNamespace = "::pmlir::tfm";
+}
+
+def Tfm_StepMetricOp : Tfm_Op<"step_metric", [MemoryEffects<[MemWrite]>, Tfm_OwnRule]> {
+  let summary = "adds a value the program computes to a metric reported after each step";
+  let description = [{
+    `value` (`[n]`, i64) is added, element by element, to the metric
+    `kind` number `index` of the step under way: called once a microbatch,
+    the metric is the step's sum. `pmlir-run` reports it after the step
+    (`expert_tokens`: how many of the tokens' choices each expert of
+    sparse layer `index` got, its minimum and maximum). The value must be
+    whole on every device (its sharding rule replicates it: a value summed
+    over a split batch is all-reduced first), so any rank that holds it
+    reports the same. Backward passes do not run it again.
+
+    ```mlir
+    tfm.step_metric %counts kind = expert_tokens index = 3 : tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_I64Tensor:$value, Tfm_StepMetricKind:$kind,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let assemblyFormat = [{
+    $value `kind` `=` $kind `index` `=` $index attr-dict `:` type($value)
   }];
   let hasVerifier = 1;
 }
