@@ -142,6 +142,20 @@ func.func @moe_sort_deals_slots_in_order(%e: tensor<7x2xi64>) -> (tensor<7x2xi64
 
 // -----
 
+// The tokens per expert: the counts of the sort alone; the step metric
+// that reports them is left for pmlir-lower-shard-to-runtime.
+// CHECK-LABEL: func @expert_counts_count_the_choices
+func.func @expert_counts_count_the_choices(%e: tensor<7x2xi64>) {
+  // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<7x2xi64> into tensor<14xi64>
+  // CHECK: %[[COUNTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[FLAT]] : tensor<14xi64>) outs(%{{.*}} : tensor<5xi64>)
+  // CHECK: tfm.step_metric %[[COUNTS]] kind = expert_tokens index = 0 : tensor<5xi64>
+  %c = tfm.moe_expert_counts %e num_experts = 5 : tensor<7x2xi64> -> tensor<5xi64>
+  tfm.step_metric %c kind = expert_tokens index = 0 : tensor<5xi64>
+  return
+}
+
+// -----
+
 // A whole block of experts lowers as the ops it is made of: the sort,
 // dispatch, three grouped matmuls (each a loop over the experts) and the
 // weighted combine; nothing of tfm is left.

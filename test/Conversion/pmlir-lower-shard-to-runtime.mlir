@@ -291,6 +291,23 @@ func.func @unknown_work(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A step metric: the runtime's step_metric with the metric's code
+// (expert_tokens is 0), its index and the counts as a buffer.
+// CHECK-LABEL: func.func @step_metric_calls_the_runtime
+// CHECK-DAG: %[[KIND:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[INDEX:.*]] = arith.constant 5 : i64
+// CHECK: %[[BUFFER:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<6xi64> to memref<6xi64>
+// CHECK: %[[FLAT:.*]] = memref.cast %[[BUFFER]] : memref<6xi64> to memref<?xi64>
+// CHECK: call @pmlir_rt_step_metric(%[[KIND]], %[[INDEX]], %[[FLAT]]) : (i64, i64, memref<?xi64>) -> ()
+// CHECK-NOT: tfm.step_metric
+// CHECK: func.func private @pmlir_rt_step_metric(i64, i64, memref<?xi64>) attributes {llvm.emit_c_interface}
+func.func @step_metric_calls_the_runtime(%counts: tensor<6xi64>) {
+  tfm.step_metric %counts kind = expert_tokens index = 5 : tensor<6xi64>
+  return
+}
+
+// -----
+
 // Expert parallelism's exchanges: the rows and the counts as buffers, the
 // runtime writing the received rows and this device's experts' counts.
 // CHECK-LABEL: func @expert_exchanges

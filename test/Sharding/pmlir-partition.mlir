@@ -378,3 +378,22 @@ func.func @experts_over_ep(%x: tensor<4x3x16xf32> {tfm.sharding = #tfm.sharding<
   return %y : tensor<4x3x16xf32>
 }
 }
+
+// -----
+
+// The tokens per expert of a batch split over dp and ep: each device
+// counts its own tokens' choices, and the step metric, whole on every
+// device, takes their sum over both axes.
+// CHECK-LABEL: func @expert_counts_summed_for_the_metric
+module attributes {tfm.mesh = #tfm.mesh<ep = 2, dp = 2>} {
+func.func @expert_counts_summed_for_the_metric(
+    %e: tensor<4x3x2xi64> {tfm.sharding = #tfm.sharding<[["dp", "ep"], [], []]>}) {
+  // CHECK: %[[LOCAL:.*]] = tfm.moe_expert_counts %{{.*}} num_experts = 6 : tensor<1x3x2xi64> -> tensor<6xi64>
+  // CHECK: %[[SUM:.*]] = shard.all_reduce %[[LOCAL]] on @mesh grid_axes = [1, 0] : tensor<6xi64> -> tensor<6xi64>
+  // CHECK: tfm.step_metric %[[SUM]] kind = expert_tokens index = 2 : tensor<6xi64>
+  %c = tfm.moe_expert_counts %e num_experts = 6 {tfm.shardings = [#tfm.sharding<[[]], pending = ["dp", "ep"]>]}
+      : tensor<4x3x2xi64> -> tensor<6xi64>
+  tfm.step_metric %c kind = expert_tokens index = 2 : tensor<6xi64>
+  return
+}
+}

@@ -313,3 +313,51 @@ func.func @exchange_back_room(%recv: tensor<56x16xf32>, %counts: tensor<6xi64>) 
       : tensor<56x16xf32>, tensor<6xi64> -> tensor<30x16xf32>
   return
 }
+
+// -----
+
+func.func @expert_counts_shape(%e: tensor<7x2xi64>) {
+  // expected-error @+1 {{result 'counts' shape: expected [4] ([num_experts]), got [3]}}
+  %c = tfm.moe_expert_counts %e num_experts = 4 : tensor<7x2xi64> -> tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @expert_counts_scalar(%e: tensor<i64>) {
+  // expected-error @+1 {{operand 'experts'}}
+  %c = tfm.moe_expert_counts %e num_experts = 4 : tensor<i64> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @step_metric_rank(%c: tensor<2x4xi64>) {
+  // expected-error @+1 {{takes a value of static shape [n], not 'tensor<2x4xi64>'}}
+  tfm.step_metric %c kind = expert_tokens index = 0 : tensor<2x4xi64>
+  return
+}
+
+// -----
+
+func.func @step_metric_dynamic(%c: tensor<?xi64>) {
+  // expected-error @+1 {{takes a value of static shape [n], not 'tensor<?xi64>'}}
+  tfm.step_metric %c kind = expert_tokens index = 0 : tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @step_metric_index(%c: tensor<4xi64>) {
+  // expected-error @+1 {{attribute 'index' failed to satisfy constraint}}
+  tfm.step_metric %c kind = expert_tokens index = -1 : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @step_metric_kind(%c: tensor<4xi64>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [expert_tokens]}}
+  tfm.step_metric %c kind = dropped_tokens index = 0 : tensor<4xi64>
+  return
+}

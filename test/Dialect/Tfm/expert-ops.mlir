@@ -30,6 +30,16 @@ func.func @sparse_block(%x: tensor<2x7x16xf32>, %gate: tensor<5x16xf32>, %w1: te
   return %y : tensor<2x7x16xf32>
 }
 
+// The tokens each expert got, reported after each step as layer 3's.
+// CHECK-LABEL: func @expert_tokens
+func.func @expert_tokens(%e: tensor<2x7x2xi64>) {
+  // CHECK: %[[C:.*]] = tfm.moe_expert_counts %{{.*}} num_experts = 5 : tensor<2x7x2xi64> -> tensor<5xi64>
+  %counts = tfm.moe_expert_counts %e num_experts = 5 : tensor<2x7x2xi64> -> tensor<5xi64>
+  // CHECK: tfm.step_metric %[[C]] kind = expert_tokens index = 3 : tensor<5xi64>
+  tfm.step_metric %counts kind = expert_tokens index = 3 : tensor<5xi64>
+  return
+}
+
 // Router logits of one token (rank 1), weights not renormalized, bf16.
 // CHECK-LABEL: func @route_one_token_bf16
 func.func @route_one_token_bf16(%logits: tensor<8xbf16>) -> (tensor<3xbf16>, tensor<3xi64>) {
