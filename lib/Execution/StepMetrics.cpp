@@ -4,10 +4,9 @@
 //
 // A program's tfm.step_metric ops hand the runtime values it adds up over a
 // step (pmlir_rt_step_metric): how many tokens each expert of a sparse
-// layer got. Each op's value is whole on every rank that runs it (its
-// sharding rule), and the ranks that do not run it (another pipeline
-// stage's layers) hold nothing of it, so a maximum over every rank gives
-// each metric to rank 0, which prints it.
+// layer got, and how many it dropped past its capacity. Each op's value is whole on every rank that
+// runs it (its sharding rule), and the ranks that do not run it (another pipeline stage's layers)
+// hold nothing of it, so a maximum over every rank gives each metric to rank 0, which prints it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,46 +63,61 @@ std::string Job::stepMetricsReport() const {
 
   // Expert tokens: the fewest and the most any expert of any layer got,
   // the layers where they were, and the mean (every layer routes the same
-  // tokens); --verbose lists each layer's.
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  int64_t layers = 0, routed = 0;
+  // tokens). Dropped tokens: their sum against the routed, and the layer
+  // that dropped the most. --verbose lists each layer's.
+  std::string text, perLayer;
+  llvm::raw_string_ostream os(text), layerOs(perLayer);
+  int64_t layers = 0, slots = 0, routed = 0, dropped = 0;
   int64_t fewest = std::numeric_limits<int64_t>::max(), most = -1, fewestAt = 0, mostAt = 0;
+  int64_t worstDrop = -1, worstDropAt = 0;
+  bool capacity = false;
   size_t at = 0;
-  std::string perLayer;
-  llvm::raw_string_ostream layerOs(perLayer);
   for (const StepMetric &m : stepMetrics) {
     llvm::ArrayRef<int64_t> values(table.data() + at, static_cast<size_t>(m.size));
     at += static_cast<size_t>(m.size);
-    if (m.kind != PMLIR_RT_STEP_METRIC_EXPERT_TOKENS)
+    if (m.kind == PMLIR_RT_STEP_METRIC_EXPERT_TOKENS) {
+      ++layers;
+      slots += m.size;
+      for (int64_t v : values) {
+        routed += v;
+        if (v < fewest)
+          fewest = v, fewestAt = m.index;
+        if (v > most)
+          most = v, mostAt = m.index;
+      }
+      layerOs << "  layer " << m.index << ": tokens per expert";
+    } else if (m.kind == PMLIR_RT_STEP_METRIC_DROPPED_TOKENS) {
+      capacity = true;
+      int64_t sum = 0;
+      for (int64_t v : values)
+        sum += v;
+      dropped += sum;
+      if (sum > worstDrop)
+        worstDrop = sum, worstDropAt = m.index;
+      layerOs << "  layer " << m.index << ": dropped per expert";
+    } else {
       continue;
-    ++layers;
-    for (int64_t v : values) {
-      routed += v;
-      if (v < fewest)
-        fewest = v, fewestAt = m.index;
-      if (v > most)
-        most = v, mostAt = m.index;
     }
-    layerOs << "  layer " << m.index << ": tokens per expert";
     for (int64_t v : values)
       layerOs << " " << v;
     layerOs << "\n";
   }
-  if (layers > 0) {
-    int64_t slots = 0;
-    for (const StepMetric &m : stepMetrics)
-      if (m.kind == PMLIR_RT_STEP_METRIC_EXPERT_TOKENS)
-        slots += m.size;
+  if (layers > 0)
     os << llvm::format("  tokens per expert: min %lld (layer %lld), max %lld (layer %lld), mean "
                        "%.1f over %lld sparse layers\n",
                        static_cast<long long>(fewest), static_cast<long long>(fewestAt),
                        static_cast<long long>(most), static_cast<long long>(mostAt),
                        static_cast<double>(routed) / static_cast<double>(slots),
                        static_cast<long long>(layers));
-    if (o.verbose)
-      os << perLayer;
-  }
+  if (capacity)
+    os << llvm::format(
+        "  dropped past capacity: %lld of %lld (%.2f%%), the most in layer %lld "
+        "(%lld)\n",
+        static_cast<long long>(dropped), static_cast<long long>(routed),
+        routed > 0 ? 100.0 * static_cast<double>(dropped) / static_cast<double>(routed) : 0.0,
+        static_cast<long long>(worstDropAt), static_cast<long long>(worstDrop));
+  if (o.verbose)
+    os << perLayer;
   return text;
 }
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace pmlir;
@@ -128,6 +129,10 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
     check.fail(llvm::formatv("--router-aux-loss-coef must be a non-negative weight of a sparse "
                              "model's load-balancing loss, got {0}",
                              c.routerAuxLossCoef));
+  if (!(c.capacityFactor >= 0) || (c.experts == 0 && c.capacityFactor != 0))
+    check.fail(llvm::formatv("--capacity-factor must be a non-negative factor of a sparse "
+                             "model's expert capacity (0: dropless), got {0}",
+                             c.capacityFactor));
   if (c.hidden > 0 && c.heads > 0 && c.hidden % c.heads == 0 &&
       (c.hidden / c.heads) % 2 != 0)
     check.fail(llvm::formatv("--hidden {0} / --heads {1} = {2} must be even "
@@ -359,9 +364,11 @@ public:
   /// Mixtral's sparse MLP of `x` [B, S, H] in layer `layer`: the router
   /// (`gate` [E, H]), each token's top-k experts, and the SwiGLU experts
   /// (`w1`, `w3` [E, F, H], `w2` [E, H, F]) whose results are weighted back
-  /// per token. How many tokens each expert got is reported after each step.
+  /// per token. With a `capacity`, an expert takes at most that many of a
+  /// sequence's choices and the rest are dropped. How many tokens each
+  /// expert got, and how many it dropped, is reported after each step.
   Value sparseMlp(int64_t layer, Value x, Value gate, Value w1, Value w3, Value w2, int64_t topK,
-                  Value *routerStats = nullptr) {
+                  std::optional<int64_t> capacity, Value *routerStats = nullptr) {
     llvm::ArrayRef<int64_t> s = shape(x);
     int64_t experts = shape(gate)[0];
     Value logits = matmul(x, gate, /*transposeRhs=*/true);
@@ -372,10 +379,21 @@ public:
       *routerStats =
           tfm::MoeRouterStatsOp::create(b, here, tensor({2, experts}), logits, route.getExperts());
     Value counts = tfm::MoeExpertCountsOp::create(b, here, tensor({experts}, b.getI64Type()),
-                                                  route.getExperts(), b.getI64IntegerAttr(experts));
+                                                  route.getExperts(), b.getI64IntegerAttr(experts),
+                                                  IntegerAttr(), tfm::HeadTailAttr());
     tfm::StepMetricOp::create(b, here, counts, tfm::StepMetricKind::ExpertTokens, layer);
-    return tfm::MoeExpertsOp::create(b, here, x.getType(), x, route.getExperts(),
-                                     route.getWeights(), w1, w3, w2);
+    Value weights = route.getWeights();
+    if (capacity) {
+      weights = tfm::MoeCapacityOp::create(b, here, weights.getType(), weights, route.getExperts(),
+                                           b.getI64IntegerAttr(*capacity),
+                                           b.getI64IntegerAttr(experts), tfm::HeadTailAttr());
+      Value dropped = tfm::MoeExpertCountsOp::create(
+          b, here, tensor({experts}, b.getI64Type()), route.getExperts(),
+          b.getI64IntegerAttr(experts), b.getI64IntegerAttr(*capacity), tfm::HeadTailAttr());
+      tfm::StepMetricOp::create(b, here, dropped, tfm::StepMetricKind::DroppedTokens, layer);
+    }
+    return tfm::MoeExpertsOp::create(b, here, x.getType(), x, route.getExperts(), weights, w1, w3,
+                                     w2);
   }
 
   /// Builds one transformer block inside a tfm.layer and returns its output.
@@ -498,6 +516,14 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
         tfm::FillOp::create(fb.b, fb.here, fb.tensor({2, c.experts}), fb.b.getF64FloatAttr(0.0));
   }
 
+  // Each expert's places in a sequence: ceil(F * S * k / E), at most the
+  // S * k a sequence has (which drops nothing).
+  std::optional<int64_t> capacity;
+  if (c.experts > 0 && c.capacityFactor > 0) {
+    double choices = static_cast<double>(c.seq * c.topK);
+    capacity = static_cast<int64_t>(
+        std::min(std::ceil(c.capacityFactor * choices / static_cast<double>(c.experts)), choices));
+  }
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     auto w = [&](llvm::StringRef name) { return fb.weight(p + name.str()); };
@@ -542,7 +568,7 @@ OwningOpRef<ModuleOp> pmlir::buildLlama(MLIRContext *ctx, const LlamaConfig &c) 
                                     w("block_sparse_moe.experts." + stack + ".w1.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w3.weight"),
                                     w("block_sparse_moe.experts." + stack + ".w2.weight"), c.topK,
-                                    balance ? &stats : nullptr);
+                                    capacity, balance ? &stats : nullptr);
         if (c.sharedExperts > 0) {
           fb.here = fb.loc(p + "block_sparse_moe.shared_experts");
           sparse = fb.add(sparse, swiglu("block_sparse_moe.shared_experts.w1",

@@ -156,6 +156,45 @@ func.func @expert_counts_count_the_choices(%e: tensor<7x2xi64>) {
 
 // -----
 
+// A capacity: one pass over the choices in order, counting each
+// sequence's places of each expert ([sequences x experts] of them); the
+// weights of the choices past it zeroed, and their count per expert.
+// CHECK-LABEL: func @capacity_counts_places_in_order
+func.func @capacity_counts_places_in_order(%w: tensor<2x7x2xf32>, %e: tensor<2x7x2xi64>) -> (tensor<2x7x2xf32>, tensor<5xi64>) {
+  // CHECK: %[[PASS:.*]]:3 = scf.for %[[I:.*]] = %{{.*}} to %c28 step %c1 iter_args(%[[PLACES:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<10xi64>, tensor<28xi64>, tensor<5xi64>)
+  // CHECK: arith.divui %[[I]], %c14
+  // CHECK: arith.cmpi sge, %{{.*}}, %c3_i64
+  // CHECK: %[[DROPPED:.*]] = tensor.expand_shape %[[PASS]]#1 {{\[\[}}0, 1, 2]] output_shape [2, 7, 2] : tensor<28xi64> into tensor<2x7x2xi64>
+  // CHECK: %[[KEPT:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[DROPPED]] : tensor<2x7x2xf32>, tensor<2x7x2xi64>)
+  // CHECK: arith.select %{{.*}}, %{{.*}}, %cst
+  // CHECK: scf.for
+  // CHECK: return %[[KEPT]], %{{.*}}#2
+  %kept = tfm.moe_capacity %w, %e capacity = 3 num_experts = 5 : tensor<2x7x2xf32>, tensor<2x7x2xi64>
+  %dropped = tfm.moe_expert_counts %e num_experts = 5 capacity = 3 : tensor<2x7x2xi64> -> tensor<5xi64>
+  return %kept, %dropped : tensor<2x7x2xf32>, tensor<5xi64>
+}
+
+// -----
+
+// A capacity on a sequence stored in head-tail order (ranks 2, length 8:
+// positions 0, 1, 6, 7, then 2, 3, 4, 5): the pass takes the choices in
+// sequence order, mapping each token's position to the index it is stored
+// at (a head chunk's below 2 x 2 positions, a tail chunk's above) before
+// it reads its choice.
+// CHECK-LABEL: func @capacity_in_head_tail_order
+func.func @capacity_in_head_tail_order(%w: tensor<1x8x2xf32>, %e: tensor<1x8x2xi64>) -> tensor<1x8x2xf32> {
+  // CHECK: scf.for %[[I:.*]] = %{{.*}} to %c16 step %c1
+  // CHECK: %[[P:.*]] = arith.divui %{{.*}}, %c2
+  // CHECK: arith.cmpi ult, %[[P]], %c4
+  // CHECK: arith.select
+  // CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<16xi64>
+  %kept = tfm.moe_capacity %w, %e capacity = 3 num_experts = 5 head_tail <ranks = 2, length = 8>
+      : tensor<1x8x2xf32>, tensor<1x8x2xi64>
+  return %kept : tensor<1x8x2xf32>
+}
+
+// -----
+
 // A whole block of experts lowers as the ops it is made of: the sort,
 // dispatch, three grouped matmuls (each a loop over the experts) and the
 // weighted combine; nothing of tfm is left.

@@ -1,7 +1,8 @@
 // pmlir-head-tail-sequence on cp = 2: the positions and the causal
 // attention (forward and gradient) of the sequence get the head-tail
 // order, the module its axis; a non-causal attention and an arange of
-// another length keep theirs. Then the whole sharding pipeline on a model:
+// another length keep theirs; so do expert capacities. Then the whole
+// sharding pipeline on a model:
 // the partitioned attention keeps the order with its rank's query offset,
 // and so do Ulysses' attentions on the whole sequence.
 
@@ -29,6 +30,27 @@ module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
         : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
         -> tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
     return %pos, %other, %o, %full, %dq : tensor<8xi64>, tensor<4xi64>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
+  }
+}
+
+// -----
+
+// An expert capacity over the sequence (first come, first served in
+// sequence order) gets the order too, as does the count of what it drops;
+// the plain count of tokens per expert does not depend on it.
+// CHECK-LABEL: func.func @capacity
+// CHECK: tfm.moe_capacity %{{.*}}, %{{.*}} capacity = 3 num_experts = 4 head_tail <ranks = 2, length = 8>
+// CHECK: tfm.moe_expert_counts %{{.*}} num_experts = 4 capacity = 3 head_tail <ranks = 2, length = 8>
+// CHECK: tfm.moe_expert_counts %{{.*}} num_experts = 4 : tensor<2x8x2xi64>
+module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
+  func.func @capacity(%ids: tensor<2x8xi64> {tfm.dims = ["batch", "seq"], tfm.name = "input_ids",
+                                             tfm.sharding = #tfm.sharding<[[], ["cp"]]>},
+                      %w: tensor<2x8x2xf32>, %e: tensor<2x8x2xi64>)
+      -> (tensor<2x8x2xf32>, tensor<4xi64>, tensor<4xi64>) {
+    %kept = tfm.moe_capacity %w, %e capacity = 3 num_experts = 4 : tensor<2x8x2xf32>, tensor<2x8x2xi64>
+    %dropped = tfm.moe_expert_counts %e num_experts = 4 capacity = 3 : tensor<2x8x2xi64> -> tensor<4xi64>
+    %counts = tfm.moe_expert_counts %e num_experts = 4 : tensor<2x8x2xi64> -> tensor<4xi64>
+    return %kept, %dropped, %counts : tensor<2x8x2xf32>, tensor<4xi64>, tensor<4xi64>
   }
 }
 

@@ -397,3 +397,29 @@ func.func @expert_counts_summed_for_the_metric(
   return
 }
 }
+
+// -----
+
+// A capacity holds per sequence: with the batch split over dp and the
+// sequence over cp, each device gathers its sequences whole over cp first
+// (the rule keeps them whole), zeroes the weights past capacity and counts
+// what it dropped, summed over dp.
+// CHECK-LABEL: func @capacity_takes_whole_sequences
+module attributes {tfm.mesh = #tfm.mesh<cp = 2, dp = 2>} {
+func.func @capacity_takes_whole_sequences(
+    %w: tensor<4x6x2xf32> {tfm.sharding = #tfm.sharding<[["dp"], ["cp"], []]>},
+    %e: tensor<4x6x2xi64> {tfm.sharding = #tfm.sharding<[["dp"], ["cp"], []]>})
+    -> (tensor<4x6x2xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], []]>}) {
+  // CHECK-DAG: %[[W:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 1 : tensor<2x3x2xf32> -> tensor<2x6x2xf32>
+  // CHECK-DAG: %[[E:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 1 : tensor<2x3x2xi64> -> tensor<2x6x2xi64>
+  // CHECK: tfm.moe_capacity %[[W]], %[[E]] capacity = 2 num_experts = 3 : tensor<2x6x2xf32>, tensor<2x6x2xi64>
+  // CHECK: %[[D:.*]] = tfm.moe_expert_counts %[[E]] num_experts = 3 capacity = 2 : tensor<2x6x2xi64> -> tensor<3xi64>
+  // CHECK: shard.all_reduce %[[D]] on @mesh grid_axes = [1] : tensor<3xi64> -> tensor<3xi64>
+  %kept = tfm.moe_capacity %w, %e capacity = 2 num_experts = 3 {tfm.shardings = [#tfm.sharding<[["dp"], [], []]>]}
+      : tensor<4x6x2xf32>, tensor<4x6x2xi64>
+  %d = tfm.moe_expert_counts %e num_experts = 3 capacity = 2 {tfm.shardings = [#tfm.sharding<[[]], pending = ["dp"]>]}
+      : tensor<4x6x2xi64> -> tensor<3xi64>
+  tfm.step_metric %d kind = dropped_tokens index = 0 : tensor<3xi64>
+  return %kept : tensor<4x6x2xf32>
+}
+}

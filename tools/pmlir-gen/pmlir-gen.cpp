@@ -10,7 +10,8 @@
 //                   [--rope-theta T] [--tie-embeddings] [--max-positions P]
 //                   [--attention-bias none|qkv|all] [--mlp-bias] [--loss] -o FILE
 //   pmlir-gen mixtral (llama's flags but the biases) --experts E [--top-k K]
-//                     [--router-aux-loss-coef C] [--shared-experts S] -o FILE
+//                     [--router-aux-loss-coef C] [--capacity-factor F]
+//                     [--shared-experts S] -o FILE
 //   pmlir-gen hf DIR --seq S --batch B [--loss] -o FILE
 //   --locations prints each op's location, its checkpoint prefix ("h.3.attn").
 //
@@ -159,6 +160,12 @@ static cl::opt<double> routerAuxLossCoefFlag(
     cl::desc("with --loss, adds this weight times the load-balancing loss of Hugging Face's "
              "Mixtral (router_aux_loss_coef, output_router_logits); default 0: none"),
     cl::init(0.0), cl::sub(mixtralCommand), cl::cat(modelCategory));
+static cl::opt<double> capacityFactorFlag(
+    "capacity-factor",
+    cl::desc("each expert takes at most ceil(F * seq * top-k / experts) of a sequence's "
+             "choices, first come, first served, and the rest are dropped (their weight "
+             "zero, as Switch Transformers' router); default 0: dropless"),
+    cl::init(0.0), cl::sub(mixtralCommand), cl::cat(modelCategory));
 static cl::opt<int64_t> sharedExpertsFlag(
     "shared-experts",
     cl::desc("always-on experts every token passes through beside its top-k, as DeepSeek's "
@@ -240,6 +247,7 @@ int main(int argc, char **argv) {
       c.experts = expertsFlag;
       c.topK = topKFlag;
       c.routerAuxLossCoef = routerAuxLossCoefFlag;
+      c.capacityFactor = capacityFactorFlag;
       c.sharedExperts = sharedExpertsFlag;
     }
     c.loss = lossFlag;
@@ -290,6 +298,8 @@ int main(int argc, char **argv) {
       command += formatv(" --experts {0} --top-k {1}", c.experts, c.topK).str();
     if (c.routerAuxLossCoef > 0)
       command += " --router-aux-loss-coef " + shortest(c.routerAuxLossCoef);
+    if (c.capacityFactor > 0)
+      command += " --capacity-factor " + shortest(c.capacityFactor);
     if (c.sharedExperts > 0)
       command += formatv(" --shared-experts {0}", c.sharedExperts).str();
     if (c.maxPositions > 0)

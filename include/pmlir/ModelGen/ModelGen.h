@@ -82,6 +82,10 @@ struct LlamaConfig {
   /// The weight of the load-balancing loss added to the loss
   /// (router_aux_loss_coef, where output_router_logits); 0: none.
   double routerAuxLossCoef = 0.0;
+  /// Each expert takes at most ceil(capacityFactor * seq * topK / experts)
+  /// of a sequence's choices, first come, first served; the rest are
+  /// dropped (tfm.moe_capacity). 0: dropless.
+  double capacityFactor = 0.0;
   /// @forward takes `labels` and returns the loss instead of the logits.
   bool loss = false;
 };

@@ -125,6 +125,90 @@ Value countPerExpert(OpBuilder &b, Location loc, Value experts, int64_t numExper
       filledInt(b, loc, {numExperts}, 0));
 }
 
+/// Where in head-tail order (HeadTailOrder) sequence position `position`
+/// is stored: the inverse of HeadTailOrder::position, on an index value.
+Value headTailIndex(OpBuilder &b, Location l, Value position, HeadTailOrder order) {
+  auto constant = [&](int64_t v) { return indexConst(b, l, v); };
+  int64_t heads = order.ranks * order.head();
+  Value inHead = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, position, constant(heads));
+  // A head chunk's: rank p / head, within p % head.
+  Value head = arith::AddIOp::create(
+      b, l,
+      arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, position, constant(order.head())),
+                            constant(order.block())),
+      arith::RemUIOp::create(b, l, position, constant(order.head())));
+  // A tail chunk's, q = p - ranks * head past the heads: rank
+  // ranks - 1 - q / tail, within head + q % tail (q clamped at 0 where
+  // the position is a head's, whose value the select drops).
+  Value q = arith::SubIOp::create(b, l, arith::MaxUIOp::create(b, l, position, constant(heads)),
+                                  constant(heads));
+  Value rank = arith::SubIOp::create(b, l, constant(order.ranks - 1),
+                                     arith::DivUIOp::create(b, l, q, constant(order.tail())));
+  Value tail = arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, rank, constant(order.block())),
+      arith::AddIOp::create(b, l, arith::RemUIOp::create(b, l, q, constant(order.tail())),
+                            constant(order.head())));
+  return arith::SelectOp::create(b, l, inHead, head, tail);
+}
+
+/// The choices of `experts` ([..., S, k], clamped into [0, numExperts))
+/// past `capacity`: one pass over them in row-major order (with `order`,
+/// each sequence's tokens in sequence order, where they are stored in
+/// head-tail order) keeps each sequence's count of each expert's places so
+/// far. Returns, per choice flattened ([N] i64), 1 where dropped, and per
+/// expert how many were.
+std::pair<Value, Value> pastCapacity(OpBuilder &b, Location loc, Value experts, int64_t capacity,
+                                     int64_t numExperts, tfm::HeadTailAttr order) {
+  RankedTensorType type = tensorType(experts);
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t perSequence = shape[shape.size() - 2] * shape.back();
+  int64_t pairs = type.getNumElements();
+  int64_t sequences = perSequence > 0 ? pairs / perSequence : 0;
+  Value flat = flattened(b, loc, experts);
+  Type i64 = b.getI64Type();
+  auto i64Const = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
+  };
+  auto pass = scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), indexConst(b, loc, pairs), indexConst(b, loc, 1),
+      ValueRange{filledInt(b, loc, {sequences * numExperts}, 0), filledInt(b, loc, {pairs}, 0),
+                 filledInt(b, loc, {numExperts}, 0)},
+      [&](OpBuilder &nb, Location l, Value i, ValueRange iter) {
+        Value sequence = arith::DivUIOp::create(nb, l, i, indexConst(nb, l, perSequence));
+        if (order) {
+          // Choice j of the token at sequence position p is stored at
+          // (sequence * S + index of p) * k + j.
+          int64_t k = shape.back();
+          Value within = arith::RemUIOp::create(nb, l, i, indexConst(nb, l, perSequence));
+          Value token = headTailIndex(
+              nb, l, arith::DivUIOp::create(nb, l, within, indexConst(nb, l, k)), order.order());
+          Value tokens = arith::AddIOp::create(
+              nb, l, arith::MulIOp::create(nb, l, sequence, indexConst(nb, l, perSequence / k)),
+              token);
+          i = arith::AddIOp::create(nb, l,
+                                    arith::MulIOp::create(nb, l, tokens, indexConst(nb, l, k)),
+                                    arith::RemUIOp::create(nb, l, within, indexConst(nb, l, k)));
+        }
+        Value expert = clampedIndex(nb, l, tensor::ExtractOp::create(nb, l, flat, i), numExperts);
+        Value place = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, sequence, indexConst(nb, l, numExperts)), expert);
+        Value taken = tensor::ExtractOp::create(nb, l, iter[0], place);
+        Value over =
+            arith::ExtUIOp::create(nb, l, i64,
+                                   arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, taken,
+                                                         i64Const(nb, l, capacity)));
+        Value places = tensor::InsertOp::create(
+            nb, l, arith::AddIOp::create(nb, l, taken, i64Const(nb, l, 1)), iter[0], place);
+        Value dropped = tensor::InsertOp::create(nb, l, over, iter[1], i);
+        Value perExpert = tensor::InsertOp::create(
+            nb, l,
+            arith::AddIOp::create(nb, l, tensor::ExtractOp::create(nb, l, iter[2], expert), over),
+            iter[2], expert);
+        scf::YieldOp::create(nb, l, ValueRange{places, dropped, perExpert});
+      });
+  return {pass.getResult(1), pass.getResult(2)};
+}
+
 /// Softmax over the experts, the k largest (equal ones in expert order),
 /// their probabilities, renormalized over the k with `normalize`.
 struct MoeRouteLowering : OpRewritePattern<tfm::MoeRouteOp> {
@@ -535,8 +619,44 @@ struct MoeExpertCountsLowering : OpRewritePattern<tfm::MoeExpertCountsOp> {
     if (failed(staticOperands(op, b)))
       return failure();
     Location loc = op.getLoc();
-    b.replaceOp(op, countPerExpert(b, loc, flattened(b, loc, op.getExperts()),
-                                   static_cast<int64_t>(op.getNumExperts())));
+    int64_t numExperts = static_cast<int64_t>(op.getNumExperts());
+    if (std::optional<uint64_t> capacity = op.getCapacity())
+      b.replaceOp(op, pastCapacity(b, loc, op.getExperts(), static_cast<int64_t>(*capacity),
+                                   numExperts, op.getHeadTailAttr())
+                          .second);
+    else
+      b.replaceOp(op, countPerExpert(b, loc, flattened(b, loc, op.getExperts()), numExperts));
+    return success();
+  }
+};
+
+/// The weights with those of the choices past capacity zero.
+struct MoeCapacityLowering : OpRewritePattern<tfm::MoeCapacityOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tfm::MoeCapacityOp op, PatternRewriter &b) const override {
+    if (failed(staticOperands(op, b)))
+      return failure();
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getResult().getType();
+    Value dropped = pastCapacity(b, loc, op.getExperts(), static_cast<int64_t>(op.getCapacity()),
+                                 static_cast<int64_t>(op.getNumExperts()), op.getHeadTailAttr())
+                        .first;
+    ReassociationIndices all;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all.push_back(d);
+    dropped = tensor::ExpandShapeOp::create(b, loc,
+                                            RankedTensorType::get(type.getShape(), b.getI64Type()),
+                                            dropped, ArrayRef<ReassociationIndices>{all});
+    AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+    Type t = type.getElementType();
+    b.replaceOp(op, elementwise(b, loc, type, {op.getWeights(), dropped}, {identity, identity},
+                                [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                  Value kept = arith::CmpIOp::create(
+                                      nb, l, arith::CmpIPredicate::eq, a[1],
+                                      arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0)));
+                                  return arith::SelectOp::create(nb, l, kept, a[0],
+                                                                 floatConst(nb, l, t, 0.0));
+                                }));
     return success();
   }
 };
@@ -664,10 +784,9 @@ struct MoeExpertsGradLowering : OpRewritePattern<tfm::MoeExpertsGradOp> {
 };
 
 void pmlir::tfm_to_linalg::populateExpertPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeExpertCountsLowering,
-           MoeDispatchLowering, MoeCombineLowering, MoeWeightGradLowering, GroupedMatmulLowering,
-           GroupedWeightGradLowering, MoeRouterStatsLowering, MoeRouterStatsGradLowering,
-           MoeBalanceLossLowering, MoeExpertsLowering, MoeExpertsGradLowering>(
-          patterns.getContext());
+  patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeSortLowering, MoeExpertCountsLowering,
+               MoeCapacityLowering, MoeDispatchLowering, MoeCombineLowering, MoeWeightGradLowering,
+               GroupedMatmulLowering, GroupedWeightGradLowering, MoeRouterStatsLowering,
+               MoeRouterStatsGradLowering, MoeBalanceLossLowering, MoeExpertsLowering,
+               MoeExpertsGradLowering>(patterns.getContext());
 }

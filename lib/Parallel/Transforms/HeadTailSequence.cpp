@@ -9,10 +9,12 @@
 // the front of the sequence and one from its back, and the work evens out.
 //
 // The program keeps its shapes and shardings and computes on the permuted
-// sequence: everything but positions and the causal mask is indifferent to
-// the order of tokens (embeddings, norms, projections, MLPs, the mean of a
-// loss). So this pass marks the positions (tfm.arange) and the causal
-// attentions of the sequence with #tfm.head_tail, and the module with the
+// sequence: everything but positions, the causal mask and an expert
+// capacity's first come, first served is indifferent to the order of
+// tokens (embeddings, norms, projections, MLPs, the mean of a loss). So
+// this pass marks the positions (tfm.arange), the causal attentions and the
+// capacities (tfm.moe_capacity, and tfm.moe_expert_counts of what one
+// drops) of the sequence with #tfm.head_tail, and the module with the
 // axis, so that pmlir-run binds each rank its two chunks of the token ids
 // and labels and assembles results in sequence order.
 //
@@ -67,7 +69,7 @@ struct HeadTailSequencePass : public pmlir::impl::HeadTailSequenceBase<HeadTailS
     }
     auto order = HeadTailAttr::get(&getContext(), ranks, *length);
     auto seqOf = [](Value v, int64_t dim) { return cast<ShapedType>(v.getType()).getDimSize(dim); };
-    int64_t positions = 0, attentions = 0;
+    int64_t positions = 0, attentions = 0, capacities = 0;
     module.walk([&](Operation *op) {
       if (auto arange = dyn_cast<ArangeOp>(op); arange && seqOf(arange, 0) == *length) {
         arange.setHeadTailAttr(order);
@@ -82,10 +84,25 @@ struct HeadTailSequencePass : public pmlir::impl::HeadTailSequenceBase<HeadTailS
       };
       mark(dyn_cast<AttentionOp>(op));
       mark(dyn_cast<AttentionGradOp>(op));
+      // A routing [..., S, k]: its sequence is next to last.
+      auto experts = [&](Value routing) {
+        auto type = cast<ShapedType>(routing.getType());
+        return type.getRank() >= 2 && type.getDimSize(type.getRank() - 2) == *length;
+      };
+      if (auto capacity = dyn_cast<MoeCapacityOp>(op); capacity && experts(capacity.getExperts())) {
+        capacity.setHeadTailAttr(order);
+        ++capacities;
+      }
+      if (auto counts = dyn_cast<MoeExpertCountsOp>(op);
+          counts && counts.getCapacity() && experts(counts.getExperts())) {
+        counts.setHeadTailAttr(order);
+        ++capacities;
+      }
     });
     module->setAttr(kHeadTailAxisAttr, StringAttr::get(&getContext(), axis));
     LLVM_DEBUG(llvm::dbgs() << "head-tail order over " << axis << " = " << ranks << ": "
-                            << positions << " positions, " << attentions << " attentions\n");
+                            << positions << " positions, " << attentions << " attentions, "
+                            << capacities << " capacities\n");
   }
 
   /// The length of the arguments' sequence dimension (tfm.dims "seq"), each

@@ -357,7 +357,31 @@ func.func @step_metric_index(%c: tensor<4xi64>) {
 // -----
 
 func.func @step_metric_kind(%c: tensor<4xi64>) {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [expert_tokens]}}
-  tfm.step_metric %c kind = dropped_tokens index = 0 : tensor<4xi64>
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [expert_tokens, dropped_tokens]}}
+  tfm.step_metric %c kind = kept_tokens index = 0 : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @capacity_without_sequences(%w: tensor<7xf32>, %e: tensor<7xi64>) {
+  // expected-error @+1 {{operand 'experts': expected rank >= 2 ([..., S, k]: a capacity holds per sequence), got [7]}}
+  %k = tfm.moe_capacity %w, %e capacity = 2 num_experts = 4 : tensor<7xf32>, tensor<7xi64>
+  return
+}
+
+// -----
+
+func.func @capacity_weights(%w: tensor<7x3xf32>, %e: tensor<7x2xi64>) {
+  // expected-error @+1 {{operand 'weights' shape: expected [7, 2] (that of 'experts'), got [7, 3]}}
+  %k = tfm.moe_capacity %w, %e capacity = 2 num_experts = 4 : tensor<7x3xf32>, tensor<7x2xi64>
+  return
+}
+
+// -----
+
+func.func @dropped_counts_without_sequences(%e: tensor<7xi64>) {
+  // expected-error @+1 {{operand 'experts': expected rank >= 2 ([..., S, k]: a capacity holds per sequence), got [7]}}
+  %c = tfm.moe_expert_counts %e num_experts = 4 capacity = 2 : tensor<7xi64> -> tensor<4xi64>
   return
 }

@@ -40,6 +40,19 @@ func.func @expert_tokens(%e: tensor<2x7x2xi64>) {
   return
 }
 
+// A capacity of 3 places per expert and sequence: the weights of the
+// choices past it zeroed, their count reported.
+// CHECK-LABEL: func @capacity
+func.func @capacity(%w: tensor<2x7x2xf32>, %e: tensor<2x7x2xi64>) -> tensor<2x7x2xf32> {
+  // CHECK: tfm.moe_capacity %{{.*}}, %{{.*}} capacity = 3 num_experts = 5 : tensor<2x7x2xf32>, tensor<2x7x2xi64>
+  %kept = tfm.moe_capacity %w, %e capacity = 3 num_experts = 5 : tensor<2x7x2xf32>, tensor<2x7x2xi64>
+  // CHECK: %[[D:.*]] = tfm.moe_expert_counts %{{.*}} num_experts = 5 capacity = 3 : tensor<2x7x2xi64> -> tensor<5xi64>
+  %dropped = tfm.moe_expert_counts %e num_experts = 5 capacity = 3 : tensor<2x7x2xi64> -> tensor<5xi64>
+  // CHECK: tfm.step_metric %[[D]] kind = dropped_tokens index = 0 : tensor<5xi64>
+  tfm.step_metric %dropped kind = dropped_tokens index = 0 : tensor<5xi64>
+  return %kept : tensor<2x7x2xf32>
+}
+
 // Router logits of one token (rank 1), weights not renormalized, bf16.
 // CHECK-LABEL: func @route_one_token_bf16
 func.func @route_one_token_bf16(%logits: tensor<8xbf16>) -> (tensor<3xbf16>, tensor<3xi64>) {

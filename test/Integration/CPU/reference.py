@@ -247,16 +247,38 @@ def route(logits, k, normalize=True):
     return weights, chosen
 
 
-def sparse_block(y, gate, experts, k, normalize=True, routers=None):
-    """Hugging Face's MixtralSparseMoeBlock of `y` [..., H]: the router
+def kept_choices(chosen, seq, experts, capacity):
+    """Which of the choices [T, k] (T tokens in sequences of `seq`) fit
+    their expert's capacity: per sequence, first come, first served in
+    token order (a token's choices in order), as Hugging Face's Switch
+    Transformers router counts places, by a cumulative sum of one-hots."""
+    per_sequence = chosen.reshape(-1, seq * chosen.shape[-1])
+    one_hot = F.one_hot(per_sequence, experts)
+    place = ((one_hot.cumsum(dim=1) - 1) * one_hot).sum(-1)
+    return (place < capacity).reshape(chosen.shape)
+
+
+def capacity_of(c):
+    """Each expert's places in a sequence, or None without a capacity."""
+    factor = c.get("capacity_factor", 0)
+    if not factor:
+        return None
+    return math.ceil(factor * c["seq"] * c.get("top_k", 2) / c["experts"])
+
+
+def sparse_block(y, gate, experts, k, normalize=True, routers=None, capacity=None):
+    """Hugging Face's MixtralSparseMoeBlock of `y` [..., S, H]: the router
     `gate` [E, H], and a loop over the experts, each (w1, w3, w2) as Linear
     weights, that gathers its tokens and adds their weighted SwiGLU back.
+    With `capacity`, the choices past it are dropped (their weight zero).
     The router's logits are appended to `routers`."""
     h = y.reshape(-1, y.shape[-1])
     router = h @ gate.T
     if routers is not None:
         routers.append(router)
     weights, chosen = route(router, k, normalize)
+    if capacity is not None:
+        weights = weights * kept_choices(chosen, y.shape[-2], len(experts), capacity)
     out = torch.zeros_like(h)
     for e, (w1, w3, w2) in enumerate(experts):
         tok, pos = torch.where(chosen == e)
@@ -270,7 +292,8 @@ def sparse_moe(c, w, p, y, routers=None):
     q = p + "block_sparse_moe."
     experts = [tuple(w[f"{q}experts.{e}.{n}.weight"] for n in ("w1", "w3", "w2"))
                for e in range(c["experts"])]
-    out = sparse_block(y, w[q + "gate.weight"], experts, c.get("top_k", 2), routers=routers)
+    out = sparse_block(y, w[q + "gate.weight"], experts, c.get("top_k", 2), routers=routers,
+                       capacity=capacity_of(c))
     if c.get("shared_experts"):
         s = q + "shared_experts."
         m = F.silu(y @ w[s + "w1.weight"].T) * (y @ w[s + "w3.weight"].T)
@@ -303,31 +326,47 @@ def model_loss(c, w, ids, labels, forward, routers=None):
 
 
 def routed_counts(c, routers):
-    """Per sparse layer, how many tokens chose each expert."""
-    k = c.get("top_k", 2)
-    return [torch.bincount(torch.topk(r.detach(), k, dim=-1).indices.reshape(-1),
-                           minlength=c["experts"]).tolist() for r in routers]
+    """Per sparse layer, how many tokens chose each expert, and with a
+    capacity how many of them it dropped: [chosen, dropped] lists."""
+    if not c.get("experts"):
+        return []
+    k, experts, capacity = c.get("top_k", 2), c["experts"], capacity_of(c)
+    counts = []
+    for r in routers:
+        chosen = torch.topk(r.detach(), k, dim=-1).indices
+        counts.append([torch.bincount(chosen.reshape(-1), minlength=experts).tolist()])
+        if capacity is not None:
+            dropped = chosen[~kept_choices(chosen, c["seq"], experts, capacity)]
+            counts[-1].append(torch.bincount(dropped, minlength=experts).tolist())
+    return counts
 
 
-def reported_counts(out):
-    """pmlir-run --verbose's lines of each sparse layer's tokens per expert,
-    in the order printed (layer after layer, step after step)."""
-    marker = ": tokens per expert "
+def reported_counts(out, what):
+    """pmlir-run --verbose's lines of each sparse layer's `what` ("tokens
+    per expert", "dropped per expert"), in the order printed (layer after
+    layer, step after step)."""
+    marker = f": {what} "
     return [[int(v) for v in line.split(marker)[1].split()]
             for line in out.splitlines() if line.startswith("  layer ") and marker in line]
 
 
 def check_counts(c, out, expected):
-    """The tokens per expert pmlir-run reported against `expected` (a list
-    of per-layer counts); 0 failures, or 1 after saying which differ."""
+    """The tokens per expert (and those dropped) pmlir-run reported against
+    `expected` (routed_counts's per layer run); 0 failures, or 1 after
+    saying which differ."""
     if not c.get("experts"):
         return 0
-    got = reported_counts(out)
-    if got != expected:
-        print(f"FAIL tokens per expert: pmlir-run reported {got}, expected {expected}")
-        return 1
-    print(f"tokens per expert of {len(expected)} layer runs: equal")
-    return 0
+    failed = 0
+    for i, what in enumerate(["tokens per expert", "dropped per expert"]):
+        want = [counts[i] for counts in expected if len(counts) > i]
+        got = reported_counts(out, what)
+        if got != want:
+            print(f"FAIL {what}: pmlir-run reported {got}, expected {want}")
+            failed = 1
+        elif want:
+            print(f"{what} of {len(want)} layer runs: equal"
+                  + (f" ({sum(map(sum, want))} in all)" if i == 1 else ""))
+    return failed
 
 
 def unstacked(tensors):
@@ -412,7 +451,8 @@ def check_training(args, kind, c, weights, inputs, forward, wpath, ipath, opath)
             total += loss.item()
             counts = routed_counts(c, routers)
             step_counts = counts if step_counts is None else [
-                [a + b for a, b in zip(x, y)] for x, y in zip(step_counts, counts)]
+                [[a + b for a, b in zip(x, y)] for x, y in zip(mine, theirs)]
+                for mine, theirs in zip(step_counts, counts)]
         ref_counts += step_counts or []
         if args.clip > 0:
             torch.nn.utils.clip_grad_norm_(list(w64.values()), args.clip)

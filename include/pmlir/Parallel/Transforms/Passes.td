@@ -131,10 +131,12 @@ def HeadTailSequence : Pass<"pmlir-head-tail-sequence", "mlir::ModuleOp"> {
     the tail, so no padding is needed.
 
     The program computes on the permuted sequence with its shapes and
-    shardings unchanged: only positions and the causal mask depend on the
-    order of tokens. The pass sets `#tfm.head_tail` on each `tfm.arange` of
-    the sequence's length and on each causal `tfm.attention` and
-    `tfm.attention_grad` over the whole sequence, and the module attribute
+    shardings unchanged: only positions, the causal mask and an expert
+    capacity (first come, first served) depend on the order of tokens. The
+    pass sets `#tfm.head_tail` on each `tfm.arange` of the sequence's
+    length, on each causal `tfm.attention` and `tfm.attention_grad` over the
+    whole sequence, and on each `tfm.moe_capacity` and capacity's
+    `tfm.moe_expert_counts` of a routing over it, and the module attribute
     `tfm.head_tail_axis`; `pmlir-partition` then marks each entry argument
     and result with a dimension split over the axis with
     `tfm.head_tail_dim`, by which `pmlir-run` binds each rank its two chunks

@@ -249,6 +249,15 @@ LogicalResult MoeRouteOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGra
   return success();
 }
 
+/// A dropped choice's weight is zero whatever it was: its gradient too.
+LogicalResult MoeCapacityOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = MoeCapacityOp::create(b, getLoc(), resultGrads[0], getExperts(), getCapacityAttr(),
+                                   getNumExpertsAttr(), getHeadTailAttr());
+  return success();
+}
+
 /// Dispatch and combine are each other's transposes: a row copied to a
 /// slot sends its gradient back from that slot.
 LogicalResult MoeDispatchOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,

@@ -640,14 +640,31 @@ ShardingRule MoeRouterStatsOp::getShardingRule() {
   return b.rule;
 }
 
-/// A count over the tokens: over a split batch, a sum left pending.
+/// A count over the tokens: over a split batch, a sum left pending. The
+/// choices past a capacity are counted sequence by sequence, each whole.
 ShardingRule MoeExpertCountsOp::getShardingRule() {
   RuleBuilder b;
   SmallVector<int64_t> tokens = tokenFactors(b, getExperts(), FactorKind::Contracting);
+  if (getCapacity())
+    b.rule.factors[tokens.back()].kind = FactorKind::Replicated;
   int64_t choices = lastFactor(b, getExperts(), FactorKind::Replicated);
   int64_t experts = b.factor(getNumExperts(), FactorKind::Replicated);
   b.rule.operands = {withLast(tokens, choices)};
   b.rule.results = {Dims{{experts}}};
+  return b.rule;
+}
+
+/// Sequence by sequence: the batch splits, each sequence and its choices
+/// stay whole (a choice's place depends on every earlier one of its
+/// sequence).
+ShardingRule MoeCapacityOp::getShardingRule() {
+  RuleBuilder b;
+  SmallVector<int64_t> tokens = tokenFactors(b, getExperts());
+  b.rule.factors[tokens.back()].kind = FactorKind::Replicated;
+  int64_t choices = lastFactor(b, getExperts(), FactorKind::Replicated);
+  Dims dims = withLast(tokens, choices);
+  b.rule.operands = {dims, dims};
+  b.rule.results = {dims};
   return b.rule;
 }
 

@@ -871,12 +871,31 @@ LogicalResult MoeSortOp::verify() {
                      tensorType(getCounts()).getShape(), "[num_experts]");
 }
 
+/// A routing of sequences, `[..., S, k]`, as a capacity counts places in.
+LogicalResult expectSequences(Operation *op, StringRef what, ArrayRef<int64_t> shape) {
+  if (shape.size() >= 2)
+    return success();
+  return op->emitOpError() << what
+                           << ": expected rank >= 2 ([..., S, k]: a capacity holds per sequence), "
+                              "got "
+                           << formatShape(shape);
+}
+
 LogicalResult MoeExpertCountsOp::verify() {
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
-  if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)))
+  if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)) ||
+      (getCapacity() && failed(expectSequences(*this, "operand 'experts'", experts))))
     return failure();
   return expectShape(*this, "result 'counts'", {static_cast<int64_t>(getNumExperts())},
                      tensorType(getCounts()).getShape(), "[num_experts]");
+}
+
+LogicalResult MoeCapacityOp::verify() {
+  ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
+  if (failed(expectSequences(*this, "operand 'experts'", experts)))
+    return failure();
+  return expectShape(*this, "operand 'weights'", experts, tensorType(getWeights()).getShape(),
+                     "that of 'experts'");
 }
 
 LogicalResult StepMetricOp::verify() {

@@ -80,24 +80,69 @@ def Tfm_MoeSortOp : Tfm_Op<"moe_sort", [Pure, Tfm_OwnRule]> {
 }
 
 def Tfm_MoeExpertCountsOp : Tfm_Op<"moe_expert_counts", [Pure, Tfm_OwnRule]> {
-  let summary = "how many of the tokens' choices name each expert";
+  let summary = "how many of the tokens' choices name each expert (or overflow it)";
   let description = [{
     `experts` is `[..., k]` (`tfm.moe_route`'s). Element `e` of the result
     (`[num_experts]`) counts the elements of `experts` equal to `e`: the
     rows expert `e` computes, `tfm.moe_sort`'s `counts` without the sort.
-    Over a split batch the counts are sums to reduce. An expert id outside
-    `[0, num_experts)` is taken as the nearest valid one, as `tfm.moe_sort`
-    takes it.
+    With `capacity`, it counts only those of them that
+    `tfm.moe_capacity` with that capacity drops. Over a split batch the
+    counts are sums to reduce. An expert id outside `[0, num_experts)` is
+    taken as the nearest valid one, as `tfm.moe_sort` takes it. With
+    `head_tail`, as `tfm.moe_capacity`'s.
 
     ```mlir
     %counts = tfm.moe_expert_counts %e num_experts = 8 : tensor<4x128x2xi64> -> tensor<8xi64>
+    %dropped = tfm.moe_expert_counts %e num_experts = 8 capacity = 40
+        : tensor<4x128x2xi64> -> tensor<8xi64>
     ```
   }];
   let arguments = (ins Tfm_I64Tensor:$experts,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$capacity,
+                       OptionalAttr<Tfm_HeadTailAttr>:$head_tail);
   let results = (outs Tfm_I64Tensor:$counts);
   let assemblyFormat = [{
-    $experts `num_experts` `=` $num_experts attr-dict `:` type($experts) `->` type($counts)
+    $experts `num_experts` `=` $num_experts (`capacity` `=` $capacity^)?
+    (`head_tail` $head_tail^)? attr-dict `:` type($experts) `->` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_MoeCapacityOp : Tfm_Op<"moe_capacity", [Pure, Tfm_OwnRule, Tfm_Differentiable,
+    Tfm_LinearInEachOperand, AllTypesMatch<["weights", "result"]>]> {
+  let summary = "zeroes the routing weights of choices past their expert's capacity";
+  let description = [{
+    `weights` and `experts` are a routing's (`[..., S, k]`: sequences of
+    `S` tokens, each with `k` choices). Within each sequence the choices
+    take their experts' places first come, first served, in row-major
+    order (token by token, a token's choices in order): a choice is kept
+    when fewer than `capacity` earlier choices of its sequence name the
+    same expert, and dropped otherwise. The result is `weights` with the
+    dropped choices' weights zero, so that a dropped choice adds nothing to
+    its token (which keeps its residual), as Hugging Face's Switch
+    Transformers router drops tokens per sequence; Mixtral's `k` weights
+    are renormalized before. `tfm.moe_expert_counts` with the same
+    `capacity` counts the dropped choices. Linear in `weights`: its
+    gradient is the same op on the weights' gradient. With `head_tail` (a
+    sequence balanced for causal context parallelism,
+    `pmlir-head-tail-sequence`) the tokens of each sequence are stored in
+    that order, and they come first come, first served in their sequence's
+    order all the same.
+
+    ```mlir
+    %kept = tfm.moe_capacity %w, %e capacity = 40 num_experts = 8
+        : tensor<4x128x2xf32>, tensor<4x128x2xi64>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$weights, Tfm_I64Tensor:$experts,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$capacity,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts,
+                       OptionalAttr<Tfm_HeadTailAttr>:$head_tail);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weights `,` $experts `capacity` `=` $capacity `num_experts` `=` $num_experts
+    (`head_tail` $head_tail^)? attr-dict `:` type($weights) `,` type($experts)
   }];
   let hasVerifier = 1;
 }

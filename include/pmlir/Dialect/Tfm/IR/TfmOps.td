@@ -661,7 +661,8 @@ def Tfm_CrossEntropyCombineOp : Tfm_Op<"cross_entropy_combine", [Pure]> {
 // The runtime knows each kind by the code of the same name in
 // RuntimeAbi.def (PMLIR_RT_STEP_METRIC).
 def Tfm_StepMetricKind : I32EnumAttr<"StepMetricKind", "what a tfm.step_metric measures", [
-      I32EnumAttrCase<"ExpertTokens", 0, "expert_tokens">
+      I32EnumAttrCase<"ExpertTokens", 0, "expert_tokens">,
+      I32EnumAttrCase<"DroppedTokens", 1, "dropped_tokens">
     ]> {
   let cppNamespace = "::pmlir::tfm";
 }
@@ -673,7 +674,8 @@ def Tfm_StepMetricOp : Tfm_Op<"step_metric", [MemoryEffects<[MemWrite]>, Tfm_Own
     `kind` number `index` of the step under way: called once a microbatch,
     the metric is the step's sum. `pmlir-run` reports it after the step
     (`expert_tokens`: how many of the tokens' choices each expert of
-    sparse layer `index` got, its minimum and maximum). The value must be
+    sparse layer `index` got, its minimum and maximum; `dropped_tokens`:
+    how many each dropped past its capacity, their sum). The value must be
     whole on every device (its sharding rule replicates it: a value summed
     over a split batch is all-reduced first), so any rank that holds it
     reports the same. Backward passes do not run it again.
