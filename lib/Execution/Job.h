@@ -305,8 +305,9 @@ private:
                         OwningOpRef<ModuleOp> &reference);
   /// --verbose: how many of the program's loops ran split over threads.
   void reportLoops() const;
-  /// Finds the step metrics of the global program `module`.
-  void findStepMetrics(ModuleOp module);
+  /// Finds the step metrics of the global program `module`; the error
+  /// where two of one kind and index disagree on their size, else "".
+  std::string findStepMetrics(ModuleOp module);
   /// What the program added to its step metrics since they were cleared,
   /// as lines for rank 0 to print ("" elsewhere, or without metrics); every
   /// rank takes part.

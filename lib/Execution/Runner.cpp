@@ -497,7 +497,14 @@ int Job::run() {
     entry = module->lookupSymbol<func::FuncOp>(compiledEntryName(phases));
   }
   tokensPerStep = tokensOf(entry);
-  findStepMetrics(*module);
+  // Every rank finds the same in the same program.
+  if (std::string error = findStepMetrics(*module); !error.empty()) {
+    if (rank == 0)
+      fail(error);
+    if (mesh)
+      pmlir_rt_finalize();
+    return 1;
+  }
   modelFlopsPerStep = forwardFlopsPerToken * static_cast<double>(tokensPerStep) *
                       (o.train || !o.grads.empty() ? 3 : 1);
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);

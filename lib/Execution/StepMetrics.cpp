@@ -25,22 +25,36 @@ using namespace mlir;
 
 namespace pmlir::exec {
 
-void Job::findStepMetrics(ModuleOp module) {
+std::string Job::findStepMetrics(ModuleOp module) {
   stepMetrics.clear();
+  std::string error;
   module.walk([&](tfm::StepMetricOp op) {
     std::optional<int> kind = rt::abi::stepMetricCode(tfm::stringifyStepMetricKind(op.getKind()));
     if (!kind)
-      return;
+      return WalkResult::advance();
     int64_t index = static_cast<int64_t>(op.getIndex());
     int64_t size = op.getValue().getType().getDimSize(0);
     // A metric the forward and the training step both hold is one.
-    if (llvm::none_of(stepMetrics,
-                      [&](const StepMetric &m) { return m.kind == *kind && m.index == index; }))
+    auto same = llvm::find_if(
+        stepMetrics, [&](const StepMetric &m) { return m.kind == *kind && m.index == index; });
+    if (same == stepMetrics.end()) {
       stepMetrics.push_back({*kind, index, size});
+    } else if (same->size != size) {
+      error = (llvm::Twine("tfm.step_metric ") + tfm::stringifyStepMetricKind(op.getKind()) +
+               " index " + llvm::Twine(index) + " reports " + llvm::Twine(size) +
+               " values in one place and " + llvm::Twine(same->size) +
+               " in another: each index is one metric of one size")
+                  .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
+  if (!error.empty())
+    return error;
   llvm::sort(stepMetrics, [](const StepMetric &a, const StepMetric &b) {
     return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
   });
+  return "";
 }
 
 std::string Job::stepMetricsReport() const {

@@ -385,3 +385,11 @@ func.func @dropped_counts_without_sequences(%e: tensor<7xi64>) {
   %c = tfm.moe_expert_counts %e num_experts = 4 capacity = 2 : tensor<7xi64> -> tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @capacity_order_length(%w: tensor<2x6x2xf32>, %e: tensor<2x6x2xi64>) {
+  // expected-error @+1 {{attribute 'head_tail': its sequence of 8 is not the 6 tokens of operand 'experts'}}
+  %k = tfm.moe_capacity %w, %e capacity = 2 num_experts = 4 head_tail <ranks = 2, length = 8> : tensor<2x6x2xf32>, tensor<2x6x2xi64>
+  return
+}

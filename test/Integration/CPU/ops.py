@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from reference import read_safetensors, route, sparse_block, write_safetensors  # noqa: E402
+from reference import (kept_choices, read_safetensors, route, sparse_block,  # noqa: E402
+                       write_safetensors)
 
 
 def ttype(shape, dtype="f32"):
@@ -209,6 +210,15 @@ def cases(g):
             [("x", xin), ("gate", gate), ("w1", w1), ("w3", w3), ("w2", w2)], [2, 7, 16],
             sparse_block_text(experts, k),
             lambda t, k=k: sparse_block_ref(t["x"], t["gate"], t["w1"], t["w3"], t["w2"], k))
+    # A capacity of 3 of the 14 choices of each sequence of 7 tokens over 5
+    # experts: Switch Transformers' drop, by one-hot cumulative sums (last,
+    # so that the cases above keep their random inputs).
+    capacity_e = route(router, 2, True)[1]
+    add("moe_capacity (3 places an expert and sequence)",
+        [("w", rnd(2, 7, 2)), ("e", capacity_e)], [2, 7, 2],
+        f"tfm.moe_capacity %w, %e capacity = 3 num_experts = 5 : {ttype([2, 7, 2])}, "
+        f"{ttype([2, 7, 2], 'i64')}",
+        lambda t: t["w"] * kept_choices(t["e"].reshape(-1, 2), 7, 5, 3).reshape(2, 7, 2))
     return out
 
 

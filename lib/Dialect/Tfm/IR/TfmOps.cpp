@@ -871,20 +871,26 @@ LogicalResult MoeSortOp::verify() {
                      tensorType(getCounts()).getShape(), "[num_experts]");
 }
 
-/// A routing of sequences, `[..., S, k]`, as a capacity counts places in.
-LogicalResult expectSequences(Operation *op, StringRef what, ArrayRef<int64_t> shape) {
-  if (shape.size() >= 2)
-    return success();
-  return op->emitOpError() << what
-                           << ": expected rank >= 2 ([..., S, k]: a capacity holds per sequence), "
-                              "got "
-                           << formatShape(shape);
+/// A routing of sequences, `[..., S, k]`, as a capacity counts places in;
+/// with a head-tail `order`, of its length.
+LogicalResult expectSequences(Operation *op, StringRef what, ArrayRef<int64_t> shape,
+                              HeadTailAttr order) {
+  if (shape.size() < 2)
+    return op->emitOpError() << what
+                             << ": expected rank >= 2 ([..., S, k]: a capacity holds per "
+                                "sequence), got "
+                             << formatShape(shape);
+  if (order && shape[shape.size() - 2] != order.getLength())
+    return op->emitOpError() << "attribute 'head_tail': its sequence of " << order.getLength()
+                             << " is not the " << shape[shape.size() - 2] << " tokens of " << what;
+  return success();
 }
 
 LogicalResult MoeExpertCountsOp::verify() {
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
   if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)) ||
-      (getCapacity() && failed(expectSequences(*this, "operand 'experts'", experts))))
+      ((getCapacity() || getHeadTail()) &&
+       failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr()))))
     return failure();
   return expectShape(*this, "result 'counts'", {static_cast<int64_t>(getNumExperts())},
                      tensorType(getCounts()).getShape(), "[num_experts]");
@@ -892,7 +898,7 @@ LogicalResult MoeExpertCountsOp::verify() {
 
 LogicalResult MoeCapacityOp::verify() {
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
-  if (failed(expectSequences(*this, "operand 'experts'", experts)))
+  if (failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr())))
     return failure();
   return expectShape(*this, "operand 'weights'", experts, tensorType(getWeights()).getShape(),
                      "that of 'experts'");
