@@ -71,6 +71,18 @@ Value flattened(OpBuilder &b, Location loc, Value x) {
   return tensor::CollapseShapeOp::create(b, loc, flat, x, ArrayRef<ReassociationIndices>{all});
 }
 
+/// The inverse of flattened: the rank-1 `flat` as a tensor of `shape`.
+Value unflattened(OpBuilder &b, Location loc, Value flat, ArrayRef<int64_t> shape) {
+  if (shape.size() == 1)
+    return flat;
+  ReassociationIndices all;
+  for (size_t d = 0; d < shape.size(); ++d)
+    all.push_back(static_cast<int64_t>(d));
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, tensorType(flat).getElementType()), flat,
+      ArrayRef<ReassociationIndices>{all});
+}
+
 Value filledInt(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, int64_t value) {
   Type i64 = b.getI64Type();
   Value init = emptyLike(b, loc, shape, i64);
@@ -361,15 +373,8 @@ struct MoeSortLowering : OpRewritePattern<tfm::MoeSortOp> {
           Value newSources = tensor::InsertOp::create(nb, l, source, iter[2], slotIndex);
           scf::YieldOp::create(nb, l, ValueRange{cursors, newSlots, newSources});
         });
-    Value slotsOut = deal.getResult(1);
-    if (op.getSlots().getType().getRank() != 1) {
-      ReassociationIndices all;
-      for (int64_t d = 0; d < op.getSlots().getType().getRank(); ++d)
-        all.push_back(d);
-      slotsOut = tensor::ExpandShapeOp::create(b, loc, op.getSlots().getType(), slotsOut,
-                                               ArrayRef<ReassociationIndices>{all});
-    }
-    b.replaceOp(op, {slotsOut, deal.getResult(2), counts});
+    b.replaceOp(op, {unflattened(b, loc, deal.getResult(1), op.getSlots().getType().getShape()),
+                     deal.getResult(2), counts});
     return success();
   }
 };
@@ -611,8 +616,8 @@ struct GroupedWeightGradLowering : TfmPattern<tfm::GroupedWeightGradOp> {
   }
 };
 
-/// Row 0: per expert, the sum over tokens of its softmax probability;
-/// row 1: the count of the tokens' choices naming it.
+/// The counts of the choices naming each expert, or of those it drops past
+/// a capacity.
 struct MoeExpertCountsLowering : OpRewritePattern<tfm::MoeExpertCountsOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tfm::MoeExpertCountsOp op, PatternRewriter &b) const override {
@@ -641,12 +646,7 @@ struct MoeCapacityLowering : OpRewritePattern<tfm::MoeCapacityOp> {
     Value dropped = pastCapacity(b, loc, op.getExperts(), static_cast<int64_t>(op.getCapacity()),
                                  static_cast<int64_t>(op.getNumExperts()), op.getHeadTailAttr())
                         .first;
-    ReassociationIndices all;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      all.push_back(d);
-    dropped = tensor::ExpandShapeOp::create(b, loc,
-                                            RankedTensorType::get(type.getShape(), b.getI64Type()),
-                                            dropped, ArrayRef<ReassociationIndices>{all});
+    dropped = unflattened(b, loc, dropped, type.getShape());
     AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
     Type t = type.getElementType();
     b.replaceOp(op, elementwise(b, loc, type, {op.getWeights(), dropped}, {identity, identity},
@@ -661,6 +661,8 @@ struct MoeCapacityLowering : OpRewritePattern<tfm::MoeCapacityOp> {
   }
 };
 
+/// Row 0: per expert, the sum over tokens of its softmax probability;
+/// row 1: the count of the tokens' choices naming it.
 struct MoeRouterStatsLowering : TfmPattern<tfm::MoeRouterStatsOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::MoeRouterStatsOp op, PatternRewriter &b) const override {
