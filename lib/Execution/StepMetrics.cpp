@@ -4,9 +4,10 @@
 //
 // A program's tfm.step_metric ops hand the runtime values it adds up over a
 // step (pmlir_rt_step_metric): how many tokens each expert of a sparse
-// layer got, and how many it dropped past its capacity. Each op's value is whole on every rank that
-// runs it (its sharding rule), and the ranks that do not run it (another pipeline stage's layers)
-// hold nothing of it, so a maximum over every rank gives each metric to rank 0, which prints it.
+// layer got, and how many it dropped past its capacity. Each op's value is
+// whole on every rank that runs it (its sharding rule), and the ranks that
+// do not run it (another pipeline stage's layers) hold nothing of it, so a
+// maximum over every rank gives each metric to rank 0, which prints it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,9 @@ std::string Job::findStepMetrics(ModuleOp module) {
       return WalkResult::advance();
     int64_t index = static_cast<int64_t>(op.getIndex());
     int64_t size = op.getValue().getType().getDimSize(0);
+    // An empty value has nothing to report.
+    if (size == 0)
+      return WalkResult::advance();
     // A metric the forward and the training step both hold is one.
     auto same = llvm::find_if(
         stepMetrics, [&](const StepMetric &m) { return m.kind == *kind && m.index == index; });

@@ -393,3 +393,11 @@ func.func @capacity_order_length(%w: tensor<2x6x2xf32>, %e: tensor<2x6x2xi64>) {
   %k = tfm.moe_capacity %w, %e capacity = 2 num_experts = 4 head_tail <ranks = 2, length = 8> : tensor<2x6x2xf32>, tensor<2x6x2xi64>
   return
 }
+
+// -----
+
+func.func @capacity_places_overflow(%w: tensor<4x6x2xf32>, %e: tensor<4x6x2xi64>) {
+  // expected-error @+1 {{operand 'experts': its 4 sequences times 4611686018427387904 experts overflow a count of places}}
+  %k = tfm.moe_capacity %w, %e capacity = 2 num_experts = 4611686018427387904 : tensor<4x6x2xf32>, tensor<4x6x2xi64>
+  return
+}

@@ -19,6 +19,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace pmlir::tfm;
@@ -871,10 +872,11 @@ LogicalResult MoeSortOp::verify() {
                      tensorType(getCounts()).getShape(), "[num_experts]");
 }
 
-/// A routing of sequences, `[..., S, k]`, as a capacity counts places in;
-/// with a head-tail `order`, of its length.
+/// A routing of sequences, `[..., S, k]`, as a capacity counts places in
+/// (one count per sequence and expert of `numExperts`); with a head-tail
+/// `order`, of its length.
 LogicalResult expectSequences(Operation *op, StringRef what, ArrayRef<int64_t> shape,
-                              HeadTailAttr order) {
+                              HeadTailAttr order, int64_t numExperts) {
   if (shape.size() < 2)
     return op->emitOpError() << what
                              << ": expected rank >= 2 ([..., S, k]: a capacity holds per "
@@ -883,6 +885,13 @@ LogicalResult expectSequences(Operation *op, StringRef what, ArrayRef<int64_t> s
   if (order && shape[shape.size() - 2] != order.getLength())
     return op->emitOpError() << "attribute 'head_tail': its sequence of " << order.getLength()
                              << " is not the " << shape[shape.size() - 2] << " tokens of " << what;
+  int64_t sequences = 1, places = 0;
+  for (int64_t d : shape.drop_back(2))
+    if (ShapedType::isDynamic(d) || llvm::MulOverflow(sequences, d, sequences))
+      return success();
+  if (llvm::MulOverflow(sequences, numExperts, places))
+    return op->emitOpError() << what << ": its " << sequences << " sequences times " << numExperts
+                             << " experts overflow a count of places";
   return success();
 }
 
@@ -890,7 +899,8 @@ LogicalResult MoeExpertCountsOp::verify() {
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
   if (failed(expectRankAtLeastOne(*this, "operand 'experts'", "[..., k]", experts)) ||
       ((getCapacity() || getHeadTail()) &&
-       failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr()))))
+       failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr(),
+                              static_cast<int64_t>(getNumExperts())))))
     return failure();
   return expectShape(*this, "result 'counts'", {static_cast<int64_t>(getNumExperts())},
                      tensorType(getCounts()).getShape(), "[num_experts]");
@@ -898,7 +908,8 @@ LogicalResult MoeExpertCountsOp::verify() {
 
 LogicalResult MoeCapacityOp::verify() {
   ArrayRef<int64_t> experts = tensorType(getExperts()).getShape();
-  if (failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr())))
+  if (failed(expectSequences(*this, "operand 'experts'", experts, getHeadTailAttr(),
+                             static_cast<int64_t>(getNumExperts()))))
     return failure();
   return expectShape(*this, "operand 'weights'", experts, tensorType(getWeights()).getShape(),
                      "that of 'experts'");
