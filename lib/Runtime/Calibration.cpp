@@ -15,8 +15,6 @@
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -197,8 +195,7 @@ std::string pmlir::rt::calibrationHost() {
       model = line.substr(line.find(':') + 2);
       break;
     }
-  return model + ", " + simdLevelName(cpuSimdLevel()) + ", OpenBLAS " + openblas_get_corename() +
-         " kernels";
+  return model + ", " + simdLevelName(cpuSimdLevel()) + ", " + f32GemmName();
 }
 
 double pmlir::rt::gemmPeakFlopsPerSecond(int64_t size) {

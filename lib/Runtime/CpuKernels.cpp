@@ -6,7 +6,7 @@
 // (lhs rank L, rhs rank R, transposes A and B) with memref descriptors of
 // lhs, rhs and the result and a flag `accumulate`; the kernel adds lhs @ rhs
 // into the result (accumulate) or overwrites it (not read, so it may be
-// uninitialized) with cblas_sgemm (oneDNN's SGEMM where a benchmark asks,
+// uninitialized) with cblas_sgemm (oneDNN's SGEMM on a CPU with AMX,
 // GemmKernels.h), one call per batch element, or one call for the whole
 // batch when a shared rank-2 rhs meets a contiguous lhs (the common
 // activation-times-weight case). On bf16 operands (their
@@ -38,6 +38,16 @@
 namespace {
 
 using pmlir::rt::isContiguous;
+
+/// Calls f(i) for i in [0, count) over the runtime's threads
+/// (pmlir_rt_parallel_for), `unitCost` the operations of one call.
+template <typename F> void parallelFor(int64_t count, int64_t unitCost, F &f) {
+  auto body = +[](void *context, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      (*static_cast<F *>(context))(i);
+  };
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &f, count, unitCost);
+}
 
 /// Offset of batch element `b` (row-major over the leading Rank-2 dims).
 template <typename T, int Rank>
@@ -107,15 +117,20 @@ void matmul(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
          bRow, bCol, c + out->offset, n, 1, accumulate);
     return;
   }
-  for (int64_t i = 0; i < batch; ++i) {
+  auto element = [&](int64_t i) {
     int64_t bOff = rhs->offset;
     if constexpr (R == L)
       bOff = batchOffset(rhs, out->sizes, i);
-    gemm(TA, TB, m, n, k, a + batchOffset(lhs, out->sizes, i),
-         lhs->strides[L - 2], lhs->strides[L - 1], b + bOff, bRow, bCol,
-         c + batchOffset(out, out->sizes, i), out->strides[L - 2],
-         out->strides[L - 1], accumulate);
-  }
+    gemm(TA, TB, m, n, k, a + batchOffset(lhs, out->sizes, i), lhs->strides[L - 2],
+         lhs->strides[L - 1], b + bOff, bRow, bCol, c + batchOffset(out, out->sizes, i),
+         out->strides[L - 2], out->strides[L - 1], accumulate);
+  };
+  // oneDNN's GEMMs run on the runtime's threads: a batch of them (attention's
+  // heads) is split by its elements, each GEMM whole on one thread.
+  if (std::is_same_v<In, uint16_t> || pmlir::rt::f32Gemm() == pmlir::rt::F32Gemm::OneDnn)
+    return parallelFor(batch, 2 * m * n * k, element);
+  for (int64_t i = 0; i < batch; ++i)
+    element(i);
 }
 
 /// Calls `f(offset of the element in m, its flat row-major index)` for
@@ -140,22 +155,15 @@ void forEachElement(const StridedMemRefType<T, Rank> *m, F f) {
 /// GEMM's operands and result are as large as the GEMM: converted on one
 /// thread they took longer than the GEMM on two.)
 template <typename From, typename To> void convert(const From *from, To *to, int64_t count) {
-  struct Span {
-    const From *from;
-    To *to;
-  } span{from, to};
-  auto body = +[](void *context, int64_t begin, int64_t end) {
-    auto *s = static_cast<Span *>(context);
-    for (int64_t i = begin; i < end; ++i) {
-      if constexpr (std::is_same_v<From, To>)
-        s->to[i] = s->from[i];
-      else if constexpr (std::is_same_v<To, float>)
-        s->to[i] = pmlir::rt::bf16ToFloat(s->from[i]);
-      else
-        s->to[i] = pmlir::rt::floatToBf16(s->from[i]);
-    }
+  auto one = [from, to](int64_t i) {
+    if constexpr (std::is_same_v<From, To>)
+      to[i] = from[i];
+    else if constexpr (std::is_same_v<To, float>)
+      to[i] = pmlir::rt::bf16ToFloat(from[i]);
+    else
+      to[i] = pmlir::rt::floatToBf16(from[i]);
   };
-  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &span, count, /*unit_cost=*/4);
+  parallelFor(count, /*unitCost=*/4, one);
 }
 
 /// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it;
@@ -326,12 +334,12 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
   // OpenBLAS keeps its own threads for the GEMMs: splitting each GEMM over
   // the runtime's threads instead packs an operand once per thread, and the
   // training step of GPT-2 small ran 15% slower that way on 2 cores
-  // (docs/performance.md).
-  openblas_set_num_threads(n);
-  pmlir::rt::setOneDnnThreads(n);
+  // (docs/performance.md). oneDNN's GEMMs are split in n parts over the
+  // runtime's threads, each part reading the smaller operand whole.
+  pmlir::rt::setGemmThreads(n);
   // Test hook: the loops on other threads than the GEMMs, so that a test
-  // can split them while OpenBLAS, whose sums depend on its threads, keeps
-  // one.
+  // can split them while the GEMMs, whose sums depend on their threads (or
+  // parts), keep one.
   const char *loopThreads = std::getenv("PMLIR_TEST_LOOP_THREADS");
   pmlir_rt_set_parallel_threads(loopThreads && std::atoi(loopThreads) > 0 ? std::atoi(loopThreads)
                                                                           : n);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/GemmKernels.h"
+#include "pmlir/Runtime/Runtime.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -85,7 +86,7 @@ std::string lowered(std::string_view text) {
 /// oneDNN, loaded at its first use: its bf16 GEMM (row-major, alpha A B +
 /// beta C as dnnl_sgemm; exported beside dnnl_sgemm, declared by oneDNN's
 /// own tests rather than its public header), its f32 GEMM dnnl_sgemm, its
-/// version, and the thread count of the OpenMP runtime it loaded.
+/// version, and omp_set_num_threads of the OpenMP runtime it loaded.
 struct OneDnn {
   using Gemm = dnnl_status_t (*)(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, float,
                                  const uint16_t *, dnnl_dim_t, const uint16_t *, dnnl_dim_t, float,
@@ -101,8 +102,15 @@ struct OneDnn {
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
 constexpr const char *kOneDnnF32Env = "PMLIR_TEST_F32_GEMM_ONEDNN";
-/// The threads setOneDnnThreads asked for (0: OpenMP's default).
-std::atomic<int> oneDnnThreads{0};
+constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
+/// The parts a oneDNN GEMM is split into: the threads setGemmThreads set.
+std::atomic<int> gemmThreads{1};
+/// The least work (FLOPs) of a part of a split GEMM: about 10 us of one
+/// core, where waking a worker costs microseconds.
+constexpr int64_t kGemmFlopsPerPart = int64_t(1) << 21;
+/// A part's rows or columns are a multiple of this (a 64-byte vector of
+/// f32), but for the last.
+constexpr int64_t kGemmPartGrain = 16;
 
 /// oneDNN's functions, or no gemm where it did not load.
 const OneDnn &oneDnn() {
@@ -115,19 +123,14 @@ const OneDnn &oneDnn() {
     library.sgemm = reinterpret_cast<OneDnn::Sgemm>(dlsym(handle, "dnnl_sgemm"));
     library.version = reinterpret_cast<const dnnl_version_t *(*)()>(dlsym(handle, "dnnl_version"));
     library.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
-    if (!library.version) {
+    if (!library.version || !library.setThreads) {
       library.gemm = nullptr;
       library.sgemm = nullptr;
     }
-    if (library.setThreads && oneDnnThreads.load() > 0)
-      library.setThreads(oneDnnThreads.load());
     return library;
   }();
   return loaded;
 }
-
-/// Whether oneDNN has been loaded (never loads it).
-std::atomic<bool> oneDnnLoaded{false};
 
 constexpr const char *kChoseEnv = "PMLIR_OPENBLAS_CHOSE";
 constexpr const char *kTestCoreEnv = "PMLIR_TEST_OPENBLAS_CORE";
@@ -170,6 +173,17 @@ SimdLevel pmlir::rt::cpuSimdLevel() {
 #endif
 }
 
+bool pmlir::rt::cpuHasAmx() {
+#if defined(__x86_64__)
+  unsigned eax, ebx, ecx, edx;
+  // AMX-TILE: leaf 7, EDX bit 24. Never executed here, so the OS's tile
+  // state does not matter.
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 24));
+#else
+  return false;
+#endif
+}
+
 std::optional<SimdLevel> pmlir::rt::openBlasCoreLevel(std::string_view core) {
   std::string name = lowered(core);
   for (const Core &known : kCores)
@@ -209,7 +223,6 @@ Bf16Gemm pmlir::rt::bf16Gemm() {
   static const Bf16Gemm chosen = [] {
     if (cpuSimdLevel() < SimdLevel::Avx512Bf16 || std::getenv(kWidenedEnv) || !oneDnn().gemm)
       return Bf16Gemm::Widened;
-    oneDnnLoaded.store(true);
     return Bf16Gemm::OneDnn;
   }();
   return chosen;
@@ -217,23 +230,98 @@ Bf16Gemm pmlir::rt::bf16Gemm() {
 
 F32Gemm pmlir::rt::f32Gemm() {
   static const F32Gemm chosen = [] {
-    if (!std::getenv(kOneDnnF32Env) || cpuSimdLevel() < SimdLevel::Avx512 || !oneDnn().sgemm)
+    bool wanted = std::getenv(kOneDnnF32Env) || (cpuHasAmx() && !std::getenv(kOpenBlasF32Env));
+    if (!wanted || cpuSimdLevel() < SimdLevel::Avx512 || !oneDnn().sgemm)
       return F32Gemm::OpenBlas;
-    oneDnnLoaded.store(true);
     return F32Gemm::OneDnn;
   }();
   return chosen;
 }
 
-/// Row-major C = A B (+ C with `accumulate`) on oneDNN's GEMM `gemm`, which
-/// refuses a leading dimension below 1 (an empty matrix's).
+namespace {
+/// One call of a oneDNN GEMM, row-major C = A B (+ C with `accumulate`),
+/// split into `parts` along C's rows (`byRows`) or columns.
+template <typename Gemm, typename In> struct SplitGemm {
+  Gemm gemm;
+  bool transA, transB;
+  int64_t m, n, k;
+  const In *a;
+  int64_t lda;
+  const In *b;
+  int64_t ldb;
+  float *c;
+  int64_t ldc;
+  bool accumulate;
+  bool byRows;
+  int64_t parts;
+  std::atomic<bool> failed{false};
+
+  /// The first row or column of part `part`, on the grain.
+  int64_t start(int64_t part) const {
+    int64_t extent = byRows ? m : n;
+    int64_t grains = (extent + kGemmPartGrain - 1) / kGemmPartGrain;
+    return std::min(extent, grains * part / parts * kGemmPartGrain);
+  }
+
+  /// Parts [first, last) on this thread, each one single-threaded call.
+  void run(int64_t first, int64_t last) {
+    // oneDNN's OpenMP threads stay idle: omp_set_num_threads is the calling
+    // thread's setting, so each thread that calls oneDNN sets it once.
+    static thread_local bool oneThread = false;
+    if (!oneThread) {
+      oneDnn().setThreads(1);
+      oneThread = true;
+    }
+    for (int64_t part = first; part < last; ++part) {
+      int64_t begin = start(part), end = start(part + 1);
+      if (begin == end)
+        continue;
+      const In *partA = a, *partB = b;
+      float *partC = c;
+      int64_t rows = m, columns = n;
+      if (byRows) {
+        partA += transA ? begin : begin * lda;
+        partC += begin * ldc;
+        rows = end - begin;
+      } else {
+        partB += transB ? begin * ldb : begin;
+        partC += begin;
+        columns = end - begin;
+      }
+      // oneDNN refuses a leading dimension below 1 (an empty matrix's).
+      if (gemm(transA ? 'T' : 'N', transB ? 'T' : 'N', rows, columns, k, 1.0f, partA,
+               std::max<int64_t>(lda, 1), partB, std::max<int64_t>(ldb, 1),
+               accumulate ? 1.0f : 0.0f, partC, std::max<int64_t>(ldc, 1)) != dnnl_success)
+        failed.store(true, std::memory_order_relaxed);
+    }
+  }
+};
+} // namespace
+
+/// Row-major C = A B (+ C with `accumulate`) on oneDNN's GEMM `gemm`, on
+/// the runtime's threads: one single-threaded call per part of C, in parts
+/// of rows where C has more rows than columns and of columns otherwise, so
+/// that the operand each part reads whole (and packs) is the smaller one.
+/// The parts depend on the shape and setGemmThreads only, never on which
+/// threads run them, so the sums do too (a GEMM inside a parallel loop
+/// runs its parts one after another).
 template <typename Gemm, typename In>
 static bool oneDnnGemm(Gemm gemm, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                        const In *a, int64_t lda, const In *b, int64_t ldb, float *c, int64_t ldc,
                        bool accumulate) {
-  return gemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, std::max<int64_t>(lda, 1),
-              b, std::max<int64_t>(ldb, 1), accumulate ? 1.0f : 0.0f, c,
-              std::max<int64_t>(ldc, 1)) == dnnl_success;
+  SplitGemm<Gemm, In> split{gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  split.byRows = m > n;
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  int64_t grains = ((split.byRows ? m : n) + kGemmPartGrain - 1) / kGemmPartGrain;
+  split.parts =
+      std::max<int64_t>(1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), grains,
+                                              int64_t(flops / double(kGemmFlopsPerPart))}));
+  auto body = +[](void *context, int64_t begin, int64_t end) {
+    static_cast<SplitGemm<Gemm, In> *>(context)->run(begin, end);
+  };
+  int64_t partCost = std::max<int64_t>(kGemmFlopsPerPart, int64_t(flops) / split.parts);
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &split, split.parts, partCost);
+  return !split.failed.load();
 }
 
 bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
@@ -248,10 +336,9 @@ bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, i
   return oneDnnGemm(oneDnn().gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
-void pmlir::rt::setOneDnnThreads(int threads) {
-  oneDnnThreads.store(threads);
-  if (oneDnnLoaded.load() && oneDnn().setThreads)
-    oneDnn().setThreads(threads);
+void pmlir::rt::setGemmThreads(int threads) {
+  openblas_set_num_threads(threads);
+  gemmThreads.store(std::max(1, threads), std::memory_order_relaxed);
 }
 
 bool pmlir::rt::isThisCpusGemmChoice(std::string_view name) {
@@ -267,17 +354,26 @@ static std::string oneDnnName() {
          std::to_string(version->patch);
 }
 
+std::string pmlir::rt::f32GemmName() {
+  if (f32Gemm() == F32Gemm::OneDnn)
+    return oneDnnName();
+  return std::string("OpenBLAS ") + openblas_get_corename() + " kernels";
+}
+
 std::string pmlir::rt::gemmPath() {
-  int threads = openblas_get_num_threads();
+  int threads = gemmThreads.load(std::memory_order_relaxed);
+  std::string cpu = simdLevelName(cpuSimdLevel());
   std::string f32;
   if (f32Gemm() == F32Gemm::OneDnn) {
-    f32 = oneDnnName() + " (" + kOneDnnF32Env + ")";
+    f32 = oneDnnName() + " on the runtime's threads (" +
+          (std::getenv(kOneDnnF32Env) ? std::string(kOneDnnF32Env)
+                                      : "pmlir's choice for a CPU with AMX") +
+          ")";
   } else {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
     // its first two words.
     std::string config = openblas_get_config();
     size_t second = config.find(' ', config.find(' ') + 1);
-    std::string cpu = simdLevelName(cpuSimdLevel());
     const char *forced = std::getenv(kCoreTypeEnv);
     const char *chose = std::getenv(kChoseEnv);
     std::string who;
@@ -287,6 +383,10 @@ std::string pmlir::rt::gemmPath() {
       who = std::string(kCoreTypeEnv) + "=" + forced + "; this CPU runs " + cpu;
     else
       who = "OpenBLAS's choice; this CPU runs " + cpu;
+    if (cpuHasAmx() && cpuSimdLevel() >= SimdLevel::Avx512)
+      who += std::getenv(kOpenBlasF32Env)
+                 ? "; " + std::string(kOpenBlasF32Env)
+                 : std::string("; oneDNN's ") + kOneDnnLibrary + " did not load";
     f32 = config.substr(0, second) + ", " + openblas_get_corename() + " kernels (" + who + ")";
   }
   std::string bf16;

@@ -13,12 +13,15 @@
 // set is left alone. Ranks under mpirun on this host inherit the choice;
 // ranks on other hosts make their own.
 //
-// GEMMs on bf16 operands run on oneDNN's bf16 GEMM (vdpbf16ps, f32 sums)
-// where the CPU has AVX-512 BF16; elsewhere their operands are widened to
-// f32 for OpenBLAS. oneDNN (libdnnl.so.2, 40 MB) is loaded at the first
-// bf16 GEMM, not linked: an f32 run never maps it (unless --verbose asks
-// which bf16 path this CPU takes), and a machine without it (the GPU
-// bundle's) takes the widened path. No MLIR.
+// On a CPU with AMX (Intel's cores of two 512-bit FMA units) the f32 GEMMs
+// run on oneDNN's SGEMM instead. GEMMs on bf16 operands run on oneDNN's
+// bf16 GEMM (vdpbf16ps, f32 sums) where the CPU has AVX-512 BF16;
+// elsewhere their operands are widened to f32 for OpenBLAS. oneDNN's GEMMs
+// run on the runtime's threads, not on oneDNN's OpenMP threads. oneDNN
+// (libdnnl.so.2, 40 MB) is loaded at its first use, not linked: an f32 run
+// on another CPU never maps it (unless --verbose asks which bf16 path this
+// CPU takes), and a machine without it (the GPU bundle's) takes OpenBLAS's
+// path. No MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,11 @@ const char *simdLevelName(SimdLevel level);
 /// This CPU's level: its cpuid features and the vector registers the OS
 /// saves (xgetbv); AVX2 counts with FMA, AVX-512 with F, DQ, BW and VL.
 SimdLevel cpuSimdLevel();
+/// Whether cpuid lists AMX (AMX-TILE). pmlir never runs AMX instructions:
+/// AMX marks Intel's server cores since Sapphire Rapids, which have two
+/// 512-bit FMA units, where OpenBLAS 0.3.21's SGEMM reaches two thirds of
+/// the FMA peak and oneDNN's more (docs/performance.md).
+bool cpuHasAmx();
 
 /// The level of the kernels of OpenBLAS's core `core` (as
 /// openblas_get_corename() spells it, any case); nullopt for a core this
@@ -85,32 +93,31 @@ bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, c
 
 /// How this process multiplies f32 operands.
 enum class F32Gemm {
-  /// OpenBLAS's SGEMM (the kernels chooseGemmKernels asked for).
+  /// OpenBLAS's SGEMM (the kernels chooseGemmKernels asked for), on
+  /// OpenBLAS's threads.
   OpenBlas,
-  /// oneDNN's SGEMM. On an Intel Xeon with AMX it ran the FC1 GEMM of GPT-2
-  /// small at 73-82% of one core's peak against OpenBLAS 0.3.21's 60-68%,
-  /// but a two-thread training step 5-10% slower (docs/performance.md):
-  /// measured, not the default.
+  /// oneDNN's SGEMM on the runtime's threads.
   OneDnn,
 };
-
-/// The f32 GEMM for this process: OpenBLAS's, or oneDNN's where the
-/// environment variable PMLIR_TEST_F32_GEMM_ONEDNN is set, the CPU has
-/// AVX-512 and libdnnl.so.2 loads (benchmarks compare the two with it). The
-/// first call loads oneDNN where it may be used.
+/// The f32 GEMM for this process: oneDNN's on a CPU with AMX and AVX-512
+/// where libdnnl.so.2 loads, else OpenBLAS's. The environment variable
+/// PMLIR_TEST_F32_GEMM_ONEDNN asks for oneDNN on any AVX-512 CPU,
+/// PMLIR_TEST_F32_GEMM_OPENBLAS for OpenBLAS (benchmarks compare the two
+/// with them). The first call loads oneDNN where it may be used.
 F32Gemm f32Gemm();
-
 /// C = A B (+ C with `accumulate`) of row-major f32 A, B and C, as
 /// oneDnnBf16Gemm; only where f32Gemm() is OneDnn. False where oneDNN
 /// reports a failure.
 bool oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                    bool accumulate);
-
-/// The threads of oneDNN's GEMMs (the OpenMP runtime it brings), set now
-/// where it is loaded, else when it loads.
-void setOneDnnThreads(int threads);
-
+/// The threads of the GEMMs: OpenBLAS's, and the parts a oneDNN GEMM is
+/// split into over the runtime's threads (pmlir_rt_parallel_for), one
+/// single-threaded oneDNN call a part. oneDNN's own OpenMP threads are never
+/// used: beside the runtime's they left a two-thread training step slower
+/// than OpenBLAS's, and its two-thread SGEMM ran the FC1 GEMM of GPT-2 small
+/// at batch 1 x 128 at a third of its one-thread speed (docs/performance.md).
+void setGemmThreads(int threads);
 /// Whether the environment variable `name` holds a choice chooseGemmKernels
 /// made for this CPU, which a process on another host makes for its own.
 bool isThisCpusGemmChoice(std::string_view name);
@@ -120,6 +127,9 @@ bool isThisCpusGemmChoice(std::string_view name);
 /// Cooperlake kernels (pmlir's choice for this CPU's AVX-512 BF16;
 /// OpenBLAS chose Prescott), 2 threads".
 std::string gemmPath();
+/// The f32 GEMM's library for a cache key: "oneDNN 2.6.3" or "OpenBLAS
+/// Cooperlake kernels".
+std::string f32GemmName();
 
 } // namespace pmlir::rt
 
