@@ -25,8 +25,9 @@ CPU's measured AVX-512 FMA peak (bench/fma_peak.c), naming the GEMM kernels
 pmlir-run chose (--verbose), and reports pmlir-run's
 peak resident memory against weights + activations of one forward.
 
-Threads: pmlir-run gets --threads T (its GEMMs on OpenBLAS's T threads, the
-loops around them on the runtime's T). The table is followed by the PyTorch
+Threads: pmlir-run gets --threads T (its GEMMs on OpenBLAS's T threads, or in
+T parts on the runtime's T threads where they run on oneDNN, the loops around
+them on the runtime's T). The table is followed by the PyTorch
 that ran (version, BLAS, oneDNN) and pmlir-run's GEMM path. PyTorch gets torch.set_num_threads(T),
 OPENBLAS_NUM_THREADS=T (without it OpenBLAS uses every core whatever
 set_num_threads says) and OMP_WAIT_POLICY=PASSIVE (with spinning OpenMP
