@@ -336,6 +336,8 @@ bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, i
   return oneDnnGemm(oneDnn().gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
+bool pmlir::rt::oneDnnLoads() { return oneDnn().sgemm && oneDnn().gemm; }
+
 void pmlir::rt::setGemmThreads(int threads) {
   openblas_set_num_threads(threads);
   gemmThreads.store(std::max(1, threads), std::memory_order_relaxed);

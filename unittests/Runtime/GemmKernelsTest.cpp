@@ -5,8 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/GemmKernels.h"
+#include "pmlir/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
 
 using namespace pmlir::rt;
 
@@ -44,6 +50,81 @@ TEST(GemmKernels, BetterCore) {
 TEST(GemmKernels, Names) {
   EXPECT_STREQ(simdLevelName(SimdLevel::Avx512Bf16), "AVX-512 BF16");
   EXPECT_STREQ(simdLevelName(SimdLevel::Sse), "SSE");
+}
+
+// oneDNN's SGEMM split in parts over the runtime's threads, against sums
+// in double: every transpose, C's rows or columns split (m > n or not),
+// extents off the 16-element grain, rows longer than the matrices (the
+// padding after each row of C must stay as it was), with and without
+// accumulation, on 1 to 3 threads. Each element within the bound of any
+// order of its k (k + 1 accumulating) f32 products' sum.
+TEST(GemmKernels, OneDnnSplitGemm) {
+  if (!oneDnnLoads())
+    GTEST_SKIP() << "libdnnl.so.2 does not load here";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // The first three above 3 x 2^21 FLOPs, split in as many parts as
+  // threads; the last two too small to split.
+  const Shape shapes[] = {
+      {37, 211, 700}, {211, 37, 700}, {150, 150, 400}, {1, 97, 33}, {97, 1, 33}};
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const float padding = std::numeric_limits<float>::quiet_NaN();
+  for (int threads : {1, 2, 3}) {
+    pmlir_rt_set_parallel_threads(threads);
+    setGemmThreads(threads);
+    for (const Shape &s : shapes)
+      for (bool transA : {false, true})
+        for (bool transB : {false, true})
+          for (bool accumulate : {false, true}) {
+            // Stored A is m x k (k x m transposed), B k x n (n x k), each
+            // row 3 longer than it needs.
+            int64_t aRows = transA ? s.k : s.m, aCols = transA ? s.m : s.k;
+            int64_t bRows = transB ? s.n : s.k, bCols = transB ? s.k : s.n;
+            int64_t lda = aCols + 3, ldb = bCols + 3, ldc = s.n + 3;
+            std::vector<float> a(aRows * lda), b(bRows * ldb), c(s.m * ldc, padding);
+            for (float &x : a)
+              x = uniform(random);
+            for (float &x : b)
+              x = uniform(random);
+            for (int64_t i = 0; i < s.m; ++i)
+              for (int64_t j = 0; j < s.n; ++j)
+                c[i * ldc + j] = uniform(random);
+            std::vector<float> before = c;
+            int64_t calls = 0, splitBefore = 0, splitAfter = 0;
+            pmlir_rt_parallel_counts(&calls, &splitBefore);
+            ASSERT_TRUE(oneDnnF32Gemm(transA, transB, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                                      c.data(), ldc, accumulate));
+            pmlir_rt_parallel_counts(&calls, &splitAfter);
+            bool large = 2.0 * s.m * s.n * s.k > 3.0 * (1 << 21);
+            EXPECT_EQ(splitAfter - splitBefore, threads > 1 && large ? 1 : 0)
+                << s.m << "x" << s.n << "x" << s.k << " on " << threads << " threads";
+            const double unit = std::ldexp(1.0, -24);
+            int64_t terms = s.k + (accumulate ? 1 : 0);
+            double gamma = terms * unit / (1 - terms * unit);
+            for (int64_t i = 0; i < s.m; ++i) {
+              for (int64_t j = 0; j < s.n; ++j) {
+                double sum = accumulate ? before[i * ldc + j] : 0.0;
+                double magnitude = std::fabs(sum);
+                for (int64_t p = 0; p < s.k; ++p) {
+                  double x = transA ? a[p * lda + i] : a[i * lda + p];
+                  double y = transB ? b[j * ldb + p] : b[p * ldb + j];
+                  sum += x * y;
+                  magnitude += std::fabs(x * y);
+                }
+                ASSERT_LE(std::fabs(c[i * ldc + j] - sum), gamma * magnitude)
+                    << "threads " << threads << ", " << s.m << "x" << s.n << "x" << s.k
+                    << (transA ? " A^T" : "") << (transB ? " B^T" : "")
+                    << (accumulate ? " accumulating" : "") << ", element " << i << "," << j;
+              }
+              for (int64_t j = s.n; j < ldc; ++j)
+                ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
+            }
+          }
+  }
+  pmlir_rt_set_parallel_threads(1);
+  setGemmThreads(1);
 }
 
 } // namespace

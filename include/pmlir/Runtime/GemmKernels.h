@@ -111,6 +111,9 @@ F32Gemm f32Gemm();
 bool oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                    bool accumulate);
+/// Whether oneDNN's GEMMs can be called here: libdnnl.so.2 loads (now, at
+/// the first call) with the functions pmlir calls.
+bool oneDnnLoads();
 /// The threads of the GEMMs: OpenBLAS's, and the parts a oneDNN GEMM is
 /// split into over the runtime's threads (pmlir_rt_parallel_for), one
 /// single-threaded oneDNN call a part. oneDNN's own OpenMP threads are never
