@@ -256,11 +256,13 @@ template <typename Gemm, typename In> struct SplitGemm {
   int64_t parts;
   std::atomic<bool> failed{false};
 
+  /// The rows or columns the parts share, and their grains.
+  int64_t extent() const { return byRows ? m : n; }
+  int64_t grains() const { return (extent() + kGemmPartGrain - 1) / kGemmPartGrain; }
+
   /// The first row or column of part `part`, on the grain.
   int64_t start(int64_t part) const {
-    int64_t extent = byRows ? m : n;
-    int64_t grains = (extent + kGemmPartGrain - 1) / kGemmPartGrain;
-    return std::min(extent, grains * part / parts * kGemmPartGrain);
+    return std::min(extent(), grains() * part / parts * kGemmPartGrain);
   }
 
   /// Parts [first, last) on this thread, each one single-threaded call.
@@ -312,10 +314,9 @@ static bool oneDnnGemm(Gemm gemm, bool transA, bool transB, int64_t m, int64_t n
   SplitGemm<Gemm, In> split{gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
   split.byRows = m > n;
   double flops = 2.0 * double(m) * double(n) * double(k);
-  int64_t grains = ((split.byRows ? m : n) + kGemmPartGrain - 1) / kGemmPartGrain;
-  split.parts =
-      std::max<int64_t>(1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), grains,
-                                              int64_t(flops / double(kGemmFlopsPerPart))}));
+  split.parts = std::max<int64_t>(
+      1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), split.grains(),
+                            int64_t(flops / double(kGemmFlopsPerPart))}));
   auto body = +[](void *context, int64_t begin, int64_t end) {
     static_cast<SplitGemm<Gemm, In> *>(context)->run(begin, end);
   };
