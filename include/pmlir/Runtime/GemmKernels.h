@@ -118,8 +118,8 @@ bool oneDnnLoads();
 /// split into over the runtime's threads (pmlir_rt_parallel_for), one
 /// single-threaded oneDNN call a part. oneDNN's own OpenMP threads are never
 /// used: beside the runtime's they left a two-thread training step slower
-/// than OpenBLAS's, and its two-thread SGEMM ran the FC1 GEMM of GPT-2 small
-/// at batch 1 x 128 at a third of its one-thread speed (docs/performance.md).
+/// than OpenBLAS's (docs/performance.md), where the split, one set of
+/// threads for the loops and the GEMMs, makes it faster.
 void setGemmThreads(int threads);
 /// Whether the environment variable `name` holds a choice chooseGemmKernels
 /// made for this CPU, which a process on another host makes for its own.

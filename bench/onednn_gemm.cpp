@@ -1,0 +1,137 @@
+// onednn_gemm.cpp - the GEMM libraries side by side on a GPT-2 small
+// training step's shapes, without pmlir.
+//
+//   g++ -O2 -std=c++17 -fopenmp bench/onednn_gemm.cpp -o /tmp/onednn_gemm \
+//       -lopenblas -ldnnl -lpthread
+//   /tmp/onednn_gemm
+//
+// Two tables, GFLOP/s, best of 8 calls after 2:
+// - two threads: OpenBLAS's sgemm on its two threads; oneDNN's dnnl_sgemm on
+//   its two OpenMP threads; dnnl_sgemm called once per half of C on two
+//   threads of the program's own, each call single-threaded, split along the
+//   larger of C's rows and columns (what pmlir-run does, GemmKernels.cpp);
+// - one thread: dnnl_sgemm against oneDNN's bf16 GEMM (f32 sums), which
+//   runs on AMX where the CPU has it.
+// Shapes at 4 x 128 tokens (M = 512) and 128 tokens: the FC1 GEMM forward
+// and its gradients, the attention projection, the LM head (vocabulary
+// 50257) forward and its gradients. Cited in docs/performance.md.
+#include <cblas.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+// Exported beside dnnl_sgemm, declared by oneDNN's own tests.
+extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t,
+                                               float, const uint16_t *, dnnl_dim_t,
+                                               const uint16_t *, dnnl_dim_t, float, float *,
+                                               dnnl_dim_t);
+
+namespace {
+
+struct Shape {
+  const char *name;
+  bool transA, transB;
+  long m, n, k;
+};
+
+const Shape kShapes[] = {
+    {"FC1 forward, 128 tokens", false, false, 128, 3072, 768},
+    {"FC1 forward, 512 tokens", false, false, 512, 3072, 768},
+    {"FC1 input gradient", false, true, 512, 768, 3072},
+    {"FC1 weight gradient", true, false, 768, 3072, 512},
+    {"attention projection", false, false, 512, 768, 768},
+    {"LM head forward, 128 tokens", false, true, 128, 50257, 768},
+    {"LM head forward, 512 tokens", false, true, 512, 50257, 768},
+    {"LM head input gradient", false, false, 512, 768, 50257},
+    {"LM head weight gradient", true, false, 50257, 768, 512},
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <typename F> double best(F f) {
+  double fastest = 1e30;
+  for (int round = 0; round < 10; ++round) {
+    double start = now();
+    f();
+    if (round >= 2)
+      fastest = std::min(fastest, now() - start);
+  }
+  return fastest;
+}
+
+/// dnnl_sgemm on part `part` of two of C, single-threaded.
+void half(const Shape &s, int part, const float *a, long lda, const float *b, long ldb, float *c) {
+  omp_set_num_threads(1);
+  char ta = s.transA ? 'T' : 'N', tb = s.transB ? 'T' : 'N';
+  if (s.m > s.n) {
+    long begin = s.m * part / 2, end = s.m * (part + 1) / 2;
+    const float *partA = s.transA ? a + begin : a + begin * lda;
+    dnnl_sgemm(ta, tb, end - begin, s.n, s.k, 1.0f, partA, lda, b, ldb, 0.0f, c + begin * s.n, s.n);
+  } else {
+    long grains = (s.n + 15) / 16;
+    long begin = std::min(s.n, grains * part / 2 * 16);
+    long end = std::min(s.n, grains * (part + 1) / 2 * 16);
+    const float *partB = s.transB ? b + begin * ldb : b + begin;
+    dnnl_sgemm(ta, tb, s.m, end - begin, s.k, 1.0f, a, lda, partB, ldb, 0.0f, c + begin, s.n);
+  }
+}
+
+} // namespace
+
+int main() {
+  std::printf("| GEMM | M x N x K | OpenBLAS, 2 threads | dnnl_sgemm, 2 OpenMP threads | "
+              "dnnl_sgemm split on 2 threads |\n|---|---|---|---|---|\n");
+  for (const Shape &s : kShapes) {
+    std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
+    long lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n;
+    double flops = 2.0 * s.m * s.n * s.k;
+    openblas_set_num_threads(2);
+    double openBlas = best([&] {
+      cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
+                  s.transB ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), lda,
+                  b.data(), ldb, 0.0f, c.data(), s.n);
+    });
+    omp_set_num_threads(2);
+    double openMp = best([&] {
+      dnnl_sgemm(s.transA ? 'T' : 'N', s.transB ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data(), lda,
+                 b.data(), ldb, 0.0f, c.data(), s.n);
+    });
+    double split = best([&] {
+      std::thread other(half, std::cref(s), 1, a.data(), lda, b.data(), ldb, c.data());
+      half(s, 0, a.data(), lda, b.data(), ldb, c.data());
+      other.join();
+    });
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.1f |\n", s.name, s.m, s.n, s.k,
+                flops / openBlas / 1e9, flops / openMp / 1e9, flops / split / 1e9);
+  }
+
+  std::printf("\n| GEMM | M x N x K | dnnl_sgemm, 1 thread | oneDNN bf16 GEMM, 1 thread |\n"
+              "|---|---|---|---|\n");
+  omp_set_num_threads(1);
+  for (const Shape &s : kShapes) {
+    std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
+    // 0.5 and 0.25 in bf16.
+    std::vector<uint16_t> aBf16(a.size(), 0x3f00), bBf16(b.size(), 0x3e80);
+    long lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n;
+    char ta = s.transA ? 'T' : 'N', tb = s.transB ? 'T' : 'N';
+    double flops = 2.0 * s.m * s.n * s.k;
+    double f32 = best([&] {
+      dnnl_sgemm(ta, tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+    });
+    double bf16 = best([&] {
+      dnnl_gemm_bf16bf16f32(ta, tb, s.m, s.n, s.k, 1.0f, aBf16.data(), lda, bBf16.data(), ldb, 0.0f,
+                            c.data(), s.n);
+    });
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f |\n", s.name, s.m, s.n, s.k,
+                flops / f32 / 1e9, flops / bf16 / 1e9);
+  }
+  return 0;
+}
