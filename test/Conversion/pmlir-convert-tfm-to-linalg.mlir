@@ -210,3 +210,78 @@ func.func @experts_lower_as_their_ops(%x: tensor<2x3x16xf32>, %e: tensor<2x3x2xi
         tensor<4x7x16xf32>, tensor<4x16x7xf32> -> tensor<2x3x16xf32>
   return %y : tensor<2x3x16xf32>
 }
+
+// -----
+
+// The loss's gradient takes the forward's row max and exp sum: the logits
+// are read once for the max and once for the sum, not again in the
+// backward. Only the gradient's own loop (exp, label test) reads them
+// after.
+// CHECK-LABEL: func @cross_entropy_grad_takes_the_forward_max_and_sum
+func.func @cross_entropy_grad_takes_the_forward_max_and_sum(%logits: tensor<2x7x97xf32>, %labels: tensor<2x7xi64>) -> (tensor<f32>, tensor<2x7x97xf32>) {
+  // CHECK: arith.maximumf
+  // CHECK-NOT: arith.maximumf
+  // CHECK: math.exp
+  // CHECK: math.log
+  // CHECK: math.exp
+  // CHECK-NOT: math.exp
+  // CHECK-NOT: arith.maximumf
+  // CHECK: return
+  %loss = tfm.cross_entropy %logits, %labels ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64> -> tensor<f32>
+  %one = tfm.fill 1.000000e+00 : tensor<f32>
+  %n = tfm.count_tokens %labels ignore_index = -100 : tensor<2x7xi64> -> tensor<f32>
+  %dl = tfm.cross_entropy_grad %logits, %labels, %one, %n ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64>, tensor<f32>, tensor<f32>
+  return %loss, %dl : tensor<f32>, tensor<2x7x97xf32>
+}
+
+// -----
+
+// A gradient of other labels (or without its forward) finds its own max
+// and sum.
+// CHECK-LABEL: func @cross_entropy_grad_of_other_labels_finds_its_own
+func.func @cross_entropy_grad_of_other_labels_finds_its_own(%logits: tensor<2x7x97xf32>, %labels: tensor<2x7xi64>, %other: tensor<2x7xi64>) -> (tensor<f32>, tensor<2x7x97xf32>) {
+  // CHECK: arith.maximumf
+  // CHECK: math.log
+  // CHECK: arith.maximumf
+  // CHECK: math.exp
+  // CHECK: math.exp
+  // CHECK: return
+  %loss = tfm.cross_entropy %logits, %labels ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64> -> tensor<f32>
+  %one = tfm.fill 1.000000e+00 : tensor<f32>
+  %n = tfm.count_tokens %other ignore_index = -100 : tensor<2x7xi64> -> tensor<f32>
+  %dl = tfm.cross_entropy_grad %logits, %other, %one, %n ignore_index = -100 : tensor<2x7x97xf32>, tensor<2x7xi64>, tensor<f32>, tensor<f32>
+  return %loss, %dl : tensor<f32>, tensor<2x7x97xf32>
+}
+
+// -----
+
+// A tied table's gradient: the embedding's rows are added into the LM
+// head's gradient, the loop's initial table, with no zeroed table and no
+// table-sized sum after.
+// CHECK-LABEL: func @tied_embedding_grad_adds_into_the_other_gradient
+// CHECK-SAME: %[[HEAD:[a-z0-9]+]]: tensor<97x16xf32>
+func.func @tied_embedding_grad_adds_into_the_other_gradient(%head: tensor<97x16xf32>, %dy: tensor<2x7x16xf32>, %ids: tensor<2x7xi64>) -> tensor<97x16xf32> {
+  // CHECK-NOT: linalg.fill
+  // CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[HEAD]]) -> (tensor<97x16xf32>)
+  // CHECK: arith.addf
+  // CHECK: scf.yield
+  // CHECK-NOT: arith.addf
+  // CHECK: return %[[SUM]]
+  %e = tfm.embedding_grad %dy[%ids] : tensor<2x7x16xf32>, tensor<2x7xi64> -> tensor<97x16xf32>
+  %g = tfm.add %head, %e : tensor<97x16xf32>, tensor<97x16xf32>
+  return %g : tensor<97x16xf32>
+}
+
+// -----
+
+// An embedding gradient used elsewhere too is its own zeroed table.
+// CHECK-LABEL: func @embedding_grad_with_other_uses_is_its_own_table
+func.func @embedding_grad_with_other_uses_is_its_own_table(%head: tensor<97x16xf32>, %dy: tensor<2x7x16xf32>, %ids: tensor<2x7xi64>) -> (tensor<97x16xf32>, tensor<97x16xf32>) {
+  // CHECK: %[[ZERO:.*]] = linalg.fill
+  // CHECK: %[[E:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]])
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[E]] :
+  // CHECK: arith.addf
+  %e = tfm.embedding_grad %dy[%ids] : tensor<2x7x16xf32>, tensor<2x7xi64> -> tensor<97x16xf32>
+  %g = tfm.add %head, %e : tensor<97x16xf32>, tensor<97x16xf32>
+  return %g, %e : tensor<97x16xf32>, tensor<97x16xf32>
+}

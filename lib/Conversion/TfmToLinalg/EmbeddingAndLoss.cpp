@@ -165,27 +165,117 @@ struct CrossEntropyCombineLowering : TfmPattern<tfm::CrossEntropyCombineOp> {
   }
 };
 
-/// The whole vocabulary is one block.
+/// The exp sums of tfm.cross_entropy_parts' `parts` ([..., 2]): the first
+/// entry of each token's.
+Value expSums(OpBuilder &b, Location loc, Value parts) {
+  RankedTensorType type = tensorType(parts);
+  unsigned rank = type.getRank();
+  SmallVector<int64_t> tokens(type.getShape().drop_back());
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+      strides(rank, b.getIndexAttr(1));
+  for (int64_t d : tokens)
+    sizes.push_back(b.getIndexAttr(d));
+  sizes.push_back(b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(tokens, type.getElementType()), parts, offsets, sizes, strides);
+}
+
+/// (softmax(logits) - onehot(label)) * grad / count per counted token of
+/// tfm.cross_entropy_grad `op`, from each token's `max` and `sum` of
+/// exp(logit - max), over the whole vocabulary even where the logits are a
+/// block of it; padding columns and ignored tokens get 0.
+Value crossEntropyGradient(OpBuilder &b, tfm::CrossEntropyGradOp op, Value max, Value sum) {
+  Location loc = op.getLoc();
+  Value logits = op.getLogits();
+  RankedTensorType type = tensorType(logits);
+  unsigned rank = type.getRank();
+  Type t = type.getElementType();
+  Value from = op.getVocabFrom();
+  int64_t vocab = op.getVocab() ? static_cast<int64_t>(*op.getVocab()) : type.getShape().back();
+  AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
+  AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
+  Type labelType = tensorType(op.getLabels()).getElementType();
+  int64_t ignore = op.getIgnoreIndex();
+  return elementwise(
+      b, loc, type, {logits, max, sum, op.getLabels(), op.getGrad(), op.getCount()},
+      {id, row, row, row, scalar, scalar}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value p = arith::DivFOp::create(
+            nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
+        Value column = linalg::IndexOp::create(nb, l, rank - 1);
+        if (from)
+          column = arith::AddIOp::create(nb, l, column, from);
+        Value label = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[3]);
+        Value isLabel = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, label);
+        Value d =
+            arith::SubFOp::create(nb, l, p,
+                                  arith::SelectOp::create(nb, l, isLabel, floatConst(nb, l, t, 1.0),
+                                                          floatConst(nb, l, t, 0.0)));
+        d = arith::MulFOp::create(nb, l, d, arith::DivFOp::create(nb, l, a[4], a[5]));
+        Value counted = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::ne, a[3],
+            arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
+        Value inVocab = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, column,
+                                              arith::ConstantIndexOp::create(nb, l, vocab));
+        Value keep = arith::AndIOp::create(nb, l, counted, inVocab);
+        return arith::SelectOp::create(nb, l, keep, d, floatConst(nb, l, t, 0.0));
+      });
+}
+
+/// The whole vocabulary is one block. Its gradients later in the block (tfm.cross_entropy_grad of
+/// the same logits, labels and ignore index, without a max of their own) are lowered here too, with
+/// this max and exp sum: the backward does not read the logits twice more to find them again.
 struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::CrossEntropyOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value logits = op.getLogits();
-    Value parts = crossEntropyParts(b, loc, logits, op.getLabels(), rowMax(b, loc, logits), Value(),
+    Value max = rowMax(b, loc, logits);
+    Value parts = crossEntropyParts(b, loc, logits, op.getLabels(), max, Value(),
                                     tensorType(logits).getShape().back());
-    return crossEntropyCombine(b, loc, parts, op.getLabels(), op.getIgnoreIndex());
+    Value loss = crossEntropyCombine(b, loc, parts, op.getLabels(), op.getIgnoreIndex());
+    SmallVector<tfm::CrossEntropyGradOp> gradients;
+    for (Operation *user : logits.getUsers())
+      if (auto grad = dyn_cast<tfm::CrossEntropyGradOp>(user))
+        if (!grad.getMax() && !grad.getVocabFrom() && grad.getLabels() == op.getLabels() &&
+            grad.getIgnoreIndex() == op.getIgnoreIndex() && grad->getBlock() == op->getBlock() &&
+            op->isBeforeInBlock(grad))
+          gradients.push_back(grad);
+    OpBuilder::InsertionGuard guard(b);
+    for (tfm::CrossEntropyGradOp grad : gradients) {
+      b.setInsertionPoint(grad);
+      b.replaceOp(grad, crossEntropyGradient(b, grad, max, expSums(b, grad.getLoc(), parts)));
+    }
+    return loss;
   }
 };
+
+/// The tfm.add that is the only use of `op` with an addend of the same
+/// type: a tied table's gradient, the LM head's plus the embedding's.
+tfm::AddOp soleSameTypeSum(tfm::EmbeddingGradOp op) {
+  if (!op->hasOneUse())
+    return {};
+  auto add = dyn_cast<tfm::AddOp>(*op->user_begin());
+  if (!add || add.getLhs().getType() != add.getRhs().getType() ||
+      add.getType() != op.getResult().getType())
+    return {};
+  return add;
+}
 
 /// A scatter-add of the gradient's rows into a zeroed table, one token at a
 /// time: each token's row is added to the table row of its id (ids outside
 /// a vocab-parallel block add nothing). Bufferization makes the loop's
-/// table one buffer updated in place.
+/// table one buffer updated in place. Where the gradient's only use adds
+/// it to a table of the same type (a tied table: the LM head's dense
+/// gradient), the rows are added into that one instead, at the add: a
+/// table-sized fill and a table-sized sum fewer.
 struct EmbeddingGradLowering : TfmPattern<tfm::EmbeddingGradOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::EmbeddingGradOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     RankedTensorType tableType = tensorType(op.getResult());
+    tfm::AddOp sum = soleSameTypeSum(op);
+    if (sum)
+      b.setInsertionPoint(sum);
     int64_t rows = tableType.getShape()[0], hidden = tableType.getShape()[1];
     Type t = tableType.getElementType();
     Value grad = collapseLeading(b, loc, op.getGrad());
@@ -200,7 +290,11 @@ struct EmbeddingGradLowering : TfmPattern<tfm::EmbeddingGradOp> {
           b, loc, RankedTensorType::get({tokens}, idsType.getElementType()), ids,
           ArrayRef<ReassociationIndices>{all});
     }
-    Value table = filled(b, loc, {rows, hidden}, t, 0.0);
+    Value table;
+    if (sum)
+      table = sum.getLhs() == op.getResult() ? sum.getRhs() : sum.getLhs();
+    else
+      table = filled(b, loc, {rows, hidden}, t, 0.0);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value offset = op.getRowOffset();
@@ -242,6 +336,8 @@ struct EmbeddingGradLowering : TfmPattern<tfm::EmbeddingGradOp> {
               [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc[0]); });
           scf::YieldOp::create(nb, l, added.getResult(0));
         });
+    if (sum)
+      b.replaceOp(sum, loop.getResult(0));
     return loop.getResult(0);
   }
 };
@@ -272,61 +368,19 @@ struct CountTokensLowering : TfmPattern<tfm::CountTokensOp> {
   }
 };
 
-/// (softmax(logits) - onehot(label)) * grad / count per counted token, in a
-/// vocabulary block with the whole vocabulary's max and exp sum where the
-/// op has them; padding columns and ignored tokens get 0.
+/// tfm.cross_entropy_grad, with the max and exp sum the op has (a
+/// vocabulary block's, made by the partition) or its own. A gradient whose
+/// forward is in the same block was lowered with the forward's
+/// (CrossEntropyLowering).
 struct CrossEntropyGradLowering : TfmPattern<tfm::CrossEntropyGradOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::CrossEntropyGradOp op, PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    Value logits = op.getLogits();
-    RankedTensorType type = tensorType(logits);
-    unsigned rank = type.getRank();
-    Type t = type.getElementType();
-    Value from = op.getVocabFrom();
-    int64_t vocab = op.getVocab() ? static_cast<int64_t>(*op.getVocab()) : type.getShape().back();
     Value max = op.getMax(), sum;
-    if (max) {
-      // The exp sums are the first entries of the summed parts.
-      SmallVector<int64_t> tokens(type.getShape().drop_back());
-      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
-          strides(rank, b.getIndexAttr(1));
-      for (int64_t d : tokens)
-        sizes.push_back(b.getIndexAttr(d));
-      sizes.push_back(b.getIndexAttr(1));
-      auto slice = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(tokens, t),
-                                                  op.getParts(), offsets, sizes, strides);
-      sum = slice.getResult();
-    } else {
-      std::tie(max, sum) = rowMaxAndExpSum(b, loc, logits);
-    }
-    AffineMap id = b.getMultiDimIdentityMap(rank), row = rowMap(b, rank);
-    AffineMap scalar = AffineMap::get(rank, 0, {}, b.getContext());
-    Type labelType = tensorType(op.getLabels()).getElementType();
-    int64_t ignore = op.getIgnoreIndex();
-    return elementwise(
-        b, loc, type, {logits, max, sum, op.getLabels(), op.getGrad(), op.getCount()},
-        {id, row, row, row, scalar, scalar}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value p = arith::DivFOp::create(
-              nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
-          Value column = linalg::IndexOp::create(nb, l, rank - 1);
-          if (from)
-            column = arith::AddIOp::create(nb, l, column, from);
-          Value label = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[3]);
-          Value isLabel = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, label);
-          Value d = arith::SubFOp::create(nb, l, p,
-                                          arith::SelectOp::create(nb, l, isLabel,
-                                                                  floatConst(nb, l, t, 1.0),
-                                                                  floatConst(nb, l, t, 0.0)));
-          d = arith::MulFOp::create(nb, l, d, arith::DivFOp::create(nb, l, a[4], a[5]));
-          Value counted = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::ne, a[3],
-              arith::ConstantOp::create(nb, l, nb.getIntegerAttr(labelType, ignore)));
-          Value inVocab = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, column,
-                                                arith::ConstantIndexOp::create(nb, l, vocab));
-          Value keep = arith::AndIOp::create(nb, l, counted, inVocab);
-          return arith::SelectOp::create(nb, l, keep, d, floatConst(nb, l, t, 0.0));
-        });
+    if (max)
+      sum = expSums(b, op.getLoc(), op.getParts());
+    else
+      std::tie(max, sum) = rowMaxAndExpSum(b, op.getLoc(), op.getLogits());
+    return crossEntropyGradient(b, op, max, sum);
   }
 };
 
