@@ -60,14 +60,40 @@ def add_torch_options(ap):
                     help="time PyTorch's torch.compile (inductor) of the model instead of eager")
 
 
-def torch_report(ms):
+def torch_report(ms, detail=""):
     """In a torch worker: prints the time and what ran it, as one JSON line."""
     import torch
     config = torch.__config__.show()
     blas = re.search(r"BLAS_INFO=(\w+)", config)
     print(json.dumps({"ms": ms, "torch": f"PyTorch {torch.__version__} "
                       f"(BLAS {blas.group(1) if blas else 'unknown'}, "
-                      f"oneDNN {'on' if torch.backends.mkldnn.is_available() else 'off'})"}))
+                      f"oneDNN {'on' if torch.backends.mkldnn.is_available() else 'off'}"
+                      f"{', ' + detail if detail else ''})"}))
+
+
+def torch_adamw(params):
+    """In a torch worker: torch.optim.AdamW (lr 1e-3, weight decay 0.01) at
+    its fastest on the CPU, the fused kernel where this PyTorch has one
+    (2.4 and later), else its default; and the name of the one chosen."""
+    import torch
+    try:
+        return (torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, fused=True),
+                "AdamW fused")
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01), "AdamW default"
+
+
+def torch_grad_norm(params):
+    """In a torch worker: the global L2 norm of the gradients, which
+    pmlir-run's step computes and prints (`grad norm G`): the two sides do
+    the same work. Only the norm, without clip_grad_norm_'s scaling pass
+    (torch.nn.utils.get_total_norm where this PyTorch has it)."""
+    import torch
+    grads = [p.grad for p in params]
+    if hasattr(torch.nn.utils, "get_total_norm"):
+        return torch.nn.utils.get_total_norm(grads).item()
+    return torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
 
 
 def torch_result(out):

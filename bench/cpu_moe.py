@@ -8,14 +8,15 @@
 The model: `pmlir-gen mixtral --layers 4 --hidden 512 --heads 8 --kv-heads 2
 --ffn 1024 --experts E --top-k K --vocab 8192 --loss` (Llama's attention;
 each MLP a router and E SwiGLU experts). One training step is the forward,
-the backward and AdamW's update (lr 1e-3, weight decay 0.01) on a batch of
-random token ids. pmlir-run runs the experts as grouped matmuls over the
+the backward, the gradients' global norm and AdamW's update (lr 1e-3,
+weight decay 0.01) on a batch of random token ids. pmlir-run runs the experts as grouped matmuls over the
 tokens sorted by expert (one BLAS GEMM per expert and projection); PyTorch
 (under --python: this interpreter by default, Debian's python3-torch; a
 virtual environment's python for PyTorch 2.x) runs the same model as
 test/Integration/CPU/reference.py writes it, whose sparse block is Hugging
 Face's MixtralSparseMoeBlock: a loop over the experts that gathers each
-one's tokens, eager, with loss.backward() and torch.optim.AdamW. Each run
+one's tokens, eager, with loss.backward(), the same norm and
+torch.optim.AdamW at its fastest (fused where it has it). Each run
 reports the median step time of its steps after the first; the rounds
 alternate the two sides and the ratio is taken per back-to-back pair.
 With --ep N, a second table sets expert parallelism beside one rank:
@@ -37,8 +38,8 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import (add_step_options, add_torch_options, machine, run, torch_env, torch_report,
-                      torch_result)
+from benchlib import (add_step_options, add_torch_options, machine, run, torch_adamw, torch_env,
+                      torch_grad_norm, torch_report, torch_result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -66,7 +67,8 @@ def torch_worker(batch, seq, threads, steps, experts, top_k):
     c = config(experts, top_k, seq, batch)
     weights = {k: v.requires_grad_() for k, v in
                llama_weights(c, torch.Generator().manual_seed(0)).items()}
-    opt = torch.optim.AdamW(list(weights.values()), lr=1e-3, weight_decay=0.01)
+    params = list(weights.values())
+    opt, adamw = torch_adamw(params)
     tokens = torch.randint(0, c["vocab"], (batch, seq + 1),
                            generator=torch.Generator().manual_seed(1))
     ids, labels = tokens[:, :-1], tokens[:, 1:]
@@ -77,9 +79,10 @@ def torch_worker(batch, seq, threads, steps, experts, top_k):
         logits = llama_forward(c, weights, ids)
         loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1))
         loss.backward()
+        torch_grad_norm(params)
         opt.step()
         times.append((time.perf_counter() - start) * 1e3)
-    torch_report(statistics.median(times[1:]))
+    torch_report(statistics.median(times[1:]), adamw)
 
 
 def main():

@@ -5,16 +5,19 @@
       [--shape 4x128] [--threads 1,2] [--python PYTHON] [--torch-compile]
       [--precision f32|bf16]
 
-One training step is the forward, the backward and AdamW's update of every
-parameter (lr 1e-3, weight decay 0.01, torch's defaults otherwise) on a
-batch of token ids with the next tokens as labels. pmlir runs `pmlir-gen
+One training step is the forward, the backward, the global norm of the
+gradients and AdamW's update of every parameter (lr 1e-3, weight decay
+0.01, torch's defaults otherwise) on a batch of token ids with the next
+tokens as labels: pmlir-run's step computes the norm it prints, and the
+PyTorch side computes it too (benchlib.torch_grad_norm). pmlir runs `pmlir-gen
 gpt2 ... --loss` through `pmlir-run --train --steps N --threads T`, which
 prints each step's tokens/s; PyTorch (under --python: by default this
 interpreter, Debian's python3-torch; a virtual environment's python for
 PyTorch 2.x) runs the f32 GPT-2 of test/Integration/CPU/reference.py (the
 ops of Hugging Face's GPT2LMHeadModel; eager, or its forward and loss
-torch.compile'd with --torch-compile) with `loss.backward()` and `torch.optim.AdamW` on the same
-shapes. With --precision bf16, pmlir-run trains with --precision bf16 and
+torch.compile'd with --torch-compile) with `loss.backward()` and
+`torch.optim.AdamW` at its fastest (fused where the PyTorch has it,
+benchlib.torch_adamw) on the same shapes. With --precision bf16, pmlir-run trains with --precision bf16 and
 PyTorch runs its forward and loss under torch.autocast("cpu",
 dtype=torch.bfloat16) (parameters, gradients and AdamW in f32 on both
 sides). Each run reports the median step time of its steps after the first;
@@ -42,8 +45,8 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import (add_step_options, add_torch_options, machine, run, torch_env, torch_report,
-                      torch_result)
+from benchlib import (add_step_options, add_torch_options, machine, run, torch_adamw, torch_env,
+                      torch_grad_norm, torch_report, torch_result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -64,7 +67,8 @@ def torch_worker(batch, seq, threads, steps, compile, bf16):
     c = dict(GPT2_SMALL)
     weights = {k: v.requires_grad_() for k, v in
                gpt2_weights(c, torch.Generator().manual_seed(0)).items()}
-    opt = torch.optim.AdamW(list(weights.values()), lr=1e-3, weight_decay=0.01)
+    params = list(weights.values())
+    opt, adamw = torch_adamw(params)
     tokens = torch.randint(0, c["vocab"], (batch, seq + 1),
                            generator=torch.Generator().manual_seed(1))
     ids, labels = tokens[:, :-1], tokens[:, 1:]
@@ -83,9 +87,10 @@ def torch_worker(batch, seq, threads, steps, compile, bf16):
               else contextlib.nullcontext()):
             loss = forward_loss(ids, labels)
         loss.backward()
+        torch_grad_norm(params)
         opt.step()
         times.append((time.perf_counter() - start) * 1e3)
-    torch_report(statistics.median(times[1:]))
+    torch_report(statistics.median(times[1:]), adamw)
 
 
 def main():

@@ -285,3 +285,25 @@ func.func @embedding_grad_with_other_uses_is_its_own_table(%head: tensor<97x16xf
   %g = tfm.add %head, %e : tensor<97x16xf32>, tensor<97x16xf32>
   return %g, %e : tensor<97x16xf32>, tensor<97x16xf32>
 }
+
+// -----
+
+// A gradient's sum of squares in two stages: per row (a loop the runtime's
+// threads split by rows), then over the rows; the order of the sums
+// depends on the shape only. A vector is summed in one.
+// CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[ID1:.*]] = affine_map<(d0) -> (d0)>
+// CHECK-DAG: #[[ALL:.*]] = affine_map<(d0) -> ()>
+// CHECK-LABEL: func @sum_squares_by_rows_then_over_them
+func.func @sum_squares_by_rows_then_over_them(%w: tensor<6x5xf32>, %b: tensor<5xf32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: %[[ROWS:.*]] = linalg.generic {indexing_maps = [#[[ID2]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<6x5xf32>) outs(%{{.*}} : tensor<6xf32>)
+  // CHECK: arith.mulf
+  // CHECK: linalg.generic {indexing_maps = [#[[ID1]], #[[ALL]]], iterator_types = ["reduction"]} ins(%[[ROWS]] : tensor<6xf32>)
+  // CHECK-NOT: arith.mulf
+  // CHECK: linalg.generic {indexing_maps = [#[[ID1]], #[[ALL]]], iterator_types = ["reduction"]} ins(%{{.*}} : tensor<5xf32>)
+  // CHECK: arith.mulf
+  %0 = tfm.sum_squares %w : tensor<6x5xf32> -> tensor<f32>
+  %1 = tfm.sum_squares %b : tensor<5xf32> -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
+}

@@ -15,21 +15,40 @@ using namespace pmlir::tfm_to_linalg;
 
 namespace {
 
+/// In two stages where the input has more than one dimension: a sum per
+/// index of the first (a loop the runtime's threads split), then the sum
+/// of those. The order of the sums is fixed by the shape alone, so a norm
+/// is the same on any number of threads; one stage would run on one
+/// thread over every gradient of the model.
 struct SumSquaresLowering : TfmPattern<tfm::SumSquaresOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::SumSquaresOp op, PatternRewriter &b) const override {
     Location loc = op.getLoc();
     RankedTensorType in = tensorType(op.getInput());
     RankedTensorType out = tensorType(op.getResult());
+    Type t = out.getElementType();
     unsigned rank = in.getRank();
+    auto squareAndAdd = [](OpBuilder &nb, Location l, ValueRange a) {
+      return addF(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], a[0]));
+    };
+    if (rank < 2)
+      return generic(b, loc, out, {op.getInput()},
+                     {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, {}, b.getContext())},
+                     SmallVector<IteratorType>(rank, IteratorType::reduction), squareAndAdd,
+                     filled(b, loc, {}, t, 0.0));
+    int64_t leading = in.getShape()[0];
+    SmallVector<IteratorType> iterators(rank, IteratorType::reduction);
+    iterators[0] = IteratorType::parallel;
+    Value partial =
+        generic(b, loc, RankedTensorType::get({leading}, t), {op.getInput()},
+                {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, b.getAffineDimExpr(0))},
+                iterators, squareAndAdd, filled(b, loc, {leading}, t, 0.0));
     return generic(
-        b, loc, out, {op.getInput()},
-        {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, {}, b.getContext())},
-        SmallVector<IteratorType>(rank, IteratorType::reduction),
-        [](OpBuilder &nb, Location l, ValueRange a) {
-          return addF(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], a[0]));
-        },
-        filled(b, loc, {}, out.getElementType(), 0.0));
+        b, loc, out, {partial},
+        {b.getMultiDimIdentityMap(1), AffineMap::get(1, 0, {}, b.getContext())},
+        {IteratorType::reduction},
+        [](OpBuilder &nb, Location l, ValueRange a) { return addF(nb, l, a[1], a[0]); },
+        filled(b, loc, {}, t, 0.0));
   }
 };
 
