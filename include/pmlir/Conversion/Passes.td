@@ -134,7 +134,14 @@ def ConvertTfmToLinalg : Pass<"pmlir-convert-tfm-to-linalg"> {
       one matmul ([B, A, S, D] as [B, K, G*S, D], a reshape), so
       grouped-query attention never repeats keys or values;
     - `rope`, `embedding`, `cross_entropy`: generics that read their partner
-      element, table row or label logit with `tensor.extract`;
+      element, table row or label logit with `tensor.extract`; a
+      `cross_entropy_grad` of the same logits and labels later in the block
+      is lowered with the forward's row max and exp sum;
+    - `embedding_grad`: a scatter-add loop over the tokens into a zeroed
+      table, or, where its only use adds it to a table of its type (a tied
+      table's other gradient), into that table at the add;
+    - `sum_squares`: per index of the first dimension (a loop the threads
+      split), then over those, so the order of the sums is the shape's;
     - `split_heads`/`merge_heads`: reshape plus `linalg.transpose`; `split`:
       `tensor.extract_slice`; `tfm.layer` is inlined.
 
