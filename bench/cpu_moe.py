@@ -9,8 +9,9 @@ The model: `pmlir-gen mixtral --layers 4 --hidden 512 --heads 8 --kv-heads 2
 --ffn 1024 --experts E --top-k K --vocab 8192 --loss` (Llama's attention;
 each MLP a router and E SwiGLU experts). One training step is the forward,
 the backward, the gradients' global norm and AdamW's update (lr 1e-3,
-weight decay 0.01) on a batch of random token ids. pmlir-run runs the experts as grouped matmuls over the
-tokens sorted by expert (one BLAS GEMM per expert and projection); PyTorch
+weight decay 0.01) on a batch of random token ids. pmlir-run runs the
+experts as grouped matmuls over the tokens sorted by expert (one BLAS GEMM
+per expert and projection); PyTorch
 (under --python: this interpreter by default, Debian's python3-torch; a
 virtual environment's python for PyTorch 2.x) runs the same model as
 test/Integration/CPU/reference.py writes it, whose sparse block is Hugging

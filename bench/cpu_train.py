@@ -9,18 +9,18 @@ One training step is the forward, the backward, the global norm of the
 gradients and AdamW's update of every parameter (lr 1e-3, weight decay
 0.01, torch's defaults otherwise) on a batch of token ids with the next
 tokens as labels: pmlir-run's step computes the norm it prints, and the
-PyTorch side computes it too (benchlib.torch_grad_norm). pmlir runs `pmlir-gen
-gpt2 ... --loss` through `pmlir-run --train --steps N --threads T`, which
-prints each step's tokens/s; PyTorch (under --python: by default this
+PyTorch side computes it too (benchlib.torch_grad_norm). pmlir runs
+`pmlir-gen gpt2 ... --loss` through `pmlir-run --train --steps N --threads
+T`, which prints each step's tokens/s; PyTorch (under --python: by default this
 interpreter, Debian's python3-torch; a virtual environment's python for
 PyTorch 2.x) runs the f32 GPT-2 of test/Integration/CPU/reference.py (the
 ops of Hugging Face's GPT2LMHeadModel; eager, or its forward and loss
 torch.compile'd with --torch-compile) with `loss.backward()` and
 `torch.optim.AdamW` at its fastest (fused where the PyTorch has it,
-benchlib.torch_adamw) on the same shapes. With --precision bf16, pmlir-run trains with --precision bf16 and
-PyTorch runs its forward and loss under torch.autocast("cpu",
-dtype=torch.bfloat16) (parameters, gradients and AdamW in f32 on both
-sides). Each run reports the median step time of its steps after the first;
+benchlib.torch_adamw) on the same shapes. With --precision bf16, pmlir-run
+trains with --precision bf16 and PyTorch runs its forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (parameters, gradients and
+AdamW in f32 on both sides). Each run reports the median step time of its steps after the first;
 for every thread count the script alternates `rounds` runs of each side and
 gives the medians and the ratio of each back-to-back pair.
 

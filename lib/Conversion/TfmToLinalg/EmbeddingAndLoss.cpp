@@ -221,9 +221,10 @@ Value crossEntropyGradient(OpBuilder &b, tfm::CrossEntropyGradOp op, Value max, 
       });
 }
 
-/// The whole vocabulary is one block. Its gradients later in the block (tfm.cross_entropy_grad of
-/// the same logits, labels and ignore index, without a max of their own) are lowered here too, with
-/// this max and exp sum: the backward does not read the logits twice more to find them again.
+/// The whole vocabulary is one block. Its gradients later in the block
+/// (tfm.cross_entropy_grad of the same logits, labels and ignore index,
+/// without a max of their own) are lowered here too, with this max and exp
+/// sum: the backward does not read the logits twice more to find them.
 struct CrossEntropyLowering : TfmPattern<tfm::CrossEntropyOp> {
   using TfmPattern::TfmPattern;
   Value lower(tfm::CrossEntropyOp op, PatternRewriter &b) const override {
