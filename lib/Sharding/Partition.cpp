@@ -72,6 +72,9 @@ struct Partitioner {
   /// that maps zeros to non-zeros ran on padded shards): a padded dimension
   /// may be contracted only where one operand's padding is zeros.
   DenseSet<Value> dirtyPadding;
+  /// Local values an op's partition kept for later ops of its block
+  /// (OpPartition::keep), by the global op.
+  DenseMap<Operation *, SmallVector<Value>> kept;
 
   /// Whether `s` pads some dimension of `global`.
   bool hasPadding(RankedTensorType global, const Sharding &s) const {
@@ -219,6 +222,14 @@ public:
       return failure();
     partitioner.locals[result] = {*v, want};
     return success();
+  }
+
+  void keep(ValueRange values) override { llvm::append_range(partitioner.kept[op], values); }
+  ArrayRef<Value> keptBy(Operation *earlier) const override {
+    if (earlier->getBlock() != op->getBlock() || !earlier->isBeforeInBlock(op))
+      return {};
+    auto it = partitioner.kept.find(earlier);
+    return it == partitioner.kept.end() ? ArrayRef<Value>() : ArrayRef<Value>(it->second);
   }
 
 private:

@@ -130,6 +130,59 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
 
 // -----
 
+// The loss's gradient takes the forward's statistics: no third or fourth
+// all-reduce, no second row max. A gradient of other labels finds its own.
+module attributes {tfm.mesh = #tfm.mesh<dp = 2, tp = 2>} {
+  // CHECK-LABEL: func.func @vocab_parallel_loss_gradient
+  // CHECK-SAME: %[[L:[^:]*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:[^:]*]]: tensor<2x3xi64> {{.*}}, %[[Z:[^:]*]]: tensor<2x3xi64> {{.*}}, %[[G:[^:]*]]: tensor<f32>, %[[N:[^:]*]]: tensor<f32>
+  // CHECK: %[[OFF:.*]] = arith.muli
+  // CHECK: %[[GM:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [1] reduction = max
+  // CHECK: %[[P:.*]] = tfm.cross_entropy_parts %[[L]], %[[Y]], %[[GM]]
+  // CHECK: %[[S:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [1] :
+  // CHECK: tfm.cross_entropy_combine
+  // CHECK-NOT: tfm.row_max
+  // CHECK: tfm.cross_entropy_grad %[[L]], %[[Y]], %[[G]], %[[N]] normalized by %[[GM]], %[[S]] vocab_from %[[OFF]] vocab = 10
+  // CHECK: tfm.row_max %[[L]]
+  // CHECK: shard.all_reduce {{.*}} reduction = max
+  // CHECK: %[[PZ:.*]] = tfm.cross_entropy_parts %[[L]], %[[Z]]
+  // CHECK: %[[SZ:.*]] = shard.all_reduce %[[PZ]]
+  // CHECK: tfm.cross_entropy_grad %[[L]], %[[Z]], %[[G]], %[[N]] normalized by %{{.*}}, %[[SZ]]
+  func.func @vocab_parallel_loss_gradient(%l: tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], ["tp"]]>},
+                                          %y: tensor<4x3xi64> {tfm.sharding = #tfm.sharding<[["dp"], []]>},
+                                          %z: tensor<4x3xi64> {tfm.sharding = #tfm.sharding<[["dp"], []]>},
+                                          %g: tensor<f32>, %n: tensor<f32>)
+      -> (tensor<f32>, tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], ["tp"]]>},
+          tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], ["tp"]]>}) {
+    %loss = tfm.cross_entropy %l, %y ignore_index = -100 {tfm.shardings = [#tfm.sharding<[]>]} : tensor<4x3x10xf32>, tensor<4x3xi64> -> tensor<f32>
+    %dl = tfm.cross_entropy_grad %l, %y, %g, %n ignore_index = -100 {tfm.shardings = [#tfm.sharding<[["dp"], [], ["tp"]]>]} : tensor<4x3x10xf32>, tensor<4x3xi64>, tensor<f32>, tensor<f32>
+    %dz = tfm.cross_entropy_grad %l, %z, %g, %n ignore_index = -100 {tfm.shardings = [#tfm.sharding<[["dp"], [], ["tp"]]>]} : tensor<4x3x10xf32>, tensor<4x3xi64>, tensor<f32>, tensor<f32>
+    return %loss, %dl, %dz : tensor<f32>, tensor<4x3x10xf32>, tensor<4x3x10xf32>
+  }
+}
+
+// -----
+
+// With the vocabulary whole (tokens on dp) the gradient takes the
+// forward's local max and parts too, with no vocabulary block.
+module attributes {tfm.mesh = #tfm.mesh<dp = 2>} {
+  // CHECK-LABEL: func.func @data_parallel_loss_gradient
+  // CHECK-SAME: %[[L:[^:]*]]: tensor<2x3x10xf32> {{.*}}, %[[Y:[^:]*]]: tensor<2x3xi64>
+  // CHECK: %[[M:.*]] = tfm.row_max %[[L]] : tensor<2x3x10xf32> -> tensor<2x3xf32>
+  // CHECK: %[[P:.*]] = tfm.cross_entropy_parts %[[L]], %[[Y]], %[[M]] vocab = 10
+  // CHECK-NOT: tfm.row_max
+  // CHECK: tfm.cross_entropy_grad %[[L]], %[[Y]], %{{.*}}, %{{.*}} normalized by %[[M]], %[[P]] ignore_index = -100
+  func.func @data_parallel_loss_gradient(%l: tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], []]>},
+                                         %y: tensor<4x3xi64> {tfm.sharding = #tfm.sharding<[["dp"], []]>},
+                                         %g: tensor<f32>, %n: tensor<f32>)
+      -> (tensor<f32>, tensor<4x3x10xf32> {tfm.sharding = #tfm.sharding<[["dp"], [], []]>}) {
+    %loss = tfm.cross_entropy %l, %y ignore_index = -100 {tfm.shardings = [#tfm.sharding<[]>]} : tensor<4x3x10xf32>, tensor<4x3xi64> -> tensor<f32>
+    %dl = tfm.cross_entropy_grad %l, %y, %g, %n ignore_index = -100 {tfm.shardings = [#tfm.sharding<[["dp"], [], []]>]} : tensor<4x3x10xf32>, tensor<4x3xi64>, tensor<f32>, tensor<f32>
+    return %loss, %dl : tensor<f32>, tensor<4x3x10xf32>
+  }
+}
+
+// -----
+
 // Splits the devices do not divide are padded (ceil(size / devices) per
 // device, the padding at the end): a pending sum is padded before its
 // reduce_scatter, a gather cuts the padding off, a slice pads first.

@@ -877,6 +877,20 @@ VocabStats vocabStats(OpPartition &partition, Location loc, Value x, Value label
   return stats;
 }
 
+/// What tfm.cross_entropy's partition keeps for its gradient's: the local
+/// logits and labels the statistics are of, then the statistics.
+struct KeptVocabStats {
+  Value logits, labels;
+  VocabStats stats;
+
+  SmallVector<Value> values() const { return {logits, labels, stats.max, stats.parts, stats.from}; }
+  static std::optional<KeptVocabStats> of(ArrayRef<Value> kept) {
+    if (kept.size() != 5)
+      return std::nullopt;
+    return KeptVocabStats{kept[0], kept[1], {kept[2], kept[3], kept[4]}};
+  }
+};
+
 } // namespace
 
 /// Megatron's vocab-parallel cross entropy: the logits stay as they come
@@ -884,7 +898,8 @@ VocabStats vocabStats(OpPartition &partition, Location loc, Value x, Value label
 /// all-reduced with max over the vocabulary axes, then its block's exp sum
 /// and label logit, one all-reduce of [tokens, 2]; the per-token parts,
 /// gathered over the token axes (8 bytes a token), give the mean. The
-/// logits are never gathered.
+/// logits are never gathered. The max and parts are kept for the
+/// gradient (tfm.cross_entropy_grad).
 std::optional<LogicalResult> CrossEntropyOp::partitionItself(OpPartition &partition) {
   MLIRContext *context = getContext();
   Location loc = getLoc();
@@ -895,6 +910,7 @@ std::optional<LogicalResult> CrossEntropyOp::partitionItself(OpPartition &partit
   SmallVector<SmallVector<StringRef>> logitsDims = dimsOf(in->logitsSharding);
   VocabStats stats =
       vocabStats(partition, loc, in->logits, in->labels, logitsDims.back(), shape.back());
+  partition.keep(KeptVocabStats{in->logits, in->labels, stats}.values());
 
   SmallVector<int64_t> globalParts(shape.drop_back());
   globalParts.push_back(2);
@@ -914,10 +930,28 @@ std::optional<LogicalResult> CrossEntropyOp::partitionItself(OpPartition &partit
                              ShardingAttr::replicated(context, 0));
 }
 
+/// The statistics the partition of a tfm.cross_entropy of `grad`'s logits
+/// and labels, earlier in its block, kept for local logits `logits` and
+/// labels `labels`.
+static std::optional<VocabStats> forwardStats(CrossEntropyGradOp grad, OpPartition &partition,
+                                              Value logits, Value labels) {
+  for (Operation *user : grad.getLogits().getUsers()) {
+    auto forward = dyn_cast<CrossEntropyOp>(user);
+    if (!forward || forward.getLabels() != grad.getLabels())
+      continue;
+    std::optional<KeptVocabStats> kept = KeptVocabStats::of(partition.keptBy(forward));
+    if (kept && kept->logits == logits && kept->labels == labels)
+      return kept->stats;
+  }
+  return std::nullopt;
+}
+
 /// The backward of the vocab-parallel cross entropy: each device computes
 /// its block of the logits' gradient from the whole vocabulary's max and
-/// exp sum (the forward's two all-reduces again), never gathering the
-/// logits; columns past the vocabulary get zeros.
+/// exp sum, never gathering the logits; columns past the vocabulary get
+/// zeros. The max and sum are the forward's where its tfm.cross_entropy
+/// comes before in the block (the logits read twice less, and on a split
+/// vocabulary two all-reduces fewer); found again otherwise.
 std::optional<LogicalResult> CrossEntropyGradOp::partitionItself(OpPartition &partition) {
   MLIRContext *context = getContext();
   Location loc = getLoc();
@@ -932,17 +966,19 @@ std::optional<LogicalResult> CrossEntropyGradOp::partitionItself(OpPartition &pa
     return failure();
   SmallVector<StringRef> vocabAxes = in->logitsSharding.axesOf(in->logitsSharding.getRank() - 1);
   int64_t vocab = getLogits().getType().getShape().back();
+  std::optional<VocabStats> stats = forwardStats(*this, partition, in->logits, in->labels);
+  if (!stats && !vocabAxes.empty())
+    stats = vocabStats(partition, loc, in->logits, in->labels, vocabAxes, vocab);
   Value local;
-  if (vocabAxes.empty()) {
+  if (!stats)
     local = CrossEntropyGradOp::create(b, loc, in->logits.getType(), in->logits, in->labels, *grad,
                                        *count, Value(), Value(), Value(), IntegerAttr(),
                                        getIgnoreIndexAttr());
-  } else {
-    VocabStats stats = vocabStats(partition, loc, in->logits, in->labels, vocabAxes, vocab);
+  else
     local = CrossEntropyGradOp::create(b, loc, in->logits.getType(), in->logits, in->labels, *grad,
-                                       *count, stats.max, stats.parts, stats.from,
-                                       b.getI64IntegerAttr(vocab), getIgnoreIndexAttr());
-  }
+                                       *count, stats->max, stats->parts, stats->from,
+                                       stats->from ? b.getI64IntegerAttr(vocab) : IntegerAttr(),
+                                       getIgnoreIndexAttr());
   return partition.setResult(getOperation()->getResult(0), local, in->logitsSharding);
 }
 

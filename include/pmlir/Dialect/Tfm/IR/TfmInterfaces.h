@@ -144,6 +144,14 @@ public:
   /// differs; failure after a diagnostic.
   virtual mlir::LogicalResult setResult(mlir::OpResult result, mlir::Value local,
                                         ShardingAttr computed) = 0;
+  /// Keeps `values`, local values the op's partition made, for the
+  /// partition of a later op of the same block (a loss's statistics for
+  /// its gradient), which finds them by keptBy(this op).
+  virtual void keep(mlir::ValueRange values) = 0;
+  /// What the partition of `earlier` kept (keep), where `earlier` comes
+  /// before the op in its block, so that its local values dominate the
+  /// op's; empty otherwise.
+  virtual llvm::ArrayRef<mlir::Value> keptBy(mlir::Operation *earlier) const = 0;
 };
 
 /// A value a backward pass keeps, and why.
