@@ -19,7 +19,6 @@
 #include "pmlir/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -52,11 +51,8 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // bf16 <-> f32 as integer shifts and rounding: x86 has no instructions
   // for them, and LLVM's fallbacks call into a libgcc that may lack them.
-  if (options.precision == Precision::BF16) {
-    arith::ArithExpandOpsPassOptions expand;
-    expand.includeBf16 = true;
-    pm.addPass(arith::createArithExpandOpsPass(expand));
-  }
+  if (options.precision == Precision::BF16)
+    pm.addPass(createExpandBf16Conversions());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

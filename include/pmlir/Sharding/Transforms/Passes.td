@@ -330,7 +330,11 @@ def Partition : Pass<"pmlir-partition", "mlir::ModuleOp"> {
     `all_reduce` max over the vocabulary axes, `tfm.cross_entropy_parts`
     (the block's exp sum and label logit per token), `all_reduce` sum of
     those `[tokens, 2]`, gathered over the token axes, and
-    `tfm.cross_entropy_combine` for the mean.
+    `tfm.cross_entropy_combine` for the mean. Its gradient later in the
+    block (`tfm.cross_entropy_grad` of the same logits and labels) takes
+    those all-reduced max and parts (`OpPartition::keep` and `keptBy`):
+    the backward reads the logits block once and adds no collective. With
+    the vocabulary whole the same holds on local statistics.
 
     Any change of sharding between a producer and a consumer becomes
     collectives, cheapest first: axes over which a pending sum is reduced

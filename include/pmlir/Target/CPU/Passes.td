@@ -65,6 +65,28 @@ def ApproximateMath : Pass<"pmlir-approximate-math"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
 }
 
+def ExpandBf16Conversions : Pass<"pmlir-expand-bf16-conversions"> {
+  let summary = "rewrites bf16 <-> f32 extf and truncf as integer shifts and rounding";
+  let description = [{
+    x86 has no scalar instructions for bf16 conversions, and LLVM's
+    fallbacks call into a libgcc that may lack them. This pass applies
+    upstream's bf16 expansion patterns only: `arith.extf` from bf16 becomes
+    a shift of the bits into an f32, `arith.truncf` to bf16 a rounding to
+    nearest even on the bits (NaN kept quiet). Unlike upstream's
+    `arith-expand-ops` it leaves `arith.maximumf` and `minimumf` whole, so
+    that a max reduction (a row max) stays one LLVM intrinsic that the
+    loop vectorizer recognizes.
+
+    Before:
+    ```mlir
+    %h = arith.truncf %x : f32 to bf16
+    ```
+    After: `arith.bitcast` to i32, the rounding bias added, `arith.shrui`
+    by 16, `arith.trunci` to i16, `arith.bitcast` to bf16.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Threads
 //===----------------------------------------------------------------------===//
