@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
+#include <type_traits>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -98,6 +99,25 @@ struct OneDnn {
   Sgemm sgemm = nullptr;
   const dnnl_version_t *(*version)() = nullptr;
   void (*setThreads)(int) = nullptr;
+
+  /// The matmul primitive, through oneDNN 2's C API; `engine` is null
+  /// where a function did not load or the CPU engine was not made.
+  struct Matmul {
+    decltype(&dnnl_engine_create) engineCreate = nullptr;
+    decltype(&dnnl_stream_create) streamCreate = nullptr;
+    decltype(&dnnl_stream_wait) streamWait = nullptr;
+    decltype(&dnnl_stream_destroy) streamDestroy = nullptr;
+    decltype(&dnnl_memory_desc_init_by_strides) memoryDescInit = nullptr;
+    decltype(&dnnl_matmul_desc_init) matmulDescInit = nullptr;
+    decltype(&dnnl_primitive_desc_create) primitiveDescCreate = nullptr;
+    decltype(&dnnl_primitive_desc_destroy) primitiveDescDestroy = nullptr;
+    decltype(&dnnl_primitive_create) primitiveCreate = nullptr;
+    decltype(&dnnl_primitive_destroy) primitiveDestroy = nullptr;
+    decltype(&dnnl_primitive_execute) primitiveExecute = nullptr;
+    decltype(&dnnl_memory_create) memoryCreate = nullptr;
+    decltype(&dnnl_memory_destroy) memoryDestroy = nullptr;
+    dnnl_engine_t engine = nullptr;
+  } matmul;
 };
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
@@ -111,6 +131,32 @@ constexpr int64_t kGemmFlopsPerPart = int64_t(1) << 21;
 /// A part's rows or columns are a multiple of this (a 64-byte vector of
 /// f32), but for the last.
 constexpr int64_t kGemmPartGrain = 16;
+
+/// oneDNN's matmul functions from `handle`, and its CPU engine.
+OneDnn::Matmul loadMatmul(void *handle) {
+  OneDnn::Matmul api;
+  bool all = true;
+  auto bind = [&](auto &function, const char *name) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, name));
+    all = all && function;
+  };
+  bind(api.engineCreate, "dnnl_engine_create");
+  bind(api.streamCreate, "dnnl_stream_create");
+  bind(api.streamWait, "dnnl_stream_wait");
+  bind(api.streamDestroy, "dnnl_stream_destroy");
+  bind(api.memoryDescInit, "dnnl_memory_desc_init_by_strides");
+  bind(api.matmulDescInit, "dnnl_matmul_desc_init");
+  bind(api.primitiveDescCreate, "dnnl_primitive_desc_create");
+  bind(api.primitiveDescDestroy, "dnnl_primitive_desc_destroy");
+  bind(api.primitiveCreate, "dnnl_primitive_create");
+  bind(api.primitiveDestroy, "dnnl_primitive_destroy");
+  bind(api.primitiveExecute, "dnnl_primitive_execute");
+  bind(api.memoryCreate, "dnnl_memory_create");
+  bind(api.memoryDestroy, "dnnl_memory_destroy");
+  if (!all || api.engineCreate(&api.engine, dnnl_cpu, 0) != dnnl_success)
+    api.engine = nullptr;
+  return api;
+}
 
 /// oneDNN's functions, or no gemm where it did not load.
 const OneDnn &oneDnn() {
@@ -126,10 +172,91 @@ const OneDnn &oneDnn() {
     if (!library.version || !library.setThreads) {
       library.gemm = nullptr;
       library.sgemm = nullptr;
+      return library;
     }
+    library.matmul = loadMatmul(handle);
     return library;
   }();
   return loaded;
+}
+
+/// The least output of a bf16 GEMM run on oneDNN's matmul primitive,
+/// 2^24 elements (64 MiB of f32, the LM head's): there oneDNN 2.6's bf16
+/// GEMM API runs its AMX kernels at about half the primitive's rate (170
+/// against 372 GFLOP/s for the LM head's weight gradient on one core;
+/// docs/performance.md), while below the API is as fast or faster.
+constexpr int64_t kMatmulMinOutput = int64_t(1) << 24;
+
+/// A oneDNN handle destroyed at the end of a scope.
+template <typename Handle, typename Destroy> struct Owned {
+  Handle handle = nullptr;
+  Destroy destroy;
+  explicit Owned(Destroy destroy) : destroy(destroy) {}
+  ~Owned() {
+    if (handle)
+      destroy(handle);
+  }
+};
+
+/// C = A B on oneDNN's matmul primitive, with dnnl_gemm_bf16bf16f32's
+/// signature (row-major bf16 A and B, f32 C) for alpha 1 and beta 0: one
+/// primitive made for the call (oneDNN's primitive cache keeps its
+/// kernels), run on this thread's stream.
+dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                         float alpha, const uint16_t *a, dnnl_dim_t lda, const uint16_t *b,
+                         dnnl_dim_t ldb, float beta, float *c, dnnl_dim_t ldc) {
+  const OneDnn::Matmul &api = oneDnn().matmul;
+  if (alpha != 1.0f || beta != 0.0f || !api.engine)
+    return dnnl_unimplemented;
+  struct Stream {
+    dnnl_stream_t stream = nullptr;
+    ~Stream() {
+      if (stream)
+        oneDnn().matmul.streamDestroy(stream);
+    }
+  };
+  static thread_local Stream stream;
+  if (!stream.stream &&
+      api.streamCreate(&stream.stream, api.engine, dnnl_stream_default_flags) != dnnl_success)
+    return dnnl_runtime_error;
+  // A stored transposed is k x m with rows lda apart: element (i, p) at
+  // p lda + i.
+  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
+  dnnl_dims_t aStrides = {transA == 'T' ? 1 : lda, transA == 'T' ? lda : 1};
+  dnnl_dims_t bStrides = {transB == 'T' ? 1 : ldb, transB == 'T' ? ldb : 1};
+  dnnl_dims_t cStrides = {ldc, 1};
+  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_matmul_desc_t desc;
+  dnnl_status_t status = api.memoryDescInit(&aDesc, 2, aDims, dnnl_bf16, aStrides);
+  if (status == dnnl_success)
+    status = api.memoryDescInit(&bDesc, 2, bDims, dnnl_bf16, bStrides);
+  if (status == dnnl_success)
+    status = api.memoryDescInit(&cDesc, 2, cDims, dnnl_f32, cStrides);
+  if (status == dnnl_success)
+    status = api.matmulDescInit(&desc, &aDesc, &bDesc, nullptr, &cDesc);
+  Owned<dnnl_primitive_desc_t, decltype(api.primitiveDescDestroy)> pd(api.primitiveDescDestroy);
+  Owned<dnnl_primitive_t, decltype(api.primitiveDestroy)> primitive(api.primitiveDestroy);
+  Owned<dnnl_memory_t, decltype(api.memoryDestroy)> aMemory(api.memoryDestroy),
+      bMemory(api.memoryDestroy), cMemory(api.memoryDestroy);
+  if (status == dnnl_success)
+    status = api.primitiveDescCreate(&pd.handle, &desc, nullptr, api.engine, nullptr);
+  if (status == dnnl_success)
+    status = api.primitiveCreate(&primitive.handle, pd.handle);
+  if (status == dnnl_success)
+    status = api.memoryCreate(&aMemory.handle, &aDesc, api.engine, const_cast<uint16_t *>(a));
+  if (status == dnnl_success)
+    status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
+  if (status == dnnl_success)
+    status = api.memoryCreate(&cMemory.handle, &cDesc, api.engine, c);
+  if (status != dnnl_success)
+    return status;
+  dnnl_exec_arg_t arguments[] = {{DNNL_ARG_SRC, aMemory.handle},
+                                 {DNNL_ARG_WEIGHTS, bMemory.handle},
+                                 {DNNL_ARG_DST, cMemory.handle}};
+  status = api.primitiveExecute(primitive.handle, stream.stream, 3, arguments);
+  if (status == dnnl_success)
+    status = api.streamWait(stream.stream);
+  return status;
 }
 
 constexpr const char *kChoseEnv = "PMLIR_OPENBLAS_CHOSE";
@@ -331,10 +458,15 @@ bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, in
   return oneDnnGemm(oneDnn().sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
+bool pmlir::rt::oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate) {
+  return !accumulate && k > 0 && m * n >= kMatmulMinOutput && cpuHasAmx() && oneDnn().matmul.engine;
+}
+
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                                float *c, int64_t ldc, bool accumulate) {
-  return oneDnnGemm(oneDnn().gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  OneDnn::Gemm gemm = oneDnnBf16UsesMatmul(m, n, k, accumulate) ? &bf16Matmul : oneDnn().gemm;
+  return oneDnnGemm(gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 bool pmlir::rt::oneDnnLoads() { return oneDnn().sgemm && oneDnn().gemm; }
@@ -393,9 +525,11 @@ std::string pmlir::rt::gemmPath() {
     f32 = config.substr(0, second) + ", " + openblas_get_corename() + " kernels (" + who + ")";
   }
   std::string bf16;
-  if (bf16Gemm() == Bf16Gemm::OneDnn)
+  if (bf16Gemm() == Bf16Gemm::OneDnn) {
     bf16 = oneDnnName() + " on AVX-512 BF16";
-  else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
+    if (cpuHasAmx() && oneDnn().matmul.engine)
+      bf16 += " (its matmul primitive for outputs of 2^24 elements or more)";
+  } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
     bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
   else if (std::getenv(kWidenedEnv))
     bf16 = std::string("widened to f32 (") + kWidenedEnv + ")";

@@ -83,10 +83,17 @@ enum class Bf16Gemm {
 /// widened path with it). The first call loads oneDNN where it may be used.
 Bf16Gemm bf16Gemm();
 
+/// Whether oneDnnBf16Gemm runs an m x n x k GEMM on oneDNN's matmul
+/// primitive rather than its GEMM API: on a CPU with AMX, for an output of
+/// 2^24 elements or more (where the API runs at half the primitive's
+/// rate), not accumulating.
+bool oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate);
+
 /// C = A B (+ C with `accumulate`) of row-major bf16 (bits) A and B into
 /// f32 C, with A m x k (k x m with `transA`), B k x n (n x k with
-/// `transB`) and the rows' strides lda, ldb, ldc, on oneDNN's bf16 GEMM.
-/// Only where bf16Gemm() is OneDnn. False where oneDNN reports a failure.
+/// `transB`) and the rows' strides lda, ldb, ldc, on oneDNN's bf16 GEMM
+/// (its matmul primitive where oneDnnBf16UsesMatmul). Only where
+/// bf16Gemm() is OneDnn. False where oneDNN reports a failure.
 bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                     int64_t lda, const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                     bool accumulate);
