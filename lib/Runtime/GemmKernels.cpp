@@ -111,6 +111,7 @@ struct OneDnn {
     decltype(&dnnl_matmul_desc_init) matmulDescInit = nullptr;
     decltype(&dnnl_primitive_desc_create) primitiveDescCreate = nullptr;
     decltype(&dnnl_primitive_desc_destroy) primitiveDescDestroy = nullptr;
+    decltype(&dnnl_primitive_desc_query) primitiveDescQuery = nullptr;
     decltype(&dnnl_primitive_create) primitiveCreate = nullptr;
     decltype(&dnnl_primitive_destroy) primitiveDestroy = nullptr;
     decltype(&dnnl_primitive_execute) primitiveExecute = nullptr;
@@ -148,6 +149,7 @@ OneDnn::Matmul loadMatmul(void *handle) {
   bind(api.matmulDescInit, "dnnl_matmul_desc_init");
   bind(api.primitiveDescCreate, "dnnl_primitive_desc_create");
   bind(api.primitiveDescDestroy, "dnnl_primitive_desc_destroy");
+  bind(api.primitiveDescQuery, "dnnl_primitive_desc_query");
   bind(api.primitiveCreate, "dnnl_primitive_create");
   bind(api.primitiveDestroy, "dnnl_primitive_destroy");
   bind(api.primitiveExecute, "dnnl_primitive_execute");
@@ -201,7 +203,9 @@ template <typename Handle, typename Destroy> struct Owned {
 /// C = A B on oneDNN's matmul primitive, with dnnl_gemm_bf16bf16f32's
 /// signature (row-major bf16 A and B, f32 C) for alpha 1 and beta 0: one
 /// primitive made for the call (oneDNN's primitive cache keeps its
-/// kernels), run on this thread's stream.
+/// kernels), run on this thread's stream. Where oneDNN offers no brgemm
+/// kernel for the operands' layout (rows padded past the matrix: then it
+/// picks its GEMM API's kernels anyway), the GEMM API itself.
 dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
                          float alpha, const uint16_t *a, dnnl_dim_t lda, const uint16_t *b,
                          dnnl_dim_t ldb, float beta, float *c, dnnl_dim_t ldc) {
@@ -240,6 +244,11 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
       bMemory(api.memoryDestroy), cMemory(api.memoryDestroy);
   if (status == dnnl_success)
     status = api.primitiveDescCreate(&pd.handle, &desc, nullptr, api.engine, nullptr);
+  const char *kernels = nullptr;
+  if (status == dnnl_success &&
+      (api.primitiveDescQuery(pd.handle, dnnl_query_impl_info_str, 0, &kernels) != dnnl_success ||
+       !kernels || std::string_view(kernels).substr(0, 4) != "brg:"))
+    return oneDnn().gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (status == dnnl_success)
     status = api.primitiveCreate(&primitive.handle, pd.handle);
   if (status == dnnl_success)

@@ -130,10 +130,11 @@ TEST(GemmKernels, OneDnnSplitGemm) {
 
 // oneDNN's bf16 GEMM where its output is large enough for the matmul
 // primitive (the LM head's shapes): every transpose, C's columns split
-// (m < n) or its rows, padded rows, on 1 and 2 threads. Sampled elements
-// (every row, every 97th column, and the last) within the bound of any
-// order of the k exact products' f32 sum; the padding after each row of C
-// stays as it was.
+// (m < n) or its rows, rows as long as the matrices (the primitive's
+// brgemm kernels) or padded (its GEMM API), on 1 and 2 threads. Sampled
+// elements (of a long dimension every 97th and the last) within the bound
+// of any order of the k exact products' f32 sum; the padding after each
+// row of C stays as it was.
 TEST(GemmKernels, OneDnnBf16Matmul) {
   if (!oneDnnLoads() || bf16Gemm() != Bf16Gemm::OneDnn)
     GTEST_SKIP() << "no oneDNN bf16 GEMM here";
@@ -154,50 +155,53 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
     setGemmThreads(threads);
     for (const Shape &s : shapes)
       for (bool transA : {false, true})
-        for (bool transB : {false, true}) {
-          int64_t aRows = transA ? s.k : s.m, aCols = transA ? s.m : s.k;
-          int64_t bRows = transB ? s.n : s.k, bCols = transB ? s.k : s.n;
-          int64_t lda = aCols + 3, ldb = bCols + 3, ldc = s.n + 3;
-          std::vector<uint16_t> a(aRows * lda), b(bRows * ldb);
-          for (uint16_t &x : a)
-            x = floatToBf16(uniform(random));
-          for (uint16_t &x : b)
-            x = floatToBf16(uniform(random));
-          std::vector<float> c(s.m * ldc, padding);
-          ASSERT_TRUE(oneDnnBf16Gemm(transA, transB, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
-                                     c.data(), ldc, /*accumulate=*/false));
-          const double unit = std::ldexp(1.0, -24);
-          double gamma = s.k * unit / (1 - s.k * unit);
-          auto check = [&](int64_t i, int64_t j) {
-            double sum = 0.0, magnitude = 0.0;
-            for (int64_t p = 0; p < s.k; ++p) {
-              double x = bf16ToFloat(transA ? a[p * lda + i] : a[i * lda + p]);
-              double y = bf16ToFloat(transB ? b[j * ldb + p] : b[p * ldb + j]);
-              sum += x * y;
-              magnitude += std::fabs(x * y);
-            }
-            bool within = std::fabs(c[i * ldc + j] - sum) <= gamma * magnitude;
-            EXPECT_TRUE(within) << "threads " << threads << ", " << s.m << "x" << s.n << "x" << s.k
-                                << (transA ? " A^T" : "") << (transB ? " B^T" : "") << ", element "
-                                << i << "," << j << ": " << c[i * ldc + j] << " against " << sum;
-            return within;
-          };
-          // Of a long dimension every 97th index and the last, of a short
-          // one all.
-          auto sampled = [](int64_t extent) {
-            std::vector<int64_t> indices;
-            for (int64_t i = 0; i<extent; i += extent> 1000 ? 97 : 1)
-              indices.push_back(i);
-            indices.push_back(extent - 1);
-            return indices;
-          };
-          for (int64_t i : sampled(s.m))
-            for (int64_t j : sampled(s.n))
-              ASSERT_TRUE(check(i, j));
-          for (int64_t i = 0; i < s.m; ++i)
-            for (int64_t j = s.n; j < ldc; ++j)
-              ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
-        }
+        for (bool transB : {false, true})
+          for (int64_t pad : {0, 3}) {
+            int64_t aRows = transA ? s.k : s.m, aCols = transA ? s.m : s.k;
+            int64_t bRows = transB ? s.n : s.k, bCols = transB ? s.k : s.n;
+            int64_t lda = aCols + pad, ldb = bCols + pad, ldc = s.n + pad;
+            std::vector<uint16_t> a(aRows * lda), b(bRows * ldb);
+            for (uint16_t &x : a)
+              x = floatToBf16(uniform(random));
+            for (uint16_t &x : b)
+              x = floatToBf16(uniform(random));
+            std::vector<float> c(s.m * ldc, padding);
+            ASSERT_TRUE(oneDnnBf16Gemm(transA, transB, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                                       c.data(), ldc, /*accumulate=*/false));
+            const double unit = std::ldexp(1.0, -24);
+            double gamma = s.k * unit / (1 - s.k * unit);
+            auto check = [&](int64_t i, int64_t j) {
+              double sum = 0.0, magnitude = 0.0;
+              for (int64_t p = 0; p < s.k; ++p) {
+                double x = bf16ToFloat(transA ? a[p * lda + i] : a[i * lda + p]);
+                double y = bf16ToFloat(transB ? b[j * ldb + p] : b[p * ldb + j]);
+                sum += x * y;
+                magnitude += std::fabs(x * y);
+              }
+              bool within = std::fabs(c[i * ldc + j] - sum) <= gamma * magnitude;
+              EXPECT_TRUE(within) << "threads " << threads << ", " << s.m << "x" << s.n << "x"
+                                  << s.k << (transA ? " A^T" : "") << (transB ? " B^T" : "")
+                                  << ", element " << i << "," << j << ": " << c[i * ldc + j]
+                                  << " against " << sum;
+              return within;
+            };
+            // Of a long dimension every 97th index and the last, of a short
+            // one all.
+            auto sampled = [](int64_t extent) {
+              std::vector<int64_t> indices;
+              int64_t step = extent > 1000 ? 97 : 1;
+              for (int64_t i = 0; i < extent; i += step)
+                indices.push_back(i);
+              indices.push_back(extent - 1);
+              return indices;
+            };
+            for (int64_t i : sampled(s.m))
+              for (int64_t j : sampled(s.n))
+                ASSERT_TRUE(check(i, j));
+            for (int64_t i = 0; i < s.m; ++i)
+              for (int64_t j = s.n; j < ldc; ++j)
+                ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
+          }
   }
   pmlir_rt_set_parallel_threads(1);
   setGemmThreads(1);
