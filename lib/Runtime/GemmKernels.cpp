@@ -183,10 +183,11 @@ const OneDnn &oneDnn() {
 }
 
 /// The least output of a bf16 GEMM run on oneDNN's matmul primitive,
-/// 2^24 elements (64 MiB of f32, the LM head's): there oneDNN 2.6's bf16
-/// GEMM API runs its AMX kernels at about half the primitive's rate (170
-/// against 372 GFLOP/s for the LM head's weight gradient on one core;
-/// docs/performance.md), while below the API is as fast or faster.
+/// 2^24 elements (64 MiB of f32; the LM head's are 25M and more): there
+/// oneDNN 2.6's bf16 GEMM API runs its AMX kernels at about half the
+/// primitive's rate (177 against 388 GFLOP/s for the LM head's weight
+/// gradient on one core, bench/onednn_bf16_matmul.cpp), while at 12.6M
+/// outputs and below the two are within noise or the API is faster.
 constexpr int64_t kMatmulMinOutput = int64_t(1) << 24;
 
 /// A oneDNN handle destroyed at the end of a scope.
