@@ -18,30 +18,17 @@
 // pmlir-run runs bf16 GEMMs of 2^24 output elements or more on the
 // primitive there (lib/Runtime/GemmKernels.cpp). Cited in
 // docs/performance.md.
-#include <oneapi/dnnl/dnnl.h>
+#include "gemm_bench.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <thread>
 #include <vector>
 
-// Exported beside dnnl_sgemm, declared by oneDNN's own tests.
-extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t,
-                                               float, const uint16_t *, dnnl_dim_t,
-                                               const uint16_t *, dnnl_dim_t, float, float *,
-                                               dnnl_dim_t);
 extern "C" void omp_set_num_threads(int);
 
 namespace {
-
-struct Shape {
-  const char *name;
-  bool transA, transB;
-  long m, n, k;
-};
 
 const Shape kShapes[] = {
     {"LM head forward, 512 tokens", false, true, 512, 50257, 768},
@@ -55,20 +42,8 @@ const Shape kShapes[] = {
     {"QKV forward, 2048 tokens", false, false, 2048, 2304, 768},
 };
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename F> double best(F f) {
-  double fastest = 1e30;
-  for (int round = 0; round < 6; ++round) {
-    double start = now();
-    f();
-    if (round >= 1)
-      fastest = std::min(fastest, now() - start);
-  }
-  return fastest;
-}
+/// GFLOP/s figures are of the best of 5 calls after 1.
+template <typename F> double best(F f) { return best(f, 1, 5); }
 
 /// Rows [begin, end) of C (or its columns, `byRows` false) of the GEMM
 /// `s`: its operands' and result's offsets and extents.
@@ -84,28 +59,37 @@ Part partOf(const Shape &s, bool byRows, long begin, long end, const uint16_t *a
   return {a, s.transB ? b + begin * ldb : b + begin, c + begin, s.m, end - begin};
 }
 
+/// A dnnl::matmul for part `part` of the GEMM `s`, on its operands.
+struct Matmul {
+  dnnl::memory::desc aDesc, bDesc, cDesc;
+  dnnl::matmul primitive;
+  dnnl::stream stream;
+  dnnl::memory aMemory, bMemory, cMemory;
+
+  Matmul(dnnl::engine &engine, const Shape &s, const Part &part, long lda, long ldb)
+      : aDesc({part.m, s.k}, dnnl::memory::data_type::bf16,
+              s.transA ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1}),
+        bDesc({s.k, part.n}, dnnl::memory::data_type::bf16,
+              s.transB ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1}),
+        cDesc({part.m, part.n}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.n, 1}),
+        primitive(dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), engine)),
+        stream(engine), aMemory(aDesc, engine, const_cast<uint16_t *>(part.a)),
+        bMemory(bDesc, engine, const_cast<uint16_t *>(part.b)), cMemory(cDesc, engine, part.c) {}
+
+  void run() {
+    primitive.execute(
+        stream, {{DNNL_ARG_SRC, aMemory}, {DNNL_ARG_WEIGHTS, bMemory}, {DNNL_ARG_DST, cMemory}});
+    stream.wait();
+  }
+};
+
 /// One GEMM of `s` on part `part`: the API, or a matmul made for it.
 void run(dnnl::engine &engine, const Shape &s, bool matmul, const Part &part, long lda, long ldb) {
-  using dnnl::memory;
-  if (!matmul) {
+  if (matmul)
+    Matmul(engine, s, part, lda, ldb).run();
+  else
     dnnl_gemm_bf16bf16f32(s.transA ? 'T' : 'N', s.transB ? 'T' : 'N', part.m, part.n, s.k, 1.0f,
                           part.a, lda, part.b, ldb, 0.0f, part.c, s.n);
-    return;
-  }
-  memory::desc aDesc({part.m, s.k}, memory::data_type::bf16,
-                     s.transA ? memory::dims{1, lda} : memory::dims{lda, 1});
-  memory::desc bDesc({s.k, part.n}, memory::data_type::bf16,
-                     s.transB ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-  memory::desc cDesc({part.m, part.n}, memory::data_type::f32, memory::dims{s.n, 1});
-  dnnl::matmul primitive(
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), engine));
-  dnnl::stream stream(engine);
-  memory aMemory(aDesc, engine, const_cast<uint16_t *>(part.a));
-  memory bMemory(bDesc, engine, const_cast<uint16_t *>(part.b));
-  memory cMemory(cDesc, engine, part.c);
-  primitive.execute(
-      stream, {{DNNL_ARG_SRC, aMemory}, {DNNL_ARG_WEIGHTS, bMemory}, {DNNL_ARG_DST, cMemory}});
-  stream.wait();
 }
 
 } // namespace
@@ -123,28 +107,14 @@ int main() {
     Part whole{a.data(), b.data(), c.data(), s.m, s.n};
     double flops = 2.0 * s.m * s.n * s.k;
     double api = best([&] { run(engine, s, false, whole, lda, ldb); });
-    using dnnl::memory;
-    memory::desc aDesc({s.m, s.k}, memory::data_type::bf16,
-                       s.transA ? memory::dims{1, lda} : memory::dims{lda, 1});
-    memory::desc bDesc({s.k, s.n}, memory::data_type::bf16,
-                       s.transB ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-    memory::desc cDesc({s.m, s.n}, memory::data_type::f32, memory::dims{s.n, 1});
-    dnnl::matmul primitive(
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), engine));
-    dnnl::stream stream(engine);
-    memory aMemory(aDesc, engine, a.data()), bMemory(bDesc, engine, b.data()),
-        cMemory(cDesc, engine, c.data());
-    double kept = best([&] {
-      primitive.execute(
-          stream, {{DNNL_ARG_SRC, aMemory}, {DNNL_ARG_WEIGHTS, bMemory}, {DNNL_ARG_DST, cMemory}});
-      stream.wait();
-    });
+    Matmul kept(engine, s, whole, lda, ldb);
+    double reused = best([&] { kept.run(); });
     double made = best([&] { run(engine, s, true, whole, lda, ldb); });
     std::printf("| %s | %ld x %ld x %ld%s | %.1fM | %.1f | %.1f | %.1f |\n", s.name, s.m, s.n, s.k,
                 s.transA   ? " (A^T)"
                 : s.transB ? " (B^T)"
                            : "",
-                s.m * s.n / 1e6, flops / api / 1e9, flops / kept / 1e9, flops / made / 1e9);
+                s.m * s.n / 1e6, flops / api / 1e9, flops / reused / 1e9, flops / made / 1e9);
   }
 
   std::printf("\n| GEMM | M x N x K | GEMM API, halves on 2 threads ms | matmul primitive, halves "

@@ -15,6 +15,8 @@
 // Shapes at 4 x 128 tokens (M = 512) and 128 tokens: the FC1 GEMM forward
 // and its gradients, the attention projection, the LM head (vocabulary
 // 50257) forward and its gradients. Cited in docs/performance.md.
+#include "gemm_bench.h"
+
 #include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -26,19 +28,7 @@
 #include <thread>
 #include <vector>
 
-// Exported beside dnnl_sgemm, declared by oneDNN's own tests.
-extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t,
-                                               float, const uint16_t *, dnnl_dim_t,
-                                               const uint16_t *, dnnl_dim_t, float, float *,
-                                               dnnl_dim_t);
-
 namespace {
-
-struct Shape {
-  const char *name;
-  bool transA, transB;
-  long m, n, k;
-};
 
 const Shape kShapes[] = {
     {"FC1 forward, 128 tokens", false, false, 128, 3072, 768},
@@ -52,20 +42,8 @@ const Shape kShapes[] = {
     {"LM head weight gradient", true, false, 50257, 768, 512},
 };
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename F> double best(F f) {
-  double fastest = 1e30;
-  for (int round = 0; round < 10; ++round) {
-    double start = now();
-    f();
-    if (round >= 2)
-      fastest = std::min(fastest, now() - start);
-  }
-  return fastest;
-}
+/// GFLOP/s figures are of the best of 8 calls after 2.
+template <typename F> double best(F f) { return best(f, 2, 8); }
 
 /// dnnl_sgemm on part `part` of two of C, single-threaded.
 void half(const Shape &s, int part, const float *a, long lda, const float *b, long ldb, float *c) {
