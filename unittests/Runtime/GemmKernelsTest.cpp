@@ -131,7 +131,7 @@ TEST(GemmKernels, OneDnnSplitGemm) {
 // oneDNN's bf16 GEMM where its output is large enough for the matmul
 // primitive (the LM head's shapes): every transpose, C's columns split
 // (m < n) or its rows, rows as long as the matrices (the primitive's
-// brgemm kernels) or padded (its GEMM API), on 1 and 2 threads. Sampled
+// brgemm kernels) or padded (its GEMM API), on 1 to 3 threads. Sampled
 // elements (of a long dimension every 97th and the last) within the bound
 // of any order of the k exact products' f32 sum; the padding after each
 // row of C stays as it was.
@@ -150,7 +150,7 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
   std::mt19937 random(11);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   const float padding = std::numeric_limits<float>::quiet_NaN();
-  for (int threads : {1, 2}) {
+  for (int threads : {1, 2, 3}) {
     pmlir_rt_set_parallel_threads(threads);
     setGemmThreads(threads);
     for (const Shape &s : shapes)
