@@ -109,6 +109,22 @@ struct StoreBf16Pass : public pmlir::impl::StoreBf16Base<StoreBf16Pass> {
     llvm::DenseSet<Operation *> isGemmOp;
     for (linalg::GenericOp op : gemms)
       isGemmOp.insert(op);
+    // Statistics: what a reduction (not a GEMM) writes, and what
+    // elementwise work computes from statistics alone (a norm's mean and
+    // reciprocal deviation from its sums). They stay f32: their bytes are
+    // a row's, and the rows they scale would inherit their rounding.
+    llvm::DenseSet<Value> statistics;
+    f.walk([&](linalg::GenericOp op) {
+      bool reduces = llvm::any_of(op.getIteratorTypesArray(), [](utils::IteratorType t) {
+        return t == utils::IteratorType::reduction;
+      });
+      bool fromStatistics =
+          op.getNumDpsInputs() > 0 &&
+          llvm::all_of(op.getDpsInputs(), [&](Value input) { return statistics.contains(input); });
+      if ((reduces && !isGemmOp.contains(op)) || (!reduces && fromStatistics))
+        for (Value r : op->getResults())
+          statistics.insert(r);
+    });
     // The values to store in bf16: every candidate, less those with a use
     // that must see f32, until none is left to remove.
     llvm::SetVector<Value> stored;
@@ -117,7 +133,7 @@ struct StoreBf16Pass : public pmlir::impl::StoreBf16Base<StoreBf16Pass> {
       bool movable =
           movesData(op) && (!transpose || transpose.getInit().getDefiningOp<tensor::EmptyOp>());
       for (OpResult r : op->getResults())
-        if (writableInBf16(r) || (movable && f32Tensor(r.getType())))
+        if ((writableInBf16(r) && !statistics.contains(r)) || (movable && f32Tensor(r.getType())))
           stored.insert(r);
     });
     auto readsBf16 = [&](OpOperand &use) {

@@ -59,6 +59,26 @@ func.func @norm_statistics_stay_f32(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>, 
 
 // -----
 
+// What elementwise work computes from statistics alone is a statistic too:
+// the layer norm gradient's mean and reciprocal deviation (each with two
+// consumers, so not fused into them) stay f32, as do the sums they come
+// from.
+// CHECK-LABEL: func @derived_statistics_stay_f32
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}["parallel", "reduction"]} ins(%{{.*}} : tensor<4x16xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}}["parallel"]} ins(%[[SUM]] : tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK-NOT: arith.truncf
+// CHECK: %[[SQ:.*]] = linalg.generic {{.*}}["parallel", "reduction"]} ins(%{{.*}}, %[[MEAN]] : tensor<4x16xbf16>, tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[RSTD:.*]] = linalg.generic {{.*}}["parallel"]} ins(%[[SQ]] : tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK-NOT: arith.truncf
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[RSTD]], %[[MEAN]] : {{.*}}, tensor<4xf32>, tensor<4xf32>)
+func.func @derived_statistics_stay_f32(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>, %g: tensor<16xf32>, %dy: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %r = tfm.add %x, %y : tensor<4x16xf32>, tensor<4x16xf32>
+  %dx = tfm.layernorm_grad %r, %g, %dy eps = 1.0e-05 : tensor<4x16xf32>, tensor<16xf32>
+  return %dx : tensor<4x16xf32>
+}
+
+// -----
+
 // What a call takes or a function returns stays f32: a layer's interface
 // and the runtime's do not change.
 // CHECK-LABEL: func @what_leaves_stays_f32

@@ -536,7 +536,10 @@ def StoreBf16 : Pass<"pmlir-store-bf16", "mlir::ModuleOp"> {
     - reshapes, slices and transposes of a bf16 tensor are bf16;
     - every generic that reads a bf16 tensor extends it to f32 in its body,
       so that reductions (norms' and softmax's statistics, a loss, a
-      weight gradient's sum over the batch) sum and store f32.
+      weight gradient's sum over the batch) sum and store f32; so does
+      elementwise work on statistics alone (a norm's mean and reciprocal
+      deviation from its sums), whose rounding every element of a row
+      would inherit.
     A tensor is rounded only where all its uses read it so: one that is
     returned, passed to a call (a layer function, a collective), read by
     `tensor.extract` or updated in place stays f32, and with it the
