@@ -469,7 +469,9 @@ bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, in
 }
 
 bool pmlir::rt::oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate) {
-  return !accumulate && k > 0 && m * n >= kMatmulMinOutput && cpuHasAmx() && oneDnn().matmul.engine;
+  // cpuid once: in a VM each one exits to the hypervisor.
+  static const bool usable = cpuHasAmx() && oneDnn().matmul.engine;
+  return !accumulate && k > 0 && m * n >= kMatmulMinOutput && usable;
 }
 
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,

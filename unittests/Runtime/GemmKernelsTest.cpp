@@ -13,11 +13,54 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace pmlir::rt;
 
 namespace {
+
+/// Where a row-major GEMM's operands are stored: A m x k (k x m with
+/// transA), B k x n (n x k with transB), C m x n, each row `pad` elements
+/// longer than it needs.
+struct StoredGemm {
+  int64_t m, n, k;
+  bool transA, transB;
+  int64_t aRows, lda, bRows, ldb, ldc;
+
+  StoredGemm(int64_t m, int64_t n, int64_t k, bool transA, bool transB, int64_t pad)
+      : m(m), n(n), k(k), transA(transA), transB(transB), aRows(transA ? k : m),
+        lda((transA ? m : k) + pad), bRows(transB ? n : k), ldb((transB ? k : n) + pad),
+        ldc(n + pad) {}
+
+  /// Element (i, j) of A B in double, starting from `start`, and the sum of
+  /// its terms' magnitudes; `widen` reads a stored element.
+  template <typename T, typename Widen>
+  std::pair<double, double> exact(const T *a, const T *b, int64_t i, int64_t j, double start,
+                                  Widen widen) const {
+    double sum = start, magnitude = std::fabs(start);
+    for (int64_t p = 0; p < k; ++p) {
+      double x = widen(transA ? a[p * lda + i] : a[i * lda + p]);
+      double y = widen(transB ? b[j * ldb + p] : b[p * ldb + j]);
+      sum += x * y;
+      magnitude += std::fabs(x * y);
+    }
+    return {sum, magnitude};
+  }
+
+  std::string describe() const {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           (transA ? " A^T" : "") + (transB ? " B^T" : "");
+  }
+};
+
+/// The bound, relative to the sum of the terms' magnitudes, of any order
+/// of f32 sums of `terms` exact terms: gamma_terms (Higham).
+double sumBound(int64_t terms) {
+  const double unit = std::ldexp(1.0, -24);
+  return terms * unit / (1 - terms * unit);
+}
 
 TEST(GemmKernels, CoreLevels) {
   EXPECT_EQ(openBlasCoreLevel("Prescott"), SimdLevel::Sse);
@@ -79,12 +122,9 @@ TEST(GemmKernels, OneDnnSplitGemm) {
       for (bool transA : {false, true})
         for (bool transB : {false, true})
           for (bool accumulate : {false, true}) {
-            // Stored A is m x k (k x m transposed), B k x n (n x k), each
-            // row 3 longer than it needs.
-            int64_t aRows = transA ? s.k : s.m, aCols = transA ? s.m : s.k;
-            int64_t bRows = transB ? s.n : s.k, bCols = transB ? s.k : s.n;
-            int64_t lda = aCols + 3, ldb = bCols + 3, ldc = s.n + 3;
-            std::vector<float> a(aRows * lda), b(bRows * ldb), c(s.m * ldc, padding);
+            StoredGemm g(s.m, s.n, s.k, transA, transB, /*pad=*/3);
+            int64_t lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+            std::vector<float> a(g.aRows * lda), b(g.bRows * ldb), c(s.m * ldc, padding);
             for (float &x : a)
               x = uniform(random);
             for (float &x : b)
@@ -101,22 +141,14 @@ TEST(GemmKernels, OneDnnSplitGemm) {
             bool large = 2.0 * s.m * s.n * s.k > 3.0 * (1 << 21);
             EXPECT_EQ(splitAfter - splitBefore, threads > 1 && large ? 1 : 0)
                 << s.m << "x" << s.n << "x" << s.k << " on " << threads << " threads";
-            const double unit = std::ldexp(1.0, -24);
-            int64_t terms = s.k + (accumulate ? 1 : 0);
-            double gamma = terms * unit / (1 - terms * unit);
+            double gamma = sumBound(s.k + (accumulate ? 1 : 0));
             for (int64_t i = 0; i < s.m; ++i) {
               for (int64_t j = 0; j < s.n; ++j) {
-                double sum = accumulate ? before[i * ldc + j] : 0.0;
-                double magnitude = std::fabs(sum);
-                for (int64_t p = 0; p < s.k; ++p) {
-                  double x = transA ? a[p * lda + i] : a[i * lda + p];
-                  double y = transB ? b[j * ldb + p] : b[p * ldb + j];
-                  sum += x * y;
-                  magnitude += std::fabs(x * y);
-                }
+                auto [sum, magnitude] =
+                    g.exact(a.data(), b.data(), i, j, accumulate ? before[i * ldc + j] : 0.0,
+                            [](float x) { return double(x); });
                 ASSERT_LE(std::fabs(c[i * ldc + j] - sum), gamma * magnitude)
-                    << "threads " << threads << ", " << s.m << "x" << s.n << "x" << s.k
-                    << (transA ? " A^T" : "") << (transB ? " B^T" : "")
+                    << "threads " << threads << ", " << g.describe()
                     << (accumulate ? " accumulating" : "") << ", element " << i << "," << j;
               }
               for (int64_t j = s.n; j < ldc; ++j)
@@ -157,10 +189,9 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
       for (bool transA : {false, true})
         for (bool transB : {false, true})
           for (int64_t pad : {0, 3}) {
-            int64_t aRows = transA ? s.k : s.m, aCols = transA ? s.m : s.k;
-            int64_t bRows = transB ? s.n : s.k, bCols = transB ? s.k : s.n;
-            int64_t lda = aCols + pad, ldb = bCols + pad, ldc = s.n + pad;
-            std::vector<uint16_t> a(aRows * lda), b(bRows * ldb);
+            StoredGemm g(s.m, s.n, s.k, transA, transB, pad);
+            int64_t lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+            std::vector<uint16_t> a(g.aRows * lda), b(g.bRows * ldb);
             for (uint16_t &x : a)
               x = floatToBf16(uniform(random));
             for (uint16_t &x : b)
@@ -168,21 +199,13 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
             std::vector<float> c(s.m * ldc, padding);
             ASSERT_TRUE(oneDnnBf16Gemm(transA, transB, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
                                        c.data(), ldc, /*accumulate=*/false));
-            const double unit = std::ldexp(1.0, -24);
-            double gamma = s.k * unit / (1 - s.k * unit);
+            double gamma = sumBound(s.k);
             auto check = [&](int64_t i, int64_t j) {
-              double sum = 0.0, magnitude = 0.0;
-              for (int64_t p = 0; p < s.k; ++p) {
-                double x = bf16ToFloat(transA ? a[p * lda + i] : a[i * lda + p]);
-                double y = bf16ToFloat(transB ? b[j * ldb + p] : b[p * ldb + j]);
-                sum += x * y;
-                magnitude += std::fabs(x * y);
-              }
+              auto [sum, magnitude] =
+                  g.exact(a.data(), b.data(), i, j, 0.0, [](uint16_t x) { return bf16ToFloat(x); });
               bool within = std::fabs(c[i * ldc + j] - sum) <= gamma * magnitude;
-              EXPECT_TRUE(within) << "threads " << threads << ", " << s.m << "x" << s.n << "x"
-                                  << s.k << (transA ? " A^T" : "") << (transB ? " B^T" : "")
-                                  << ", element " << i << "," << j << ": " << c[i * ldc + j]
-                                  << " against " << sum;
+              EXPECT_TRUE(within) << "threads " << threads << ", " << g.describe() << ", element "
+                                  << i << "," << j << ": " << c[i * ldc + j] << " against " << sum;
               return within;
             };
             // Of a long dimension every 97th index and the last, of a short
