@@ -103,6 +103,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     gpu.entry = compiledEntryName(o);
     gpu.chip = o.chip;
     gpu.precision = o.precision;
+    gpu.roundArgumentsOnce = o.roundArgumentsOnce;
     gpu.format = o.gpuFormat;
     gpu.predict = o.predict;
     gpu.rank = o.rank;
@@ -112,6 +113,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   CpuPipelineOptions cpu;
   cpu.entry = compiledEntryName(o);
   cpu.precision = o.precision;
+  cpu.roundArgumentsOnce = o.roundArgumentsOnce;
   cpu.predict = o.predict;
   cpu.rank = o.rank;
   buildCpuLoweringPipeline(pm, cpu);

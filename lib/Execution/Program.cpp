@@ -6,6 +6,7 @@
 
 #include "pmlir/Execution/Program.h"
 
+#include "pmlir/Conversion/RoundedArguments.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
@@ -197,7 +198,17 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
   program->symbol = "_mlir_ciface_" + signature.name;
   program->device = compile.device;
   for (const TensorSpec &argument : signature.arguments)
-    program->argumentElementBytes.push_back(argument.element == ElementKind::I64 ? 8 : 4);
+    program->argumentElementBytes.push_back(elementWidth(argument.element));
+  for (int64_t i : roundedArguments(lowered)) {
+    if (i < 0 || static_cast<size_t>(i) >= signature.arguments.size() ||
+        signature.arguments[i].element != ElementKind::F32) {
+      error = "the lowered @" + signature.name + " takes the bf16 form of argument #" +
+              std::to_string(i) + " (" + kRoundedArgumentsAttr.str() +
+              "), which is no f32 argument of it";
+      return nullptr;
+    }
+    program->roundedFrom.push_back(static_cast<size_t>(i));
+  }
   for (const TensorSpec &result : signature.results)
     program->resultShapes.push_back(result.shape);
   for (const TensorSpec &result : signature.results) {
@@ -253,10 +264,10 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
   descriptors.clear();
   pointers.clear();
   packed.clear();
-  descriptors.reserve(args.size());
   for (void *p : deviceArguments)
     pmlir_rt_gpu_free(p);
   deviceArguments.clear();
+  descriptors.reserve(args.size() + roundedFrom.size());
   for (auto [i, a] : llvm::enumerate(args)) {
     if (!device) {
       descriptors.emplace_back(a.data, a.shape);
@@ -268,6 +279,19 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
     pmlir_rt_gpu_copy_to_device(copy, a.data, bytes);
     deviceArguments.push_back(copy);
     descriptors.emplace_back(copy, a.shape);
+  }
+  // The bf16 forms, after the arguments, as the entry takes them.
+  rounded.assign(roundedFrom.size(), {});
+  for (size_t k = 0; k < roundedFrom.size(); ++k) {
+    const BoundArgument &a = args[roundedFrom[k]];
+    void *at = nullptr;
+    if (device) {
+      at = pmlir_rt_gpu_alloc(static_cast<size_t>(elementCount(a.shape)) * sizeof(uint16_t),
+                              (a.name + " (bf16)").c_str());
+      deviceArguments.push_back(at);
+    }
+    round(args, k);
+    descriptors.emplace_back(device ? at : rounded[k].data(), a.shape);
   }
   // The results' descriptors come first; a function that returns nothing
   // (every result in place, or a pipeline rank's) has no such argument.
@@ -286,7 +310,23 @@ size_t JitProgram::argumentBytes(size_t i, const std::vector<int64_t> &shape) co
   return bytes;
 }
 
+void JitProgram::round(const std::vector<BoundArgument> &args, size_t k) {
+  const BoundArgument &a = args[roundedFrom[k]];
+  int64_t n = elementCount(a.shape);
+  rounded[k].resize(static_cast<size_t>(n));
+  pmlir_rt_round_to_bf16(static_cast<const float *>(a.data), rounded[k].data(), n);
+  if (!device)
+    return;
+  pmlir_rt_gpu_copy_to_device(deviceArguments[args.size() + k], rounded[k].data(),
+                              static_cast<size_t>(n) * sizeof(uint16_t));
+  // The device holds it: the host's copy would only take memory.
+  std::vector<uint16_t>().swap(rounded[k]);
+}
+
 void JitProgram::toDevice(const std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which) {
+  for (size_t k = 0; k < roundedFrom.size(); ++k)
+    if (llvm::is_contained(which, roundedFrom[k]))
+      round(args, k);
   if (!device)
     return;
   for (size_t i : which)

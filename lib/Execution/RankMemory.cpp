@@ -27,6 +27,7 @@
 
 #include "pmlir/Analysis/JsonReport.h"
 #include "pmlir/Conversion/BufferPeak.h"
+#include "pmlir/Conversion/RoundedArguments.h"
 #include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/GpuRuntime.h"
@@ -277,6 +278,9 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   if (onGpu ? failed(lower(module, signature.name, rank == 0, error))
             : !(program = compile(module, signature, rank == 0, error)))
     return failHere(error);
+  // The bf16 forms of weights the caller makes once and keeps.
+  for (int64_t i : roundedArguments(module))
+    mine.parameters += elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
     return failHere("--predict: the buffers of @" + signature.name +

@@ -111,6 +111,7 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
   c.contextAttention = o.cpAttention.value_or(RunOptions::ContextAttention::AllGather);
   c.target = o.device;
   c.precision = o.precision;
+  c.roundArgumentsOnce = !o.bf16WeightsPerCall;
 }
 
 /// Outputs are checked before any work: a missing directory, or an output
@@ -985,6 +986,8 @@ int exec::runModel(const RunOptions &o) {
     return fail("--backend nccl needs --mesh: one process runs no collectives");
   if (o.precision == Precision::TF32 && o.device != CompileTarget::Gpu)
     return fail("--precision tf32 needs --device gpu: a CPU has no TF32 arithmetic");
+  if (o.bf16WeightsPerCall && o.precision != Precision::BF16)
+    return fail("--bf16-weights-per-call needs --precision bf16: only bf16 rounds the weights");
   if (o.device == CompileTarget::Gpu && o.backend == PMLIR_RT_BACKEND_MPI)
     return fail("--device gpu runs the collectives on device memory: --backend nccl, not mpi");
   if (!o.trace.empty() && o.mesh.empty())

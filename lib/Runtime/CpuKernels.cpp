@@ -344,3 +344,7 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
   pmlir_rt_set_parallel_threads(loopThreads && std::atoi(loopThreads) > 0 ? std::atoi(loopThreads)
                                                                           : n);
 }
+
+extern "C" void pmlir_rt_round_to_bf16(const float *from, uint16_t *to, int64_t count) {
+  convert(from, to, count);
+}

@@ -561,6 +561,55 @@ def StoreBf16 : Pass<"pmlir-store-bf16", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
+  let summary = "takes the bf16 roundings of the entry's read-only arguments from the caller";
+  let description = [{
+    After `pmlir-store-bf16`, a forward rounds every weight to bf16 on each
+    call (one generic per weight, `arith.truncf` of each element), though
+    the weights do not change between calls: at GPT-2 small's batch 1 that
+    is a third of a bf16 forward on the CPU. This pass hands the rounding to
+    the caller, who does it once when it binds the arguments.
+
+    An argument of the entry that is read-only (`bufferization.writable =
+    false`, as `pmlir-prepare-c-interface` marks every argument no result
+    updates) and rounded to bf16 (by a generic that does nothing else, of
+    the whole argument or of a slice of it) is given a second form: a bf16
+    argument appended to the entry, which replaces every such rounding (a
+    slice's by the same slice of it). The f32 argument stays where it was,
+    for what reads it in f32 (an embedding's gather of a table whose bf16
+    form feeds a tied LM head) or for nothing. Roundings in a private
+    function (a layer's) of a parameter that every call passes a read-only
+    argument of the entry move to the calls first, so that they reach the
+    entry too. The module's `tfm.rounded_arguments` lists, for each
+    appended argument in order, the entry argument it is the bf16 rounding
+    of (to nearest, ties to even): the caller rounds it when it binds the
+    arguments and again whenever it writes that argument.
+
+    A training step updates its parameters (`bufferization.writable =
+    true`): their roundings stay in the step, where they follow each update.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<8x64xbf16>, %w: tensor<64x16xf32> {bufferization.writable = false}) -> ... {
+      %e = tensor.empty() : tensor<64x16xbf16>
+      %r = linalg.generic {...parallel...} ins(%w : tensor<64x16xf32>) outs(%e : tensor<64x16xbf16>) {
+        ^bb0(%in: f32, %out: bf16):
+          %t = arith.truncf %in : f32 to bf16
+          linalg.yield %t : bf16
+      } -> tensor<64x16xbf16>
+      ... uses of %r ...
+    ```
+    After: `@forward(%x, %w, %w_bf16: tensor<64x16xbf16> {bufferization.writable = false})`,
+    the uses of `%r` read `%w_bf16`, and the module carries
+    `tfm.rounded_arguments = array<i64: 1>`.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "the function callers enter">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
   let summary = "replaces bufferized linalg ops that name a pmlir library call with calls";
   let description = [{

@@ -70,13 +70,17 @@ public:
                                             const CompileOptions &options, std::string &error);
   /// Passes `args` (bound for the signature's arguments) to every run: the
   /// descriptors are built once, outside the timed runs of --repeat; a
-  /// device program's arguments are copied to the device here.
+  /// device program's arguments are copied to the device here, and the
+  /// bf16 forms the compiled entry takes of some (kRoundedArgumentsAttr)
+  /// are made here.
   void bind(std::vector<BoundArgument> &args);
-  /// A device program's arguments `which` (indices into the bound ones):
-  /// copied to the device from the host buffers of `args` (a step's new
-  /// token ids), or back into them (the parameters a training step
-  /// updated, before they are saved or checked). Nothing for a CPU
-  /// program, whose arguments are the host buffers.
+  /// The arguments `which` (indices into the bound ones) were written since
+  /// they were bound (a step's new token ids): a device program's are
+  /// copied to the device from the host buffers of `args`, and the bf16
+  /// forms of any are made again. toHost copies a device program's back
+  /// into the host buffers (the parameters a training step updated, before
+  /// they are saved or checked); a CPU program's arguments are the host
+  /// buffers.
   void toDevice(const std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which);
   void toHost(std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which);
   /// Runs the entry on the bound arguments. The results stay valid until
@@ -97,7 +101,14 @@ private:
   /// The word where each result's descriptor starts, or kInPlace.
   std::vector<size_t> resultAt;
   static constexpr size_t kInPlace = ~size_t(0);
-  std::vector<MemRefDescriptor> descriptors; // the arguments'
+  std::vector<MemRefDescriptor> descriptors; // the arguments', then the bf16 forms'
+  /// The arguments the compiled entry also takes in bf16, in the order it
+  /// takes those forms after its own arguments, and the forms (bf16 bits)
+  /// on the host: a CPU program reads them there.
+  std::vector<size_t> roundedFrom;
+  std::vector<std::vector<uint16_t>> rounded;
+  /// Makes the bf16 form `k` of `args` (and copies it to the device).
+  void round(const std::vector<BoundArgument> &args, size_t k);
   std::vector<void *> pointers, packed;
   /// A device program: the bytes of each argument's element, its device
   /// copies, and the host copies of the last run's results, made when

@@ -68,6 +68,9 @@ struct RunOptions {
   /// rank's GPU's).
   std::string gpuChip;
   Precision precision = Precision::F32;
+  /// With bf16: the program rounds the weights in each call, instead of
+  /// taking the bf16 forms pmlir-run rounds once when it binds them.
+  bool bf16WeightsPerCall = false;
   /// Shard a global program with this recipe (auto: pmlir-auto-sharding
   /// on `topology` within `memoryBudget`).
   Recipe recipe = Recipe::None;

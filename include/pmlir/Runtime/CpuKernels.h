@@ -10,6 +10,8 @@
 #ifndef PMLIR_RUNTIME_CPUKERNELS_H
 #define PMLIR_RUNTIME_CPUKERNELS_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,11 @@ const pmlir_rt_symbol *pmlir_rt_cpu_kernel_symbols(void);
 /* Threads of the GEMMs (OpenBLAS) and of the loops around them
  * (pmlir_rt_parallel_for); n <= 0: pmlir_rt_default_threads(). */
 void pmlir_rt_set_num_threads(int n);
+
+/* Rounds `count` f32 values to bf16 (their bits; to nearest, ties to even,
+ * as the compiled arith.truncf does) over the runtime's threads: the bf16
+ * forms of arguments a caller makes (pmlir/Conversion/RoundedArguments.h). */
+void pmlir_rt_round_to_bf16(const float *from, uint16_t *to, int64_t count);
 
 #ifdef __cplusplus
 }

@@ -37,8 +37,13 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
   pm.addPass(createFuseElementwise());
-  if (options.precision == Precision::BF16)
+  if (options.precision == Precision::BF16) {
     pm.addPass(createStoreBf16());
+    // What does not change between calls (a forward's weights) is rounded
+    // by the caller, once.
+    if (options.roundArgumentsOnce)
+      pm.addPass(createRoundArgumentsOnce(RoundArgumentsOnceOptions{options.entry}));
+  }
   pm.addPass(createSelectCpuKernels(SelectCpuKernelsOptions{options.precision}));
   pm.addPass(createCanonicalizerPass());
 

@@ -78,8 +78,13 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
   pm.addPass(createConvertTfmToLinalg());
   pm.addPass(createLowerShardToRuntime());
   pm.addPass(createFuseElementwise(FuseElementwiseOptions{/*transposes=*/true}));
-  if (options.precision == Precision::BF16)
+  if (options.precision == Precision::BF16) {
     pm.addPass(createStoreBf16());
+    // What does not change between calls (a forward's weights) is rounded
+    // by the caller, once.
+    if (options.roundArgumentsOnce)
+      pm.addPass(createRoundArgumentsOnce(RoundArgumentsOnceOptions{options.entry}));
+  }
   pm.addPass(createSelectGpuKernels(SelectGpuKernelsOptions{options.precision}));
   pm.addPass(createGpuSplitReductions());
   pm.addPass(createCanonicalizerPass());

@@ -1,0 +1,223 @@
+//===- RoundArgumentsOnce.cpp - bf16 weights rounded by the caller --------===//
+//
+// Part of pmlir.
+//
+// pmlir-store-bf16 rounds each weight to bf16 where the program starts (in
+// the entry, or in the layer function that receives it), on every call. A
+// forward's weights do not change between calls, so their roundings move
+// out of the program into the caller, who rounds once at binding: first
+// out of the private functions into their calls, then out of the entry
+// into arguments of its own (pmlir/Conversion/RoundedArguments.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Conversion/Passes.h"
+
+#include "pmlir/Conversion/RoundedArguments.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "pmlir-round-arguments-once"
+
+namespace pmlir {
+#define GEN_PASS_DEF_ROUNDARGUMENTSONCE
+#include "pmlir/Conversion/Passes.h.inc"
+} // namespace pmlir
+
+using namespace mlir;
+
+namespace {
+
+RankedTensorType f32Tensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getElementType().isF32() ? tensor : RankedTensorType();
+}
+
+/// Whether `op` does nothing but round its one f32 input to bf16: an
+/// elementwise generic over identity maps into a tensor.empty, its body one
+/// arith.truncf (what pmlir-store-bf16 makes of a GEMM's f32 operand).
+bool isRounding(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getLibraryCall())
+    return false;
+  auto out = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+  if (!out || !out.getElementType().isBF16() || !f32Tensor(op.getDpsInputs()[0].getType()) ||
+      !op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return false;
+  if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
+      !llvm::all_of(op.getIteratorTypesArray(),
+                    [](utils::IteratorType t) { return t == utils::IteratorType::parallel; }))
+    return false;
+  Block *body = op.getBody();
+  auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  return trunc && trunc->getNextNode() == yield && trunc.getIn() == body->getArgument(0) &&
+         yield->getNumOperands() == 1 && yield->getOperand(0) == trunc.getResult();
+}
+
+/// The roundings of `v`: of the whole value, or of a slice of it.
+SmallVector<linalg::GenericOp> roundingsOf(Value v) {
+  SmallVector<linalg::GenericOp> found;
+  auto collect = [&](Value of) {
+    for (Operation *user : of.getUsers())
+      if (auto generic = dyn_cast<linalg::GenericOp>(user); generic && isRounding(generic))
+        found.push_back(generic);
+  };
+  collect(v);
+  for (Operation *user : v.getUsers())
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user); slice && slice.getSource() == v)
+      collect(slice.getResult());
+  return found;
+}
+
+/// Replaces each rounding of `v` by `rounded` (v's bf16 form), or a slice
+/// of it where the rounding was of a slice.
+void replaceRoundings(OpBuilder &b, Value v, Value rounded) {
+  for (linalg::GenericOp rounding : roundingsOf(v)) {
+    Value input = rounding.getDpsInputs()[0];
+    Value replacement = rounded;
+    if (auto slice = input.getDefiningOp<tensor::ExtractSliceOp>()) {
+      b.setInsertionPoint(rounding);
+      auto type = cast<RankedTensorType>(rounding.getResult(0).getType());
+      replacement =
+          tensor::ExtractSliceOp::create(b, slice.getLoc(), type, rounded, slice.getMixedOffsets(),
+                                         slice.getMixedSizes(), slice.getMixedStrides());
+    }
+    rounding.getResult(0).replaceAllUsesWith(replacement);
+    Operation *init = rounding.getDpsInits()[0].getDefiningOp();
+    rounding.erase();
+    // What only the rounding read (its tensor.empty, the f32 slice).
+    for (Operation *dead : {init, input.getDefiningOp<tensor::ExtractSliceOp>().getOperation()})
+      if (dead && dead->use_empty())
+        dead->erase();
+  }
+}
+
+/// A rounding of `v` to bf16, built at `b`'s insertion point.
+Value roundToBf16(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), b.getBF16Type());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  auto rounding = linalg::GenericOp::create(
+      b, loc, TypeRange{empty.getType()}, ValueRange{v}, ValueRange{empty},
+      SmallVector<AffineMap>{id, id},
+      SmallVector<utils::IteratorType>(type.getRank(), utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, l, ValueRange{arith::TruncFOp::create(nb, l, nb.getBF16Type(), args[0])});
+      });
+  return rounding.getResult(0);
+}
+
+struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<RoundArgumentsOncePass> {
+  using RoundArgumentsOnceBase::RoundArgumentsOnceBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto entryFunc = module.lookupSymbol<func::FuncOp>(entry);
+    if (!entryFunc || entryFunc.isExternal()) {
+      LLVM_DEBUG(llvm::dbgs() << "no entry function @" << entry << "\n");
+      return;
+    }
+    // The values that hold a read-only argument of the entry on every call:
+    // the arguments themselves, and the parameters of private functions
+    // that every call passes one of them.
+    llvm::DenseSet<Value> readOnly;
+    for (BlockArgument arg : entryFunc.getArguments()) {
+      auto writable =
+          entryFunc.getArgAttrOfType<BoolAttr>(arg.getArgNumber(), "bufferization.writable");
+      if (f32Tensor(arg.getType()) && writable && !writable.getValue())
+        readOnly.insert(arg);
+    }
+    llvm::DenseMap<func::FuncOp, SmallVector<func::CallOp>> callsOf;
+    SmallVector<func::FuncOp> callees;
+    for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+      if (f == entryFunc || !f.isPrivate() || f.isExternal())
+        continue;
+      std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(f, module);
+      if (!uses || uses->empty())
+        continue;
+      SmallVector<func::CallOp> calls;
+      for (const SymbolTable::SymbolUse &use : *uses)
+        if (auto call = dyn_cast<func::CallOp>(use.getUser()))
+          calls.push_back(call);
+      if (calls.size() != static_cast<size_t>(llvm::range_size(*uses)))
+        continue; // taken by address: not every caller is known
+      callsOf[f] = calls;
+      callees.push_back(f);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (func::FuncOp f : callees)
+        for (BlockArgument p : f.getArguments())
+          if (!readOnly.contains(p) && f32Tensor(p.getType()) &&
+              llvm::all_of(callsOf[f], [&](func::CallOp call) {
+                return readOnly.contains(call.getOperand(p.getArgNumber()));
+              }))
+            changed = readOnly.insert(p).second || changed;
+    }
+
+    // Out of the callees, into their calls, until only the entry rounds
+    // them. Each move puts roundings in callers, which may be callees
+    // themselves; the call graph is acyclic, so this ends.
+    OpBuilder b(&getContext());
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (func::FuncOp f : callees) {
+        unsigned params = f.getNumArguments();
+        for (unsigned i = 0; i < params; ++i) {
+          BlockArgument p = f.getArgument(i);
+          if (!readOnly.contains(p) || roundingsOf(p).empty())
+            continue;
+          auto bf16 = cast<RankedTensorType>(p.getType()).clone(b.getBF16Type());
+          if (failed(f.insertArgument(f.getNumArguments(), bf16, {}, p.getLoc()))) {
+            f.emitError("cannot add the bf16 form of parameter #") << i;
+            return signalPassFailure();
+          }
+          replaceRoundings(b, p, f.getArguments().back());
+          for (func::CallOp call : callsOf[f]) {
+            b.setInsertionPoint(call);
+            Value operand = call.getOperand(i);
+            call->insertOperands(call->getNumOperands(), roundToBf16(b, call.getLoc(), operand));
+          }
+          LLVM_DEBUG(llvm::dbgs() << "@" << f.getSymName() << " parameter #" << i
+                                  << ": rounded by its " << callsOf[f].size() << " calls\n");
+          moved = true;
+        }
+      }
+    }
+
+    // Out of the entry: each rounded read-only argument gets its bf16 form
+    // as an argument of its own.
+    std::vector<int64_t> listed = pmlir::roundedArguments(module);
+    SmallVector<int64_t> rounded(listed.begin(), listed.end());
+    unsigned own = entryFunc.getNumArguments();
+    for (unsigned i = 0; i < own; ++i) {
+      BlockArgument arg = entryFunc.getArgument(i);
+      if (!readOnly.contains(arg) || roundingsOf(arg).empty())
+        continue;
+      auto bf16 = cast<RankedTensorType>(arg.getType()).clone(b.getBF16Type());
+      DictionaryAttr attrs =
+          b.getDictionaryAttr(b.getNamedAttr("bufferization.writable", b.getBoolAttr(false)));
+      if (failed(
+              entryFunc.insertArgument(entryFunc.getNumArguments(), bf16, attrs, arg.getLoc()))) {
+        entryFunc.emitError("cannot add the bf16 form of argument #") << i;
+        return signalPassFailure();
+      }
+      replaceRoundings(b, arg, entryFunc.getArguments().back());
+      rounded.push_back(i);
+    }
+    if (!rounded.empty())
+      module->setAttr(pmlir::kRoundedArgumentsAttr, b.getDenseI64ArrayAttr(rounded));
+    LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": " << rounded.size()
+                            << " arguments rounded by the caller\n");
+  }
+};
+
+} // namespace
