@@ -4,7 +4,7 @@
   /usr/bin/python3 bench/cpu_forward.py [--build build] [--rounds 3]
       [--repeat 3] [--shapes 1x128,8x128,1x512,8x512] [--threads 1,2]
       [--gemm-only] [--python PYTHON] [--torch-compile | --jax]
-      [--precision f32|bf16]
+      [--precision f32|bf16 [--torch-bf16-weights]]
 
 For every batch x seq and thread count the script alternates `rounds` runs of
 `pmlir-run --repeat N` and of the same forward in PyTorch
@@ -16,7 +16,9 @@ the same forward (random weights of the same shapes; XLA's CPU threads are
 the cores its process may use, so T threads is an affinity to T cores). With
 --precision bf16, pmlir-run runs --precision bf16 (bf16 tensors and GEMM
 operands, f32 sums) and PyTorch the same forward under
-torch.autocast("cpu", dtype=torch.bfloat16). Each run reports the median of N forwards
+torch.autocast("cpu", dtype=torch.bfloat16), which rounds the weights on every
+forward (with --torch-bf16-weights, once before the forwards, as pmlir-run
+keeps the bf16 forms of its weights). Each run reports the median of N forwards
 after a warm-up; the table gives the medians over rounds and the ratio of
 each back-to-back pair (median, min and max over rounds). Both sides get
 random weights of the GPT-2-small shapes (12 layers, hidden 768, 12 heads,
@@ -51,7 +53,9 @@ GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=10
 
 def torch_worker(batch, seq, threads, repeat, compile, bf16):
     """Runs in a child process: prints the median forward time in ms (eager,
-    or torch.compile'd with `compile`; under bf16 autocast with `bf16`)."""
+    or torch.compile'd with `compile`; under bf16 autocast with `bf16`, and
+    with `bf16` 2 the GEMMs' weights cast to bf16 once, before the
+    forwards)."""
     import contextlib
     import time
     import torch
@@ -60,6 +64,15 @@ def torch_worker(batch, seq, threads, repeat, compile, bf16):
     torch.set_num_threads(threads)
     c = dict(GPT2_SMALL)
     weights = gpt2_weights(c, torch.Generator().manual_seed(0))
+    if bf16 == 2:
+        # What autocast rounds on every forward, rounded once: the same
+        # values reach the same bf16 GEMMs. The tied head gets a bf16 copy
+        # of the table; the embedding keeps gathering f32 rows.
+        for name, tensor in list(weights.items()):
+            if tensor.dim() == 2 and name.startswith("h."):
+                weights[name] = tensor.bfloat16()
+        c["untied_head"] = True
+        weights["lm_head.weight"] = weights["wte.weight"].bfloat16()
     ids = torch.randint(0, c["vocab"], (batch, seq))
     forward = lambda ids: gpt2_forward(c, weights, ids)
     if compile:
@@ -167,6 +180,10 @@ def main():
                     help="compare with a jax.jit of the same forward under --python instead")
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32",
                     help="bf16: pmlir-run --precision bf16 against PyTorch's bf16 autocast")
+    ap.add_argument("--torch-bf16-weights", action="store_true",
+                    help="with --precision bf16: PyTorch's GEMM weights cast to bf16 once, "
+                         "before the timed forwards (autocast's arithmetic without its "
+                         "per-forward casts), as pmlir-run keeps its weights' bf16 forms")
     ap.add_argument("--torch-worker", nargs=6, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--jax-worker", nargs=4, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -174,6 +191,8 @@ def main():
         return torch_worker(*args.torch_worker)
     if args.jax_worker:
         return jax_worker(*args.jax_worker)
+    if args.torch_bf16_weights and args.precision != "bf16":
+        ap.error("--torch-bf16-weights goes with --precision bf16")
     if args.jax and args.precision == "bf16":
         ap.error("--precision bf16 compares with PyTorch's bf16 autocast, not with --jax")
 
@@ -223,8 +242,9 @@ def measure(args, work):
                         worker = (["--jax-worker"] if args.jax else ["--torch-worker"]) + [
                             str(batch), str(seq), str(threads), str(args.repeat)]
                         if not args.jax:
-                            worker += [str(int(args.torch_compile)),
-                                       str(int(args.precision == "bf16"))]
+                            bf16 = 0 if args.precision != "bf16" else (
+                                2 if args.torch_bf16_weights else 1)
+                            worker += [str(int(args.torch_compile)), str(bf16)]
                         out, _ = run([args.python, __file__, *worker], env=env)
                         ms, torch_side = torch_result(out)
                         theirs.append(ms)
@@ -251,7 +271,8 @@ def measure(args, work):
                   f"{ratio:.2f}x | {low:.2f}-{high:.2f} |")
         mode = "" if args.jax else (", torch.compile" if args.torch_compile else ", eager")
         if args.precision == "bf16" and not args.jax:
-            mode += ", bf16 autocast"
+            mode += ", bf16 autocast" + (
+                ", GEMM weights cast to bf16 once" if args.torch_bf16_weights else "")
         print(f"\n{other}: {torch_side}{mode} ({args.python}); pmlir-run's GEMMs (last run): "
               f"{gemm}\n")
 

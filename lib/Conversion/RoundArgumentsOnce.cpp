@@ -21,7 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-round-arguments-once"
@@ -171,6 +171,10 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       moved = false;
       for (func::FuncOp f : callees) {
         unsigned params = f.getNumArguments();
+        // Parameters the function no longer reads once their roundings
+        // moved: taken out of it and its calls, so that an entry argument
+        // read only in bf16 is seen to be.
+        llvm::BitVector unread(params);
         for (unsigned i = 0; i < params; ++i) {
           BlockArgument p = f.getArgument(i);
           if (!readOnly.contains(p) || roundingsOf(p).empty())
@@ -188,8 +192,21 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
           }
           LLVM_DEBUG(llvm::dbgs() << "@" << f.getSymName() << " parameter #" << i
                                   << ": rounded by its " << callsOf[f].size() << " calls\n");
+          if (p.use_empty())
+            unread.set(i);
           moved = true;
         }
+        if (unread.none())
+          continue;
+        unread.resize(f.getNumArguments());
+        for (unsigned i : unread.set_bits())
+          readOnly.erase(f.getArgument(i));
+        if (failed(f.eraseArguments(unread))) {
+          f.emitError("cannot remove the parameters it no longer reads");
+          return signalPassFailure();
+        }
+        for (func::CallOp call : callsOf[f])
+          call->eraseOperands(unread);
       }
     }
 
@@ -197,6 +214,8 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
     // as an argument of its own.
     std::vector<int64_t> listed = pmlir::roundedArguments(module);
     SmallVector<int64_t> rounded(listed.begin(), listed.end());
+    std::vector<int64_t> listedOnly = pmlir::bf16OnlyArguments(module);
+    SmallVector<int64_t> bf16Only(listedOnly.begin(), listedOnly.end());
     unsigned own = entryFunc.getNumArguments();
     for (unsigned i = 0; i < own; ++i) {
       BlockArgument arg = entryFunc.getArgument(i);
@@ -212,9 +231,13 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       }
       replaceRoundings(b, arg, entryFunc.getArguments().back());
       rounded.push_back(i);
+      if (arg.use_empty())
+        bf16Only.push_back(i);
     }
     if (!rounded.empty())
       module->setAttr(pmlir::kRoundedArgumentsAttr, b.getDenseI64ArrayAttr(rounded));
+    if (!bf16Only.empty())
+      module->setAttr(pmlir::kBf16OnlyArgumentsAttr, b.getDenseI64ArrayAttr(bf16Only));
     LLVM_DEBUG(llvm::dbgs() << "@" << entry << ": " << rounded.size()
                             << " arguments rounded by the caller\n");
   }

@@ -189,7 +189,8 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
 JitProgram::~JitProgram() {
   releaseResults();
   for (void *p : deviceArguments)
-    pmlir_rt_gpu_free(p);
+    if (p)
+      pmlir_rt_gpu_free(p);
 }
 
 std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySignature &signature,
@@ -208,6 +209,14 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
       return nullptr;
     }
     program->roundedFrom.push_back(static_cast<size_t>(i));
+  }
+  for (int64_t i : bf16OnlyArguments(lowered)) {
+    if (!llvm::is_contained(program->roundedFrom, static_cast<size_t>(i))) {
+      error = "the lowered @" + signature.name + " reads argument #" + std::to_string(i) +
+              " only in bf16 (" + kBf16OnlyArgumentsAttr.str() + "), but takes no bf16 form of it";
+      return nullptr;
+    }
+    program->bf16Only.push_back(static_cast<size_t>(i));
   }
   for (const TensorSpec &result : signature.results)
     program->resultShapes.push_back(result.shape);
@@ -259,18 +268,26 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
   return program;
 }
 
-void JitProgram::bind(std::vector<BoundArgument> &args) {
+void JitProgram::bind(std::vector<BoundArgument> &args, bool releaseBf16Only) {
   releaseResults();
   descriptors.clear();
   pointers.clear();
   packed.clear();
   for (void *p : deviceArguments)
-    pmlir_rt_gpu_free(p);
+    if (p)
+      pmlir_rt_gpu_free(p);
   deviceArguments.clear();
   descriptors.reserve(args.size() + roundedFrom.size());
+  auto unread = [&](size_t i) { return releaseBf16Only && llvm::is_contained(bf16Only, i); };
   for (auto [i, a] : llvm::enumerate(args)) {
     if (!device) {
       descriptors.emplace_back(a.data, a.shape);
+      continue;
+    }
+    if (unread(i)) {
+      // Never read there: the descriptor points at nothing.
+      deviceArguments.push_back(nullptr);
+      descriptors.emplace_back(nullptr, a.shape);
       continue;
     }
     // The weights go to the device once, here, and stay.
@@ -292,6 +309,12 @@ void JitProgram::bind(std::vector<BoundArgument> &args) {
     }
     round(args, k);
     descriptors.emplace_back(device ? at : rounded[k].data(), a.shape);
+    if (unread(roundedFrom[k]) && a.owned.data()) {
+      // Freed as soon as its form is made: the f32 and bf16 weights are
+      // never all held at once.
+      args[roundedFrom[k]].owned = Buffer();
+      args[roundedFrom[k]].data = nullptr;
+    }
   }
   // The results' descriptors come first; a function that returns nothing
   // (every result in place, or a pipeline rank's) has no such argument.

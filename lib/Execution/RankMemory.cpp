@@ -280,7 +280,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     return failHere(error);
   // The bf16 forms of weights the caller makes once and keeps.
   for (int64_t i : roundedArguments(module))
-    mine.parameters += elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
+    if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
+      mine.parameters += elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
     return failHere("--predict: the buffers of @" + signature.name +

@@ -7,10 +7,11 @@
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
 
 // A read-only weight rounded in the entry: its bf16 form becomes an
-// argument of its own, which the GEMM reads; the f32 argument stays, unread.
+// argument of its own, which the GEMM reads; the f32 argument stays, unread
+// (tfm.bf16_only_arguments).
 // The activation, rounded from an argument a result updates, stays rounded
 // in the program.
-// CHECK: module attributes {tfm.rounded_arguments = array<i64: 1>}
+// CHECK: module attributes {tfm.bf16_only_arguments = array<i64: 1>, tfm.rounded_arguments = array<i64: 1>}
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = true}, %[[W:.*]]: tensor<8x16xf32> {bufferization.writable = false}, %[[WH:.*]]: tensor<8x16xbf16> {bufferization.writable = false})
 // CHECK: %[[XH:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
@@ -52,19 +53,21 @@ func.func @forward(%x: tensor<4x8xf32> {bufferization.writable = true}, %w: tens
 
 // A layer's parameter that both calls pass a read-only argument: the
 // rounding moves out of the layer (its slices become slices of the bf16
-// parameter) and out of the entry, one bf16 argument for each weight. The
-// layer's other parameter gets its rounding from a value the entry
-// computes, which it keeps. A table read in f32 too keeps its f32 use.
-// CHECK: module attributes {tfm.rounded_arguments = array<i64: 1, 2, 3>}
+// parameter, the f32 parameter it no longer reads goes) and out of the
+// entry, one bf16 argument for each weight, which the entry then reads
+// only in bf16. The layer's other parameter gets its rounding from a value
+// the entry computes, which it keeps. A table read in f32 too keeps its f32
+// use.
+// CHECK: module attributes {tfm.bf16_only_arguments = array<i64: 1, 2>, tfm.rounded_arguments = array<i64: 1, 2, 3>}
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false}, %[[W0:.*]]: tensor<8x16xf32> {bufferization.writable = false}, %[[W1:.*]]: tensor<8x16xf32> {bufferization.writable = false}, %[[T:.*]]: tensor<8x8xf32> {bufferization.writable = false}, %[[W0H:.*]]: tensor<8x16xbf16> {bufferization.writable = false}, %[[W1H:.*]]: tensor<8x16xbf16> {bufferization.writable = false}, %[[TH:.*]]: tensor<8x8xbf16> {bufferization.writable = false})
 // CHECK: tensor.extract %[[T]]
 // CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xf32>)
-// CHECK: call @layer(%[[H]], %[[W0]], %[[W0H]])
-// CHECK: call @layer(%[[H]], %[[W1]], %[[W1H]])
+// CHECK: call @layer(%[[H]], %[[W0H]])
+// CHECK: call @layer(%[[H]], %[[W1H]])
 // CHECK: return {{.*}}, %[[TH]]
 // CHECK-LABEL: func.func private @layer
-// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[P:.*]]: tensor<8x16xf32>, %[[PH:.*]]: tensor<8x16xbf16>)
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[PH:.*]]: tensor<8x16xbf16>)
 // CHECK: linalg.generic {{.*}} ins(%[[A]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
 // CHECK: %[[S0:.*]] = tensor.extract_slice %[[PH]][0, 0] [8, 8] [1, 1] : tensor<8x16xbf16> to tensor<8x8xbf16>
 // CHECK: %[[S1:.*]] = tensor.extract_slice %[[PH]][0, 8] [8, 8] [1, 1] : tensor<8x16xbf16> to tensor<8x8xbf16>

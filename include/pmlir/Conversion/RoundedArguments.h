@@ -27,13 +27,25 @@ namespace pmlir {
 /// writes one of those arguments.
 inline constexpr llvm::StringLiteral kRoundedArgumentsAttr = "tfm.rounded_arguments";
 
-/// The entry arguments `module`'s kRoundedArgumentsAttr lists (none
+/// Module attribute (an array of argument indices of the entry): those of
+/// kRoundedArgumentsAttr's arguments the compiled entry reads only in their
+/// bf16 forms. A caller that will not write them again may free them once
+/// it has made the forms.
+inline constexpr llvm::StringLiteral kBf16OnlyArgumentsAttr = "tfm.bf16_only_arguments";
+
+/// The entry arguments `module`'s array attribute `name` lists (none
 /// without it).
-inline std::vector<int64_t> roundedArguments(mlir::ModuleOp module) {
-  auto list = module->getAttrOfType<mlir::DenseI64ArrayAttr>(kRoundedArgumentsAttr);
+inline std::vector<int64_t> argumentList(mlir::ModuleOp module, llvm::StringRef name) {
+  auto list = module->getAttrOfType<mlir::DenseI64ArrayAttr>(name);
   if (!list)
     return {};
   return std::vector<int64_t>(list.asArrayRef().begin(), list.asArrayRef().end());
+}
+inline std::vector<int64_t> roundedArguments(mlir::ModuleOp module) {
+  return argumentList(module, kRoundedArgumentsAttr);
+}
+inline std::vector<int64_t> bf16OnlyArguments(mlir::ModuleOp module) {
+  return argumentList(module, kBf16OnlyArgumentsAttr);
 }
 
 } // namespace pmlir

@@ -72,8 +72,12 @@ public:
   /// descriptors are built once, outside the timed runs of --repeat; a
   /// device program's arguments are copied to the device here, and the
   /// bf16 forms the compiled entry takes of some (kRoundedArgumentsAttr)
-  /// are made here.
-  void bind(std::vector<BoundArgument> &args);
+  /// are made here. With `releaseBf16Only` (a caller that will neither
+  /// write nor read them again: a forward), the f32 buffers of the
+  /// arguments the entry reads only in bf16 (kBf16OnlyArgumentsAttr) are
+  /// freed as soon as their forms are made, and a device program never
+  /// copies them to the device; a file's mapping stays.
+  void bind(std::vector<BoundArgument> &args, bool releaseBf16Only = false);
   /// The arguments `which` (indices into the bound ones) were written since
   /// they were bound (a step's new token ids): a device program's are
   /// copied to the device from the host buffers of `args`, and the bf16
@@ -105,7 +109,7 @@ private:
   /// The arguments the compiled entry also takes in bf16, in the order it
   /// takes those forms after its own arguments, and the forms (bf16 bits)
   /// on the host: a CPU program reads them there.
-  std::vector<size_t> roundedFrom;
+  std::vector<size_t> roundedFrom, bf16Only;
   std::vector<std::vector<uint16_t>> rounded;
   /// Makes the bf16 form `k` of `args` (and copies it to the device).
   void round(const std::vector<BoundArgument> &args, size_t k);
