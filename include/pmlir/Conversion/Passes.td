@@ -580,10 +580,14 @@ def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
     form feeds a tied LM head) or for nothing. Roundings in a private
     function (a layer's) of a parameter that every call passes a read-only
     argument of the entry move to the calls first, so that they reach the
-    entry too. The module's `tfm.rounded_arguments` lists, for each
+    entry too; a parameter the function then no longer reads leaves it and
+    its calls. The module's `tfm.rounded_arguments` lists, for each
     appended argument in order, the entry argument it is the bf16 rounding
     of (to nearest, ties to even): the caller rounds it when it binds the
     arguments and again whenever it writes that argument.
+    `tfm.bf16_only_arguments` lists those of them the program reads only in
+    bf16 (no longer in f32): a caller that will not write them again (a
+    forward's) may free their f32 buffers once it has made the forms.
 
     A training step updates its parameters (`bufferization.writable =
     true`): their roundings stay in the step, where they follow each update.
@@ -601,7 +605,8 @@ def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
     ```
     After: `@forward(%x, %w, %w_bf16: tensor<64x16xbf16> {bufferization.writable = false})`,
     the uses of `%r` read `%w_bf16`, and the module carries
-    `tfm.rounded_arguments = array<i64: 1>`.
+    `tfm.rounded_arguments = array<i64: 1>` and, `%w` having no other use,
+    `tfm.bf16_only_arguments = array<i64: 1>`.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
