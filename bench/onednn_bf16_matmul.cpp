@@ -40,6 +40,11 @@ const Shape kShapes[] = {
     {"FC1 forward, 4096 tokens", false, false, 4096, 3072, 768},
     {"FC2 forward, 4096 tokens", false, false, 4096, 768, 3072},
     {"QKV forward, 2048 tokens", false, false, 2048, 2304, 768},
+    {"QKV forward, 128 tokens", false, false, 128, 2304, 768},
+    {"attention projection forward, 128 tokens", false, false, 128, 768, 768},
+    {"FC1 forward, 128 tokens", false, false, 128, 3072, 768},
+    {"FC2 forward, 128 tokens", false, false, 128, 768, 3072},
+    {"LM head forward, 128 tokens", false, true, 128, 50257, 768},
 };
 
 /// GFLOP/s figures are of the best of 5 calls after 1.

@@ -182,13 +182,18 @@ const OneDnn &oneDnn() {
   return loaded;
 }
 
-/// The least output of a bf16 GEMM run on oneDNN's matmul primitive,
-/// 2^24 elements (64 MiB of f32; the LM head's are 25M and more): there
-/// oneDNN 2.6's bf16 GEMM API runs its AMX kernels at about half the
-/// primitive's rate (177 against 388 GFLOP/s for the LM head's weight
-/// gradient on one core, bench/onednn_bf16_matmul.cpp), while at 12.6M
-/// outputs and below the two are within noise or the API is faster.
+/// The bf16 GEMMs run on oneDNN's matmul primitive: those of an output of
+/// 2^24 elements or more (64 MiB of f32) or with an output dimension of
+/// 2^15 or more (a vocabulary's: the LM head's forward at any token count).
+/// There oneDNN 2.6's bf16 GEMM API runs its AMX kernels at a half to two
+/// thirds of the primitive's rate on one core (bench/onednn_bf16_matmul.cpp:
+/// 177 against 388 GFLOP/s for the LM head's weight gradient, 165 against
+/// 257 for its forward at 128 tokens, 6.4M outputs), while on the other
+/// GEMMs measured (the layers' at 128 to 4096 tokens, 12.6M outputs and
+/// below; the LM head's input gradient, whose vocabulary is its sum) the
+/// two are within noise or the API is faster.
 constexpr int64_t kMatmulMinOutput = int64_t(1) << 24;
+constexpr int64_t kMatmulMinDimension = int64_t(1) << 15;
 
 /// A oneDNN handle destroyed at the end of a scope.
 template <typename Handle, typename Destroy> struct Owned {
@@ -471,7 +476,8 @@ bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, in
 bool pmlir::rt::oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate) {
   // cpuid once: in a VM each one exits to the hypervisor.
   static const bool usable = cpuHasAmx() && oneDnn().matmul.engine;
-  return !accumulate && k > 0 && m * n >= kMatmulMinOutput && usable;
+  bool large = m * n >= kMatmulMinOutput || std::max(m, n) >= kMatmulMinDimension;
+  return !accumulate && k > 0 && large && usable;
 }
 
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,

@@ -173,12 +173,15 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
   struct Shape {
     int64_t m, n, k;
   };
-  // 64 x 262181 = 2^24 + 2368 outputs.
-  const Shape shapes[] = {{64, 262181, 40}, {262181, 64, 40}};
+  // 64 x 262181 = 2^24 + 2368 outputs; 16 x 33000, a vocabulary-sized
+  // dimension (2^15 + 232) of a small output.
+  const Shape shapes[] = {{64, 262181, 40}, {262181, 64, 40}, {16, 33000, 40}};
   if (!oneDnnBf16UsesMatmul(64, 262181, 40, false))
     GTEST_SKIP() << "the matmul primitive is not used on this CPU";
   EXPECT_FALSE(oneDnnBf16UsesMatmul(64, 262181, 40, true)) << "accumulating";
   EXPECT_FALSE(oneDnnBf16UsesMatmul(64, 4096, 40, false)) << "a small output";
+  EXPECT_TRUE(oneDnnBf16UsesMatmul(16, 33000, 40, false)) << "a vocabulary-sized dimension";
+  EXPECT_FALSE(oneDnnBf16UsesMatmul(16, 32767, 40, false)) << "below 2^15";
   std::mt19937 random(11);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   const float padding = std::numeric_limits<float>::quiet_NaN();

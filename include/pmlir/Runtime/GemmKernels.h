@@ -85,8 +85,9 @@ Bf16Gemm bf16Gemm();
 
 /// Whether oneDnnBf16Gemm runs an m x n x k GEMM on oneDNN's matmul
 /// primitive rather than its GEMM API: on a CPU with AMX, for an output of
-/// 2^24 elements or more (where the API runs at half the primitive's
-/// rate), not accumulating.
+/// 2^24 elements or more or with a dimension of 2^15 or more (a
+/// vocabulary's), where the API runs at a half to two thirds of the
+/// primitive's rate, not accumulating.
 bool oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate);
 
 /// C = A B (+ C with `accumulate`) of row-major bf16 (bits) A and B into
