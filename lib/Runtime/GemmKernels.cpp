@@ -546,7 +546,8 @@ std::string pmlir::rt::gemmPath() {
   if (bf16Gemm() == Bf16Gemm::OneDnn) {
     bf16 = oneDnnName() + " on AVX-512 BF16";
     if (cpuHasAmx() && oneDnn().matmul.engine)
-      bf16 += " (its matmul primitive for outputs of 2^24 elements or more)";
+      bf16 += " (its matmul primitive for outputs of 2^24 elements or more or a dimension of 2^15 "
+              "or more)";
   } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
     bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
   else if (std::getenv(kWidenedEnv))
