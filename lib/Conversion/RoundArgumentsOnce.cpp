@@ -13,6 +13,7 @@
 
 #include "pmlir/Conversion/Passes.h"
 
+#include "pmlir/Conversion/Bf16Rounding.h"
 #include "pmlir/Conversion/RoundedArguments.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,38 +36,13 @@ using namespace mlir;
 
 namespace {
 
-RankedTensorType f32Tensor(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.getElementType().isF32() ? tensor : RankedTensorType();
-}
-
-/// Whether `op` does nothing but round its one f32 input to bf16: an
-/// elementwise generic over identity maps into a tensor.empty, its body one
-/// arith.truncf (what pmlir-store-bf16 makes of a GEMM's f32 operand).
-bool isRounding(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getLibraryCall())
-    return false;
-  auto out = dyn_cast<RankedTensorType>(op.getResult(0).getType());
-  if (!out || !out.getElementType().isBF16() || !f32Tensor(op.getDpsInputs()[0].getType()) ||
-      !op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
-    return false;
-  if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
-      !llvm::all_of(op.getIteratorTypesArray(),
-                    [](utils::IteratorType t) { return t == utils::IteratorType::parallel; }))
-    return false;
-  Block *body = op.getBody();
-  auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  return trunc && trunc->getNextNode() == yield && trunc.getIn() == body->getArgument(0) &&
-         yield->getNumOperands() == 1 && yield->getOperand(0) == trunc.getResult();
-}
-
 /// The roundings of `v`: of the whole value, or of a slice of it.
 SmallVector<linalg::GenericOp> roundingsOf(Value v) {
   SmallVector<linalg::GenericOp> found;
   auto collect = [&](Value of) {
     for (Operation *user : of.getUsers())
-      if (auto generic = dyn_cast<linalg::GenericOp>(user); generic && isRounding(generic))
+      if (auto generic = dyn_cast<linalg::GenericOp>(user);
+          generic && pmlir::isBf16Rounding(generic))
         found.push_back(generic);
   };
   collect(v);
@@ -99,22 +75,6 @@ void replaceRoundings(OpBuilder &b, Value v, Value rounded) {
   }
 }
 
-/// A rounding of `v` to bf16, built at `b`'s insertion point.
-Value roundToBf16(OpBuilder &b, Location loc, Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), b.getBF16Type());
-  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-  auto rounding = linalg::GenericOp::create(
-      b, loc, TypeRange{empty.getType()}, ValueRange{v}, ValueRange{empty},
-      SmallVector<AffineMap>{id, id},
-      SmallVector<utils::IteratorType>(type.getRank(), utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location l, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, l, ValueRange{arith::TruncFOp::create(nb, l, nb.getBF16Type(), args[0])});
-      });
-  return rounding.getResult(0);
-}
-
 struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<RoundArgumentsOncePass> {
   using RoundArgumentsOnceBase::RoundArgumentsOnceBase;
 
@@ -132,7 +92,7 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
     for (BlockArgument arg : entryFunc.getArguments()) {
       auto writable =
           entryFunc.getArgAttrOfType<BoolAttr>(arg.getArgNumber(), "bufferization.writable");
-      if (f32Tensor(arg.getType()) && writable && !writable.getValue())
+      if (pmlir::f32Tensor(arg.getType()) && writable && !writable.getValue())
         readOnly.insert(arg);
     }
     llvm::DenseMap<func::FuncOp, SmallVector<func::CallOp>> callsOf;
@@ -156,7 +116,7 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       changed = false;
       for (func::FuncOp f : callees)
         for (BlockArgument p : f.getArguments())
-          if (!readOnly.contains(p) && f32Tensor(p.getType()) &&
+          if (!readOnly.contains(p) && pmlir::f32Tensor(p.getType()) &&
               llvm::all_of(callsOf[f], [&](func::CallOp call) {
                 return readOnly.contains(call.getOperand(p.getArgNumber()));
               }))
@@ -188,7 +148,8 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
           for (func::CallOp call : callsOf[f]) {
             b.setInsertionPoint(call);
             Value operand = call.getOperand(i);
-            call->insertOperands(call->getNumOperands(), roundToBf16(b, call.getLoc(), operand));
+            call->insertOperands(call->getNumOperands(),
+                                 pmlir::buildBf16Rounding(b, call.getLoc(), operand));
           }
           LLVM_DEBUG(llvm::dbgs() << "@" << f.getSymName() << " parameter #" << i
                                   << ": rounded by its " << callsOf[f].size() << " calls\n");

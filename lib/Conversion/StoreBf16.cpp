@@ -13,6 +13,7 @@
 
 #include "pmlir/Conversion/Passes.h"
 
+#include "pmlir/Conversion/Bf16Rounding.h"
 #include "pmlir/Conversion/Contraction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,11 +35,6 @@ namespace pmlir {
 using namespace mlir;
 
 namespace {
-
-RankedTensorType f32Tensor(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.getElementType().isF32() ? tensor : RankedTensorType();
-}
 
 RankedTensorType asBf16(Type type) {
   auto tensor = cast<RankedTensorType>(type);
@@ -62,7 +58,8 @@ bool movesData(Operation *op) {
 /// tensor.empty and is not read, or a GEMM's whose output starts from a
 /// zero fill of tensor.empty.
 bool writableInBf16(OpResult result) {
-  if (!f32Tensor(result.getType()) || cast<RankedTensorType>(result.getType()).getRank() == 0)
+  if (!pmlir::f32Tensor(result.getType()) ||
+      cast<RankedTensorType>(result.getType()).getRank() == 0)
     return false;
   auto generic = dyn_cast<linalg::GenericOp>(result.getOwner());
   if (!generic || generic.getLibraryCall())
@@ -133,7 +130,8 @@ struct StoreBf16Pass : public pmlir::impl::StoreBf16Base<StoreBf16Pass> {
       bool movable =
           movesData(op) && (!transpose || transpose.getInit().getDefiningOp<tensor::EmptyOp>());
       for (OpResult r : op->getResults())
-        if ((writableInBf16(r) && !statistics.contains(r)) || (movable && f32Tensor(r.getType())))
+        if ((writableInBf16(r) && !statistics.contains(r)) ||
+            (movable && pmlir::f32Tensor(r.getType())))
           stored.insert(r);
     });
     auto readsBf16 = [&](OpOperand &use) {
@@ -214,20 +212,7 @@ struct StoreBf16Pass : public pmlir::impl::StoreBf16Base<StoreBf16Pass> {
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
-    auto type = cast<RankedTensorType>(v.getType());
-    Location loc = v.getLoc();
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
-    Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getBF16Type());
-    AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-    auto cast = linalg::GenericOp::create(
-        b, loc, TypeRange{asBf16(type)}, ValueRange{v}, ValueRange{empty},
-        SmallVector<AffineMap>{id, id},
-        SmallVector<utils::IteratorType>(type.getRank(), utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location l, ValueRange args) {
-          linalg::YieldOp::create(
-              nb, l, ValueRange{arith::TruncFOp::create(nb, l, nb.getBF16Type(), args[0])});
-        });
-    return it->second = cast.getResult(0);
+    return it->second = pmlir::buildBf16Rounding(b, v.getLoc(), v);
   }
 
   /// The GEMM `op` again on bf16 operands, its products and sums in f32,
