@@ -612,7 +612,8 @@ def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
            "the function callers enter">,
   ];
-  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 def LinalgToLibraryCalls : Pass<"pmlir-linalg-to-library-calls", "mlir::ModuleOp"> {
