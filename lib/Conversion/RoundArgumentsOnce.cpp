@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "pmlir-round-arguments-once"
@@ -73,6 +74,30 @@ void replaceRoundings(OpBuilder &b, Value v, Value rounded) {
   }
 }
 
+/// One rounding of the whole of `v` in each block that rounds it more than
+/// once, the block's first: the others' readers read it.
+void shareRoundings(Value v) {
+  llvm::MapVector<Block *, SmallVector<linalg::GenericOp>> byBlock;
+  for (linalg::GenericOp rounding : roundingsOf(v))
+    if (rounding.getDpsInputs()[0] == v) // not a slice's
+      byBlock[rounding->getBlock()].push_back(rounding);
+  for (auto &[block, roundings] : byBlock) {
+    linalg::GenericOp first = roundings.front();
+    for (linalg::GenericOp r : roundings)
+      if (r->isBeforeInBlock(first))
+        first = r;
+    for (linalg::GenericOp r : roundings) {
+      if (r == first)
+        continue;
+      r.getResult(0).replaceAllUsesWith(first.getResult(0));
+      Operation *init = r.getDpsInits()[0].getDefiningOp();
+      r.erase();
+      if (init && init->use_empty())
+        init->erase();
+    }
+  }
+}
+
 struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<RoundArgumentsOncePass> {
   using RoundArgumentsOnceBase::RoundArgumentsOnceBase;
 
@@ -83,16 +108,16 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       LLVM_DEBUG(llvm::dbgs() << "no entry function @" << entry << "\n");
       return;
     }
-    // The values that hold a read-only argument of the entry on every call:
-    // the arguments themselves, and the parameters of private functions
-    // that every call passes one of them.
-    llvm::DenseSet<Value> readOnly;
-    for (BlockArgument arg : entryFunc.getArguments()) {
-      auto writable =
-          entryFunc.getArgAttrOfType<BoolAttr>(arg.getArgNumber(), "bufferization.writable");
-      if (pmlir::f32Tensor(arg.getType()) && writable && !writable.getValue())
-        readOnly.insert(arg);
-    }
+    // The values that hold an argument of the entry on every call: the
+    // arguments themselves, and the parameters of private functions that
+    // every call passes one of them. An argument a result updates is one
+    // value too: the step reads it before it writes its buffer (a training
+    // step's forward and backward read each weight before AdamW updates
+    // it), so one rounding of it serves every call.
+    llvm::DenseSet<Value> fromEntry;
+    for (BlockArgument arg : entryFunc.getArguments())
+      if (pmlir::f32Tensor(arg.getType()))
+        fromEntry.insert(arg);
     llvm::DenseMap<func::FuncOp, SmallVector<func::CallOp>> callsOf;
     SmallVector<func::FuncOp> callees;
     for (func::FuncOp f : module.getOps<func::FuncOp>()) {
@@ -114,11 +139,11 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       changed = false;
       for (func::FuncOp f : callees)
         for (BlockArgument p : f.getArguments())
-          if (!readOnly.contains(p) && pmlir::f32Tensor(p.getType()) &&
+          if (!fromEntry.contains(p) && pmlir::f32Tensor(p.getType()) &&
               llvm::all_of(callsOf[f], [&](func::CallOp call) {
-                return readOnly.contains(call.getOperand(p.getArgNumber()));
+                return fromEntry.contains(call.getOperand(p.getArgNumber()));
               }))
-            changed = readOnly.insert(p).second || changed;
+            changed = fromEntry.insert(p).second || changed;
     }
 
     // Out of the callees, into their calls, until only the entry rounds
@@ -135,7 +160,7 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
         llvm::BitVector unread(params);
         for (unsigned i = 0; i < params; ++i) {
           BlockArgument p = f.getArgument(i);
-          if (!readOnly.contains(p) || roundingsOf(p).empty())
+          if (!fromEntry.contains(p) || roundingsOf(p).empty())
             continue;
           auto bf16 = cast<RankedTensorType>(p.getType()).clone(b.getBF16Type());
           if (failed(f.insertArgument(f.getNumArguments(), bf16, {}, p.getLoc()))) {
@@ -159,7 +184,7 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
           continue;
         unread.resize(f.getNumArguments());
         for (unsigned i : unread.set_bits())
-          readOnly.erase(f.getArgument(i));
+          fromEntry.erase(f.getArgument(i));
         if (failed(f.eraseArguments(unread))) {
           f.emitError("cannot remove the parameters it no longer reads");
           return signalPassFailure();
@@ -170,7 +195,8 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
     }
 
     // Out of the entry: each rounded read-only argument gets its bf16 form
-    // as an argument of its own.
+    // as an argument of its own. One the entry updates keeps one rounding
+    // in each block that rounds it, at the first.
     std::vector<int64_t> listed = pmlir::roundedArguments(module);
     SmallVector<int64_t> rounded(listed.begin(), listed.end());
     std::vector<int64_t> listedOnly = pmlir::bf16OnlyArguments(module);
@@ -178,8 +204,13 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
     unsigned own = entryFunc.getNumArguments();
     for (unsigned i = 0; i < own; ++i) {
       BlockArgument arg = entryFunc.getArgument(i);
-      if (!readOnly.contains(arg) || roundingsOf(arg).empty())
+      if (!fromEntry.contains(arg) || roundingsOf(arg).empty())
         continue;
+      auto writable = entryFunc.getArgAttrOfType<BoolAttr>(i, "bufferization.writable");
+      if (!writable || writable.getValue()) {
+        shareRoundings(arg);
+        continue;
+      }
       auto bf16 = cast<RankedTensorType>(arg.getType()).clone(b.getBF16Type());
       DictionaryAttr attrs =
           b.getDictionaryAttr(b.getNamedAttr("bufferization.writable", b.getBoolAttr(false)));

@@ -276,8 +276,9 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
   choose("precision", o.precision, precisionValues(), cl::desc("the arithmetic"),
          cl::cat(c.device));
   bind("bf16-weights-per-call", o.bf16WeightsPerCall,
-       cl::desc("with --precision bf16: round the weights to bf16 in every run of the program "
-                "(no bf16 copy of them kept), instead of once when they are bound"),
+       cl::desc("with --precision bf16: round the weights to bf16 in every function that reads "
+                "them, in every run (no bf16 copy of them kept), instead of once when they are "
+                "bound (once a step in training)"),
        cl::cat(c.device));
 
   //===--- Output and reports ---===//

@@ -164,3 +164,52 @@ func.func private @layer(%p: tensor<8x16xf32>) -> tensor<8x16xbf16> {
   } -> tensor<8x16xbf16>
   return %h : tensor<8x16xbf16>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A weight the entry updates (a training step's) stays an f32 argument with
+// no bf16 form of its own, but its roundings leave the layers (their f32
+// parameter goes) and meet in the entry: one rounding before the first
+// call, read by both.
+// CHECK-NOT: tfm.rounded_arguments
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false}, %[[W:.*]]: tensor<8x16xf32> {bufferization.writable = true}) ->
+// CHECK: %[[WH:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+// CHECK: } -> tensor<8x16xbf16>
+// CHECK-NOT: arith.truncf
+// CHECK: call @layer_forward(%[[X]], %[[WH]])
+// CHECK-NOT: arith.truncf
+// CHECK: call @layer_backward(%[[X]], %[[WH]])
+// CHECK-LABEL: func.func private @layer_forward
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8x16xbf16>)
+// CHECK-NOT: arith.truncf
+// CHECK-LABEL: func.func private @layer_backward
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8x16xbf16>)
+// CHECK-NOT: arith.truncf
+func.func @forward(%x: tensor<4x8xf32> {bufferization.writable = false}, %w: tensor<8x16xf32> {bufferization.writable = true}) -> (tensor<8x16xbf16>, tensor<8x16xbf16>) {
+  %f = call @layer_forward(%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<8x16xbf16>
+  %g = call @layer_backward(%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<8x16xbf16>
+  return %f, %g : tensor<8x16xbf16>, tensor<8x16xbf16>
+}
+
+func.func private @layer_forward(%a: tensor<4x8xf32>, %p: tensor<8x16xf32>) -> tensor<8x16xbf16> {
+  %e = tensor.empty() : tensor<8x16xbf16>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<8x16xf32>) outs(%e : tensor<8x16xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x16xbf16>
+  return %h : tensor<8x16xbf16>
+}
+
+func.func private @layer_backward(%a: tensor<4x8xf32>, %p: tensor<8x16xf32>) -> tensor<8x16xbf16> {
+  %e = tensor.empty() : tensor<8x16xbf16>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<8x16xf32>) outs(%e : tensor<8x16xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x16xbf16>
+  return %h : tensor<8x16xbf16>
+}

@@ -590,7 +590,12 @@ def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
     forward's) may free their f32 buffers once it has made the forms.
 
     A training step updates its parameters (`bufferization.writable =
-    true`): their roundings stay in the step, where they follow each update.
+    true`): they get no bf16 form of their own, but their roundings leave
+    the layers all the same (the step reads each parameter before it writes
+    its buffer) and meet in the step, one rounding of each in each block
+    that rounds it, where the block first does: a weight is rounded once a
+    step, its bf16 form read by the layer's forward and backward functions
+    (as autocast's cache of weight casts is), instead of once in each.
 
     Before:
     ```mlir
