@@ -158,13 +158,8 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                        clEnumValN(CompileTarget::Gpu, "gpu", "pmlir-gpu-pipeline"))};
   Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
                               llvm::cl::init(Precision::F32), precisionValues()};
-  Option<bool> roundArgumentsOnce{
-      *this, "round-arguments-once",
-      llvm::cl::desc("with precision=bf16: the entry takes the bf16 forms of its "
-                     "read-only arguments, rounded once by its caller "
-                     "(pmlir-round-arguments-once), instead of rounding them "
-                     "on each call"),
-      llvm::cl::init(true)};
+  Option<bool> roundArgumentsOnce{*this, "round-arguments-once", roundArgumentsOnceHelp(),
+                                  llvm::cl::init(true)};
   Option<bool> predict{
       *this, "predict",
       llvm::cl::desc("write what pmlir-run --predict reads on the module: the bytes "

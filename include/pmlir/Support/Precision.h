@@ -56,6 +56,15 @@ inline llvm::cl::ValuesClass precisionValues() {
                  "sums and statistics in f32"));
 }
 
+/// The help of the pipelines' `round-arguments-once` option, which goes
+/// with their `precision`.
+inline llvm::cl::desc roundArgumentsOnceHelp() {
+  return llvm::cl::desc("with precision=bf16: the entry takes the bf16 forms of its read-only "
+                        "arguments, rounded once by its caller, and shares one rounding of each "
+                        "argument it updates (pmlir-round-arguments-once), instead of rounding "
+                        "them in each function that reads them");
+}
+
 } // namespace pmlir
 
 #endif // PMLIR_SUPPORT_PRECISION_H

@@ -46,13 +46,8 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                                llvm::cl::init("+ptx80")};
   Option<Precision> precision{*this, "precision", llvm::cl::desc("the arithmetic"),
                               llvm::cl::init(Precision::F32), precisionValues()};
-  Option<bool> roundArgumentsOnce{
-      *this, "round-arguments-once",
-      llvm::cl::desc("with precision=bf16: the entry takes the bf16 forms of its "
-                     "read-only arguments, rounded once by its caller "
-                     "(pmlir-round-arguments-once), instead of rounding them "
-                     "on each call"),
-      llvm::cl::init(true)};
+  Option<bool> roundArgumentsOnce{*this, "round-arguments-once", roundArgumentsOnceHelp(),
+                                  llvm::cl::init(true)};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("the CUDA toolkit's directory, for ptxas and libdevice (default: "
