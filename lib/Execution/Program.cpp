@@ -9,6 +9,7 @@
 #include "pmlir/Conversion/RoundedArguments.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
 
@@ -188,6 +189,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
 
 JitProgram::~JitProgram() {
   releaseResults();
+  forgetRounded();
   for (void *p : deviceArguments)
     if (p)
       pmlir_rt_gpu_free(p);
@@ -298,6 +300,7 @@ void JitProgram::bind(std::vector<BoundArgument> &args, bool releaseBf16Only) {
     descriptors.emplace_back(copy, a.shape);
   }
   // The bf16 forms, after the arguments, as the entry takes them.
+  forgetRounded();
   rounded.assign(roundedFrom.size(), {});
   for (size_t k = 0; k < roundedFrom.size(); ++k) {
     const BoundArgument &a = args[roundedFrom[k]];
@@ -336,14 +339,24 @@ size_t JitProgram::argumentBytes(size_t i, const std::vector<int64_t> &shape) co
 void JitProgram::round(const std::vector<BoundArgument> &args, size_t k) {
   const BoundArgument &a = args[roundedFrom[k]];
   int64_t n = elementCount(a.shape);
+  pmlir::rt::forgetBf16GemmOperand(rounded[k].data());
   rounded[k].resize(static_cast<size_t>(n));
   pmlir_rt_round_to_bf16(static_cast<const float *>(a.data), rounded[k].data(), n);
-  if (!device)
+  if (!device) {
+    // Read unchanged by every run until it is made again: the GEMMs may
+    // keep it packed.
+    pmlir::rt::keepBf16GemmOperand(rounded[k].data(), n);
     return;
+  }
   pmlir_rt_gpu_copy_to_device(deviceArguments[args.size() + k], rounded[k].data(),
                               static_cast<size_t>(n) * sizeof(uint16_t));
   // The device holds it: the host's copy would only take memory.
   std::vector<uint16_t>().swap(rounded[k]);
+}
+
+void JitProgram::forgetRounded() {
+  for (const std::vector<uint16_t> &form : rounded)
+    pmlir::rt::forgetBf16GemmOperand(form.data());
 }
 
 void JitProgram::toDevice(const std::vector<BoundArgument> &args, llvm::ArrayRef<size_t> which) {

@@ -30,6 +30,7 @@
 #include "pmlir/Conversion/RoundedArguments.h"
 #include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Support/Bytes.h"
 
@@ -278,10 +279,14 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   if (onGpu ? failed(lower(module, signature.name, rank == 0, error))
             : !(program = compile(module, signature, rank == 0, error)))
     return failHere(error);
-  // The bf16 forms of weights the caller makes once and keeps.
+  // The bf16 forms of weights the caller makes once and keeps, and on a
+  // CPU whose GEMMs read them packed, a packed copy of each (a program that
+  // reads a weight both ways, a --grads backward's, makes two).
+  int64_t copiesOfForms = 1 + (!onGpu && rt::packsKeptBf16Operands() ? 1 : 0);
   for (int64_t i : roundedArguments(module))
     if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
-      mine.parameters += elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
+      mine.parameters +=
+          copiesOfForms * elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
     return failHere("--predict: the buffers of @" + signature.name +

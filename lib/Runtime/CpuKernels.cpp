@@ -207,6 +207,23 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
                 StridedMemRefType<Out, L> *out, bool accumulate) {
   bool native = pmlir::rt::bf16Gemm() == pmlir::rt::Bf16Gemm::OneDnn && rowsContiguous(lhs) &&
                 rowsContiguous(rhs);
+  if constexpr (std::is_same_v<Out, uint16_t> && R == 2 && !TA) {
+    // On the matmul primitive the GEMM rounds its sums as it writes them:
+    // no f32 result to write, read again and round (at a forward's GEMMs
+    // on packed weights, a pass as long as a fifth of the forward).
+    int64_t n = out->sizes[L - 1], k = lhs->sizes[L - 1], rows = 1;
+    for (int d = 0; d < L - 1; ++d)
+      rows *= out->sizes[d];
+    const uint16_t *b = rhs->data + rhs->offset;
+    int64_t ldb = rhs->strides[0];
+    if (native && !accumulate && isContiguous(lhs) && isContiguous(out) &&
+        pmlir::rt::oneDnnBf16RunsMatmul(TB, rows, n, k, b, ldb, accumulate)) {
+      if (!pmlir::rt::oneDnnBf16GemmToBf16(false, TB, rows, n, k, lhs->data + lhs->offset, k, b,
+                                           ldb, out->data + out->offset, n))
+        pmlir_rt_fail("oneDNN's bf16 GEMM failed");
+      return;
+    }
+  }
   auto multiplyInto = [&](StridedMemRefType<float, L> *result) {
     if (native)
       return matmul<L, R, TA, TB>(lhs, rhs, result, accumulate);

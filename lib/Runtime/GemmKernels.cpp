@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Runtime/GemmKernels.h"
+#include "HalfFloat.h"
 #include "pmlir/Runtime/Runtime.h"
 
 #include <cblas.h>
@@ -17,8 +18,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -108,10 +113,14 @@ struct OneDnn {
     decltype(&dnnl_stream_wait) streamWait = nullptr;
     decltype(&dnnl_stream_destroy) streamDestroy = nullptr;
     decltype(&dnnl_memory_desc_init_by_strides) memoryDescInit = nullptr;
+    decltype(&dnnl_memory_desc_init_by_tag) memoryDescInitByTag = nullptr;
+    decltype(&dnnl_memory_desc_equal) memoryDescEqual = nullptr;
     decltype(&dnnl_matmul_desc_init) matmulDescInit = nullptr;
     decltype(&dnnl_primitive_desc_create) primitiveDescCreate = nullptr;
     decltype(&dnnl_primitive_desc_destroy) primitiveDescDestroy = nullptr;
     decltype(&dnnl_primitive_desc_query) primitiveDescQuery = nullptr;
+    decltype(&dnnl_primitive_desc_query_md) primitiveDescQueryMd = nullptr;
+    decltype(&dnnl_reorder_primitive_desc_create) reorderDescCreate = nullptr;
     decltype(&dnnl_primitive_create) primitiveCreate = nullptr;
     decltype(&dnnl_primitive_destroy) primitiveDestroy = nullptr;
     decltype(&dnnl_primitive_execute) primitiveExecute = nullptr;
@@ -124,6 +133,7 @@ constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
 constexpr const char *kOneDnnF32Env = "PMLIR_TEST_F32_GEMM_ONEDNN";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
+constexpr const char *kUnpackedEnv = "PMLIR_TEST_BF16_WEIGHTS_UNPACKED";
 /// The parts a oneDNN GEMM is split into: the threads setGemmThreads set.
 std::atomic<int> gemmThreads{1};
 /// The least work (FLOPs) of a part of a split GEMM: about 10 us of one
@@ -146,10 +156,14 @@ OneDnn::Matmul loadMatmul(void *handle) {
   bind(api.streamWait, "dnnl_stream_wait");
   bind(api.streamDestroy, "dnnl_stream_destroy");
   bind(api.memoryDescInit, "dnnl_memory_desc_init_by_strides");
+  bind(api.memoryDescInitByTag, "dnnl_memory_desc_init_by_tag");
+  bind(api.memoryDescEqual, "dnnl_memory_desc_equal");
   bind(api.matmulDescInit, "dnnl_matmul_desc_init");
   bind(api.primitiveDescCreate, "dnnl_primitive_desc_create");
   bind(api.primitiveDescDestroy, "dnnl_primitive_desc_destroy");
   bind(api.primitiveDescQuery, "dnnl_primitive_desc_query");
+  bind(api.primitiveDescQueryMd, "dnnl_primitive_desc_query_md");
+  bind(api.reorderDescCreate, "dnnl_reorder_primitive_desc_create");
   bind(api.primitiveCreate, "dnnl_primitive_create");
   bind(api.primitiveDestroy, "dnnl_primitive_destroy");
   bind(api.primitiveExecute, "dnnl_primitive_execute");
@@ -206,15 +220,141 @@ template <typename Handle, typename Destroy> struct Owned {
   }
 };
 
+/// Whether bf16 GEMMs may run on oneDNN's matmul primitive: a CPU with
+/// AMX, where its brgemm kernels are measured, and the primitive loaded.
+bool matmulUsable() {
+  // cpuid once: in a VM each one exits to the hypervisor.
+  static const bool usable = cpuHasAmx() && oneDnn().matmul.engine;
+  return usable;
+}
+
+/// The elements of B (k x n, n x k with `transB`, rows ldb apart) a GEMM
+/// reads, from its first: k, n > 0.
+int64_t operandSpan(bool transB, int64_t k, int64_t n, int64_t ldb) {
+  return transB ? (n - 1) * ldb + k : (k - 1) * ldb + n;
+}
+
+/// A copy of a sub-matrix of a kept operand in the layout the matmul
+/// primitive reads (`layout`, oneDNN's own blocked one): B of a GEMM, by
+/// its first element, extent and rows.
+struct PackedOperand {
+  const uint16_t *b;
+  int64_t k, n, ldb;
+  bool transB;
+  dnnl_memory_desc_t layout;
+  dnnl_memory_t memory;
+};
+
+/// The operands keepBf16GemmOperand kept, by their first element, with the
+/// packed copies GEMMs made of them: one per sub-matrix a GEMM read (the
+/// parts of a split GEMM read slices).
+struct KeptOperands {
+  struct Operand {
+    int64_t elements;
+    std::vector<PackedOperand> packed;
+  };
+  std::mutex mutex;
+  std::map<const uint16_t *, Operand> operands;
+
+  /// The operand holding elements [b, b + span), or null; under `mutex`.
+  Operand *holding(const uint16_t *b, int64_t span) {
+    auto after = operands.upper_bound(b);
+    if (after == operands.begin())
+      return nullptr;
+    auto &[first, operand] = *std::prev(after);
+    auto end = [](const uint16_t *p, int64_t elements) {
+      return reinterpret_cast<uintptr_t>(p) + uintptr_t(elements) * sizeof(uint16_t);
+    };
+    return end(b, span) <= end(first, operand.elements) ? &operand : nullptr;
+  }
+  bool holds(const uint16_t *b, int64_t span) {
+    std::lock_guard lock(mutex);
+    return holding(b, span);
+  }
+};
+/// Never destroyed: a program's operands may be forgotten after the
+/// statics' destruction has begun.
+KeptOperands &keptOperands() {
+  static auto *kept = new KeptOperands;
+  return *kept;
+}
+
+/// The packed copy of B (plain layout `plain`, `span` elements) in the
+/// weights layout of the matmul `pd`: made at the first GEMM that reads
+/// that sub-matrix in that layout (oneDNN's reorder, on `stream`), then
+/// kept with its operand. Null where oneDNN fails or B is no longer kept.
+dnnl_memory_t packedCopy(const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t &plain,
+                         const uint16_t *b, int64_t k, int64_t n, int64_t ldb, bool transB,
+                         dnnl_stream_t stream) {
+  const OneDnn::Matmul &api = oneDnn().matmul;
+  const dnnl_memory_desc_t *layout = api.primitiveDescQueryMd(pd, dnnl_query_weights_md, 0);
+  if (!layout)
+    return nullptr;
+  KeptOperands &kept = keptOperands();
+  std::lock_guard lock(kept.mutex);
+  KeptOperands::Operand *operand = kept.holding(b, operandSpan(transB, k, n, ldb));
+  if (!operand)
+    return nullptr;
+  for (const PackedOperand &p : operand->packed)
+    if (p.b == b && p.k == k && p.n == n && p.ldb == ldb && p.transB == transB &&
+        api.memoryDescEqual(&p.layout, layout))
+      return p.memory;
+  Owned<dnnl_memory_t, decltype(api.memoryDestroy)> from(api.memoryDestroy), to(api.memoryDestroy);
+  Owned<dnnl_primitive_desc_t, decltype(api.primitiveDescDestroy)> reorderPd(
+      api.primitiveDescDestroy);
+  Owned<dnnl_primitive_t, decltype(api.primitiveDestroy)> reorder(api.primitiveDestroy);
+  dnnl_status_t status =
+      api.memoryCreate(&from.handle, &plain, api.engine, const_cast<uint16_t *>(b));
+  if (status == dnnl_success)
+    status = api.memoryCreate(&to.handle, layout, api.engine, DNNL_MEMORY_ALLOCATE);
+  if (status == dnnl_success)
+    status =
+        api.reorderDescCreate(&reorderPd.handle, &plain, api.engine, layout, api.engine, nullptr);
+  if (status == dnnl_success)
+    status = api.primitiveCreate(&reorder.handle, reorderPd.handle);
+  dnnl_exec_arg_t arguments[] = {{DNNL_ARG_FROM, from.handle}, {DNNL_ARG_TO, to.handle}};
+  if (status == dnnl_success)
+    status = api.primitiveExecute(reorder.handle, stream, 2, arguments);
+  if (status == dnnl_success)
+    status = api.streamWait(stream);
+  if (status != dnnl_success)
+    return nullptr;
+  operand->packed.push_back({b, k, n, ldb, transB, *layout, to.handle});
+  return std::exchange(to.handle, nullptr);
+}
+
+/// C = A B on oneDNN's bf16 GEMM API: into f32 C, or rounded from an f32
+/// copy into bf16 C (bits), as the matmul primitive writes it.
+dnnl_status_t apiGemm(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                      const uint16_t *a, dnnl_dim_t lda, const uint16_t *b, dnnl_dim_t ldb,
+                      float *c, dnnl_dim_t ldc) {
+  return oneDnn().gemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+dnnl_status_t apiGemm(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                      const uint16_t *a, dnnl_dim_t lda, const uint16_t *b, dnnl_dim_t ldb,
+                      uint16_t *c, dnnl_dim_t ldc) {
+  std::vector<float> sums(size_t(m) * size_t(n));
+  dnnl_status_t status = apiGemm(transA, transB, m, n, k, a, lda, b, ldb, sums.data(), n);
+  for (int64_t i = 0; status == dnnl_success && i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = floatToBf16(sums[i * n + j]);
+  return status;
+}
+
 /// C = A B on oneDNN's matmul primitive, with dnnl_gemm_bf16bf16f32's
-/// signature (row-major bf16 A and B, f32 C) for alpha 1 and beta 0: one
+/// signature (row-major bf16 A and B, f32 C) for alpha 1 and beta 0, or
+/// into bf16 C (`Out` uint16_t: the primitive rounds each f32 sum to
+/// nearest even as it writes it, as floatToBf16 does): one
 /// primitive made for the call (oneDNN's primitive cache keeps its
-/// kernels), run on this thread's stream. Where oneDNN offers no brgemm
-/// kernel for the operands' layout (rows padded past the matrix: then it
-/// picks its GEMM API's kernels anyway), the GEMM API itself.
+/// kernels), run on this thread's stream. A B inside a kept operand is
+/// read from its packed copy (the primitive then never packs it). Where
+/// oneDNN offers no brgemm kernel for the operands' layout (rows padded
+/// past the matrix: then it picks its GEMM API's kernels anyway), the GEMM
+/// API itself.
+template <typename Out>
 dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
                          float alpha, const uint16_t *a, dnnl_dim_t lda, const uint16_t *b,
-                         dnnl_dim_t ldb, float beta, float *c, dnnl_dim_t ldc) {
+                         dnnl_dim_t ldb, float beta, Out *c, dnnl_dim_t ldc) {
   const OneDnn::Matmul &api = oneDnn().matmul;
   if (alpha != 1.0f || beta != 0.0f || !api.engine)
     return dnnl_unimplemented;
@@ -229,21 +369,27 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
   if (!stream.stream &&
       api.streamCreate(&stream.stream, api.engine, dnnl_stream_default_flags) != dnnl_success)
     return dnnl_runtime_error;
+  bool packed = k > 0 && n > 0 && keptOperands().holds(b, operandSpan(transB == 'T', k, n, ldb));
   // A stored transposed is k x m with rows lda apart: element (i, p) at
   // p lda + i.
   dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
   dnnl_dims_t aStrides = {transA == 'T' ? 1 : lda, transA == 'T' ? lda : 1};
   dnnl_dims_t bStrides = {transB == 'T' ? 1 : ldb, transB == 'T' ? ldb : 1};
   dnnl_dims_t cStrides = {ldc, 1};
-  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_memory_desc_t aDesc, bDesc, bLayout, cDesc;
   dnnl_matmul_desc_t desc;
   dnnl_status_t status = api.memoryDescInit(&aDesc, 2, aDims, dnnl_bf16, aStrides);
   if (status == dnnl_success)
     status = api.memoryDescInit(&bDesc, 2, bDims, dnnl_bf16, bStrides);
+  // A packed B's layout is the primitive's choice.
   if (status == dnnl_success)
-    status = api.memoryDescInit(&cDesc, 2, cDims, dnnl_f32, cStrides);
+    status = packed ? api.memoryDescInitByTag(&bLayout, 2, bDims, dnnl_bf16, dnnl_format_tag_any)
+                    : api.memoryDescInit(&bLayout, 2, bDims, dnnl_bf16, bStrides);
   if (status == dnnl_success)
-    status = api.matmulDescInit(&desc, &aDesc, &bDesc, nullptr, &cDesc);
+    status = api.memoryDescInit(&cDesc, 2, cDims, std::is_same_v<Out, float> ? dnnl_f32 : dnnl_bf16,
+                                cStrides);
+  if (status == dnnl_success)
+    status = api.matmulDescInit(&desc, &aDesc, &bLayout, nullptr, &cDesc);
   Owned<dnnl_primitive_desc_t, decltype(api.primitiveDescDestroy)> pd(api.primitiveDescDestroy);
   Owned<dnnl_primitive_t, decltype(api.primitiveDestroy)> primitive(api.primitiveDestroy);
   Owned<dnnl_memory_t, decltype(api.memoryDestroy)> aMemory(api.memoryDestroy),
@@ -254,20 +400,26 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
   if (status == dnnl_success &&
       (api.primitiveDescQuery(pd.handle, dnnl_query_impl_info_str, 0, &kernels) != dnnl_success ||
        !kernels || std::string_view(kernels).substr(0, 4) != "brg:"))
-    return oneDnn().gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
   if (status == dnnl_success)
     status = api.primitiveCreate(&primitive.handle, pd.handle);
   if (status == dnnl_success)
     status = api.memoryCreate(&aMemory.handle, &aDesc, api.engine, const_cast<uint16_t *>(a));
-  if (status == dnnl_success)
+  dnnl_memory_t weights = nullptr;
+  if (status == dnnl_success && packed) {
+    weights = packedCopy(pd.handle, bDesc, b, k, n, ldb, transB == 'T', stream.stream);
+    if (!weights)
+      status = dnnl_runtime_error;
+  } else if (status == dnnl_success) {
     status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
+    weights = bMemory.handle;
+  }
   if (status == dnnl_success)
     status = api.memoryCreate(&cMemory.handle, &cDesc, api.engine, c);
   if (status != dnnl_success)
     return status;
-  dnnl_exec_arg_t arguments[] = {{DNNL_ARG_SRC, aMemory.handle},
-                                 {DNNL_ARG_WEIGHTS, bMemory.handle},
-                                 {DNNL_ARG_DST, cMemory.handle}};
+  dnnl_exec_arg_t arguments[] = {
+      {DNNL_ARG_SRC, aMemory.handle}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, cMemory.handle}};
   status = api.primitiveExecute(primitive.handle, stream.stream, 3, arguments);
   if (status == dnnl_success)
     status = api.streamWait(stream.stream);
@@ -383,7 +535,7 @@ F32Gemm pmlir::rt::f32Gemm() {
 namespace {
 /// One call of a oneDNN GEMM, row-major C = A B (+ C with `accumulate`),
 /// split into `parts` along C's rows (`byRows`) or columns.
-template <typename Gemm, typename In> struct SplitGemm {
+template <typename Gemm, typename In, typename Out> struct SplitGemm {
   Gemm gemm;
   bool transA, transB;
   int64_t m, n, k;
@@ -391,7 +543,7 @@ template <typename Gemm, typename In> struct SplitGemm {
   int64_t lda;
   const In *b;
   int64_t ldb;
-  float *c;
+  Out *c;
   int64_t ldc;
   bool accumulate;
   bool byRows;
@@ -421,7 +573,7 @@ template <typename Gemm, typename In> struct SplitGemm {
       if (begin == end)
         continue;
       const In *partA = a, *partB = b;
-      float *partC = c;
+      Out *partC = c;
       int64_t rows = m, columns = n;
       if (byRows) {
         partA += transA ? begin : begin * lda;
@@ -445,22 +597,23 @@ template <typename Gemm, typename In> struct SplitGemm {
 /// Row-major C = A B (+ C with `accumulate`) on oneDNN's GEMM `gemm`, on
 /// the runtime's threads: one single-threaded call per part of C, in parts
 /// of rows where C has more rows than columns and of columns otherwise, so
-/// that the operand each part reads whole (and packs) is the smaller one.
-/// The parts depend on the shape and setGemmThreads only, never on which
+/// that the operand each part reads whole (and packs) is the smaller one;
+/// always of rows with `rowsOnly`. The parts depend on the shape,
+/// `rowsOnly` and setGemmThreads only, never on which
 /// threads run them, so the sums do too (a GEMM inside a parallel loop
 /// runs its parts one after another).
-template <typename Gemm, typename In>
+template <typename Gemm, typename In, typename Out>
 static bool oneDnnGemm(Gemm gemm, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                       const In *a, int64_t lda, const In *b, int64_t ldb, float *c, int64_t ldc,
-                       bool accumulate) {
-  SplitGemm<Gemm, In> split{gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
-  split.byRows = m > n;
+                       const In *a, int64_t lda, const In *b, int64_t ldb, Out *c, int64_t ldc,
+                       bool accumulate, bool rowsOnly = false) {
+  SplitGemm<Gemm, In, Out> split{gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  split.byRows = rowsOnly || m > n;
   double flops = 2.0 * double(m) * double(n) * double(k);
   split.parts = std::max<int64_t>(
       1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), split.grains(),
                             int64_t(flops / double(kGemmFlopsPerPart))}));
   auto body = +[](void *context, int64_t begin, int64_t end) {
-    static_cast<SplitGemm<Gemm, In> *>(context)->run(begin, end);
+    static_cast<SplitGemm<Gemm, In, Out> *>(context)->run(begin, end);
   };
   int64_t partCost = std::max<int64_t>(kGemmFlopsPerPart, int64_t(flops) / split.parts);
   pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &split, split.parts, partCost);
@@ -474,17 +627,76 @@ bool pmlir::rt::oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, in
 }
 
 bool pmlir::rt::oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate) {
-  // cpuid once: in a VM each one exits to the hypervisor.
-  static const bool usable = cpuHasAmx() && oneDnn().matmul.engine;
   bool large = m * n >= kMatmulMinOutput || std::max(m, n) >= kMatmulMinDimension;
-  return !accumulate && k > 0 && large && usable;
+  return !accumulate && k > 0 && large && matmulUsable();
+}
+
+/// Whether a bf16 GEMM's B lies inside a kept operand, and may be read
+/// packed.
+static bool packedB(bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *b, int64_t ldb,
+                    bool accumulate) {
+  return !accumulate && m > 0 && n > 0 && k > 0 && matmulUsable() &&
+         keptOperands().holds(b, operandSpan(transB, k, n, ldb));
+}
+
+bool pmlir::rt::oneDnnBf16RunsMatmul(bool transB, int64_t m, int64_t n, int64_t k,
+                                     const uint16_t *b, int64_t ldb, bool accumulate) {
+  return oneDnnBf16UsesMatmul(m, n, k, accumulate) || packedB(transB, m, n, k, b, ldb, accumulate);
 }
 
 bool pmlir::rt::oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                                float *c, int64_t ldc, bool accumulate) {
-  OneDnn::Gemm gemm = oneDnnBf16UsesMatmul(m, n, k, accumulate) ? &bf16Matmul : oneDnn().gemm;
-  return oneDnnGemm(gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  // A kept B is split by rows: each part reads the packed copy whole (the
+  // primitive's brgemm kernels take no part of C's columns, whose rows
+  // are padded past them).
+  bool packed = packedB(transB, m, n, k, b, ldb, accumulate);
+  OneDnn::Gemm gemm =
+      packed || oneDnnBf16UsesMatmul(m, n, k, accumulate) ? &bf16Matmul<float> : oneDnn().gemm;
+  return oneDnnGemm(gemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate,
+                    /*rowsOnly=*/packed);
+}
+
+bool pmlir::rt::oneDnnBf16GemmToBf16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                                     const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                     uint16_t *c, int64_t ldc) {
+  bool packed = packedB(transB, m, n, k, b, ldb, /*accumulate=*/false);
+  return oneDnnGemm(&bf16Matmul<uint16_t>, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
+                    /*accumulate=*/false, /*rowsOnly=*/packed);
+}
+
+bool pmlir::rt::packsKeptBf16Operands() {
+  return matmulUsable() && bf16Gemm() == Bf16Gemm::OneDnn && !std::getenv(kUnpackedEnv);
+}
+
+void pmlir::rt::keepBf16GemmOperand(const uint16_t *data, int64_t elements) {
+  if (!data || elements <= 0 || !packsKeptBf16Operands())
+    return;
+  forgetBf16GemmOperand(data);
+  KeptOperands &kept = keptOperands();
+  std::lock_guard lock(kept.mutex);
+  kept.operands[data] = {elements, {}};
+}
+
+void pmlir::rt::forgetBf16GemmOperand(const uint16_t *data) {
+  KeptOperands &kept = keptOperands();
+  std::lock_guard lock(kept.mutex);
+  auto operand = kept.operands.find(data);
+  if (operand == kept.operands.end())
+    return;
+  // Packed copies exist only where oneDNN loaded.
+  for (const PackedOperand &p : operand->second.packed)
+    oneDnn().matmul.memoryDestroy(p.memory);
+  kept.operands.erase(operand);
+}
+
+int64_t pmlir::rt::keptBf16GemmCopies() {
+  KeptOperands &kept = keptOperands();
+  std::lock_guard lock(kept.mutex);
+  int64_t copies = 0;
+  for (const auto &[data, operand] : kept.operands)
+    copies += static_cast<int64_t>(operand.packed.size());
+  return copies;
 }
 
 bool pmlir::rt::oneDnnLoads() { return oneDnn().sgemm && oneDnn().gemm; }
@@ -545,9 +757,12 @@ std::string pmlir::rt::gemmPath() {
   std::string bf16;
   if (bf16Gemm() == Bf16Gemm::OneDnn) {
     bf16 = oneDnnName() + " on AVX-512 BF16";
-    if (cpuHasAmx() && oneDnn().matmul.engine)
-      bf16 += " (its matmul primitive for outputs of 2^24 elements or more or a dimension of 2^15 "
-              "or more)";
+    if (matmulUsable())
+      bf16 += std::string(" (its matmul primitive for outputs of 2^24 elements or more or a "
+                          "dimension of 2^15 or more, and for a program's bf16 weights, ") +
+              (std::getenv(kUnpackedEnv) ? std::string("not packed: ") + kUnpackedEnv
+                                         : "packed into its layout once") +
+              ")";
   } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
     bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
   else if (std::getenv(kWidenedEnv))

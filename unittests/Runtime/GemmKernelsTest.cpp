@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -228,6 +230,121 @@ TEST(GemmKernels, OneDnnBf16Matmul) {
               for (int64_t j = s.n; j < ldc; ++j)
                 ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
           }
+  }
+  pmlir_rt_set_parallel_threads(1);
+  setGemmThreads(1);
+}
+
+} // namespace
+
+namespace {
+
+// A bf16 GEMM whose B lies in a kept operand (a program's bf16 weight):
+// B is reordered into the matmul primitive's layout at the first GEMM,
+// the copy read by the next (no new copy, C the same bits) and by one
+// into a bf16 C (its sums rounded as the primitive writes them), freed when
+// the operand is forgotten; a B rewritten and kept again is packed again
+// (C follows the new values). B is a slice of a larger kept operand, as
+// a layer's weight of a stacked tensor is; every transpose, C's rows
+// split (whether m < n or not), on 1 to 3 threads. Each element within
+// the bound of any order of its k exact products' f32 sum.
+TEST(GemmKernels, OneDnnBf16KeptOperand) {
+  if (!oneDnnLoads() || bf16Gemm() != Bf16Gemm::OneDnn ||
+      !oneDnnBf16UsesMatmul(64, 262181, 40, false))
+    GTEST_SKIP() << "the matmul primitive is not used on this CPU";
+  if (std::getenv("PMLIR_TEST_BF16_WEIGHTS_UNPACKED"))
+    GTEST_SKIP() << "PMLIR_TEST_BF16_WEIGHTS_UNPACKED is set";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Above 3 x 2^21 FLOPs: split in as many parts as threads.
+  const Shape shapes[] = {{64, 700, 300}, {700, 64, 300}};
+  std::mt19937 random(13);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const float padding = std::numeric_limits<float>::quiet_NaN();
+  const int64_t offset = 1000, tail = 77;
+  for (int threads : {1, 2, 3}) {
+    pmlir_rt_set_parallel_threads(threads);
+    setGemmThreads(threads);
+    for (const Shape &s : shapes)
+      for (bool transA : {false, true})
+        for (bool transB : {false, true}) {
+          StoredGemm g(s.m, s.n, s.k, transA, transB, /*pad=*/0);
+          std::vector<uint16_t> a(g.aRows * g.lda), kept(offset + g.bRows * g.ldb + tail);
+          for (uint16_t &x : a)
+            x = floatToBf16(uniform(random));
+          for (uint16_t &x : kept)
+            x = floatToBf16(uniform(random));
+          const uint16_t *b = kept.data() + offset;
+          auto multiply = [&] {
+            std::vector<float> c(s.m * g.ldc, padding);
+            EXPECT_TRUE(oneDnnBf16Gemm(transA, transB, s.m, s.n, s.k, a.data(), g.lda, b, g.ldb,
+                                       c.data(), g.ldc, /*accumulate=*/false));
+            double gamma = sumBound(s.k);
+            for (int64_t i = 0; i < s.m; ++i)
+              for (int64_t j = 0; j < s.n; ++j) {
+                auto [sum, magnitude] =
+                    g.exact(a.data(), b, i, j, 0.0, [](uint16_t x) { return bf16ToFloat(x); });
+                EXPECT_LE(std::fabs(c[i * g.ldc + j] - sum), gamma * magnitude)
+                    << "threads " << threads << ", " << g.describe() << ", element " << i << ","
+                    << j;
+              }
+            return c;
+          };
+          // Into bf16 C: each element within the sum's bound and bf16's
+          // rounding (its unit roundoff, 2^-8 relative: 8 significant
+          // bits); the padding after each
+          // row stays.
+          auto multiplyToBf16 = [&] {
+            const uint16_t unwritten = 0xffff;
+            std::vector<uint16_t> c(s.m * g.ldc, unwritten);
+            ASSERT_TRUE(oneDnnBf16RunsMatmul(transB, s.m, s.n, s.k, b, g.ldb, false));
+            EXPECT_TRUE(oneDnnBf16GemmToBf16(transA, transB, s.m, s.n, s.k, a.data(), g.lda, b,
+                                             g.ldb, c.data(), g.ldc));
+            double gamma = sumBound(s.k), unit = std::ldexp(1.0, -8);
+            for (int64_t i = 0; i < s.m; ++i)
+              for (int64_t j = 0; j < g.ldc; ++j) {
+                if (j >= s.n) {
+                  EXPECT_EQ(c[i * g.ldc + j], unwritten) << "padding written, row " << i;
+                  continue;
+                }
+                auto [sum, magnitude] =
+                    g.exact(a.data(), b, i, j, 0.0, [](uint16_t x) { return bf16ToFloat(x); });
+                double f32Error = gamma * magnitude;
+                EXPECT_LE(std::fabs(bf16ToFloat(c[i * g.ldc + j]) - sum),
+                          f32Error + unit * (std::fabs(sum) + f32Error))
+                    << "threads " << threads << ", " << g.describe() << ", bf16 element " << i
+                    << "," << j;
+              }
+          };
+          std::string what = g.describe() + " on " + std::to_string(threads) + " threads";
+          keepBf16GemmOperand(kept.data(), static_cast<int64_t>(kept.size()));
+          EXPECT_EQ(keptBf16GemmCopies(), 0) << what;
+          std::vector<float> first = multiply();
+          int64_t copies = keptBf16GemmCopies();
+          // Split by rows, a part of A stored transposed is a slice of its
+          // columns, which the brgemm kernels do not take: the API runs.
+          if (transA && threads > 1)
+            EXPECT_EQ(copies, 0) << what;
+          else
+            EXPECT_EQ(copies, 1) << what << ": the parts read one copy";
+          std::vector<float> second = multiply();
+          EXPECT_EQ(keptBf16GemmCopies(), copies) << what << ": the copies read again";
+          EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0)
+              << what;
+          multiplyToBf16();
+          EXPECT_EQ(keptBf16GemmCopies(), copies) << what << ": the copies read into bf16 too";
+          forgetBf16GemmOperand(kept.data());
+          EXPECT_EQ(keptBf16GemmCopies(), 0) << what;
+          for (uint16_t &x : kept)
+            x = floatToBf16(uniform(random));
+          keepBf16GemmOperand(kept.data(), static_cast<int64_t>(kept.size()));
+          multiply();
+          EXPECT_EQ(keptBf16GemmCopies(), copies) << what << ": packed again";
+          forgetBf16GemmOperand(kept.data());
+          if (::testing::Test::HasFailure())
+            return;
+        }
   }
   pmlir_rt_set_parallel_threads(1);
   setGemmThreads(1);

@@ -111,8 +111,11 @@ private:
   /// on the host: a CPU program reads them there.
   std::vector<size_t> roundedFrom, bf16Only;
   std::vector<std::vector<uint16_t>> rounded;
-  /// Makes the bf16 form `k` of `args` (and copies it to the device).
+  /// Makes the bf16 form `k` of `args` (and copies it to the device); a
+  /// CPU program's GEMMs keep it (pmlir::rt::keepBf16GemmOperand) until
+  /// forgetRounded() or its next rounding.
   void round(const std::vector<BoundArgument> &args, size_t k);
+  void forgetRounded();
   std::vector<void *> pointers, packed;
   /// A device program: the bytes of each argument's element, its device
   /// copies, and the host copies of the last run's results, made when

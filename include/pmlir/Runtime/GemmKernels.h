@@ -93,11 +93,48 @@ bool oneDnnBf16UsesMatmul(int64_t m, int64_t n, int64_t k, bool accumulate);
 /// C = A B (+ C with `accumulate`) of row-major bf16 (bits) A and B into
 /// f32 C, with A m x k (k x m with `transA`), B k x n (n x k with
 /// `transB`) and the rows' strides lda, ldb, ldc, on oneDNN's bf16 GEMM
-/// (its matmul primitive where oneDnnBf16UsesMatmul). Only where
+/// (its matmul primitive where oneDnnBf16UsesMatmul, or where B lies in an
+/// operand keepBf16GemmOperand kept and C is not accumulated). Only where
 /// bf16Gemm() is OneDnn. False where oneDNN reports a failure.
 bool oneDnnBf16Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                     int64_t lda, const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                     bool accumulate);
+/// Whether oneDnnBf16Gemm runs these operands (B k x n, n x k with
+/// `transB`, rows ldb apart) on the matmul primitive: by
+/// oneDnnBf16UsesMatmul, or B inside an operand keepBf16GemmOperand kept,
+/// not accumulating. Then oneDnnBf16GemmToBf16 may write a bf16 C.
+bool oneDnnBf16RunsMatmul(bool transB, int64_t m, int64_t n, int64_t k, const uint16_t *b,
+                          int64_t ldb, bool accumulate);
+/// As oneDnnBf16Gemm, not accumulating, into bf16 C (bits): the primitive
+/// rounds each f32 sum to nearest even as it writes it (as floatToBf16
+/// does), so no f32 C is written and read again. Only where
+/// oneDnnBf16RunsMatmul. False where oneDNN reports a failure.
+bool oneDnnBf16GemmToBf16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                          const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                          uint16_t *c, int64_t ldc);
+
+/// Keeps `elements` bf16 values at `data` as an operand GEMMs will read
+/// unchanged again and again (a program's bf16 weights, which
+/// JitProgram::bind makes once). Where oneDnnBf16UsesMatmul's primitive is
+/// used, a GEMM whose B lies inside a kept operand runs on it, with that B
+/// reordered into the primitive's blocked layout at its first GEMM and the
+/// copy read by every later one: oneDNN's GEMM API and the primitive on a
+/// plain B pack it again in every call, which at a forward's few rows
+/// takes as long as a large part of the products (docs/performance.md).
+/// The copies take about the operand's bytes again. Nothing is kept where
+/// the environment variable PMLIR_TEST_BF16_WEIGHTS_UNPACKED is set
+/// (benchmarks and tests compare with it).
+void keepBf16GemmOperand(const uint16_t *data, int64_t elements);
+/// Forgets the operand kept at `data`, and frees its packed copies: before
+/// it is written or freed, while no GEMM runs. No effect where nothing is
+/// kept there.
+void forgetBf16GemmOperand(const uint16_t *data);
+/// The packed copies the kept operands hold now (tests count them).
+int64_t keptBf16GemmCopies();
+/// Whether keepBf16GemmOperand keeps anything here: bf16 GEMMs on oneDNN
+/// with its matmul primitive (a CPU with AMX), and
+/// PMLIR_TEST_BF16_WEIGHTS_UNPACKED not set. Loads oneDNN on such a CPU.
+bool packsKeptBf16Operands();
 
 /// How this process multiplies f32 operands.
 enum class F32Gemm {
