@@ -281,12 +281,23 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     return failHere(error);
   // The bf16 forms of weights the caller makes once and keeps, and on a
   // CPU whose GEMMs read them packed, a packed copy of each (a program that
-  // reads a weight both ways, a --grads backward's, makes two).
+  // reads a weight both ways, a --grads backward's, makes two). A forward
+  // frees each f32 weight it reads only in bf16 once its form is made
+  // (JitProgram::bind): its parameters peak at the larger of the f32
+  // weights (while binding) and what stays bound after.
   int64_t copiesOfForms = 1 + (!onGpu && rt::packsKeptBf16Operands() ? 1 : 0);
+  int64_t forms = 0, freedAtBind = 0;
+  auto f32Bytes = [&](int64_t i) {
+    return elementCount(signature.arguments[i].shape) * int64_t(sizeof(float));
+  };
   for (int64_t i : roundedArguments(module))
     if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
-      mine.parameters +=
-          copiesOfForms * elementCount(signature.arguments[i].shape) * int64_t(sizeof(uint16_t));
+      forms += copiesOfForms * f32Bytes(i) / 2;
+  if (!o.train)
+    for (int64_t i : bf16OnlyArguments(module))
+      if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
+        freedAtBind += f32Bytes(i);
+  mine.parameters = std::max(mine.parameters, mine.parameters - freedAtBind + forms);
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
     return failHere("--predict: the buffers of @" + signature.name +
