@@ -283,8 +283,9 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   // CPU whose GEMMs read them packed, a packed copy of each (a program that
   // reads a weight both ways, a --grads backward's, makes two). A forward
   // frees each f32 weight it reads only in bf16 once its form is made
-  // (JitProgram::bind): its parameters peak at the larger of the f32
-  // weights (while binding) and what stays bound after.
+  // (JitProgram::bind): on the host its parameters peak at the larger of
+  // the f32 weights (while binding) and what stays bound after; a device
+  // never receives those f32 weights.
   int64_t copiesOfForms = 1 + (!onGpu && rt::packsKeptBf16Operands() ? 1 : 0);
   int64_t forms = 0, freedAtBind = 0;
   auto f32Bytes = [&](int64_t i) {
@@ -297,7 +298,8 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     for (int64_t i : bf16OnlyArguments(module))
       if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
         freedAtBind += f32Bytes(i);
-  mine.parameters = std::max(mine.parameters, mine.parameters - freedAtBind + forms);
+  int64_t bound = mine.parameters - freedAtBind + forms;
+  mine.parameters = onGpu ? bound : std::max(mine.parameters, bound);
   auto attr = module->getAttrOfType<DictionaryAttr>(kBufferPeakAttr);
   if (auto why = attr ? attr.getAs<StringAttr>("error") : nullptr)
     return failHere("--predict: the buffers of @" + signature.name +
