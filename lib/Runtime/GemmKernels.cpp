@@ -282,7 +282,8 @@ KeptOperands &keptOperands() {
 /// The packed copy of B (plain layout `plain`, `span` elements) in the
 /// weights layout of the matmul `pd`: made at the first GEMM that reads
 /// that sub-matrix in that layout (oneDNN's reorder, on `stream`), then
-/// kept with its operand. Null where oneDNN fails or B is no longer kept.
+/// kept with its operand. Null where oneDNN fails (no memory for the
+/// copy) or B is no longer kept.
 dnnl_memory_t packedCopy(const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t &plain,
                          const uint16_t *b, int64_t k, int64_t n, int64_t ldb, bool transB,
                          dnnl_stream_t stream) {
@@ -408,8 +409,10 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
   dnnl_memory_t weights = nullptr;
   if (status == dnnl_success && packed) {
     weights = packedCopy(pd.handle, bDesc, b, k, n, ldb, transB == 'T', stream.stream);
+    // No copy (oneDNN could not allocate or reorder it): the GEMM runs on
+    // the plain B, as it would unkept.
     if (!weights)
-      status = dnnl_runtime_error;
+      return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
   } else if (status == dnnl_success) {
     status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
     weights = bMemory.handle;
