@@ -7,7 +7,9 @@
 // forward's weights do not change between calls, so their roundings move
 // out of the program into the caller, who rounds once at binding: first
 // out of the private functions into their calls, then out of the entry
-// into arguments of its own (pmlir/Conversion/RoundedArguments.h).
+// into arguments of its own (pmlir/Conversion/RoundedArguments.h). A
+// training step's weights change only in its own AdamW loop, which then
+// writes their next bf16 forms as it writes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +17,9 @@
 
 #include "pmlir/Conversion/Bf16Rounding.h"
 #include "pmlir/Conversion/RoundedArguments.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -96,6 +100,63 @@ void shareRoundings(Value v) {
         init->erase();
     }
   }
+}
+
+/// The result of `entry` that updates its argument #`arg` (tfm.updates),
+/// where exactly one does.
+std::optional<unsigned> resultUpdating(func::FuncOp entry, unsigned arg) {
+  std::optional<unsigned> found;
+  for (unsigned r = 0; r < entry.getNumResults(); ++r) {
+    auto updates = entry.getResultAttrOfType<IntegerAttr>(r, pmlir::tfm::kUpdatesAttr);
+    if (!updates || updates.getInt() != static_cast<int64_t>(arg))
+      continue;
+    if (found)
+      return std::nullopt;
+    found = r;
+  }
+  return found;
+}
+
+/// The elementwise generic that computes `updated` (a training step's new
+/// weight, AdamW's loop), where it can round what it writes too: every loop
+/// parallel, `updated` written whole through an identity map.
+linalg::GenericOp updateLoop(Value updated) {
+  auto loop = updated.getDefiningOp<linalg::GenericOp>();
+  if (!loop || loop.getLibraryCall() || loop.getNumLoops() == 0 ||
+      !llvm::all_of(loop.getIteratorTypesArray(),
+                    [](utils::IteratorType t) { return t == utils::IteratorType::parallel; }))
+    return {};
+  auto result = cast<OpResult>(updated);
+  if (!loop.getIndexingMapMatchingResult(result).isIdentity())
+    return {};
+  return loop;
+}
+
+/// Grows `loop` by one output, `into`: the bf16 rounding of its result #k
+/// (the body's `arith.truncf` of what it yields there, as
+/// pmlir::buildBf16Rounding's). Returns that output's value.
+Value roundAlongside(OpBuilder &b, linalg::GenericOp loop, unsigned k, Value into) {
+  b.setInsertionPoint(loop);
+  SmallVector<Value> inits(loop.getDpsInits());
+  inits.push_back(into);
+  SmallVector<Type> types(loop->getResultTypes());
+  types.push_back(into.getType());
+  SmallVector<AffineMap> maps = loop.getIndexingMapsArray();
+  maps.push_back(loop.getIndexingMapMatchingResult(loop->getResult(k)));
+  auto grown = linalg::GenericOp::create(b, loop.getLoc(), types, loop.getDpsInputs(), inits, maps,
+                                         loop.getIteratorTypesArray());
+  grown->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  grown.getRegion().takeBody(loop.getRegion());
+  Block *body = grown.getBody();
+  body->addArgument(b.getBF16Type(), loop.getLoc());
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  b.setInsertionPoint(yield);
+  Value rounded = arith::TruncFOp::create(b, yield.getLoc(), b.getBF16Type(), yield.getOperand(k));
+  yield->insertOperands(yield->getNumOperands(), rounded);
+  for (unsigned r = 0; r < loop->getNumResults(); ++r)
+    loop->getResult(r).replaceAllUsesWith(grown->getResult(r));
+  loop.erase();
+  return grown->getResults().back();
 }
 
 struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<RoundArgumentsOncePass> {
@@ -195,8 +256,14 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
     }
 
     // Out of the entry: each rounded read-only argument gets its bf16 form
-    // as an argument of its own. One the entry updates keeps one rounding
-    // in each block that rounds it, at the first.
+    // as an argument of its own. So does one the entry updates by a loop
+    // that can round what it writes (AdamW's): that loop writes the next
+    // call's form into it, and the caller rounds only what it writes
+    // itself. Any other updated argument keeps one rounding in each block
+    // that rounds it, at the first.
+    auto returns = llvm::to_vector(entryFunc.getOps<func::ReturnOp>());
+    func::ReturnOp ret =
+        entryFunc.getBody().hasOneBlock() && returns.size() == 1 ? returns.front() : nullptr;
     std::vector<int64_t> listed = pmlir::roundedArguments(module);
     SmallVector<int64_t> rounded(listed.begin(), listed.end());
     std::vector<int64_t> listedOnly = pmlir::bf16OnlyArguments(module);
@@ -207,20 +274,45 @@ struct RoundArgumentsOncePass : public pmlir::impl::RoundArgumentsOnceBase<Round
       if (!fromEntry.contains(arg) || roundingsOf(arg).empty())
         continue;
       auto writable = entryFunc.getArgAttrOfType<BoolAttr>(i, "bufferization.writable");
-      if (!writable || writable.getValue()) {
+      if (!writable) {
         shareRoundings(arg);
         continue;
       }
+      std::optional<unsigned> update;
+      linalg::GenericOp loop;
+      if (writable.getValue()) {
+        if (ret && (update = resultUpdating(entryFunc, i)) &&
+            ret.getOperand(*update).getType() == arg.getType())
+          loop = updateLoop(ret.getOperand(*update));
+        if (!loop) {
+          shareRoundings(arg);
+          continue;
+        }
+      }
       auto bf16 = cast<RankedTensorType>(arg.getType()).clone(b.getBF16Type());
-      DictionaryAttr attrs =
-          b.getDictionaryAttr(b.getNamedAttr("bufferization.writable", b.getBoolAttr(false)));
+      DictionaryAttr attrs = b.getDictionaryAttr(
+          b.getNamedAttr("bufferization.writable", b.getBoolAttr(writable.getValue())));
       if (failed(
               entryFunc.insertArgument(entryFunc.getNumArguments(), bf16, attrs, arg.getLoc()))) {
         entryFunc.emitError("cannot add the bf16 form of argument #") << i;
         return signalPassFailure();
       }
-      replaceRoundings(b, arg, entryFunc.getArguments().back());
+      BlockArgument form = entryFunc.getArguments().back();
+      replaceRoundings(b, arg, form);
       rounded.push_back(i);
+      if (loop) {
+        // The next call's form, written where this call's was read.
+        Value next = roundAlongside(
+            b, loop, cast<OpResult>(ret.getOperand(*update)).getResultNumber(), form);
+        DictionaryAttr updates = b.getDictionaryAttr(
+            b.getNamedAttr(pmlir::tfm::kUpdatesAttr, b.getI64IntegerAttr(form.getArgNumber())));
+        if (failed(entryFunc.insertResult(entryFunc.getNumResults(), bf16, updates))) {
+          entryFunc.emitError("cannot return the updated bf16 form of argument #") << i;
+          return signalPassFailure();
+        }
+        ret->insertOperands(ret->getNumOperands(), next);
+        continue;
+      }
       if (arg.use_empty())
         bf16Only.push_back(i);
     }

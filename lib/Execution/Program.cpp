@@ -211,6 +211,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
       return nullptr;
     }
     program->roundedFrom.push_back(static_cast<size_t>(i));
+    program->formUpdated.push_back(signature.arguments[i].updated);
   }
   for (int64_t i : bf16OnlyArguments(lowered)) {
     if (!llvm::is_contained(program->roundedFrom, static_cast<size_t>(i))) {
@@ -343,9 +344,10 @@ void JitProgram::round(const std::vector<BoundArgument> &args, size_t k) {
   rounded[k].resize(static_cast<size_t>(n));
   pmlir_rt_round_to_bf16(static_cast<const float *>(a.data), rounded[k].data(), n);
   if (!device) {
-    // Read unchanged by every run until it is made again: the GEMMs may
-    // keep it packed.
-    pmlir::rt::keepBf16GemmOperand(rounded[k].data(), n);
+    // Read unchanged by every run until it is made again, unless the runs
+    // update it: the GEMMs may keep it packed.
+    if (!formUpdated[k])
+      pmlir::rt::keepBf16GemmOperand(rounded[k].data(), n);
     return;
   }
   pmlir_rt_gpu_copy_to_device(deviceArguments[args.size() + k], rounded[k].data(),

@@ -280,20 +280,21 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
             : !(program = compile(module, signature, rank == 0, error)))
     return failHere(error);
   // The bf16 forms of weights the caller makes once and keeps, and on a
-  // CPU whose GEMMs read them packed, a packed copy of each (a program that
-  // reads a weight both ways, a --grads backward's, makes two). A forward
+  // CPU whose GEMMs read them packed, a packed copy of each the program
+  // does not update (a program that reads a weight both ways, a --grads
+  // backward's, makes two; a training step updates its forms). A forward
   // frees each f32 weight it reads only in bf16 once its form is made
   // (JitProgram::bind): on the host its parameters peak at the larger of
   // the f32 weights (while binding) and what stays bound after; a device
   // never receives those f32 weights.
-  int64_t copiesOfForms = 1 + (!onGpu && rt::packsKeptBf16Operands() ? 1 : 0);
+  const bool packs = !onGpu && rt::packsKeptBf16Operands();
   int64_t forms = 0, freedAtBind = 0;
   auto f32Bytes = [&](int64_t i) {
     return elementCount(signature.arguments[i].shape) * int64_t(sizeof(float));
   };
   for (int64_t i : roundedArguments(module))
     if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
-      forms += copiesOfForms * f32Bytes(i) / 2;
+      forms += (packs && !signature.arguments[i].updated ? 2 : 1) * f32Bytes(i) / 2;
   if (!o.train)
     for (int64_t i : bf16OnlyArguments(module))
       if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())

@@ -213,3 +213,83 @@ func.func private @layer_backward(%a: tensor<4x8xf32>, %p: tensor<8x16xf32>) -> 
   } -> tensor<8x16xbf16>
   return %h : tensor<8x16xbf16>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A training step's weight, updated by an elementwise loop (AdamW's): it
+// gets a bf16 form the step updates too. The layers read the form; the
+// update loop rounds the new weight into it as a fourth output, returned
+// with tfm.updates naming the form; the weight is still read in f32 by the
+// loop, so it is no bf16-only argument.
+// CHECK: module attributes {tfm.rounded_arguments = array<i64: 1>}
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false}, %[[W:.*]]: tensor<8x16xf32> {bufferization.writable = true}, %[[G:.*]]: tensor<8x16xf32> {bufferization.writable = false}, %[[WH:.*]]: tensor<8x16xbf16> {bufferization.writable = true})
+// CHECK-SAME: -> (tensor<8x16xbf16>, tensor<8x16xf32> {tfm.updates = 1 : i64}, tensor<8x16xbf16> {tfm.updates = 3 : i64})
+// CHECK-NOT: arith.truncf
+// CHECK: %[[F:.*]] = call @layer_forward(%[[X]], %[[WH]])
+// CHECK: %[[NEW:.*]]:2 = linalg.generic {{.*}} ins(%[[G]] : tensor<8x16xf32>) outs(%[[W]], %[[WH]] : tensor<8x16xf32>, tensor<8x16xbf16>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[OUT:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: %[[S:.*]] = arith.subf %[[OUT]], %[[IN]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.truncf %[[S]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[S]], %[[R]] : f32, bf16
+// CHECK: return %[[F]], %[[NEW]]#0, %[[NEW]]#1
+func.func @forward(%x: tensor<4x8xf32> {bufferization.writable = false}, %w: tensor<8x16xf32> {bufferization.writable = true}, %g: tensor<8x16xf32> {bufferization.writable = false}) -> (tensor<8x16xbf16>, tensor<8x16xf32> {tfm.updates = 1 : i64}) {
+  %f = call @layer_forward(%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<8x16xbf16>
+  %new = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%g : tensor<8x16xf32>) outs(%w : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.subf %o, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %f, %new : tensor<8x16xbf16>, tensor<8x16xf32>
+}
+
+func.func private @layer_forward(%a: tensor<4x8xf32>, %p: tensor<8x16xf32>) -> tensor<8x16xbf16> {
+  %e = tensor.empty() : tensor<8x16xbf16>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<8x16xf32>) outs(%e : tensor<8x16xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x16xbf16>
+  return %h : tensor<8x16xbf16>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Updated weights whose update cannot round what it writes keep their one
+// rounding in the step: one updated by a loop that also reduces, one whose
+// new value comes from a call.
+// CHECK-NOT: tfm.rounded_arguments
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[V:.*]]: tensor<8xf32> {bufferization.writable = true}, %[[W:.*]]: tensor<8x16xf32> {bufferization.writable = true}) -> (tensor<8xbf16>, tensor<8x16xbf16>, tensor<8xf32> {tfm.updates = 0 : i64}, tensor<8x16xf32> {tfm.updates = 1 : i64})
+// CHECK: linalg.generic {{.*}} ins(%[[V]] : tensor<8xf32>) outs(%{{.*}} : tensor<8xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+func.func @forward(%v: tensor<8xf32> {bufferization.writable = true}, %w: tensor<8x16xf32> {bufferization.writable = true}) -> (tensor<8xbf16>, tensor<8x16xbf16>, tensor<8xf32> {tfm.updates = 0 : i64}, tensor<8x16xf32> {tfm.updates = 1 : i64}) {
+  %ev = tensor.empty() : tensor<8xbf16>
+  %vh = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v : tensor<8xf32>) outs(%ev : tensor<8xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8xbf16>
+  %ew = tensor.empty() : tensor<8x16xbf16>
+  %wh = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xf32>) outs(%ew : tensor<8x16xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x16xbf16>
+  %summed = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%w : tensor<8x16xf32>) outs(%v : tensor<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %neww = call @update(%w) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %vh, %wh, %summed, %neww : tensor<8xbf16>, tensor<8x16xbf16>, tensor<8xf32>, tensor<8x16xf32>
+}
+
+func.func private @update(%p: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  return %p : tensor<8x16xf32>
+}

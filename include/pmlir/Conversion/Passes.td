@@ -590,12 +590,21 @@ def RoundArgumentsOnce : Pass<"pmlir-round-arguments-once", "mlir::ModuleOp"> {
     forward's) may free their f32 buffers once it has made the forms.
 
     A training step updates its parameters (`bufferization.writable =
-    true`): they get no bf16 form of their own, but their roundings leave
-    the layers all the same (the step reads each parameter before it writes
-    its buffer) and meet in the step, one rounding of each in each block
-    that rounds it, where the block first does: a weight is rounded once a
-    step, its bf16 form read by the layer's forward and backward functions
-    (as autocast's cache of weight casts is), instead of once in each.
+    true`), and their roundings leave the layers all the same (the step
+    reads each parameter before it writes its buffer). Where the step's
+    result that updates one (`tfm.updates`) is written whole by an
+    elementwise generic whose loops are all parallel (AdamW's loop), the
+    parameter gets a bf16 form too, an argument the step updates
+    (`bufferization.writable = true`): it replaces the roundings, and that
+    loop gets one more output, the rounding of the new parameter, written
+    into the form and returned with `tfm.updates` naming it. The caller
+    makes the form when it binds and whenever it writes the parameter
+    itself; the step keeps it current, so no weight is rounded in the step
+    apart from where it is updated. Any other updated parameter keeps one
+    rounding in each block that rounds it, where the block first does: a
+    weight is rounded once a step, its bf16 form read by the layer's
+    forward and backward functions (as autocast's cache of weight casts
+    is), instead of once in each.
 
     Before:
     ```mlir

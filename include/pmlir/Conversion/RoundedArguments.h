@@ -24,7 +24,10 @@ namespace pmlir {
 /// compiled entry takes, after its own arguments, one bf16 tensor for each,
 /// in order, that argument rounded to bf16 (to nearest, ties to even). The
 /// caller makes them when it binds the arguments and again whenever it
-/// writes one of those arguments.
+/// writes one of those arguments. Where the entry updates an argument (a
+/// result's tfm.updates names it), it updates the argument's form too: the
+/// caller keeps that buffer across calls and does not make it again after
+/// a call, and the form changes with every call.
 inline constexpr llvm::StringLiteral kRoundedArgumentsAttr = "tfm.rounded_arguments";
 
 /// Module attribute (an array of argument indices of the entry): those of

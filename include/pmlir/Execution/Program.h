@@ -111,9 +111,13 @@ private:
   /// on the host: a CPU program reads them there.
   std::vector<size_t> roundedFrom, bf16Only;
   std::vector<std::vector<uint16_t>> rounded;
+  /// Per form: whether the entry updates it (its argument is one a result
+  /// updates, pmlir/Conversion/RoundedArguments.h).
+  std::vector<bool> formUpdated;
   /// Makes the bf16 form `k` of `args` (and copies it to the device); a
-  /// CPU program's GEMMs keep it (pmlir::rt::keepBf16GemmOperand) until
-  /// forgetRounded() or its next rounding.
+  /// CPU program's GEMMs keep one the entry does not update
+  /// (pmlir::rt::keepBf16GemmOperand) until forgetRounded() or its next
+  /// rounding.
   void round(const std::vector<BoundArgument> &args, size_t k);
   void forgetRounded();
   std::vector<void *> pointers, packed;
