@@ -6,10 +6,16 @@
 
 #include "../../lib/Runtime/HalfFloat.h"
 
+#include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Runtime/Runtime.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 using namespace pmlir::rt;
 
@@ -56,6 +62,37 @@ TEST(HalfFloat, F16RoundsToNearestEven) {
   for (uint32_t h = 0; h < 0x10000; ++h)
     if (!std::isnan(f16ToFloat(static_cast<uint16_t>(h))))
       EXPECT_EQ(floatToF16(f16ToFloat(static_cast<uint16_t>(h))), h) << h;
+}
+
+// The runtime's rounding of whole buffers (vectorized for the CPU it runs
+// on, split over its threads) gives floatToBf16's bits at every length and
+// alignment: ties, subnormals (kept, not flushed), the carry into infinity,
+// NaNs (quiet, even one whose rounding would carry), and random bits.
+TEST(HalfFloat, RuntimeRoundingIsFloatToBf16) {
+  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x00000001, 0x00008000, 0x00018000,
+                                0x007fffff, 0x807fffff, 0x3f808000, 0x3f818000, 0x3f808001,
+                                0x7f7f7fff, 0x7f7f8000, 0x7f7fffff, 0xff7fffff, 0x7f800000,
+                                0xff800000, 0x7f800001, 0x7fc00000, 0xffc00001, 0x7fff8000,
+                                0x7fffffff, 0xffffffff};
+  std::mt19937 random(7);
+  while (bits.size() < 5000)
+    bits.push_back(static_cast<uint32_t>(random()));
+  std::vector<float> values(bits.size());
+  std::memcpy(values.data(), bits.data(), bits.size() * sizeof(float));
+  for (int threads : {1, 3}) {
+    pmlir_rt_set_parallel_threads(threads);
+    for (size_t offset : {0, 1, 3})
+      for (size_t count : {0, 1, 15, 16, 17, 31, 32, 33, 100, 4000}) {
+        std::vector<uint16_t> rounded(count + 1, 0xabcd);
+        pmlir_rt_round_to_bf16(values.data() + offset, rounded.data(), static_cast<int64_t>(count));
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(rounded[i], floatToBf16(values[offset + i]))
+              << "bits 0x" << std::hex << bits[offset + i] << std::dec << ", element " << i
+              << " of " << count << ", " << threads << " threads";
+        EXPECT_EQ(rounded[count], 0xabcd) << "written past " << count;
+      }
+  }
+  pmlir_rt_set_parallel_threads(1);
 }
 
 } // namespace
