@@ -255,6 +255,39 @@ void matmulBf16(StridedMemRefType<uint16_t, L> *lhs, StridedMemRefType<uint16_t,
                 StridedMemRefType<Out, L> *out, bool accumulate) {
   bool native = pmlir::rt::bf16Gemm() == pmlir::rt::Bf16Gemm::OneDnn && rowsContiguous(lhs) &&
                 rowsContiguous(rhs);
+  if constexpr (R == L && L >= 3) {
+    // A batch of GEMMs with a batch of B (attention's heads): one matmul
+    // primitive a part of the batch, writing C as it is typed, where a GEMM
+    // call each took twice as long (their rows are few).
+    if (native && !accumulate) {
+      int64_t aStrides[L], bStrides[L], cStrides[L];
+      for (int d = 0; d < L - 2; ++d) {
+        aStrides[d] = lhs->strides[d];
+        bStrides[d] = rhs->strides[d];
+        cStrides[d] = out->strides[d];
+      }
+      // Rows then columns of each as the GEMM reads it.
+      aStrides[L - 2] = lhs->strides[TA ? L - 1 : L - 2];
+      aStrides[L - 1] = lhs->strides[TA ? L - 2 : L - 1];
+      bStrides[L - 2] = rhs->strides[TB ? L - 1 : L - 2];
+      bStrides[L - 1] = rhs->strides[TB ? L - 2 : L - 1];
+      cStrides[L - 2] = out->strides[L - 2];
+      cStrides[L - 1] = out->strides[L - 1];
+      int64_t m = out->sizes[L - 2], n = out->sizes[L - 1];
+      int64_t k = TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1];
+      switch (pmlir::rt::oneDnnBf16BatchedGemm(L - 2, out->sizes, m, n, k, lhs->data + lhs->offset,
+                                               aStrides, rhs->data + rhs->offset, bStrides,
+                                               out->data + out->offset, cStrides)) {
+      case pmlir::rt::BatchedGemm::Ran:
+        return;
+      case pmlir::rt::BatchedGemm::Failed:
+        pmlir_rt_fail("oneDNN's bf16 GEMM failed");
+        return;
+      case pmlir::rt::BatchedGemm::NotRun:
+        break;
+      }
+    }
+  }
   if constexpr (std::is_same_v<Out, uint16_t> && R == 2 && !TA) {
     // On the matmul primitive the GEMM rounds its sums as it writes them:
     // no f32 result to write, read again and round (at a forward's GEMMs

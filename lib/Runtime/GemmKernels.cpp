@@ -134,6 +134,7 @@ constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
 constexpr const char *kOneDnnF32Env = "PMLIR_TEST_F32_GEMM_ONEDNN";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
 constexpr const char *kUnpackedEnv = "PMLIR_TEST_BF16_WEIGHTS_UNPACKED";
+constexpr const char *kPerGemmEnv = "PMLIR_TEST_BF16_BATCH_PER_GEMM";
 /// The parts a oneDNN GEMM is split into: the threads setGemmThreads set.
 std::atomic<int> gemmThreads{1};
 /// The least work (FLOPs) of a part of a split GEMM: about 10 us of one
@@ -342,23 +343,8 @@ dnnl_status_t apiGemm(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl
   return status;
 }
 
-/// C = A B on oneDNN's matmul primitive, with dnnl_gemm_bf16bf16f32's
-/// signature (row-major bf16 A and B, f32 C) for alpha 1 and beta 0, or
-/// into bf16 C (`Out` uint16_t: the primitive rounds each f32 sum to
-/// nearest even as it writes it, as floatToBf16 does): one
-/// primitive made for the call (oneDNN's primitive cache keeps its
-/// kernels), run on this thread's stream. A B inside a kept operand is
-/// read from its packed copy (the primitive then never packs it). Where
-/// oneDNN offers no brgemm kernel for the operands' layout (rows padded
-/// past the matrix: then it picks its GEMM API's kernels anyway), the GEMM
-/// API itself.
-template <typename Out>
-dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
-                         float alpha, const uint16_t *a, dnnl_dim_t lda, const uint16_t *b,
-                         dnnl_dim_t ldb, float beta, Out *c, dnnl_dim_t ldc) {
-  const OneDnn::Matmul &api = oneDnn().matmul;
-  if (alpha != 1.0f || beta != 0.0f || !api.engine)
-    return dnnl_unimplemented;
+/// This thread's oneDNN stream, made at its first matmul.
+dnnl_stream_t threadStream() {
   struct Stream {
     dnnl_stream_t stream = nullptr;
     ~Stream() {
@@ -367,28 +353,52 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
     }
   };
   static thread_local Stream stream;
+  const OneDnn::Matmul &api = oneDnn().matmul;
   if (!stream.stream &&
       api.streamCreate(&stream.stream, api.engine, dnnl_stream_default_flags) != dnnl_success)
+    return nullptr;
+  return stream.stream;
+}
+
+/// A kept B's sub-matrix (k x n, n x k with `transB`, rows ldb apart),
+/// which a matmul reads from its packed copy.
+struct KeptB {
+  int64_t k, n, ldb;
+  bool transB;
+};
+
+/// C = A B on oneDNN's matmul primitive for bf16 A and B into `Out` C
+/// (f32, or bf16 bits the primitive rounds to nearest even as it writes
+/// them, as floatToBf16 does), all `rank`-dimensional (the batch's
+/// dimensions, then rows and columns) by their dimensions and strides: one
+/// primitive made for the call (oneDNN's primitive cache keeps its
+/// kernels), run on this thread's stream. With `kept`, B is read from its
+/// packed copy (the primitive then never packs it). dnnl_unimplemented,
+/// with nothing written, where oneDNN offers no brgemm kernel for the
+/// operands' layout (rows padded past the matrix: then it picks its GEMM
+/// API's kernels anyway) or no packed copy could be made; with `probe`,
+/// dnnl_success where it does, with nothing run.
+template <typename Out>
+dnnl_status_t runMatmul(int rank, const dnnl_dim_t *aDims, const dnnl_dim_t *aStrides,
+                        const dnnl_dim_t *bDims, const dnnl_dim_t *bStrides,
+                        const dnnl_dim_t *cDims, const dnnl_dim_t *cStrides, const uint16_t *a,
+                        const uint16_t *b, Out *c, const KeptB *kept, bool probe = false) {
+  const OneDnn::Matmul &api = oneDnn().matmul;
+  dnnl_stream_t stream = threadStream();
+  if (!stream)
     return dnnl_runtime_error;
-  bool packed = k > 0 && n > 0 && keptOperands().holds(b, operandSpan(transB == 'T', k, n, ldb));
-  // A stored transposed is k x m with rows lda apart: element (i, p) at
-  // p lda + i.
-  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
-  dnnl_dims_t aStrides = {transA == 'T' ? 1 : lda, transA == 'T' ? lda : 1};
-  dnnl_dims_t bStrides = {transB == 'T' ? 1 : ldb, transB == 'T' ? ldb : 1};
-  dnnl_dims_t cStrides = {ldc, 1};
   dnnl_memory_desc_t aDesc, bDesc, bLayout, cDesc;
   dnnl_matmul_desc_t desc;
-  dnnl_status_t status = api.memoryDescInit(&aDesc, 2, aDims, dnnl_bf16, aStrides);
+  dnnl_status_t status = api.memoryDescInit(&aDesc, rank, aDims, dnnl_bf16, aStrides);
   if (status == dnnl_success)
-    status = api.memoryDescInit(&bDesc, 2, bDims, dnnl_bf16, bStrides);
+    status = api.memoryDescInit(&bDesc, rank, bDims, dnnl_bf16, bStrides);
   // A packed B's layout is the primitive's choice.
   if (status == dnnl_success)
-    status = packed ? api.memoryDescInitByTag(&bLayout, 2, bDims, dnnl_bf16, dnnl_format_tag_any)
-                    : api.memoryDescInit(&bLayout, 2, bDims, dnnl_bf16, bStrides);
+    status = kept ? api.memoryDescInitByTag(&bLayout, rank, bDims, dnnl_bf16, dnnl_format_tag_any)
+                  : api.memoryDescInit(&bLayout, rank, bDims, dnnl_bf16, bStrides);
   if (status == dnnl_success)
-    status = api.memoryDescInit(&cDesc, 2, cDims, std::is_same_v<Out, float> ? dnnl_f32 : dnnl_bf16,
-                                cStrides);
+    status = api.memoryDescInit(&cDesc, rank, cDims,
+                                std::is_same_v<Out, float> ? dnnl_f32 : dnnl_bf16, cStrides);
   if (status == dnnl_success)
     status = api.matmulDescInit(&desc, &aDesc, &bLayout, nullptr, &cDesc);
   Owned<dnnl_primitive_desc_t, decltype(api.primitiveDescDestroy)> pd(api.primitiveDescDestroy);
@@ -401,18 +411,19 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
   if (status == dnnl_success &&
       (api.primitiveDescQuery(pd.handle, dnnl_query_impl_info_str, 0, &kernels) != dnnl_success ||
        !kernels || std::string_view(kernels).substr(0, 4) != "brg:"))
-    return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
-  if (status == dnnl_success)
-    status = api.primitiveCreate(&primitive.handle, pd.handle);
+    return dnnl_unimplemented;
+  if (status != dnnl_success || probe)
+    return status;
+  status = api.primitiveCreate(&primitive.handle, pd.handle);
   if (status == dnnl_success)
     status = api.memoryCreate(&aMemory.handle, &aDesc, api.engine, const_cast<uint16_t *>(a));
   dnnl_memory_t weights = nullptr;
-  if (status == dnnl_success && packed) {
-    weights = packedCopy(pd.handle, bDesc, b, k, n, ldb, transB == 'T', stream.stream);
-    // No copy (oneDNN could not allocate or reorder it): the GEMM runs on
-    // the plain B, as it would unkept.
+  if (status == dnnl_success && kept) {
+    weights = packedCopy(pd.handle, bDesc, b, kept->k, kept->n, kept->ldb, kept->transB, stream);
+    // No copy (oneDNN could not allocate or reorder it): the caller runs
+    // the GEMM on the plain B, as it would unkept.
     if (!weights)
-      return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
+      return dnnl_unimplemented;
   } else if (status == dnnl_success) {
     status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
     weights = bMemory.handle;
@@ -423,9 +434,35 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
     return status;
   dnnl_exec_arg_t arguments[] = {
       {DNNL_ARG_SRC, aMemory.handle}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, cMemory.handle}};
-  status = api.primitiveExecute(primitive.handle, stream.stream, 3, arguments);
+  status = api.primitiveExecute(primitive.handle, stream, 3, arguments);
   if (status == dnnl_success)
-    status = api.streamWait(stream.stream);
+    status = api.streamWait(stream);
+  return status;
+}
+
+/// C = A B on oneDNN's matmul primitive (runMatmul), with
+/// dnnl_gemm_bf16bf16f32's signature (row-major bf16 A and B, f32 or bf16
+/// C) for alpha 1 and beta 0. A B inside a kept operand is read from its
+/// packed copy. Where the primitive cannot (no brgemm kernel, no copy),
+/// the GEMM API itself.
+template <typename Out>
+dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                         float alpha, const uint16_t *a, dnnl_dim_t lda, const uint16_t *b,
+                         dnnl_dim_t ldb, float beta, Out *c, dnnl_dim_t ldc) {
+  if (alpha != 1.0f || beta != 0.0f || !oneDnn().matmul.engine)
+    return dnnl_unimplemented;
+  bool packed = k > 0 && n > 0 && keptOperands().holds(b, operandSpan(transB == 'T', k, n, ldb));
+  // A stored transposed is k x m with rows lda apart: element (i, p) at
+  // p lda + i.
+  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
+  dnnl_dims_t aStrides = {transA == 'T' ? 1 : lda, transA == 'T' ? lda : 1};
+  dnnl_dims_t bStrides = {transB == 'T' ? 1 : ldb, transB == 'T' ? ldb : 1};
+  dnnl_dims_t cStrides = {ldc, 1};
+  KeptB kept{k, n, ldb, transB == 'T'};
+  dnnl_status_t status = runMatmul(2, aDims, aStrides, bDims, bStrides, cDims, cStrides, a, b, c,
+                                   packed ? &kept : nullptr);
+  if (status == dnnl_unimplemented)
+    return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
   return status;
 }
 
@@ -666,6 +703,106 @@ bool pmlir::rt::oneDnnBf16GemmToBf16(bool transA, bool transB, int64_t m, int64_
   bool packed = packedB(transB, m, n, k, b, ldb, /*accumulate=*/false);
   return oneDnnGemm(&bf16Matmul<uint16_t>, transA, transB, m, n, k, a, lda, b, ldb, c, ldc,
                     /*accumulate=*/false, /*rowsOnly=*/packed);
+}
+
+namespace {
+/// A batch of bf16 GEMMs as matmul operands (runMatmul's dimensions and
+/// strides), split into `parts` along batch dimension `split`.
+template <typename Out> struct BatchedMatmul {
+  int rank;
+  dnnl_dims_t aDims, bDims, cDims, aStrides, bStrides, cStrides;
+  const uint16_t *a, *b;
+  Out *c;
+  int split;
+  int64_t parts;
+  std::atomic<bool> failed{false};
+
+  int64_t start(int64_t part) const { return aDims[split] * part / parts; }
+
+  /// Part `part`: its slice of dimension `split` of every operand.
+  dnnl_status_t run(int64_t part, bool probe) const {
+    int64_t begin = start(part), end = start(part + 1);
+    dnnl_dims_t a2, b2, c2;
+    std::copy(aDims, aDims + rank, a2);
+    std::copy(bDims, bDims + rank, b2);
+    std::copy(cDims, cDims + rank, c2);
+    a2[split] = b2[split] = c2[split] = end - begin;
+    return runMatmul(rank, a2, aStrides, b2, bStrides, c2, cStrides, a + begin * aStrides[split],
+                     b + begin * bStrides[split], c + begin * cStrides[split], nullptr, probe);
+  }
+};
+
+template <typename Out>
+BatchedGemm batchedGemm(int batchRank, const int64_t *batch, int64_t m, int64_t n, int64_t k,
+                        const uint16_t *a, const int64_t *aStrides, const uint16_t *b,
+                        const int64_t *bStrides, Out *c, const int64_t *cStrides) {
+  int rank = batchRank + 2;
+  if (batchRank < 1 || rank > DNNL_MAX_NDIMS || m <= 0 || n <= 0 || k <= 0 || !matmulUsable() ||
+      std::getenv(kPerGemmEnv))
+    return BatchedGemm::NotRun;
+  BatchedMatmul<Out> matmul;
+  matmul.rank = rank;
+  for (int d = 0; d < batchRank; ++d)
+    matmul.aDims[d] = matmul.bDims[d] = matmul.cDims[d] = batch[d];
+  matmul.aDims[batchRank] = matmul.cDims[batchRank] = m;
+  matmul.aDims[batchRank + 1] = matmul.bDims[batchRank] = k;
+  matmul.bDims[batchRank + 1] = matmul.cDims[batchRank + 1] = n;
+  std::copy(aStrides, aStrides + rank, matmul.aStrides);
+  std::copy(bStrides, bStrides + rank, matmul.bStrides);
+  std::copy(cStrides, cStrides + rank, matmul.cStrides);
+  matmul.a = a;
+  matmul.b = b;
+  matmul.c = c;
+  matmul.split = 0;
+  while (matmul.split + 1 < batchRank && batch[matmul.split] == 1)
+    ++matmul.split;
+  int64_t elements = 1;
+  for (int d = 0; d < batchRank; ++d)
+    elements *= batch[d];
+  double flops = 2.0 * double(elements) * double(m) * double(n) * double(k);
+  matmul.parts = std::max<int64_t>(
+      1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), batch[matmul.split],
+                            int64_t(flops / double(kGemmFlopsPerPart))}));
+  // Every part has a brgemm kernel before any runs, or none runs.
+  for (int64_t part = 0; part < matmul.parts; ++part) {
+    dnnl_status_t probe = matmul.run(part, /*probe=*/true);
+    if (probe == dnnl_unimplemented)
+      return BatchedGemm::NotRun;
+    if (probe != dnnl_success)
+      return BatchedGemm::Failed;
+  }
+  auto body = +[](void *context, int64_t begin, int64_t end) {
+    auto *batched = static_cast<BatchedMatmul<Out> *>(context);
+    // oneDNN's OpenMP threads stay idle (as SplitGemm::run).
+    static thread_local bool oneThread = false;
+    if (!oneThread) {
+      oneDnn().setThreads(1);
+      oneThread = true;
+    }
+    for (int64_t part = begin; part < end; ++part)
+      if (batched->run(part, /*probe=*/false) != dnnl_success)
+        batched->failed.store(true, std::memory_order_relaxed);
+  };
+  int64_t partCost = std::max<int64_t>(kGemmFlopsPerPart, int64_t(flops) / matmul.parts);
+  pmlir_rt_parallel_for(reinterpret_cast<void *>(body), &matmul, matmul.parts, partCost);
+  return matmul.failed.load() ? BatchedGemm::Failed : BatchedGemm::Ran;
+}
+} // namespace
+
+BatchedGemm pmlir::rt::oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch, int64_t m,
+                                             int64_t n, int64_t k, const uint16_t *a,
+                                             const int64_t *aStrides, const uint16_t *b,
+                                             const int64_t *bStrides, float *c,
+                                             const int64_t *cStrides) {
+  return batchedGemm(batchRank, batch, m, n, k, a, aStrides, b, bStrides, c, cStrides);
+}
+
+BatchedGemm pmlir::rt::oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch, int64_t m,
+                                             int64_t n, int64_t k, const uint16_t *a,
+                                             const int64_t *aStrides, const uint16_t *b,
+                                             const int64_t *bStrides, uint16_t *c,
+                                             const int64_t *cStrides) {
+  return batchedGemm(batchRank, batch, m, n, k, a, aStrides, b, bStrides, c, cStrides);
 }
 
 bool pmlir::rt::packsKeptBf16Operands() {

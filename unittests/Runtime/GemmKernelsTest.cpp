@@ -350,4 +350,103 @@ TEST(GemmKernels, OneDnnBf16KeptOperand) {
   setGemmThreads(1);
 }
 
+// A batch of bf16 GEMMs (attention's heads: batch 2 x 3, odd rows,
+// columns and sums) on the matmul primitive in one call a part: every
+// transpose, each operand stored as heads split out of a hidden dimension
+// are ([b0][rows][b1][columns]: the second batch dimension inside the
+// rows), into f32 and into bf16 C, on 1 to 3 threads. Each element within
+// the bound of any order of its k exact products' f32 sum (and bf16's
+// rounding for bf16 C). Operands whose rows are padded get no brgemm
+// kernel from oneDNN: NotRun, and nothing written.
+TEST(GemmKernels, OneDnnBf16BatchedGemm) {
+  if (!oneDnnLoads() || bf16Gemm() != Bf16Gemm::OneDnn ||
+      !oneDnnBf16UsesMatmul(64, 262181, 40, false))
+    GTEST_SKIP() << "the matmul primitive is not used on this CPU";
+  if (std::getenv("PMLIR_TEST_BF16_BATCH_PER_GEMM"))
+    GTEST_SKIP() << "PMLIR_TEST_BF16_BATCH_PER_GEMM is set";
+  const int64_t batch[] = {2, 3}, m = 37, n = 29, k = 45;
+  std::mt19937 random(17);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (int threads : {1, 2, 3}) {
+    pmlir_rt_set_parallel_threads(threads);
+    setGemmThreads(threads);
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        // Stored [b0][rows][b1][columns + pad]: element (i0, i1, r, c) at
+        // i0 b0 + r row + i1 b1 + c.
+        struct Stored {
+          int64_t rows, columns, b1, row, b0;
+          std::vector<uint16_t> data;
+          Stored(int64_t rows, int64_t columns, int64_t pad)
+              : rows(rows), columns(columns), b1(columns + pad), row(3 * (columns + pad)),
+                b0(rows * 3 * (columns + pad)), data(2 * b0) {}
+          int64_t at(int64_t i0, int64_t i1, int64_t r, int64_t c) const {
+            return i0 * b0 + r * row + i1 * b1 + c;
+          }
+        };
+        Stored a(transA ? k : m, transA ? m : k, 0);
+        Stored b(transB ? n : k, transB ? k : n, 0);
+        for (uint16_t &x : a.data)
+          x = floatToBf16(uniform(random));
+        for (uint16_t &x : b.data)
+          x = floatToBf16(uniform(random));
+        // Element (i, p) of A and (p, j) of B as the GEMM reads them.
+        int64_t aStrides[] = {a.b0, a.b1, transA ? 1 : a.row, transA ? a.row : 1};
+        int64_t bStrides[] = {b.b0, b.b1, transB ? 1 : b.row, transB ? b.row : 1};
+        const int64_t ldc = n;
+        int64_t cStrides[] = {3 * m * ldc, m * ldc, ldc, 1};
+        auto exact = [&](int64_t i0, int64_t i1, int64_t i, int64_t j) {
+          double sum = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            double x = bf16ToFloat(a.data[transA ? a.at(i0, i1, p, i) : a.at(i0, i1, i, p)]);
+            double y = bf16ToFloat(b.data[transB ? b.at(i0, i1, j, p) : b.at(i0, i1, p, j)]);
+            sum += x * y;
+            magnitude += std::fabs(x * y);
+          }
+          return std::pair(sum, magnitude);
+        };
+        std::string what = std::string(transA ? "A^T " : "") + (transB ? "B^T " : "") + "on " +
+                           std::to_string(threads) + " threads";
+        const double gamma = sumBound(k), unit = std::ldexp(1.0, -8);
+        std::vector<float> c(2 * 3 * m * ldc, std::numeric_limits<float>::quiet_NaN());
+        ASSERT_EQ(oneDnnBf16BatchedGemm(2, batch, m, n, k, a.data.data(), aStrides, b.data.data(),
+                                        bStrides, c.data(), cStrides),
+                  BatchedGemm::Ran)
+            << what;
+        std::vector<uint16_t> h(c.size(), 0xffff);
+        ASSERT_EQ(oneDnnBf16BatchedGemm(2, batch, m, n, k, a.data.data(), aStrides, b.data.data(),
+                                        bStrides, h.data(), cStrides),
+                  BatchedGemm::Ran)
+            << what;
+        for (int64_t i0 = 0; i0 < 2; ++i0)
+          for (int64_t i1 = 0; i1 < 3; ++i1)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                int64_t at = i0 * cStrides[0] + i1 * cStrides[1] + i * ldc + j;
+                auto [sum, magnitude] = exact(i0, i1, i, j);
+                double f32Error = gamma * magnitude;
+                EXPECT_LE(std::fabs(c[at] - sum), f32Error)
+                    << what << ", element " << i0 << "," << i1 << "," << i << "," << j;
+                EXPECT_LE(std::fabs(bf16ToFloat(h[at]) - sum),
+                          f32Error + unit * (std::fabs(sum) + f32Error))
+                    << what << ", bf16 element " << i0 << "," << i1 << "," << i << "," << j;
+              }
+      }
+  }
+  // Rows padded past the matrix: no brgemm kernel, nothing written.
+  const int64_t padded = k + 3;
+  std::vector<uint16_t> a(2 * 3 * m * padded, floatToBf16(1.0f)), b(2 * 3 * k * n, 0x3f80);
+  int64_t aStrides[] = {3 * m * padded, m * padded, padded, 1};
+  int64_t bStrides[] = {3 * k * n, k * n, n, 1};
+  int64_t cStrides[] = {3 * m * n, m * n, n, 1};
+  std::vector<float> c(2 * 3 * m * n, -7.0f);
+  EXPECT_EQ(oneDnnBf16BatchedGemm(2, batch, m, n, k, a.data(), aStrides, b.data(), bStrides,
+                                  c.data(), cStrides),
+            BatchedGemm::NotRun);
+  for (float x : c)
+    ASSERT_EQ(x, -7.0f) << "written by a batch that did not run";
+  pmlir_rt_set_parallel_threads(1);
+  setGemmThreads(1);
+}
+
 } // namespace

@@ -113,6 +113,29 @@ bool oneDnnBf16GemmToBf16(bool transA, bool transB, int64_t m, int64_t n, int64_
                           const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                           uint16_t *c, int64_t ldc);
 
+/// How oneDnnBf16BatchedGemm went.
+enum class BatchedGemm { Ran, NotRun, Failed };
+/// C[i] = A[i] B[i] for every index i of a batch of bf16 GEMMs (attention's
+/// heads), not accumulating, in few calls of oneDNN's matmul primitive
+/// instead of one GEMM call each: the batch split over the runtime's
+/// threads along its first dimension of more than one element, each part
+/// one call. `batch` holds the batch's `batchRank` sizes; each operand's
+/// strides, its batch dimensions' in the same order, then those of its
+/// rows and columns as the GEMM reads it (A m x k, B k x n, C m x n: an
+/// operand stored transposed is read by its strides). NotRun, with
+/// nothing written, on a CPU without AMX, with
+/// PMLIR_TEST_BF16_BATCH_PER_GEMM set, or where oneDNN has no brgemm
+/// kernel for these operands: the caller runs each GEMM. Failed where
+/// oneDNN reports a failure.
+BatchedGemm oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch, int64_t m, int64_t n,
+                                  int64_t k, const uint16_t *a, const int64_t *aStrides,
+                                  const uint16_t *b, const int64_t *bStrides, float *c,
+                                  const int64_t *cStrides);
+BatchedGemm oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch, int64_t m, int64_t n,
+                                  int64_t k, const uint16_t *a, const int64_t *aStrides,
+                                  const uint16_t *b, const int64_t *bStrides, uint16_t *c,
+                                  const int64_t *cStrides);
+
 /// Keeps `elements` bf16 values at `data` as an operand GEMMs will read
 /// unchanged again and again (a program's bf16 weights, which
 /// JitProgram::bind makes once). Where oneDnnBf16UsesMatmul's primitive is
