@@ -12,7 +12,9 @@
 // activation-times-weight case). On bf16 operands (their
 // bits, uint16_t) the same calls go to oneDNN's bf16 GEMM, f32 sums into an
 // f32 result, where the CPU has AVX-512 BF16 (GemmKernels.h); elsewhere the
-// operands are widened to f32 copies first.
+// operands are widened to f32 copies first. On a CPU with AMX a bf16 batch
+// with a batch of B (attention's heads) is one matmul primitive call a part
+// of the batch instead of one GEMM call an element.
 //
 //===----------------------------------------------------------------------===//
 
