@@ -188,17 +188,17 @@ __attribute__((target("avx2"), noinline)) void convertAvx2(const From *from, To 
 template <typename From, typename To> void convertRange(const From *from, To *to, int64_t count) {
   if constexpr (std::is_same_v<From, To>) {
     std::memcpy(to, from, count * sizeof(To));
-    return;
-  }
+  } else {
 #if defined(__x86_64__)
-  using pmlir::rt::SimdLevel;
-  static const SimdLevel level = pmlir::rt::cpuSimdLevel();
-  if (level >= SimdLevel::Avx512)
-    return convertAvx512(from, to, count);
-  if (level >= SimdLevel::Avx2)
-    return convertAvx2(from, to, count);
+    using pmlir::rt::SimdLevel;
+    static const SimdLevel level = pmlir::rt::cpuSimdLevel();
+    if (level >= SimdLevel::Avx512)
+      return convertAvx512(from, to, count);
+    if (level >= SimdLevel::Avx2)
+      return convertAvx2(from, to, count);
 #endif
-  convertLoop(from, to, count);
+    convertLoop(from, to, count);
+  }
 }
 
 /// Converts `count` contiguous values over the runtime's threads (a GEMM's
