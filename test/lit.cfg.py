@@ -87,8 +87,7 @@ except (OSError, AttributeError):
 
 # AVX-512 BF16 (the kernel's flags are what cpuid and the OS's saved
 # registers allow): bf16 GEMMs run on oneDNN's native kernels there.
-# avx512: AVX-512 F, DQ, BW and VL, where f32 GEMMs may run on oneDNN;
-# amx_f32_onednn: AVX-512 and AMX, where they do unless told otherwise.
+# avx512: AVX-512 F, DQ, BW and VL, where f32 GEMMs run on oneDNN.
 try:
     with open("/proc/cpuinfo") as cpuinfo:
         flags = next((line for line in cpuinfo if line.startswith("flags")), "")
@@ -96,8 +95,6 @@ try:
         config.available_features.add("avx512_bf16")
     if all(f" {f}" in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl")):
         config.available_features.add("avx512")
-        if " amx_tile" in flags:
-            config.available_features.add("amx_f32_onednn")
 except OSError:
     pass
 

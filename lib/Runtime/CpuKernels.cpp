@@ -6,7 +6,7 @@
 // (lhs rank L, rhs rank R, transposes A and B) with memref descriptors of
 // lhs, rhs and the result and a flag `accumulate`; the kernel adds lhs @ rhs
 // into the result (accumulate) or overwrites it (not read, so it may be
-// uninitialized) with cblas_sgemm (oneDNN's SGEMM on a CPU with AMX,
+// uninitialized) with cblas_sgemm (oneDNN's SGEMM on a CPU with AVX-512,
 // GemmKernels.h), one call per batch element, or one call for the whole
 // batch when a shared rank-2 rhs meets a contiguous lhs (the common
 // activation-times-weight case). On bf16 operands (their

@@ -131,7 +131,6 @@ struct OneDnn {
 };
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
-constexpr const char *kOneDnnF32Env = "PMLIR_TEST_F32_GEMM_ONEDNN";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
 constexpr const char *kUnpackedEnv = "PMLIR_TEST_BF16_WEIGHTS_UNPACKED";
 constexpr const char *kPerGemmEnv = "PMLIR_TEST_BF16_BATCH_PER_GEMM";
@@ -564,8 +563,7 @@ Bf16Gemm pmlir::rt::bf16Gemm() {
 
 F32Gemm pmlir::rt::f32Gemm() {
   static const F32Gemm chosen = [] {
-    bool wanted = std::getenv(kOneDnnF32Env) || (cpuHasAmx() && !std::getenv(kOpenBlasF32Env));
-    if (!wanted || cpuSimdLevel() < SimdLevel::Avx512 || !oneDnn().sgemm)
+    if (std::getenv(kOpenBlasF32Env) || cpuSimdLevel() < SimdLevel::Avx512 || !oneDnn().sgemm)
       return F32Gemm::OpenBlas;
     return F32Gemm::OneDnn;
   }();
@@ -870,10 +868,7 @@ std::string pmlir::rt::gemmPath() {
   std::string cpu = simdLevelName(cpuSimdLevel());
   std::string f32;
   if (f32Gemm() == F32Gemm::OneDnn) {
-    f32 = oneDnnName() + " on the runtime's threads (" +
-          (std::getenv(kOneDnnF32Env) ? std::string(kOneDnnF32Env)
-                                      : "pmlir's choice for a CPU with AMX") +
-          ")";
+    f32 = oneDnnName() + " on the runtime's threads (pmlir's choice for this CPU's " + cpu + ")";
   } else {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
     // its first two words.
@@ -888,7 +883,7 @@ std::string pmlir::rt::gemmPath() {
       who = std::string(kCoreTypeEnv) + "=" + forced + "; this CPU runs " + cpu;
     else
       who = "OpenBLAS's choice; this CPU runs " + cpu;
-    if (cpuHasAmx() && cpuSimdLevel() >= SimdLevel::Avx512)
+    if (cpuSimdLevel() >= SimdLevel::Avx512)
       who += std::getenv(kOpenBlasF32Env)
                  ? "; " + std::string(kOpenBlasF32Env)
                  : std::string("; oneDNN's ") + kOneDnnLibrary + " did not load";

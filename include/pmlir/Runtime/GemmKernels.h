@@ -13,8 +13,11 @@
 // set is left alone. Ranks under mpirun on this host inherit the choice;
 // ranks on other hosts make their own.
 //
-// On a CPU with AMX (Intel's cores of two 512-bit FMA units) the f32 GEMMs
-// run on oneDNN's SGEMM instead. GEMMs on bf16 operands run on oneDNN's
+// On a CPU with AVX-512 the f32 GEMMs run on oneDNN's SGEMM instead: it
+// was faster than OpenBLAS's AVX-512 kernels on both CPUs measured, an
+// Intel Xeon with AMX (two 512-bit FMA units a core, where OpenBLAS 0.3.21
+// reaches two thirds of the peak) and an AMD EPYC of Zen 4 (one 512-bit
+// FMA a cycle; docs/performance.md). GEMMs on bf16 operands run on oneDNN's
 // bf16 GEMM (vdpbf16ps, f32 sums) where the CPU has AVX-512 BF16;
 // elsewhere their operands are widened to f32 for OpenBLAS. oneDNN's GEMMs
 // run on the runtime's threads, not on oneDNN's OpenMP threads. oneDNN
@@ -45,10 +48,9 @@ const char *simdLevelName(SimdLevel level);
 /// This CPU's level: its cpuid features and the vector registers the OS
 /// saves (xgetbv); AVX2 counts with FMA, AVX-512 with F, DQ, BW and VL.
 SimdLevel cpuSimdLevel();
-/// Whether cpuid lists AMX (AMX-TILE). pmlir never runs AMX instructions:
-/// AMX marks Intel's server cores since Sapphire Rapids, which have two
-/// 512-bit FMA units, where OpenBLAS 0.3.21's SGEMM reaches two thirds of
-/// the FMA peak and oneDNN's more (docs/performance.md).
+/// Whether cpuid lists AMX (AMX-TILE). pmlir never runs AMX instructions
+/// itself: AMX marks the CPUs where oneDNN's bf16 matmul primitive runs
+/// its measured AMX kernels (oneDnnBf16UsesMatmul).
 bool cpuHasAmx();
 
 /// The level of the kernels of OpenBLAS's core `core` (as
@@ -167,11 +169,10 @@ enum class F32Gemm {
   /// oneDNN's SGEMM on the runtime's threads.
   OneDnn,
 };
-/// The f32 GEMM for this process: oneDNN's on a CPU with AMX and AVX-512
-/// where libdnnl.so.2 loads, else OpenBLAS's. The environment variable
-/// PMLIR_TEST_F32_GEMM_ONEDNN asks for oneDNN on any AVX-512 CPU,
-/// PMLIR_TEST_F32_GEMM_OPENBLAS for OpenBLAS (benchmarks compare the two
-/// with them). The first call loads oneDNN where it may be used.
+/// The f32 GEMM for this process: oneDNN's on a CPU with AVX-512 where
+/// libdnnl.so.2 loads, else OpenBLAS's. The environment variable
+/// PMLIR_TEST_F32_GEMM_OPENBLAS asks for OpenBLAS (benchmarks compare the
+/// two with it). The first call loads oneDNN where it may be used.
 F32Gemm f32Gemm();
 /// C = A B (+ C with `accumulate`) of row-major f32 A, B and C, as
 /// oneDnnBf16Gemm; only where f32Gemm() is OneDnn. False where oneDNN
