@@ -12,8 +12,8 @@ the machine hits all of them:
 - 2 threads, loops on one: `--threads 2` with PMLIR_TEST_LOOP_THREADS=1
   (OpenBLAS's GEMMs on two threads, every other loop on the caller's: pmlir
   before pmlir-outline-parallel-loops; on a CPU whose f32 GEMMs run on
-  oneDNN over the runtime's threads, a CPU with AMX, their parts run on the
-  caller's thread too, so this configuration is about one thread there);
+  oneDNN over the runtime's threads, a CPU with AVX-512, their parts run on
+  the caller's thread too, so this configuration is about one thread there);
 - 2 threads: `--threads 2` (the GEMMs and the loops on both).
 
 For a training step (`pmlir-gen gpt2 ... --loss`, `pmlir-run --train
