@@ -175,8 +175,19 @@ done
 for b in "${binaries[@]}"; do
   patchelf --force-rpath --set-rpath '$ORIGIN/../../lib:$ORIGIN/../../cuda-lib' "$b"
 done
-readelf -d "$pkg/build/bin/pmlir-run" "$pkg/build/unittests/pmlir-rt-collectives-check" |
-  sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | grep -E "^${cuda#/}" | sort -u >"$pkg/CUDA_LIBS"
+# With cuBLASLt, which they do not link: the runtime loads it when a GPU
+# run starts (lib/Runtime/CudaRuntime.cpp).
+cublaslt=$(sed -n 's/^CUDA_cublasLt_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+cublaslt_soname=$(readelf -d "$cublaslt" 2>/dev/null | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+if [ -z "$cublaslt_soname" ]; then
+  echo "gpu-bundle: no soname for cuBLASLt ('$cublaslt', CUDA_cublasLt_LIBRARY of $build)" >&2
+  exit 1
+fi
+{
+  readelf -d "$pkg/build/bin/pmlir-run" "$pkg/build/unittests/pmlir-rt-collectives-check" |
+    sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | grep -E "^${cuda#/}"
+  echo "$cublaslt_soname"
+} | sort -u >"$pkg/CUDA_LIBS"
 cuda_dirs=$(resolved "$build/bin/pmlir-run" | grep -E "$cuda" | xargs -n1 dirname | sort -u |
   paste -sd:)
 missing=$(LD_LIBRARY_PATH=$cuda_dirs ldd -r "${binaries[@]}" 2>&1 |

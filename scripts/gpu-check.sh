@@ -134,6 +134,13 @@ torch.version.cuda, "GPU", torch.cuda.is_available())' 2>&1 | tail -n1)"
 } 2>&1 | tee "$out/environment.log"
 elves=("$bin"/* "$pkg/build/unittests/"* "$pkg/llvm/bin/"{FileCheck,not,count})
 missing=$(ldd "${elves[@]}" 2>&1 | grep 'not found' | sort -u)
+# cuBLASLt is loaded only when a GPU run starts, so ldd does not see it:
+# a CUDA library linked nowhere in cuda-lib/ must be in ld.so's cache.
+while IFS= read -r soname; do
+  if [ ! -e "$pkg/cuda-lib/$soname" ] && ! ldconfig -p 2>/dev/null | awk '{ print $1 }' | grep -qxF "$soname"; then
+    missing+="${missing:+$'\n'}	$soname => not found (in ${cuda_dirs[*]} or ld.so's cache)"
+  fi
+done <"$pkg/CUDA_LIBS"
 if [ -n "$missing" ]; then
   say "FAILED: libraries not found:"
   echo "$missing"

@@ -41,6 +41,11 @@ llvm_config.add_tool_substitutions(
 
 if config.pmlir_has_cuda:
     config.available_features.add("cuda")
+    # Where the build found cuBLASLt, which the runtime loads for GPU runs
+    # (the GPU bundle's site configuration has none).
+    config.substitutions.append(
+        ("%cublaslt_dir", getattr(config, "pmlir_cublaslt_dir", ""))
+    )
 if config.pmlir_has_nccl:
     config.available_features.add("nccl")
 # A GPU that CUDA programs can use: nvidia-smi lists it.

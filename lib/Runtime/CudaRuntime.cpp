@@ -7,6 +7,10 @@
 // a GPU is first used, so a build with CUDA still starts on a machine
 // without one and says so.
 //
+// - cuBLASLt is loaded by pmlir_rt_gpu_init, not linked: its library is
+//   over 500 MB, and loading it leaves about 210 MiB resident and takes
+//   0.1 s, which every CPU process of a CUDA build (each rank, each tool)
+//   would otherwise pay.
 // - Streams: the rank's one stream (NCCL's when the collectives run there).
 //   mgpuStreamCreate returns it and mgpuStreamDestroy leaves it, so the
 //   upstream host lowering's per-function stream costs nothing and every
@@ -36,6 +40,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -71,9 +77,65 @@ void check(cudaError_t rc, const std::string &what) {
     fail(what + ": " + cudaGetErrorString(rc));
 }
 
+/// The cuBLASLt functions pmlir calls, from the library dlopen found.
+struct CublasLt {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtGetStatusString) statusString = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmulDescCreate) descCreate = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) descSet = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layoutCreate = nullptr;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layoutSet = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) preferenceCreate = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) preferenceSet = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) preferenceDestroy = nullptr;
+  /// Why the library is unusable; empty when every function loaded.
+  std::string error;
+};
+
+/// cuBLASLt of the major version the runtime was compiled against, loaded
+/// once, on the first call (pmlir_rt_gpu_init's).
+const CublasLt &cublasLt() {
+  static const CublasLt loaded = [] {
+    CublasLt api;
+    std::string library = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      std::string why = dlerror();
+      handle = dlopen((PMLIR_CUBLASLT_DIR "/" + library).c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        api.error = "cuBLASLt, which runs the GPU's GEMMs, did not load: " + why;
+        return api;
+      }
+    }
+    std::string missing;
+    auto bind = [&](auto &function, const char *name) {
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, name));
+      if (!function)
+        missing += (missing.empty() ? "" : ", ") + std::string(name);
+    };
+    bind(api.create, "cublasLtCreate");
+    bind(api.statusString, "cublasLtGetStatusString");
+    bind(api.matmul, "cublasLtMatmul");
+    bind(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    bind(api.descCreate, "cublasLtMatmulDescCreate");
+    bind(api.descSet, "cublasLtMatmulDescSetAttribute");
+    bind(api.layoutCreate, "cublasLtMatrixLayoutCreate");
+    bind(api.layoutSet, "cublasLtMatrixLayoutSetAttribute");
+    bind(api.preferenceCreate, "cublasLtMatmulPreferenceCreate");
+    bind(api.preferenceSet, "cublasLtMatmulPreferenceSetAttribute");
+    bind(api.preferenceDestroy, "cublasLtMatmulPreferenceDestroy");
+    if (!missing.empty())
+      api.error = "cuBLASLt (" + library + ") lacks " + missing;
+    return api;
+  }();
+  return loaded;
+}
+
 void check(cublasStatus_t rc, const std::string &what) {
   if (rc != CUBLAS_STATUS_SUCCESS)
-    fail(what + ": " + cublasLtGetStatusString(rc));
+    fail(what + ": " + cublasLt().statusString(rc));
 }
 
 std::string bytesText(size_t bytes) {
@@ -286,6 +348,7 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
     }
     return;
   }
+  const CublasLt &lt = cublasLt();
   GemmKey key{opB.transposed, opA.transposed, n,       m,       k,       opB.ld, opA.ld, ldc,
               batch,          strideB,        strideA, strideC, compute, inType, outType};
   std::lock_guard<std::mutex> guard(g.lock);
@@ -294,23 +357,18 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
     GemmPlan plan;
     std::string what = std::string(name) + " (" + std::to_string(m) + "x" + std::to_string(n) +
                        "x" + std::to_string(k) + ", batch " + std::to_string(batch) + ")";
-    check(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), what + ": descriptor");
+    check(lt.descCreate(&plan.desc, compute, CUDA_R_32F), what + ": descriptor");
     cublasOperation_t ta = opB.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = opA.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
-          what);
-    check(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)),
-          what);
+    check(lt.descSet(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), what);
+    check(lt.descSet(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), what);
     auto layout = [&](cublasLtMatrixLayout_t &l, cudaDataType_t type, int64_t rows, int64_t cols,
                       int64_t ld, int64_t stride) {
-      check(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld), what + ": layout");
+      check(lt.layoutCreate(&l, type, rows, cols, ld), what + ": layout");
       if (batch > 1) {
         int32_t count = static_cast<int32_t>(batch);
-        check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                               sizeof(count)),
-              what);
-        check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                               &stride, sizeof(stride)),
+        check(lt.layoutSet(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), what);
+        check(lt.layoutSet(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
               what);
       }
     };
@@ -318,16 +376,16 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
     layout(plan.b, inType, opA.rows, opA.cols, opA.ld, strideA);
     layout(plan.c, outType, n, m, ldc, strideC);
     cublasLtMatmulPreference_t preference;
-    check(cublasLtMatmulPreferenceCreate(&preference), what);
-    check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &g.workspaceBytes, sizeof(g.workspaceBytes)),
+    check(lt.preferenceCreate(&preference), what);
+    check(lt.preferenceSet(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g.workspaceBytes,
+                           sizeof(g.workspaceBytes)),
           what);
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(g.blas, plan.desc, plan.a, plan.b, plan.c, plan.c,
-                                         preference, 1, &result, &found),
+    check(lt.heuristic(g.blas, plan.desc, plan.a, plan.b, plan.c, plan.c, preference, 1, &result,
+                       &found),
           what + ": no algorithm");
-    cublasLtMatmulPreferenceDestroy(preference);
+    lt.preferenceDestroy(preference);
     if (found == 0)
       fail(what + ": cuBLASLt has no algorithm for it");
     plan.algo = result.algo;
@@ -340,8 +398,8 @@ void gemm(const char *name, cublasComputeType_t compute, cudaDataType_t inType,
                      "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
                          ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch));
   });
-  check(cublasLtMatmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
-                       &plan.algo, g.workspace, g.workspaceBytes, g.stream),
+  check(lt.matmul(g.blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
+                  &plan.algo, g.workspace, g.workspaceBytes, g.stream),
         name);
 }
 
@@ -426,6 +484,11 @@ extern "C" int pmlir_rt_gpu_init(int device, char *error, size_t errorSize) {
   };
   if (gpu)
     return 0;
+  // cuBLASLt first: a machine without a GPU still tells whether the
+  // libraries a GPU run needs are all there.
+  const CublasLt &lt = cublasLt();
+  if (!lt.error.empty())
+    return failed(lt.error);
   int devices = 0;
   cudaError_t rc = cudaGetDeviceCount(&devices);
   if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice)
@@ -461,7 +524,7 @@ extern "C" int pmlir_rt_gpu_init(int device, char *error, size_t errorSize) {
   // Keep every byte the pool has allocated: the next call reuses it.
   uint64_t keep = UINT64_MAX;
   cudaMemPoolSetAttribute(g->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-  if (cublasLtCreate(&g->blas) != CUBLAS_STATUS_SUCCESS)
+  if (lt.create(&g->blas) != CUBLAS_STATUS_SUCCESS)
     return failed("cublasLtCreate failed");
   if ((rc = cudaMalloc(&g->workspace, g->workspaceBytes)) != cudaSuccess)
     return failed(std::string("cuBLASLt workspace: ") + cudaGetErrorString(rc));

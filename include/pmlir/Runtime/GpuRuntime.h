@@ -33,7 +33,8 @@ extern "C" {
 /* Takes this rank's GPU: the collective backend's device when NCCL runs
  * (pmlir_rt_device), else visible device `device` (or 0 when negative),
  * with a stream of its own. Returns 0, or non-zero with the cause in
- * `error` (no CUDA driver, no GPU, a build without CUDA). */
+ * `error` (cuBLASLt did not load, no CUDA driver, no GPU, a build without
+ * CUDA). */
 int pmlir_rt_gpu_init(int device, char *error, size_t error_size);
 
 /* The GPU's architecture as the compiler names it ("sm_90"); "" before
