@@ -314,6 +314,9 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   if (onGpu) {
     mine.groups = groupsOf(module, allAxes());
   } else {
+    // What the run's first GEMMs add to the process (oneDNN's library,
+    // kernels and buffers: about 12 MiB) is part of its baseline.
+    rt::prepareGemmKernels();
     mine.process = residentBytes();
     mine.inFreeHeap = bytesInFreeChunks(peak->liveBytes, freeHeapChunks());
   }

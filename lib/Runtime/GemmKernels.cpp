@@ -839,6 +839,22 @@ int64_t pmlir::rt::keptBf16GemmCopies() {
 
 bool pmlir::rt::oneDnnLoads() { return oneDnn().sgemm && oneDnn().gemm; }
 
+void pmlir::rt::prepareGemmKernels() {
+  // A 16 x 16 x 16 GEMM of each kind the process runs on oneDNN: what the
+  // first one adds (its JIT-compiled kernels, its buffers, about 7 MiB)
+  // is the same at any shape and stays.
+  constexpr int64_t n = 16;
+  if (f32Gemm() == F32Gemm::OneDnn) {
+    std::vector<float> a(n * n), c(n * n);
+    (void)oneDnnF32Gemm(false, false, n, n, n, a.data(), n, a.data(), n, c.data(), n, false);
+  }
+  if (bf16Gemm() == Bf16Gemm::OneDnn) {
+    std::vector<uint16_t> a(n * n);
+    std::vector<float> c(n * n);
+    (void)oneDnnBf16Gemm(false, false, n, n, n, a.data(), n, a.data(), n, c.data(), n, false);
+  }
+}
+
 void pmlir::rt::setGemmThreads(int threads) {
   openblas_set_num_threads(threads);
   gemmThreads.store(std::max(1, threads), std::memory_order_relaxed);

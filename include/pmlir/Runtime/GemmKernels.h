@@ -183,6 +183,11 @@ bool oneDnnF32Gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, co
 /// Whether oneDNN's GEMMs can be called here: libdnnl.so.2 loads (now, at
 /// the first call) with the functions pmlir calls.
 bool oneDnnLoads();
+/// Makes this process what its first GEMMs make it: loads the GEMM
+/// library chosen for each precision and, on oneDNN, runs one small GEMM
+/// of each, whose kernels and buffers stay for the process's life. For
+/// --predict, whose measure of the process before the run must hold them.
+void prepareGemmKernels();
 /// The threads of the GEMMs: OpenBLAS's, and the parts a oneDNN GEMM is
 /// split into over the runtime's threads (pmlir_rt_parallel_for), one
 /// single-threaded oneDNN call a part. oneDNN's own OpenMP threads are never
