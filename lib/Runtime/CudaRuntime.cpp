@@ -32,6 +32,7 @@
 #include "pmlir/Runtime/Runtime.h"
 
 #include "Groups.h"
+#include "LoadedSymbol.h"
 #include "StridedMemRef.h"
 #include "Trace.h"
 
@@ -111,8 +112,7 @@ const CublasLt &cublasLt() {
     }
     std::string missing;
     auto bind = [&](auto &function, const char *name) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, name));
-      if (!function)
+      if (!pmlir::rt::loadSymbol(handle, function, name))
         missing += (missing.empty() ? "" : ", ") + std::string(name);
     };
     bind(api.create, "cublasLtCreate");

@@ -6,6 +6,7 @@
 
 #include "pmlir/Runtime/GemmKernels.h"
 #include "HalfFloat.h"
+#include "LoadedSymbol.h"
 #include "pmlir/Runtime/Runtime.h"
 
 #include <cblas.h>
@@ -148,8 +149,7 @@ OneDnn::Matmul loadMatmul(void *handle) {
   OneDnn::Matmul api;
   bool all = true;
   auto bind = [&](auto &function, const char *name) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, name));
-    all = all && function;
+    all = loadSymbol(handle, function, name) && all;
   };
   bind(api.engineCreate, "dnnl_engine_create");
   bind(api.streamCreate, "dnnl_stream_create");
@@ -181,11 +181,10 @@ const OneDnn &oneDnn() {
     void *handle = dlopen(kOneDnnLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return library;
-    library.gemm = reinterpret_cast<OneDnn::Gemm>(dlsym(handle, "dnnl_gemm_bf16bf16f32"));
-    library.sgemm = reinterpret_cast<OneDnn::Sgemm>(dlsym(handle, "dnnl_sgemm"));
-    library.version = reinterpret_cast<const dnnl_version_t *(*)()>(dlsym(handle, "dnnl_version"));
-    library.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
-    if (!library.version || !library.setThreads) {
+    loadSymbol(handle, library.gemm, "dnnl_gemm_bf16bf16f32");
+    loadSymbol(handle, library.sgemm, "dnnl_sgemm");
+    if (!loadSymbol(handle, library.version, "dnnl_version") ||
+        !loadSymbol(handle, library.setThreads, "omp_set_num_threads")) {
       library.gemm = nullptr;
       library.sgemm = nullptr;
       return library;
