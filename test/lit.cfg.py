@@ -93,11 +93,14 @@ except (OSError, AttributeError):
 # AVX-512 BF16 (the kernel's flags are what cpuid and the OS's saved
 # registers allow): bf16 GEMMs run on oneDNN's native kernels there.
 # avx512: AVX-512 F, DQ, BW and VL, where f32 GEMMs run on oneDNN.
+# amx: AMX's tiles, where bf16 GEMMs may take oneDNN's matmul primitive.
 try:
     with open("/proc/cpuinfo") as cpuinfo:
         flags = next((line for line in cpuinfo if line.startswith("flags")), "")
     if " avx512_bf16" in flags:
         config.available_features.add("avx512_bf16")
+    if " amx_tile" in flags:
+        config.available_features.add("amx")
     if all(f" {f}" in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl")):
         config.available_features.add("avx512")
 except OSError:

@@ -135,6 +135,7 @@ constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
 constexpr const char *kUnpackedEnv = "PMLIR_TEST_BF16_WEIGHTS_UNPACKED";
 constexpr const char *kPerGemmEnv = "PMLIR_TEST_BF16_BATCH_PER_GEMM";
+constexpr const char *kMatmulWithoutAmxEnv = "PMLIR_TEST_BF16_MATMUL_WITHOUT_AMX";
 /// The parts a oneDNN GEMM is split into: the threads setGemmThreads set.
 std::atomic<int> gemmThreads{1};
 /// The least work (FLOPs) of a part of a split GEMM: about 10 us of one
@@ -221,9 +222,14 @@ template <typename Handle, typename Destroy> struct Owned {
 
 /// Whether bf16 GEMMs may run on oneDNN's matmul primitive: a CPU with
 /// AMX, where its brgemm kernels are measured, and the primitive loaded.
+/// PMLIR_TEST_BF16_MATMUL_WITHOUT_AMX takes the primitive's paths on any
+/// CPU with AVX-512 BF16 (oneDNN has brgemm kernels there too), so that
+/// the suite checks them where there is no AMX.
 bool matmulUsable() {
   // cpuid once: in a VM each one exits to the hypervisor.
-  static const bool usable = cpuHasAmx() && oneDnn().matmul.engine;
+  static const bool usable = (cpuHasAmx() || (std::getenv(kMatmulWithoutAmxEnv) &&
+                                              cpuSimdLevel() >= SimdLevel::Avx512Bf16)) &&
+                             oneDnn().matmul.engine;
   return usable;
 }
 
@@ -912,7 +918,7 @@ std::string pmlir::rt::gemmPath() {
                           "dimension of 2^15 or more, and for a program's bf16 weights, ") +
               (std::getenv(kUnpackedEnv) ? std::string("not packed: ") + kUnpackedEnv
                                          : "packed into its layout once") +
-              ")";
+              (cpuHasAmx() ? "" : std::string("; ") + kMatmulWithoutAmxEnv) + ")";
   } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
     bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
   else if (std::getenv(kWidenedEnv))
