@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -214,6 +215,8 @@ template <typename Handle, typename Destroy> struct Owned {
   Handle handle = nullptr;
   Destroy destroy;
   explicit Owned(Destroy destroy) : destroy(destroy) {}
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
   ~Owned() {
     if (handle)
       destroy(handle);
@@ -371,80 +374,94 @@ struct KeptB {
   bool transB;
 };
 
-/// C = A B on oneDNN's matmul primitive for bf16 A and B into `Out` C
-/// (f32, or bf16 bits the primitive rounds to nearest even as it writes
-/// them, as floatToBf16 does), all `rank`-dimensional (the batch's
-/// dimensions, then rows and columns) by their dimensions and strides: one
-/// primitive made for the call (oneDNN's primitive cache keeps its
-/// kernels), run on this thread's stream. With `kept`, B is read from its
-/// packed copy (the primitive then never packs it). dnnl_unimplemented,
-/// with nothing written, where oneDNN offers no brgemm kernel for the
-/// operands' layout (rows padded past the matrix: then it picks its GEMM
-/// API's kernels anyway) or no packed copy could be made; with `probe`,
-/// dnnl_success where it does, with nothing run.
-template <typename Out>
-dnnl_status_t runMatmul(int rank, const dnnl_dim_t *aDims, const dnnl_dim_t *aStrides,
-                        const dnnl_dim_t *bDims, const dnnl_dim_t *bStrides,
-                        const dnnl_dim_t *cDims, const dnnl_dim_t *cStrides, const uint16_t *a,
-                        const uint16_t *b, Out *c, const KeptB *kept, bool probe = false) {
-  const OneDnn::Matmul &api = oneDnn().matmul;
-  dnnl_stream_t stream = threadStream();
-  if (!stream)
-    return dnnl_runtime_error;
-  dnnl_memory_desc_t aDesc, bDesc, bLayout, cDesc;
-  dnnl_matmul_desc_t desc;
-  dnnl_status_t status = api.memoryDescInit(&aDesc, rank, aDims, dnnl_bf16, aStrides);
-  if (status == dnnl_success)
-    status = api.memoryDescInit(&bDesc, rank, bDims, dnnl_bf16, bStrides);
-  // A packed B's layout is the primitive's choice.
-  if (status == dnnl_success)
-    status = kept ? api.memoryDescInitByTag(&bLayout, rank, bDims, dnnl_bf16, dnnl_format_tag_any)
-                  : api.memoryDescInit(&bLayout, rank, bDims, dnnl_bf16, bStrides);
-  if (status == dnnl_success)
-    status = api.memoryDescInit(&cDesc, rank, cDims,
-                                std::is_same_v<Out, float> ? dnnl_f32 : dnnl_bf16, cStrides);
-  if (status == dnnl_success)
-    status = api.matmulDescInit(&desc, &aDesc, &bLayout, nullptr, &cDesc);
-  Owned<dnnl_primitive_desc_t, decltype(api.primitiveDescDestroy)> pd(api.primitiveDescDestroy);
-  Owned<dnnl_primitive_t, decltype(api.primitiveDestroy)> primitive(api.primitiveDestroy);
-  Owned<dnnl_memory_t, decltype(api.memoryDestroy)> aMemory(api.memoryDestroy),
-      bMemory(api.memoryDestroy), cMemory(api.memoryDestroy);
-  if (status == dnnl_success)
-    status = api.primitiveDescCreate(&pd.handle, &desc, nullptr, api.engine, nullptr);
-  const char *kernels = nullptr;
-  if (status == dnnl_success &&
-      (api.primitiveDescQuery(pd.handle, dnnl_query_impl_info_str, 0, &kernels) != dnnl_success ||
-       !kernels || std::string_view(kernels).substr(0, 4) != "brg:"))
-    return dnnl_unimplemented;
-  if (status != dnnl_success || probe)
-    return status;
-  status = api.primitiveCreate(&primitive.handle, pd.handle);
-  if (status == dnnl_success)
-    status = api.memoryCreate(&aMemory.handle, &aDesc, api.engine, const_cast<uint16_t *>(a));
-  dnnl_memory_t weights = nullptr;
-  if (status == dnnl_success && kept) {
-    weights = packedCopy(pd.handle, bDesc, b, kept->k, kept->n, kept->ldb, kept->transB, stream);
-    // No copy (oneDNN could not allocate or reorder it): the caller runs
-    // the GEMM on the plain B, as it would unkept.
-    if (!weights)
+/// oneDNN's matmul primitive for bf16 A and B into `Out` C (f32, or bf16
+/// bits the primitive rounds to nearest even as it writes them, as
+/// floatToBf16 does), all `rank`-dimensional (the batch's dimensions, then
+/// rows and columns) by their dimensions and strides: made once (oneDNN's
+/// primitive cache keeps its kernels), then run on any thread's stream, on
+/// operands of those layouts.
+template <typename Out> class Matmul {
+public:
+  /// With `packedB`, B is read from a packed copy in the primitive's own
+  /// layout (it then never packs B itself). dnnl_unimplemented where
+  /// oneDNN offers no brgemm kernel for the operands' layout (rows padded
+  /// past the matrix: then it picks its GEMM API's kernels anyway).
+  dnnl_status_t make(int rank, const dnnl_dim_t *aDims, const dnnl_dim_t *aStrides,
+                     const dnnl_dim_t *bDims, const dnnl_dim_t *bStrides, const dnnl_dim_t *cDims,
+                     const dnnl_dim_t *cStrides, bool packedB) {
+    const OneDnn::Matmul &api = oneDnn().matmul;
+    dnnl_memory_desc_t bLayout;
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t status = api.memoryDescInit(&aDesc, rank, aDims, dnnl_bf16, aStrides);
+    if (status == dnnl_success)
+      status = api.memoryDescInit(&bDesc, rank, bDims, dnnl_bf16, bStrides);
+    // A packed B's layout is the primitive's choice.
+    if (status == dnnl_success)
+      status = packedB
+                   ? api.memoryDescInitByTag(&bLayout, rank, bDims, dnnl_bf16, dnnl_format_tag_any)
+                   : api.memoryDescInit(&bLayout, rank, bDims, dnnl_bf16, bStrides);
+    if (status == dnnl_success)
+      status = api.memoryDescInit(&cDesc, rank, cDims,
+                                  std::is_same_v<Out, float> ? dnnl_f32 : dnnl_bf16, cStrides);
+    if (status == dnnl_success)
+      status = api.matmulDescInit(&desc, &aDesc, &bLayout, nullptr, &cDesc);
+    if (status == dnnl_success)
+      status = api.primitiveDescCreate(&pd.handle, &desc, nullptr, api.engine, nullptr);
+    const char *kernels = nullptr;
+    if (status == dnnl_success &&
+        (api.primitiveDescQuery(pd.handle, dnnl_query_impl_info_str, 0, &kernels) != dnnl_success ||
+         !kernels || std::string_view(kernels).substr(0, 4) != "brg:"))
       return dnnl_unimplemented;
-  } else if (status == dnnl_success) {
-    status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
-    weights = bMemory.handle;
-  }
-  if (status == dnnl_success)
-    status = api.memoryCreate(&cMemory.handle, &cDesc, api.engine, c);
-  if (status != dnnl_success)
+    if (status == dnnl_success)
+      status = api.primitiveCreate(&primitive.handle, pd.handle);
     return status;
-  dnnl_exec_arg_t arguments[] = {
-      {DNNL_ARG_SRC, aMemory.handle}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, cMemory.handle}};
-  status = api.primitiveExecute(primitive.handle, stream, 3, arguments);
-  if (status == dnnl_success)
-    status = api.streamWait(stream);
-  return status;
-}
+  }
 
-/// C = A B on oneDNN's matmul primitive (runMatmul), with
+  /// C = A B on this thread's stream, with B read from its packed copy
+  /// where `kept` (made at the first GEMM that reads it). dnnl_unimplemented,
+  /// with nothing written, where no packed copy could be made.
+  dnnl_status_t run(const uint16_t *a, const uint16_t *b, Out *c, const KeptB *kept) const {
+    const OneDnn::Matmul &api = oneDnn().matmul;
+    dnnl_stream_t stream = threadStream();
+    if (!stream)
+      return dnnl_runtime_error;
+    Owned<dnnl_memory_t, decltype(api.memoryDestroy)> aMemory(api.memoryDestroy),
+        bMemory(api.memoryDestroy), cMemory(api.memoryDestroy);
+    dnnl_status_t status =
+        api.memoryCreate(&aMemory.handle, &aDesc, api.engine, const_cast<uint16_t *>(a));
+    dnnl_memory_t weights = nullptr;
+    if (status == dnnl_success && kept) {
+      weights = packedCopy(pd.handle, bDesc, b, kept->k, kept->n, kept->ldb, kept->transB, stream);
+      // No copy (oneDNN could not allocate or reorder it): the caller runs
+      // the GEMM on the plain B, as it would unkept.
+      if (!weights)
+        return dnnl_unimplemented;
+    } else if (status == dnnl_success) {
+      status = api.memoryCreate(&bMemory.handle, &bDesc, api.engine, const_cast<uint16_t *>(b));
+      weights = bMemory.handle;
+    }
+    if (status == dnnl_success)
+      status = api.memoryCreate(&cMemory.handle, &cDesc, api.engine, c);
+    if (status != dnnl_success)
+      return status;
+    dnnl_exec_arg_t arguments[] = {{DNNL_ARG_SRC, aMemory.handle},
+                                   {DNNL_ARG_WEIGHTS, weights},
+                                   {DNNL_ARG_DST, cMemory.handle}};
+    status = api.primitiveExecute(primitive.handle, stream, 3, arguments);
+    if (status == dnnl_success)
+      status = api.streamWait(stream);
+    return status;
+  }
+
+private:
+  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  Owned<dnnl_primitive_desc_t, decltype(OneDnn::Matmul::primitiveDescDestroy)> pd{
+      oneDnn().matmul.primitiveDescDestroy};
+  Owned<dnnl_primitive_t, decltype(OneDnn::Matmul::primitiveDestroy)> primitive{
+      oneDnn().matmul.primitiveDestroy};
+};
+
+/// C = A B on oneDNN's matmul primitive (Matmul), with
 /// dnnl_gemm_bf16bf16f32's signature (row-major bf16 A and B, f32 or bf16
 /// C) for alpha 1 and beta 0. A B inside a kept operand is read from its
 /// packed copy. Where the primitive cannot (no brgemm kernel, no copy),
@@ -463,8 +480,10 @@ dnnl_status_t bf16Matmul(char transA, char transB, dnnl_dim_t m, dnnl_dim_t n, d
   dnnl_dims_t bStrides = {transB == 'T' ? 1 : ldb, transB == 'T' ? ldb : 1};
   dnnl_dims_t cStrides = {ldc, 1};
   KeptB kept{k, n, ldb, transB == 'T'};
-  dnnl_status_t status = runMatmul(2, aDims, aStrides, bDims, bStrides, cDims, cStrides, a, b, c,
-                                   packed ? &kept : nullptr);
+  Matmul<Out> matmul;
+  dnnl_status_t status = matmul.make(2, aDims, aStrides, bDims, bStrides, cDims, cStrides, packed);
+  if (status == dnnl_success)
+    status = matmul.run(a, b, c, packed ? &kept : nullptr);
   if (status == dnnl_unimplemented)
     return apiGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
   return status;
@@ -709,7 +728,7 @@ bool pmlir::rt::oneDnnBf16GemmToBf16(bool transA, bool transB, int64_t m, int64_
 }
 
 namespace {
-/// A batch of bf16 GEMMs as matmul operands (runMatmul's dimensions and
+/// A batch of bf16 GEMMs as matmul operands (Matmul's dimensions and
 /// strides), split into `parts` along batch dimension `split`.
 template <typename Out> struct BatchedMatmul {
   int rank;
@@ -719,19 +738,44 @@ template <typename Out> struct BatchedMatmul {
   int split;
   int64_t parts;
   std::atomic<bool> failed{false};
+  /// The primitives of the parts: a part's slice of dimension `split` is
+  /// one of two extents (its split's floor or ceiling), each part's
+  /// primitive the one made for its extent.
+  Matmul<Out> matmuls[2];
+  int64_t extents[2] = {0, 0};
 
   int64_t start(int64_t part) const { return aDims[split] * part / parts; }
+  int64_t extent(int64_t part) const { return start(part + 1) - start(part); }
+
+  /// Makes every part's primitive, before any part runs: dnnl_success
+  /// where each has a brgemm kernel.
+  dnnl_status_t make() {
+    for (int64_t part = 0; part < parts; ++part) {
+      int64_t slice = extent(part);
+      if (slice == extents[0] || slice == extents[1])
+        continue;
+      int made = extents[0] ? 1 : 0;
+      assert(!extents[made] && "a split's parts have two extents at most");
+      dnnl_dims_t a2, b2, c2;
+      std::copy(aDims, aDims + rank, a2);
+      std::copy(bDims, bDims + rank, b2);
+      std::copy(cDims, cDims + rank, c2);
+      a2[split] = b2[split] = c2[split] = slice;
+      dnnl_status_t status = matmuls[made].make(rank, a2, aStrides, b2, bStrides, c2, cStrides,
+                                                /*packedB=*/false);
+      if (status != dnnl_success)
+        return status;
+      extents[made] = slice;
+    }
+    return dnnl_success;
+  }
 
   /// Part `part`: its slice of dimension `split` of every operand.
-  dnnl_status_t run(int64_t part, bool probe) const {
-    int64_t begin = start(part), end = start(part + 1);
-    dnnl_dims_t a2, b2, c2;
-    std::copy(aDims, aDims + rank, a2);
-    std::copy(bDims, bDims + rank, b2);
-    std::copy(cDims, cDims + rank, c2);
-    a2[split] = b2[split] = c2[split] = end - begin;
-    return runMatmul(rank, a2, aStrides, b2, bStrides, c2, cStrides, a + begin * aStrides[split],
-                     b + begin * bStrides[split], c + begin * cStrides[split], nullptr, probe);
+  dnnl_status_t run(int64_t part) const {
+    int64_t begin = start(part);
+    const Matmul<Out> &matmul = matmuls[extent(part) == extents[0] ? 0 : 1];
+    return matmul.run(a + begin * aStrides[split], b + begin * bStrides[split],
+                      c + begin * cStrides[split], nullptr);
   }
 };
 
@@ -767,13 +811,11 @@ BatchedGemm batchedGemm(int batchRank, const int64_t *batch, int64_t m, int64_t 
       1, std::min<int64_t>({gemmThreads.load(std::memory_order_relaxed), batch[matmul.split],
                             int64_t(flops / double(kGemmFlopsPerPart))}));
   // Every part has a brgemm kernel before any runs, or none runs.
-  for (int64_t part = 0; part < matmul.parts; ++part) {
-    dnnl_status_t probe = matmul.run(part, /*probe=*/true);
-    if (probe == dnnl_unimplemented)
-      return BatchedGemm::NotRun;
-    if (probe != dnnl_success)
-      return BatchedGemm::Failed;
-  }
+  dnnl_status_t made = matmul.make();
+  if (made == dnnl_unimplemented)
+    return BatchedGemm::NotRun;
+  if (made != dnnl_success)
+    return BatchedGemm::Failed;
   auto body = +[](void *context, int64_t begin, int64_t end) {
     auto *batched = static_cast<BatchedMatmul<Out> *>(context);
     // oneDNN's OpenMP threads stay idle (as SplitGemm::run).
@@ -783,7 +825,7 @@ BatchedGemm batchedGemm(int batchRank, const int64_t *batch, int64_t m, int64_t 
       oneThread = true;
     }
     for (int64_t part = begin; part < end; ++part)
-      if (batched->run(part, /*probe=*/false) != dnnl_success)
+      if (batched->run(part) != dnnl_success)
         batched->failed.store(true, std::memory_order_relaxed);
   };
   int64_t partCost = std::max<int64_t>(kGemmFlopsPerPart, int64_t(flops) / matmul.parts);
