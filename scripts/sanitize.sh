@@ -32,6 +32,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== unit tests (ASan + UBSan)"
 build-sanitize/unittests/PMLIRUnitTests --gtest_brief=1
+# On a CPU with AVX-512 BF16 and no AMX the tests of the bf16 matmul
+# primitive skip above; they run here on the paths AMX takes.
+if grep -q ' avx512_bf16' /proc/cpuinfo && ! grep -q ' amx_tile' /proc/cpuinfo; then
+  echo "== the matmul primitive's unit tests without AMX (ASan + UBSan)"
+  PMLIR_TEST_BF16_MATMUL_WITHOUT_AMX=1 build-sanitize/unittests/PMLIRUnitTests --gtest_brief=1 \
+    --gtest_filter='GemmKernels.OneDnnBf16*'
+fi
 
 echo "== fault tests (ASan + UBSan)"
 /usr/lib/llvm-22/bin/lit -sv build-sanitize/test/Integration/MultiRank/faults.test \
