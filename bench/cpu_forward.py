@@ -255,7 +255,8 @@ def measure(args, work):
             ratios = [b / a for a, b in zip(ours, theirs)]
             rows.append((batch, seq, threads, p, tokens / p * 1e3, t, tokens / t * 1e3,
                          statistics.median(ratios), min(ratios), max(ratios)))
-            print(f"  {batch}x{seq} threads {threads}: pmlir {p:.1f} ms, torch {t:.1f} ms",
+            other = "jax" if args.jax else "torch"
+            print(f"  {batch}x{seq} threads {threads}: pmlir {p:.1f} ms, {other} {t:.1f} ms",
                   file=sys.stderr)
         act = activation_bytes(batch, seq)
         memory.append((batch, seq, rss, weight_bytes, act, rss / (weight_bytes + act)))
