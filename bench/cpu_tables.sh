@@ -59,16 +59,19 @@ mkdir -p "$OUT"
       --precision $precision --verbose 2>&1 | grep '^gemm:'
   done
 } >"$OUT/machine.txt" 2>&1
+set -e
 rm -f "$OUT/tiny.mlir" "$OUT/tokens.bin"
 
 # One step: its command first, then its output, in OUT/NAME.txt; a step that
-# fails is named and the run goes on to the next.
+# fails is named, the run goes on to the next and exits 1 at its end.
+failed=0
 step() {
   local name=$1
   shift
   echo "== $name: $*"
   if ! { echo "\$ $*"; "$@"; } >"$OUT/$name.txt" 2>&1; then
     echo "   failed: see $OUT/$name.txt"
+    failed=1
   fi
 }
 
@@ -96,6 +99,8 @@ for bench in onednn_f32_matmul onednn_bf16_matmul; do
     rm -f "$OUT/$bench" "$OUT/$bench-build.txt"
   else
     echo "   $bench did not build: see $OUT/$bench-build.txt"
+    failed=1
   fi
 done
 echo "done: $OUT"
+exit $failed
