@@ -414,13 +414,16 @@ public:
       return dnnl_unimplemented;
     if (status == dnnl_success)
       status = api.primitiveCreate(&primitive.handle, pd.handle);
+    readsPackedB = packedB;
     return status;
   }
 
   /// C = A B on this thread's stream, with B read from its packed copy
-  /// where `kept` (made at the first GEMM that reads it). dnnl_unimplemented,
-  /// with nothing written, where no packed copy could be made.
+  /// where `kept` (made at the first GEMM that reads it): kept exactly when
+  /// made with `packedB`. dnnl_unimplemented, with nothing written, where
+  /// no packed copy could be made.
   dnnl_status_t run(const uint16_t *a, const uint16_t *b, Out *c, const KeptB *kept) const {
+    assert(!kept == !readsPackedB && "a packed B is read where the primitive was made for one");
     const OneDnn::Matmul &api = oneDnn().matmul;
     dnnl_stream_t stream = threadStream();
     if (!stream)
@@ -455,6 +458,7 @@ public:
 
 private:
   dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  bool readsPackedB = false;
   Owned<dnnl_primitive_desc_t, decltype(OneDnn::Matmul::primitiveDescDestroy)> pd{
       oneDnn().matmul.primitiveDescDestroy};
   Owned<dnnl_primitive_t, decltype(OneDnn::Matmul::primitiveDestroy)> primitive{
