@@ -16,6 +16,8 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Transforms/IPO/Internalize.h"
 
 #include <cstring>
 
@@ -187,6 +189,21 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
   return true;
 }
 
+void exec::internalizeAllBut(llvm::Module &module, StringRef entry) {
+  llvm::internalizeModule(module,
+                          [&](const llvm::GlobalValue &value) { return value.getName() == entry; });
+  // At -O2 GlobalDCE would erase them; at -O0 nothing else does.
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (llvm::Function &function : llvm::make_early_inc_range(module))
+      if (function.hasLocalLinkage() && function.use_empty()) {
+        function.eraseFromParent();
+        erased = true;
+      }
+  }
+}
+
 JitProgram::~JitProgram() {
   releaseResults();
   forgetRounded();
@@ -246,7 +263,12 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     return nullptr;
   }
   ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(compile.optLevel, 0, targetMachine->get());
+  auto optimize = makeOptimizingTransformer(compile.optLevel, 0, targetMachine->get());
+  std::string packedEntry = "_mlir_" + program->symbol;
+  auto transformer = [&](llvm::Module *module) -> llvm::Error {
+    internalizeAllBut(*module, packedEntry);
+    return optimize(module);
+  };
   options.transformer = transformer;
   auto created = ExecutionEngine::create(lowered, options);
   if (!created) {

@@ -79,12 +79,21 @@ struct LowerParallelCallsPass : public pmlir::impl::LowerParallelCallsBase<Lower
       symbols.insert(runtime);
     }
 
+    // The users of every symbol, from one walk of the module (a walk for
+    // each dispatch's was quadratic: 4.4 s of a GPT-2 small training step's
+    // compile, its 172 dispatches).
+    DenseMap<StringAttr, SmallVector<Operation *>> users;
+    if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        users[use.getSymbolRef().getRootReference()].push_back(use.getUser());
+
     for (LLVM::LLVMFuncOp dispatch : dispatches)
-      if (failed(lower(dispatch, runtime, symbols)))
+      if (failed(lower(dispatch, runtime, symbols, users[dispatch.getSymNameAttr()])))
         return signalPassFailure();
   }
 
-  LogicalResult lower(LLVM::LLVMFuncOp dispatch, LLVM::LLVMFuncOp runtime, SymbolTable &symbols) {
+  LogicalResult lower(LLVM::LLVMFuncOp dispatch, LLVM::LLVMFuncOp runtime, SymbolTable &symbols,
+                      ArrayRef<Operation *> users) {
     MLIRContext *context = dispatch->getContext();
     Location loc = dispatch.getLoc();
     auto bodyRef = dispatch->getAttrOfType<FlatSymbolRefAttr>(kBodyAttr);
@@ -122,14 +131,12 @@ struct LowerParallelCallsPass : public pmlir::impl::LowerParallelCallsBase<Lower
     // Each call: the captures stored into a struct of the caller's entry
     // block (one slot for every call there), the runtime called.
     SmallVector<LLVM::CallOp> calls;
-    if (auto uses = SymbolTable::getSymbolUses(dispatch, symbols.getOp()))
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        auto call = dyn_cast<LLVM::CallOp>(use.getUser());
-        if (!call)
-          return use.getUser()->emitOpError("uses ")
-                 << dispatch.getName() << " other than by a call";
-        calls.push_back(call);
-      }
+    for (Operation *user : users) {
+      auto call = dyn_cast<LLVM::CallOp>(user);
+      if (!call)
+        return user->emitOpError("uses ") << dispatch.getName() << " other than by a call";
+      calls.push_back(call);
+    }
     for (LLVM::CallOp call : calls) {
       auto caller = call->getParentOfType<LLVM::LLVMFuncOp>();
       OpBuilder atEntry = OpBuilder::atBlockBegin(&caller.getBody().front());
