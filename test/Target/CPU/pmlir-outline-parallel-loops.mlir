@@ -12,13 +12,16 @@
 // CHECK-LABEL: func.func private @elementwise_parallel0_dispatch
 // CHECK-SAME: (index, index, memref<512x768xf32>, memref<512x768xf32>, f32)
 // CHECK-SAME: attributes {pmlir.parallel_body = @elementwise_parallel0}
+// What stays in the function is small: compiled for size; the body is not.
 // CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: attributes {passthrough = ["optsize"]}
 // CHECK-DAG: %[[ROWS:.*]] = arith.constant 512 : index
 // CHECK-DAG: %[[WORK:.*]] = arith.constant 1536 : index
 // CHECK: call @elementwise_parallel0_dispatch(%[[ROWS]], %[[WORK]], %arg0, %arg1, %arg2)
 // CHECK-NOT: linalg.generic
 // CHECK: return
 // CHECK: func.func private @elementwise_parallel0(%[[BEGIN:[a-z0-9_]+]]: index, %[[END:[a-z0-9_]+]]: index, %[[X:[a-z0-9_]+]]: memref<512x768xf32>, %[[Y:[a-z0-9_]+]]: memref<512x768xf32>, %[[S:[a-z0-9_]+]]: f32)
+// CHECK-NOT: passthrough
 // CHECK: %[[TWO:.*]] = arith.constant 2.0
 // CHECK: %[[SIZE:.*]] = arith.subi %[[END]], %[[BEGIN]]
 // CHECK-DAG: %[[XS:.*]] = memref.subview %[[X]][%[[BEGIN]], 0] [%[[SIZE]], 768] [1, 1]
@@ -27,6 +30,7 @@
 // CHECK: arith.mulf %{{.*}}, %[[TWO]]
 // CHECK: arith.addf %{{.*}}, %[[S]]
 // NONE-LABEL: func.func @elementwise
+// NONE-SAME: attributes {passthrough = ["optsize"]}
 // NONE-NOT: call
 // NONE: linalg.generic
 // NONE-NOT: call
@@ -141,4 +145,23 @@ func.func @inline(%small: memref<8x8xf32>, %x: memref<512x768xf32>, %sum: memref
     linalg.yield %n : f32
   } -> tensor<512x768xf32>
   return %r : tensor<512x768xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A function's own passthrough attributes stay; optsize joins them.
+// CHECK-LABEL: func.func @small_with_attributes
+// CHECK-SAME: attributes {passthrough = ["noinline", "optsize"]}
+// CHECK-NOT: call
+// CHECK: linalg.generic
+func.func @small_with_attributes(%x: memref<16xf32>, %y: memref<16xf32>)
+    attributes {passthrough = ["noinline"]} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<16xf32>) outs(%y : memref<16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
 }

@@ -110,7 +110,12 @@ def OutlineParallelLoops : Pass<"pmlir-outline-parallel-loops", "mlir::ModuleOp"
     `pmlir_rt_parallel_for` after the lowering to LLVM. Reductions stay
     inside a chunk (only parallel dimensions are split), so each element is
     computed as on one thread. Ops whose static work is below `min-work`
-    stay where they are; so do ops in functions already outlined.
+    stay where they are; so do ops in functions already outlined. Each
+    function the pass went through (not the bodies it made) gets
+    `passthrough = ["optsize"]`: what stays there runs on one thread and is
+    small (but for an op with no dimension to split), so LLVM compiles it
+    for size, without unrolled and interleaved vector loops, where the
+    bodies keep -O2.
 
     Before:
     ```mlir
