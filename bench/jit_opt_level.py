@@ -8,9 +8,10 @@ Programs: a tiny GPT-2 training step (2 layers, hidden 64: the shapes of
 the multi-rank tests, where compiling is most of a run), GPT-2 small's
 forward (batch 8, seq 128) and its training step (batch 4, seq 128), on 2
 threads. For each, `rounds` alternating runs per level; compile time is
-what `--mlir-timing` leaves outside the passes (LLVM's optimization and
-code generation: "Rest"), run time the median of `--repeat 3` for the
-forward and of the steps after the first for training.
+LLVM's (the translation to LLVM IR, its optimization and code generation)
+as `--verbose` prints it ("compile: @f, lowering X s, LLVM Y s"), run
+time the median of `--repeat 3` for the forward and of the steps after
+the first for training.
 Prints Markdown for docs/performance.md.
 """
 import argparse
@@ -84,7 +85,7 @@ def main():
             results = {l: [] for l in levels}
             for _ in range(args.rounds):
                 for l in levels:
-                    full = cmd + [f"--jit-opt-level={l}", "--mlir-timing"]
+                    full = cmd + [f"--jit-opt-level={l}", "--verbose"]
                     compile_s, run_s = timed_run(full, tokens)
                     results[l].append((compile_s, run_s))
             cells = []
@@ -100,9 +101,10 @@ def main():
 def timed_run(cmd, tokens):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     text = out.stdout + out.stderr
-    # The last column of --mlir-timing is wall time.
-    rest = re.findall(r"([0-9.]+) \(\s*[0-9.]+%\)\s+Rest$", text, re.M)
-    compile_s = sum(float(r) for r in rest)
+    compiled = re.search(r"^compile: @\S+, lowering [0-9.]+ s, LLVM ([0-9.]+) s$", text, re.M)
+    if not compiled:
+        sys.exit(f"{' '.join(cmd)} printed no compile time:\n{text}")
+    compile_s = float(compiled.group(1))
     if tokens is None:
         median = re.search(r"median ([0-9.]+) ms", text)
         return compile_s, float(median.group(1)) / 1e3

@@ -19,6 +19,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 
+#include <chrono>
 #include <cstring>
 
 using namespace mlir;
@@ -270,6 +271,7 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     return optimize(module);
   };
   options.transformer = transformer;
+  auto start = std::chrono::steady_clock::now();
   auto created = ExecutionEngine::create(lowered, options);
   if (!created) {
     error = "JIT compilation failed: " + llvm::toString(created.takeError());
@@ -290,6 +292,8 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     error = "JIT compilation failed: " + llvm::toString(entry.takeError());
     return nullptr;
   }
+  program->seconds.llvm =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return program;
 }
 

@@ -318,11 +318,12 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
 
   //===--- Debugging ---===//
   bind("jit-opt-level", o.jitOptLevel,
-       cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 unrolls into "
-                "blocks that compile several times slower and run no faster (2)"),
+       cl::desc("LLVM's optimization level (0-3) for the compiled program; 3 compiles "
+                "slower and runs no faster (2)"),
        cl::cat(c.debugging));
   bind("verbose", o.verbose,
-       cl::desc("print what the run chose that the flags did not say: on a mesh, the hosts "
+       cl::desc("print what the run chose that the flags did not say: the seconds the "
+                "compile took (the lowering passes, LLVM); on a mesh, the hosts "
                 "and their ranks; the CPU's GEMM library, its kernels and who chose them (by the "
                 "CPU's features), its threads, and the path of bf16 operands; the loops' threads "
                 "and, at the end, how many loop calls were split over them"),

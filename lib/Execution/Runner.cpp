@@ -317,12 +317,17 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
 
 std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &signature,
                                          bool emit, std::string &error) const {
+  auto start = std::chrono::steady_clock::now();
   if (failed(lower(module, signature.name, emit, error)))
     return nullptr;
+  double lowering = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CompileOptions compile;
   compile.optLevel = o.jitOptLevel;
   compile.device = o.device == CompileTarget::Gpu;
-  return JitProgram::create(module, signature, compile, error);
+  std::unique_ptr<JitProgram> program = JitProgram::create(module, signature, compile, error);
+  if (program)
+    program->seconds.lowering = lowering;
+  return program;
 }
 
 int Job::run() {
@@ -690,6 +695,10 @@ int Job::run() {
     char hosts[4096];
     pmlir_rt_describe_hosts(hosts, sizeof(hosts));
     llvm::outs() << "hosts: " << hosts << "\n";
+  }
+  if (o.verbose && rank == 0) {
+    llvm::outs() << llvm::formatv("compile: @{0}, lowering {1:F2} s, LLVM {2:F2} s\n",
+                                  signature.name, program->seconds.lowering, program->seconds.llvm);
   }
   if (o.verbose && rank == 0 && o.device == CompileTarget::Cpu) {
     llvm::outs() << "gemm: " << rt::gemmPath() << "\n";

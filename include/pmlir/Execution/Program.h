@@ -106,6 +106,13 @@ public:
   const float *result(size_t i = 0) const;
   void releaseResults();
 
+  /// Seconds spent compiling: `llvm` by create (the translation to LLVM
+  /// IR, its optimization and code generation), `lowering` by whoever ran
+  /// the pass pipeline that made the LLVM-dialect module.
+  struct CompileSeconds {
+    double lowering = 0, llvm = 0;
+  } seconds;
+
 private:
   JitProgram() = default;
   std::unique_ptr<mlir::ExecutionEngine> engine;
