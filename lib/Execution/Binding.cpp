@@ -316,8 +316,8 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   return true;
 }
 
-/// The parameters left to seed (indices of `bound`, allocated whole): each
-/// thread takes the next one until none is left.
+/// Seeds the parameters `seeds` (indices of `bound`, allocated whole) on
+/// up to options.threads threads, the largest first, each tensor on one.
 struct SeedWork {
   std::vector<BoundArgument> &bound;
   std::vector<size_t> seeds;
@@ -333,8 +333,6 @@ struct SeedWork {
   }
 };
 
-/// Seeds the parameters `seeds` on up to options.threads threads, the
-/// largest first, each tensor on one.
 void seedOnThreads(std::vector<BoundArgument> &bound, std::vector<size_t> seeds,
                    const BindOptions &options) {
   std::sort(seeds.begin(), seeds.end(), [&](size_t x, size_t y) {
