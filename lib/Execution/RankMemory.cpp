@@ -328,10 +328,14 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
     error = step->deadlockText();
     step.reset();
   }
+  // Rank 0 says why before the ranks meet to finalize: a rank that exits
+  // non-zero first makes mpirun kill the others, message unwritten.
+  if (!step && rank == 0)
+    fail("--predict: " + error);
   if (mesh)
     pmlir_rt_finalize();
   if (!step)
-    return rank == 0 ? fail("--predict: " + error) : 1;
+    return 1;
   if (rank != 0)
     return 0;
   size_t ranks = all.size() / RankPrediction::kFields;
