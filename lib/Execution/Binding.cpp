@@ -12,9 +12,11 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <pthread.h>
 #include <random>
 
 using namespace pmlir;
@@ -101,9 +103,13 @@ void warnNonFiniteBlock(const BoundArgument &a, const std::string &path,
 }
 
 /// Binds one argument; `missing` collects parameters the weights lack.
+/// An unsharded parameter to seed is allocated and left to `seeds` (seeded
+/// after every argument is bound, on several threads); a sharded one is
+/// seeded whole here and cut to this rank's block at once, so that one
+/// global tensor at a time is held.
 bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
              const BindOptions &options, BoundArgument &a, std::vector<std::string> &missing,
-             std::string &error) {
+             std::vector<size_t> &seeds, std::string &error) {
   std::string where = " of @" + entry;
   auto failWith = [&](const std::string &message) {
     error = message;
@@ -222,8 +228,12 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     a.seeded = weights != nullptr;
     if (!allocate(a.owned, n, sizeof(float)))
       return false;
-    seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(), options.seed);
     a.data = a.owned.data();
+    if (!layout) {
+      seeds.push_back(index);
+      return true;
+    }
+    seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), n, shape.size(), options.seed);
   } else if (spec.element == ElementKind::F32 && layout &&
              (view->dtype != DType::F32 ||
               reinterpret_cast<uintptr_t>(view->data) % alignof(float) != 0)) {
@@ -306,6 +316,49 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
   return true;
 }
 
+/// The parameters left to seed (indices of `bound`, allocated whole): each
+/// thread takes the next one until none is left.
+struct SeedWork {
+  std::vector<BoundArgument> &bound;
+  std::vector<size_t> seeds;
+  uint64_t seed;
+  std::atomic<size_t> next{0};
+
+  void run() {
+    for (size_t k = next++; k < seeds.size(); k = next++) {
+      BoundArgument &a = bound[seeds[k]];
+      seededInit(a.name, reinterpret_cast<float *>(a.owned.data()), elementCount(a.shape),
+                 a.shape.size(), seed);
+    }
+  }
+};
+
+/// Seeds the parameters `seeds` on up to options.threads threads, the
+/// largest first, each tensor on one.
+void seedOnThreads(std::vector<BoundArgument> &bound, std::vector<size_t> seeds,
+                   const BindOptions &options) {
+  std::sort(seeds.begin(), seeds.end(), [&](size_t x, size_t y) {
+    return elementCount(bound[x].shape) > elementCount(bound[y].shape);
+  });
+  SeedWork work{bound, std::move(seeds), options.seed};
+  auto body = +[](void *context) -> void * {
+    static_cast<SeedWork *>(context)->run();
+    return nullptr;
+  };
+  std::vector<pthread_t> helpers;
+  size_t wanted = std::min<size_t>(std::max(options.threads, 1), work.seeds.size());
+  for (size_t t = 1; t < wanted; ++t) {
+    pthread_t helper;
+    // No more threads: those started and this one do the rest.
+    if (pthread_create(&helper, nullptr, body, &work) != 0)
+      break;
+    helpers.push_back(helper);
+  }
+  work.run();
+  for (pthread_t helper : helpers)
+    pthread_join(helper, nullptr);
+}
+
 } // namespace
 
 std::optional<BlockLayout> exec::blockOf(const TensorSpec &spec, const Mesh &mesh,
@@ -338,11 +391,13 @@ bool exec::bindArguments(const std::vector<TensorSpec> &args, const std::string 
                          const BindOptions &options, std::vector<BoundArgument> &bound,
                          std::string &error) {
   std::vector<std::string> missing;
+  std::vector<size_t> seeds;
   bound.clear();
   bound.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    if (!bindOne(args[i], i, entry, options, bound[i], missing, error))
+    if (!bindOne(args[i], i, entry, options, bound[i], missing, seeds, error))
       return false;
+  seedOnThreads(bound, seeds, options);
   if (!missing.empty()) {
     std::string list;
     for (size_t k = 0; k < missing.size() && k < 10; ++k)

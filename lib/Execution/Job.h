@@ -276,6 +276,7 @@ private:
     bind.generatedInputs = !o.data.empty();
     bind.initMissing = o.initMissing;
     bind.seed = o.seed;
+    bind.threads = o.threads > 0 ? o.threads : pmlir_rt_default_threads();
     return bind;
   }
   /// A pass manager on this job's context, configured as the tool asked

@@ -137,6 +137,34 @@ TEST_F(BindingTest, InputsAndLabelsAreNeverSeeded) {
                        ": expected shape [3] (argument #0 of @forward), got [2]");
 }
 
+TEST_F(BindingTest, SeededParametersAreTheSameOnAnyNumberOfThreads) {
+  // Without --weights every parameter gets the seeded init, each tensor on
+  // one of the threads (the largest first): the values of one thread.
+  std::vector<TensorSpec> params = {spec("h.0.w", {64, 33}), spec("h.0.bias", {33}),
+                                    spec("wte", {300, 7}), spec("ln.weight", {7}),
+                                    spec("h.1.w", {5, 9})};
+  std::vector<std::vector<float>> values;
+  for (int threads : {1, 3, 8}) {
+    BindOptions seeded;
+    seeded.seed = 11;
+    seeded.threads = threads;
+    std::vector<BoundArgument> bound;
+    std::string error;
+    ASSERT_TRUE(bindArguments(params, "forward", seeded, bound, error)) << error;
+    std::vector<float> all;
+    for (const BoundArgument &a : bound) {
+      const float *v = static_cast<const float *>(a.data);
+      all.insert(all.end(), v, v + elementCount(a.shape));
+    }
+    values.push_back(all);
+  }
+  EXPECT_EQ(values[0], values[1]);
+  EXPECT_EQ(values[0], values[2]);
+  std::vector<float> wte(300 * 7);
+  seededInit("wte", wte.data(), 300 * 7, 2, 11);
+  EXPECT_TRUE(std::equal(wte.begin(), wte.end(), values[0].begin() + 64 * 33 + 33));
+}
+
 TEST(SeededInit, DependsOnTheNameAndSeedOnly) {
   std::vector<float> a(8), b(8), c(8);
   seededInit("h.0.w", a.data(), 8, 2, 7);

@@ -97,6 +97,10 @@ struct BindOptions {
   /// file): bound to zeroed buffers, not read from the files.
   bool generatedInputs = false;
   uint64_t seed = 0;
+  /// Threads that give unsharded parameters their seeded init, a tensor
+  /// each at a time (its values come from its own generator, so they do
+  /// not depend on the threads).
+  int threads = 1;
   /// Where warnings about the files go (one rank speaks for all); null: none.
   std::function<void(const std::string &)> warn;
   /// Where warnings about this rank's own blocks go (every rank reads only
