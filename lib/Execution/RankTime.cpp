@@ -527,6 +527,9 @@ LogicalResult Job::checkMessagesMeet(ModuleOp module) {
          "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs "
          "(a CSV schedule's SEND and RECV actions run where it puts them: without them, "
          "pmlir places each send where its receive is met; the CPU runs either)");
+  // The ranks meet after rank 0 has said why: one leaving first with exit
+  // status 1 would have mpirun kill rank 0 before it writes.
+  pmlir_rt_finalize();
   return failure();
 }
 
