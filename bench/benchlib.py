@@ -1,9 +1,12 @@
 """What the CPU benchmarks share: running a child for its output and peak
-memory, the machine they ran on, and the thread settings PyTorch gets."""
+memory, the machine they ran on, the token file a training run reads, and
+the thread settings PyTorch gets."""
 import json
 import os
 import platform
+import random
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +33,28 @@ def machine():
                 cpu = line.split(":", 1)[1].strip()
                 break
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def write_tokens(path, count, vocab):
+    """`count` random token ids below `vocab` (seeded: the same file every
+    run) as a flat uint16 file, nanoGPT's .bin, which pmlir-run --data reads."""
+    rng = random.Random(1)
+    with open(path, "wb") as f:
+        f.write(struct.pack(f"<{count}H", *(rng.randrange(vocab) for _ in range(count))))
+
+
+def spans_by_rank(events):
+    """The complete spans ("ph": "X") of a pmlir-run --trace on each rank's
+    work and communication tracks, {rank: [span]}: not its GEMM calls
+    (`kernels`) or a GPU's work (`gpu`), which run inside the work's."""
+    tracks = {(e["pid"], e["tid"]) for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"
+              and e["args"]["name"] in ("work", "communication")}
+    by_rank = {}
+    for e in events:
+        if e.get("ph") == "X" and (e["pid"], e["tid"]) in tracks:
+            by_rank.setdefault(e["pid"], []).append(e)
+    return by_rank
 
 
 def torch_env(threads):

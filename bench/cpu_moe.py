@@ -31,16 +31,14 @@ bytes each. Prints Markdown for docs/performance.md.
 import argparse
 import json
 import os
-import random
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 
 from benchlib import (add_step_options, add_torch_options, machine, run, torch_adamw, torch_env,
-                      torch_grad_norm, torch_report, torch_result)
+                      torch_grad_norm, torch_report, torch_result, write_tokens)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -122,10 +120,7 @@ def measure(args, work):
            str(c["vocab"]), "--seq", str(seq), "--batch", str(batch), "--loss", "-o", model]
     subprocess.run(gen, check=True)
     data = os.path.join(work, "tokens.bin")
-    rng = random.Random(1)
-    count = args.steps * batch * seq + 1
-    with open(data, "wb") as f:
-        f.write(struct.pack(f"<{count}H", *(rng.randrange(c["vocab"]) for _ in range(count))))
+    write_tokens(data, args.steps * batch * seq + 1, c["vocab"])
 
     rows, torch_side = [], None
     for threads in thread_counts:

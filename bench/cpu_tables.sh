@@ -11,7 +11,7 @@
 # install torch numpy safetensors jax`; BUILD: pmlir's build folder
 # (default: build). OUTDIR must not exist: nothing of an earlier run is
 # overwritten. Time nothing else on the machine meanwhile (no build, no
-# test suite): about an hour on two cores. OUTDIR/machine.txt says what
+# test suite): about 90 minutes on two cores. OUTDIR/machine.txt says what
 # ran where (the CPU, OpenBLAS's core, the GEMM path pmlir-run chose).
 set -euo pipefail
 
@@ -91,6 +91,14 @@ step train-f32 /usr/bin/python3 bench/cpu_train.py --build "$BUILD" --rounds 3 -
 step train-bf16 /usr/bin/python3 bench/cpu_train.py --build "$BUILD" --rounds 3 --steps 5 \
   --python "$PY" --precision bf16
 step threads /usr/bin/python3 bench/cpu_threads.py --build "$BUILD"
+step train-torch-compile /usr/bin/python3 bench/cpu_train.py --build "$BUILD" --rounds 2 --steps 5 \
+  --python "$PY" --torch-compile
+step train-bf16-torch-compile /usr/bin/python3 bench/cpu_train.py --build "$BUILD" --rounds 2 \
+  --steps 5 --python "$PY" --precision bf16 --torch-compile
+# The step's GEMM calls by shape, to set beside the libraries' own rates below.
+step profile-f32 /usr/bin/python3 bench/cpu_profile.py --build "$BUILD" --threads 1
+step profile-bf16 /usr/bin/python3 bench/cpu_profile.py --build "$BUILD" --threads 1 \
+  --precision bf16
 # The GEMM libraries alone (oneDNN's API against its matmul primitive).
 for bench in onednn_f32_matmul onednn_bf16_matmul; do
   if g++ -O2 -std=c++17 -fopenmp "bench/$bench.cpp" -o "$OUT/$bench" -ldnnl -lpthread \

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine, run
+from benchlib import machine, run, write_tokens
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -60,10 +60,7 @@ def main():
         subprocess.run([pmlir_gen, "gpt2", *GPT2_SMALL, "--seq", str(seq), "--batch", str(batch),
                         "--loss", "-o", train_model], check=True)
         data = os.path.join(work, "tokens.bin")
-        rng = random.Random(1)
-        count = args.steps * batch * seq + 1
-        with open(data, "wb") as f:
-            f.write(struct.pack(f"<{count}H", *(rng.randrange(50257) for _ in range(count))))
+        write_tokens(data, args.steps * batch * seq + 1, 50257)
         fbatch, fseq = (int(x) for x in args.forward_shape.split("x"))
         forward_model = os.path.join(work, "forward.mlir")
         subprocess.run([pmlir_gen, "gpt2", *GPT2_SMALL, "--seq", str(fseq), "--batch",

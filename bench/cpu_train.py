@@ -37,16 +37,14 @@ Prints Markdown for docs/performance.md.
 import argparse
 import json
 import os
-import random
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 
 from benchlib import (add_step_options, add_torch_options, machine, run, torch_adamw, torch_env,
-                      torch_grad_norm, torch_report, torch_result)
+                      torch_grad_norm, torch_report, torch_result, write_tokens)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -125,12 +123,8 @@ def measure(args, work):
                     str(c["hidden"]), "--heads", str(c["heads"]), "--vocab", str(c["vocab"]),
                     "--max-positions", str(c["max_positions"]), "--seq", str(seq), "--batch",
                     str(batch), "--loss", "-o", model], check=True)
-    # Random ids as a flat token file (uint16, nanoGPT's .bin).
     data = os.path.join(work, "tokens.bin")
-    rng = random.Random(1)
-    count = args.steps * batch * seq + 1
-    with open(data, "wb") as f:
-        f.write(struct.pack(f"<{count}H", *(rng.randrange(c["vocab"]) for _ in range(count))))
+    write_tokens(data, args.steps * batch * seq + 1, c["vocab"])
 
     rows, rss, torch_side, gemm = [], 0, None, None
     for threads in thread_counts:

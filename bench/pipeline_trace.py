@@ -61,12 +61,8 @@ def write_png(path, width, height, rects):
 
 def last_step(trace):
     """The spans of each rank in its last training step: {rank: [span]}."""
-    by_rank = {}
-    for e in trace["traceEvents"]:
-        if e.get("ph") == "X":
-            by_rank.setdefault(e["pid"], []).append(e)
     spans = {}
-    for rank, events in by_rank.items():
+    for rank, events in benchlib.spans_by_rank(trace["traceEvents"]).items():
         steps = [e for e in events if e["cat"] == "host" and e["name"].startswith("step")]
         step = max(steps, key=lambda e: e["ts"])
         lo, hi = step["ts"], step["ts"] + step["dur"]

@@ -17,6 +17,7 @@
 Run from the repository root: /usr/bin/python3 bench/plot_predict.py ...
 """
 import json
+import os
 import re
 import sys
 
@@ -24,6 +25,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 ROW = re.compile(r"^(.+?)\s+([0-9.]+) (B|KiB|MiB|GiB)\s+([0-9.]+) (B|KiB|MiB|GiB)\s+"
@@ -120,10 +124,7 @@ WORK = "FBIW"
 
 def traced_step(trace_path):
     """Each rank's last traced step: [(start, end, activity)] from its start."""
-    by_rank = {}
-    for e in json.load(open(trace_path))["traceEvents"]:
-        if e.get("ph") == "X":
-            by_rank.setdefault(e["pid"], []).append(e)
+    by_rank = benchlib.spans_by_rank(json.load(open(trace_path))["traceEvents"])
     steps = {}
     for rank, events in sorted(by_rank.items()):
         host = [e for e in events if e["cat"] == "host" and e["name"].startswith("step")]

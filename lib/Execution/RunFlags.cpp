@@ -291,8 +291,8 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::value_desc("file"), cl::cat(c.reports));
   bind("trace", o.trace,
        cl::desc("with --mesh: write a Chrome trace (Perfetto) of every rank's pipeline work, "
-                "steps and communication (and, with --device gpu, its kernels) to this JSON "
-                "file"),
+                "steps and communication, and its GEMM calls (with --device gpu, its kernels, "
+                "GEMMs and copies) to this JSON file"),
        cl::value_desc("file"), cl::cat(c.reports));
   bind("emit-compiled", o.emitCompiled,
        cl::desc("write the module handed to the JIT (the LLVM dialect, as pmlir-opt "

@@ -24,6 +24,7 @@
 
 #include "HalfFloat.h"
 #include "StridedMemRef.h"
+#include "Trace.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -34,7 +35,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -351,11 +354,27 @@ void gemm(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
     count *= out->sizes[d];
   if (count == 0)
     return;
-  if ((TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1]) == 0) {
+  int64_t k = TA ? lhs->sizes[L - 2] : lhs->sizes[L - 1];
+  if (k == 0) {
     if (!accumulate)
       forEachElement(out, [&](int64_t offset, int64_t) { out->data[offset] = Out(); });
     return;
   }
+  // The call's shape as the GPU's GEMM spans give theirs (m, n, k, batch),
+  // with its types and transposes: what a step's GEMMs run at, by shape.
+  pmlir::rt::TracedKernel traced("gemm", [&] {
+    int64_t m = out->sizes[L - 2], n = out->sizes[L - 1], batch = count / (m * n);
+    const char *operands = std::is_same_v<In, float> ? "f32" : "bf16";
+    const char *result = std::is_same_v<Out, float> ? "f32" : "bf16";
+    std::string transposes = std::string(TA ? "T" : "N") + (TB ? "T" : "N");
+    return std::pair("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                         std::to_string(k) + (batch > 1 ? " x" + std::to_string(batch) : "") + " " +
+                         transposes + " " + operands,
+                     "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
+                         ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch) +
+                         ",\"transposes\":\"" + transposes + "\",\"operands\":\"" + operands +
+                         "\",\"result\":\"" + result + "\"");
+  });
   if constexpr (std::is_same_v<In, float>)
     matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
   else

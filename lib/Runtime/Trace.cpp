@@ -5,8 +5,9 @@
 // Each rank keeps its spans in memory while it runs; pmlir_rt_trace_write
 // gathers them on rank 0 as JSON text and writes one trace: a process per
 // rank (named by its mesh coordinates), with its pipeline work and host
-// regions on one track, its communication on another and, on a GPU, the
-// kernels and GEMMs its stream ran on a third. Times are in
+// regions on one track, its communication on another, on a GPU the
+// kernels and GEMMs its stream ran on a third, and on a CPU its GEMM calls
+// on a fourth. Times are in
 // microseconds from the moment the ranks met in pmlir_rt_trace_start.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pmlir::rt;
@@ -28,7 +30,7 @@ using namespace pmlir::rt;
 namespace {
 
 /// The tracks of a rank's process in the trace.
-enum Track { Work = 0, Communication = 1, Gpu = 2 };
+enum Track { Work = 0, Communication = 1, Gpu = 2, Kernels = 3 };
 
 struct Span {
   std::string name;
@@ -40,6 +42,8 @@ struct Span {
 
 struct Tracer {
   bool on = false;
+  /// The thread that started the trace, whose spans it records.
+  std::thread::id thread;
   int64_t originNs = 0;
   std::vector<Span> spans;
   /// Spans begun and not yet ended, innermost last.
@@ -104,7 +108,8 @@ std::string eventsText(int rank) {
       ",\"args\":{\"sort_index\":" + pid + "}}");
   for (auto [track, name] : {std::pair<Track, const char *>{Work, "work"},
                              {Communication, "communication"},
-                             {Gpu, "gpu"}})
+                             {Gpu, "gpu"},
+                             {Kernels, "kernels"}})
     add("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
         ",\"tid\":" + std::to_string(track) + ",\"args\":{\"name\":\"" + name + "\"}}");
   char number[64];
@@ -131,6 +136,17 @@ void pmlir::rt::traceGpuSpan(std::string name, std::string category, int64_t sta
   if (tracer.on)
     tracer.spans.push_back(
         {std::move(name), std::move(category), Gpu, startNs, endNs, std::move(args)});
+}
+
+bool pmlir::rt::tracingThisThread() {
+  return tracer.on && std::this_thread::get_id() == tracer.thread;
+}
+
+void pmlir::rt::traceKernelSpan(std::string name, std::string category, int64_t startNs,
+                                int64_t endNs, std::string args) {
+  if (tracingThisThread())
+    tracer.spans.push_back(
+        {std::move(name), std::move(category), Kernels, startNs, endNs, std::move(args)});
 }
 
 TracedCall::TracedCall(const char *what, const Group &group, int64_t bytes, int64_t peer)
@@ -162,6 +178,7 @@ extern "C" void pmlir_rt_trace_start(void) {
   }
   tracer = Tracer();
   tracer.on = true;
+  tracer.thread = std::this_thread::get_id();
   tracer.originNs = nowNs();
 }
 

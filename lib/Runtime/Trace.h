@@ -2,8 +2,9 @@
 //
 // Part of pmlir.
 //
-// What the collectives of Runtime.cpp and the GPU work of CudaRuntime.cpp
-// add to the trace (Runtime.h has the entry points). Recording costs a
+// What the collectives of Runtime.cpp, the GPU work of CudaRuntime.cpp and
+// the CPU's GEMM calls of CpuKernels.cpp add to the trace (Runtime.h has
+// the entry points). Recording costs a
 // clock read and a vector append, and nothing while the trace is off.
 //
 //===----------------------------------------------------------------------===//
@@ -44,6 +45,42 @@ int64_t traceClockNs();
 /// track, timed on the device and placed on the trace's clock.
 void traceGpuSpan(std::string name, std::string category, int64_t startNs, int64_t endNs,
                   std::string args);
+
+/// Whether --trace records and this is the thread that started it: the
+/// spans are that thread's alone (the runtime's other threads may call a
+/// kernel too; theirs are not recorded).
+bool tracingThisThread();
+
+/// A span of the host's kernel calls (a GEMM) on the rank's kernel track.
+void traceKernelSpan(std::string name, std::string category, int64_t startNs, int64_t endNs,
+                     std::string args);
+
+/// A kernel call of the host, traced from construction to destruction when
+/// tracingThisThread(); nothing otherwise, not even its name and arguments
+/// (`describe`: a pair of the name and JSON members), made only then.
+class TracedKernel {
+public:
+  template <typename Describe> TracedKernel(const char *category, Describe describe) {
+    if (!tracingThisThread())
+      return;
+    auto [spanName, spanArgs] = describe();
+    name = std::move(spanName);
+    args = std::move(spanArgs);
+    this->category = category;
+    startNs = traceClockNs();
+  }
+  ~TracedKernel() {
+    if (startNs >= 0)
+      traceKernelSpan(std::move(name), category, startNs, traceClockNs(), std::move(args));
+  }
+  TracedKernel(const TracedKernel &) = delete;
+  TracedKernel &operator=(const TracedKernel &) = delete;
+
+private:
+  std::string name, args;
+  const char *category = nullptr;
+  int64_t startNs = -1;
+};
 
 } // namespace pmlir::rt
 
