@@ -43,6 +43,22 @@ def write_tokens(path, count, vocab):
         f.write(struct.pack(f"<{count}H", *(rng.randrange(vocab) for _ in range(count))))
 
 
+def add_trace_options(ap):
+    """The options of a benchmark that reads a pmlir-run --trace of a few
+    training steps (bench/cpu_profile.py, bench/gpu_profile.py)."""
+    ap.add_argument("--steps", type=int, default=3, help="training steps; the last is read")
+    ap.add_argument("--keep-trace", help="also write the trace here")
+    ap.add_argument("--trace", help="summarize this trace instead of running")
+
+
+def parse_trace_options(ap):
+    """The parsed options of add_trace_options and the rest, with --steps checked."""
+    args = ap.parse_args()
+    if args.steps < 2:
+        sys.exit("--steps must be at least 2 (the first step warms up)")
+    return args
+
+
 def spans_by_rank(events):
     """The complete spans ("ph": "X") of a pmlir-run --trace on each rank's
     work and communication tracks, {rank: [span]}: not its GEMM calls

@@ -25,7 +25,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import write_tokens  # noqa: E402
+from benchlib import add_trace_options, parse_trace_options, write_tokens  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
@@ -82,14 +82,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--shape", default="4x128", help="batch x seq")
-    ap.add_argument("--steps", type=int, default=3, help="training steps; the last is read")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32")
-    ap.add_argument("--keep-trace", help="also write the trace here")
-    ap.add_argument("--trace", help="summarize this trace instead of running")
-    args = ap.parse_args()
-    if args.steps < 2:
-        sys.exit("--steps must be at least 2 (the first step warms up)")
+    add_trace_options(ap)
+    args = parse_trace_options(ap)
     if args.trace:
         with open(args.trace) as f:
             return summarize(json.load(f), args.steps)

@@ -10,7 +10,7 @@
 #                         load that such a machine lacks, lit with FileCheck,
 #                         not and count, the models, the GPU-gated tests with
 #                         their PyTorch references, bench/gpu_forward.py and
-#                         bench/gpu_profile.py
+#                         bench/gpu_profile.py (with bench/benchlib.py)
 #
 # Builds build/ with CUDA first (the build must have found a CUDA toolkit and
 # NCCL); --no-build packs what the build holds (the suite's test of the
@@ -216,7 +216,7 @@ done
 cp -r test/Integration/CPU/{reference.py,ops.py,grad_ops.py,Inputs} "$pkg/src/test/Integration/CPU/"
 cp -r test/Integration/GPU/Inputs "$pkg/src/test/Integration/GPU/"
 cp -r models "$pkg/src/"
-cp bench/gpu_forward.py bench/gpu_profile.py "$pkg/src/bench/"
+cp bench/benchlib.py bench/gpu_forward.py bench/gpu_profile.py "$pkg/src/bench/"
 # lit's site configuration, its paths relative to the bundle.
 cat >"$pkg/build/test/lit.site.cfg.py" <<'EOF'
 # The bundle's lit site configuration (scripts/gpu-bundle.sh): paths inside
