@@ -155,8 +155,8 @@ private:
   /// A GPU job on a mesh: whether its ranks' sends and receives, in their
   /// lowered programs' order, meet as NCCL issues them (a send waits for its
   /// receive); where they would wait for each other forever, rank 0 says
-  /// where and every rank fails, finalized (a collective of every rank). Programs whose
-  /// work cannot be counted pass unchecked.
+  /// where and every rank finalizes and fails (a collective of every rank).
+  /// Programs whose work cannot be counted pass unchecked.
   LogicalResult checkMessagesMeet(ModuleOp module);
   /// --profile cpu: this host's rates for `work`, measured on the threads
   /// set for the run, cached (RankTime.cpp).

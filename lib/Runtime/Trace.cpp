@@ -7,8 +7,8 @@
 // rank (named by its mesh coordinates), with its pipeline work and host
 // regions on one track, its communication on another, on a GPU the
 // kernels and GEMMs its stream ran on a third, and on a CPU its GEMM calls
-// on a fourth. Times are in
-// microseconds from the moment the ranks met in pmlir_rt_trace_start.
+// on a fourth. Times are in microseconds from the moment the ranks met in
+// pmlir_rt_trace_start.
 //
 //===----------------------------------------------------------------------===//
 
