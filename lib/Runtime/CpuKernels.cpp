@@ -361,19 +361,20 @@ void gemm(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
     return;
   }
   // The call's shape as the GPU's GEMM spans give theirs (m, n, k, batch),
-  // with its types and transposes: what a step's GEMMs run at, by shape.
+  // with its types, transposes and whether it adds to C: what a step's
+  // GEMMs run at, by shape.
   pmlir::rt::TracedKernel traced("gemm", [&] {
     int64_t m = out->sizes[L - 2], n = out->sizes[L - 1], batch = count / (m * n);
     const char *operands = std::is_same_v<In, float> ? "f32" : "bf16";
     const char *result = std::is_same_v<Out, float> ? "f32" : "bf16";
     std::string transposes = std::string(TA ? "T" : "N") + (TB ? "T" : "N");
-    return std::pair("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                         std::to_string(k) + (batch > 1 ? " x" + std::to_string(batch) : "") + " " +
-                         transposes + " " + operands,
-                     "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
-                         ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch) +
-                         ",\"transposes\":\"" + transposes + "\",\"operands\":\"" + operands +
-                         "\",\"result\":\"" + result + "\"");
+    return std::pair(
+        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+            (batch > 1 ? " x" + std::to_string(batch) : "") + " " + transposes + " " + operands,
+        "\"m\":" + std::to_string(m) + ",\"n\":" + std::to_string(n) +
+            ",\"k\":" + std::to_string(k) + ",\"batch\":" + std::to_string(batch) +
+            ",\"transposes\":\"" + transposes + "\",\"operands\":\"" + operands +
+            "\",\"result\":\"" + result + "\",\"accumulate\":" + (accumulate ? "true" : "false"));
   });
   if constexpr (std::is_same_v<In, float>)
     matmul<L, R, TA, TB>(lhs, rhs, out, accumulate);
