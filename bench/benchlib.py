@@ -35,6 +35,18 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
+# GPT-2 small, the model of the CPU tables.
+GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
+
+
+def gpt2_small_args():
+    """pmlir-gen gpt2's options for GPT-2 small (the shape and --loss are the caller's)."""
+    c = GPT2_SMALL
+    return ["--layers", str(c["layers"]), "--hidden", str(c["hidden"]), "--heads",
+            str(c["heads"]), "--vocab", str(c["vocab"]), "--max-positions",
+            str(c["max_positions"])]
+
+
 def write_tokens(path, count, vocab):
     """`count` random token ids below `vocab` (seeded: the same file every
     run) as a flat uint16 file, nanoGPT's .bin, which pmlir-run --data reads."""

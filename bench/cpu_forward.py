@@ -44,11 +44,11 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import add_torch_options, machine, run, torch_env, torch_report, torch_result
+from benchlib import (GPT2_SMALL, add_torch_options, gpt2_small_args, machine, run, torch_env,
+                      torch_report, torch_result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
 def torch_worker(batch, seq, threads, repeat, compile, bf16):
@@ -215,9 +215,8 @@ def measure(args, work):
     for batch, seq in [] if args.gemm_only else shapes:
         model = os.path.join(work, f"gpt2-{batch}x{seq}.mlir")
         ids = os.path.join(work, f"ids-{batch}x{seq}.safetensors")
-        subprocess.run([pmlir_gen, "gpt2", "--layers", "12", "--hidden", "768",
-                        "--heads", "12", "--vocab", "50257", "--max-positions", "1024",
-                        "--seq", str(seq), "--batch", str(batch), "-o", model], check=True)
+        subprocess.run([pmlir_gen, "gpt2", *gpt2_small_args(), "--seq", str(seq), "--batch",
+                        str(batch), "-o", model], check=True)
         write_ids(ids, batch, seq, GPT2_SMALL["vocab"])
         if weight_bytes is None:
             summary = subprocess.run(

@@ -19,16 +19,15 @@ import collections
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import add_trace_options, parse_trace_options, write_tokens  # noqa: E402
+from benchlib import (GPT2_SMALL, add_trace_options, gpt2_small_args, parse_trace_options,  # noqa: E402
+                      run, write_tokens)
 
 ROOT = os.path.dirname(HERE)
-GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
 def summarize(trace, steps):
@@ -71,13 +70,6 @@ def summarize(trace, steps):
               f"{us / 1e3 / step_ms:.1%} | {work / us / 1e3:.1f} |")
 
 
-def run(command):
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}")
-    return done.stdout
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -91,17 +83,14 @@ def main():
             return summarize(json.load(f), args.steps)
     tools = os.path.join(args.build, "bin")
     batch, seq = (int(x) for x in args.shape.split("x"))
-    c = GPT2_SMALL
     with tempfile.TemporaryDirectory(prefix="pmlir-cpu-profile-") as work:
         model = os.path.join(work, "gpt2.mlir")
         data = os.path.join(work, "tokens.bin")
         trace = os.path.join(work, "trace.json")
-        run([os.path.join(tools, "pmlir-gen"), "gpt2", "--layers", str(c["layers"]), "--hidden",
-             str(c["hidden"]), "--heads", str(c["heads"]), "--vocab", str(c["vocab"]),
-             "--max-positions", str(c["max_positions"]), "--seq", str(seq), "--batch",
-             str(batch), "--loss", "-o", model])
-        write_tokens(data, args.steps * batch * seq + 1, c["vocab"])
-        out = run([os.path.join(tools, "pmlir-run"), model, "--train", "--steps",
+        run([os.path.join(tools, "pmlir-gen"), "gpt2", *gpt2_small_args(), "--seq", str(seq),
+             "--batch", str(batch), "--loss", "-o", model])
+        write_tokens(data, args.steps * batch * seq + 1, GPT2_SMALL["vocab"])
+        out, _ = run([os.path.join(tools, "pmlir-run"), model, "--train", "--steps",
                    str(args.steps), "--data", data, "--threads", str(args.threads),
                    "--precision", args.precision, "--mesh", "dp=1", "--verbose", "--trace",
                    trace])

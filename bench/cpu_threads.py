@@ -32,12 +32,10 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine, run, write_tokens
+from benchlib import gpt2_small_args, machine, run, write_tokens
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GPT2_SMALL = ["--layers", "12", "--hidden", "768", "--heads", "12", "--vocab", "50257",
-              "--max-positions", "1024"]
 CONFIGS = [("1 thread", 1, None), ("2 threads, loops on one", 2, "1"), ("2 threads", 2, None)]
 
 
@@ -57,13 +55,13 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         batch, seq = (int(x) for x in args.train_shape.split("x"))
         train_model = os.path.join(work, "train.mlir")
-        subprocess.run([pmlir_gen, "gpt2", *GPT2_SMALL, "--seq", str(seq), "--batch", str(batch),
+        subprocess.run([pmlir_gen, "gpt2", *gpt2_small_args(), "--seq", str(seq), "--batch", str(batch),
                         "--loss", "-o", train_model], check=True)
         data = os.path.join(work, "tokens.bin")
         write_tokens(data, args.steps * batch * seq + 1, 50257)
         fbatch, fseq = (int(x) for x in args.forward_shape.split("x"))
         forward_model = os.path.join(work, "forward.mlir")
-        subprocess.run([pmlir_gen, "gpt2", *GPT2_SMALL, "--seq", str(fseq), "--batch",
+        subprocess.run([pmlir_gen, "gpt2", *gpt2_small_args(), "--seq", str(fseq), "--batch",
                         str(fbatch), "-o", forward_model], check=True)
         ids = os.path.join(work, "ids.safetensors")
         write_ids(ids, fbatch, fseq)

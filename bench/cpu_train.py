@@ -43,12 +43,12 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import (add_step_options, add_torch_options, machine, run, torch_adamw, torch_env,
-                      torch_grad_norm, torch_report, torch_result, write_tokens)
+from benchlib import (GPT2_SMALL, add_step_options, add_torch_options, gpt2_small_args, machine,
+                      run, torch_adamw, torch_env, torch_grad_norm, torch_report, torch_result,
+                      write_tokens)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GPT2_SMALL = dict(layers=12, hidden=768, heads=12, vocab=50257, max_positions=1024)
 
 
 def torch_worker(batch, seq, threads, steps, compile, bf16):
@@ -119,9 +119,7 @@ def measure(args, work):
           f"(the first not timed); {args.precision}.\n")
 
     model = os.path.join(work, "gpt2.mlir")
-    subprocess.run([pmlir_gen, "gpt2", "--layers", str(c["layers"]), "--hidden",
-                    str(c["hidden"]), "--heads", str(c["heads"]), "--vocab", str(c["vocab"]),
-                    "--max-positions", str(c["max_positions"]), "--seq", str(seq), "--batch",
+    subprocess.run([pmlir_gen, "gpt2", *gpt2_small_args(), "--seq", str(seq), "--batch",
                     str(batch), "--loss", "-o", model], check=True)
     data = os.path.join(work, "tokens.bin")
     write_tokens(data, args.steps * batch * seq + 1, c["vocab"])

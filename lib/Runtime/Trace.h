@@ -4,8 +4,8 @@
 //
 // What the collectives of Runtime.cpp, the GPU work of CudaRuntime.cpp and
 // the CPU's GEMM calls of CpuKernels.cpp add to the trace (Runtime.h has
-// the entry points). Recording costs a
-// clock read and a vector append, and nothing while the trace is off.
+// the entry points). Recording costs a clock read and a vector append, and
+// nothing while the trace is off.
 //
 //===----------------------------------------------------------------------===//
 
