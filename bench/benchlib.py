@@ -55,9 +55,12 @@ def write_tokens(path, count, vocab):
         f.write(struct.pack(f"<{count}H", *(rng.randrange(vocab) for _ in range(count))))
 
 
-def add_trace_options(ap):
+def add_trace_options(ap, root, shape):
     """The options of a benchmark that reads a pmlir-run --trace of a few
-    training steps (bench/cpu_profile.py, bench/gpu_profile.py)."""
+    training steps (bench/cpu_profile.py, bench/gpu_profile.py): the build,
+    the batch shape (default `shape`), the steps and the trace's file."""
+    ap.add_argument("--build", default=os.path.join(root, "build"))
+    ap.add_argument("--shape", default=shape, help="batch x seq")
     ap.add_argument("--steps", type=int, default=3, help="training steps; the last is read")
     ap.add_argument("--keep-trace", help="also write the trace here")
     ap.add_argument("--trace", help="summarize this trace instead of running")

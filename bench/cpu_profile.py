@@ -72,11 +72,9 @@ def summarize(trace, steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--shape", default="4x128", help="batch x seq")
+    add_trace_options(ap, ROOT, "4x128")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32")
-    add_trace_options(ap)
     args = parse_trace_options(ap)
     if args.trace:
         with open(args.trace) as f:
@@ -91,9 +89,9 @@ def main():
              "--batch", str(batch), "--loss", "-o", model])
         write_tokens(data, args.steps * batch * seq + 1, GPT2_SMALL["vocab"])
         out, _ = run([os.path.join(tools, "pmlir-run"), model, "--train", "--steps",
-                   str(args.steps), "--data", data, "--threads", str(args.threads),
-                   "--precision", args.precision, "--mesh", "dp=1", "--verbose", "--trace",
-                   trace])
+                      str(args.steps), "--data", data, "--threads", str(args.threads),
+                      "--precision", args.precision, "--mesh", "dp=1", "--verbose", "--trace",
+                      trace])
         print(f"GPT-2 small {args.precision} training step, batch {batch} x seq {seq}, "
               f"{args.threads} thread(s), {args.steps} steps:")
         print("```\n" + out.strip() + "\n```\n")

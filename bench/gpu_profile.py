@@ -23,7 +23,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import add_trace_options, parse_trace_options  # noqa: E402
+from benchlib import add_trace_options, gpt2_small_args, parse_trace_options  # noqa: E402
 from gpu_forward import GPT2_SMALL, ROOT, run, write_ids  # noqa: E402
 
 
@@ -102,10 +102,8 @@ def summarize(trace, steps, top):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--shape", default="8x1024", help="batch x seq")
+    add_trace_options(ap, ROOT, "8x1024")
     ap.add_argument("--top", type=int, default=30)
-    add_trace_options(ap)
     args = parse_trace_options(ap)
     if args.trace:
         with open(args.trace) as f:
@@ -116,11 +114,8 @@ def main():
         model = os.path.join(work, "gpt2-loss.mlir")
         ids = os.path.join(work, "batch.safetensors")
         trace = os.path.join(work, "trace.json")
-        run([os.path.join(tools, "pmlir-gen"), "gpt2", "--layers", str(GPT2_SMALL["layers"]),
-             "--hidden", str(GPT2_SMALL["hidden"]), "--heads", str(GPT2_SMALL["heads"]),
-             "--vocab", str(GPT2_SMALL["vocab"]), "--max-positions",
-             str(GPT2_SMALL["max_positions"]), "--seq", str(seq), "--batch", str(batch),
-             "--loss", "-o", model])
+        run([os.path.join(tools, "pmlir-gen"), "gpt2", *gpt2_small_args(), "--seq", str(seq),
+             "--batch", str(batch), "--loss", "-o", model])
         write_ids(ids, batch, seq, GPT2_SMALL["vocab"], labels=True)
         out = run([os.path.join(tools, "pmlir-run"), model, "--device", "gpu", "--precision",
                    "bf16", "--train", "--inputs", ids, "--steps", str(args.steps), "--lr",
