@@ -2,7 +2,8 @@
 //
 // Part of pmlir.
 //
-// Every target bufferizes the same way: one-shot bufferization across
+// Every target bufferizes the same way: the parts of a tensor built of
+// slices written where they go, then one-shot bufferization across
 // function boundaries (identity layouts, so the entry takes plain strided
 // memrefs; results that update arguments written into them), then
 // ownership-based deallocation with each free moved to its buffer's last
@@ -19,11 +20,13 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -34,6 +37,13 @@ void pmlir::buildBufferizationPipeline(OpPassManager &pm, StringRef entry, bool 
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A tensor built of computed slices (tfm.concat's insert_slices: the
+  // gradient of a weight split into Q, K and V is the concatenation of three
+  // GEMMs' results) would otherwise be a fresh buffer for each part and a
+  // strided copy into the whole: each part's producer now writes into its
+  // slice of the whole (what copies are left copy a slice onto itself, and
+  // CSE and canonicalization below remove them).
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createUpdateArgumentsInPlace(UpdateArgumentsInPlaceOptions{entry.str()}));
   // Upstream's buffer-deallocation-pipeline, with the deallocs of fresh
@@ -71,8 +81,10 @@ void pmlir::registerBufferizationInterfaces(DialectRegistry &registry) {
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
   cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerSubsetOpInterfaceExternalModels(registry);
   memref::registerAllocationOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
 }

@@ -404,7 +404,8 @@ void gemm(StridedMemRefType<In, L> *lhs, StridedMemRefType<In, R> *rhs,
 
 /// Bound as `memrefCopy`, which MLIR's memref-to-LLVM lowering calls for copies
 /// between strided buffers (an insert_slice into a strided view): copies
-/// element by element along the innermost dimension, any strides.
+/// along the innermost dimension, a row at a time where both sides' rows are
+/// contiguous, element by element otherwise.
 static void copyStrided(int64_t elementSize, UnrankedMemRefType<char> *src,
                         UnrankedMemRefType<char> *dst) {
   DynamicMemRefType<char> from(*src), to(*dst);
@@ -426,9 +427,14 @@ static void copyStrided(int64_t elementSize, UnrankedMemRefType<char> *src,
       outOffset += index[d] * to.strides[d];
     }
     int64_t last = rank - 1;
-    for (int64_t k = 0; k < from.sizes[last]; ++k)
-      std::memcpy(out + (outOffset + k * to.strides[last]) * elementSize,
-                  in + (inOffset + k * from.strides[last]) * elementSize, elementSize);
+    // (memmove: a slice copied onto itself is a copy, if a useless one.)
+    if (from.strides[last] == 1 && to.strides[last] == 1)
+      std::memmove(out + outOffset * elementSize, in + inOffset * elementSize,
+                   from.sizes[last] * elementSize);
+    else
+      for (int64_t k = 0; k < from.sizes[last]; ++k)
+        std::memcpy(out + (outOffset + k * to.strides[last]) * elementSize,
+                    in + (inOffset + k * from.strides[last]) * elementSize, elementSize);
     int64_t d = last - 1;
     for (; d >= 0; --d) {
       if (++index[d] < from.sizes[d])

@@ -40,3 +40,21 @@ func.func @gelu_of_norm(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16
 func.func @identity(%x: tensor<5x6xf32>) -> tensor<5x6xf32> {
   return %x : tensor<5x6xf32>
 }
+
+// The parts of a concatenation are written where they go (the gradient of
+// a weight split into Q, K and V is three GEMMs' results side by side):
+// each GEMM writes its columns of the one buffer, no part is copied.
+// SMALL-LABEL: llvm.func @concat_of_gemms
+// SMALL: llvm.call @malloc
+// SMALL-NOT: llvm.call @malloc
+// SMALL: llvm.call @pmlir_matmul_f32_r22_t00(
+// SMALL-NOT: llvm.call @malloc
+// SMALL: llvm.call @pmlir_matmul_f32_r22_t00(
+// SMALL-NOT: memrefCopy
+// SMALL: llvm.return
+func.func @concat_of_gemms(%x: tensor<4x16xf32>, %a: tensor<16x8xf32>, %b: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %p = tfm.matmul %x, %a : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %q = tfm.matmul %x, %b : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %c = tfm.concat %p, %q dim = 1 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x16xf32>
+  return %c : tensor<4x16xf32>
+}
