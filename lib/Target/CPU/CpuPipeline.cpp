@@ -7,7 +7,8 @@
 // conversions) -> f32 matmuls marked for BLAS kernels -> elementwise fusion
 // around them -> buffers, each freed at its last use
 // (buildBufferizationPipeline) -> BLAS calls for f32 matmuls -> the large
-// ops outlined for the runtime's threads -> loops -> polynomial f32 math ->
+// ops outlined for the runtime's threads -> loops (a reduction's running
+// values in registers) -> polynomial f32 math ->
 // LLVM, the outlined ops called through pmlir_rt_parallel_for. The loops
 // are left to LLVM's vectorizers, with the host's target machine (see
 // pmlir-run).
@@ -53,6 +54,7 @@ void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions
   // the BLAS-backed kernels in lib/Runtime/CpuKernels.cpp.
   pm.addPass(createLinalgToLibraryCalls());
   pm.addPass(createOutlineParallelLoops());
+  pm.addPass(createLowerReductionsToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // bf16 <-> f32 as integer shifts and rounding: x86 has no instructions
   // for them, and LLVM's fallbacks call into a libgcc that may lack them.
