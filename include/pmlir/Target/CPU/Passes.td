@@ -94,7 +94,7 @@ def LowerReductionsToLoops : Pass<"pmlir-lower-reductions-to-loops"> {
     in every iteration of a reduction. LLVM vectorizes such a loop only if
     it can keep the element in a register, which it cannot prove where two
     outputs may alias: a layer norm's backward sums two things a row, and
-    its loops stayed scalar (about 3 ns an element; GPT-2 small's two such
+    its loops stayed scalar (about 4 ns an element; GPT-2 small's two such
     loops took 36 ms of a 2.3 s training step on one thread). This pass
     lowers each `linalg.generic` on buffers whose innermost loops are all
     its reductions, and whose outputs are indexed by the other loops only,
