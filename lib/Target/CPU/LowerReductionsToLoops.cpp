@@ -113,10 +113,12 @@ struct LowerReduction : OpRewritePattern<linalg::GenericOp> {
           SmallVector<Value> ivs(outer);
           Value zero = arith::ConstantIndexOp::create(b, loc, 0);
           ivs.append(lbs.size() - split, zero);
+          SmallVector<SmallVector<Value>> at;
           SmallVector<Value> running;
-          for (OpOperand &init : inits)
-            running.push_back(memref::LoadOp::create(
-                b, loc, init.get(), indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs)));
+          for (OpOperand &init : inits) {
+            at.push_back(indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs));
+            running.push_back(memref::LoadOp::create(b, loc, init.get(), at.back()));
+          }
           scf::LoopNest inner = scf::buildLoopNest(
               b, loc, ArrayRef(lbs).drop_front(split), ArrayRef(ubs).drop_front(split),
               ArrayRef(steps).drop_front(split), running,
@@ -145,9 +147,8 @@ struct LowerReduction : OpRewritePattern<linalg::GenericOp> {
                   yielded.push_back(map.lookupOrDefault(value));
                 return yielded;
               });
-          for (auto [init, result] : llvm::zip(inits, inner.results))
-            memref::StoreOp::create(b, loc, result, init.get(),
-                                    indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs));
+          for (auto [init, result, indices] : llvm::zip(inits, inner.results, at))
+            memref::StoreOp::create(b, loc, result, init.get(), indices);
         });
     rewriter.eraseOp(op);
     return success();
