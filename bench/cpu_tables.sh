@@ -99,9 +99,11 @@ step train-bf16-torch-compile /usr/bin/python3 bench/cpu_train.py --build "$BUIL
 step profile-f32 /usr/bin/python3 bench/cpu_profile.py --build "$BUILD" --threads 1
 step profile-bf16 /usr/bin/python3 bench/cpu_profile.py --build "$BUILD" --threads 1 \
   --precision bf16
-# The GEMM libraries alone (oneDNN's API against its matmul primitive).
-for bench in onednn_f32_matmul onednn_bf16_matmul; do
-  if g++ -O2 -std=c++17 -fopenmp "bench/$bench.cpp" -o "$OUT/$bench" -ldnnl -lpthread \
+# The GEMM libraries alone: the step's shapes with their operands in the
+# caches and flushed from them (onednn_gemm's one-thread table), oneDNN's
+# API against its matmul primitive.
+for bench in onednn_gemm onednn_f32_matmul onednn_bf16_matmul; do
+  if g++ -O2 -std=c++17 -fopenmp "bench/$bench.cpp" -o "$OUT/$bench" -lopenblas -ldnnl -lpthread \
     >"$OUT/$bench-build.txt" 2>&1; then
     step "$bench" "$OUT/$bench"
     rm -f "$OUT/$bench" "$OUT/$bench-build.txt"

@@ -11,7 +11,10 @@
 //   threads of the program's own, each call single-threaded, split along the
 //   larger of C's rows and columns (what pmlir-run does, GemmKernels.cpp);
 // - one thread: dnnl_sgemm against oneDNN's bf16 GEMM (f32 sums), which
-//   runs on AMX where the CPU has it.
+//   runs on AMX where the CPU has it; each again with A, B and C flushed
+//   from the caches before every call ("cold"), as a training step's GEMMs
+//   find them (bench/cpu_profile.py's rates of the same shapes in a step
+//   read against both).
 // Shapes at 4 x 128 tokens (M = 512) and 128 tokens: the FC1 GEMM forward
 // and its gradients, the attention projection, the LM head (vocabulary
 // 50257) forward and its gradients. Cited in docs/performance.md.
@@ -44,6 +47,10 @@ const Shape kShapes[] = {
 
 /// GFLOP/s figures are of the best of 8 calls after 2.
 template <typename F> double best(F f) { return best(f, 2, 8); }
+template <typename F>
+double bestCold(F f, std::initializer_list<std::pair<const void *, size_t>> operands) {
+  return bestCold(f, operands, 2, 8);
+}
 
 /// dnnl_sgemm on part `part` of two of C, single-threaded.
 void half(const Shape &s, int part, const float *a, long lda, const float *b, long ldb, float *c) {
@@ -91,8 +98,8 @@ int main() {
                 flops / openBlas / 1e9, flops / openMp / 1e9, flops / split / 1e9);
   }
 
-  std::printf("\n| GEMM | M x N x K | dnnl_sgemm, 1 thread | oneDNN bf16 GEMM, 1 thread |\n"
-              "|---|---|---|---|\n");
+  std::printf("\n| GEMM | M x N x K | dnnl_sgemm, 1 thread | cold | oneDNN bf16 GEMM, 1 thread | "
+              "cold |\n|---|---|---|---|---|---|\n");
   omp_set_num_threads(1);
   for (const Shape &s : kShapes) {
     std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
@@ -101,15 +108,25 @@ int main() {
     long lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n;
     char ta = s.transA ? 'T' : 'N', tb = s.transB ? 'T' : 'N';
     double flops = 2.0 * s.m * s.n * s.k;
-    double f32 = best([&] {
+    auto f32Gemm = [&] {
       dnnl_sgemm(ta, tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
-    });
-    double bf16 = best([&] {
+    };
+    auto bf16Gemm = [&] {
       dnnl_gemm_bf16bf16f32(ta, tb, s.m, s.n, s.k, 1.0f, aBf16.data(), lda, bBf16.data(), ldb, 0.0f,
                             c.data(), s.n);
-    });
-    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f |\n", s.name, s.m, s.n, s.k,
-                flops / f32 / 1e9, flops / bf16 / 1e9);
+    };
+    size_t cBytes = c.size() * sizeof(float);
+    double f32 = best(f32Gemm);
+    double f32Cold = bestCold(f32Gemm, {{a.data(), a.size() * sizeof(float)},
+                                        {b.data(), b.size() * sizeof(float)},
+                                        {c.data(), cBytes}});
+    double bf16 = best(bf16Gemm);
+    double bf16Cold = bestCold(bf16Gemm, {{aBf16.data(), aBf16.size() * sizeof(uint16_t)},
+                                          {bBf16.data(), bBf16.size() * sizeof(uint16_t)},
+                                          {c.data(), cBytes}});
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.1f | %.1f |\n", s.name, s.m, s.n, s.k,
+                flops / f32 / 1e9, flops / f32Cold / 1e9, flops / bf16 / 1e9,
+                flops / bf16Cold / 1e9);
   }
   return 0;
 }
