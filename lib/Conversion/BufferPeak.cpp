@@ -18,6 +18,7 @@
 
 #include "pmlir/Conversion/BufferPeak.h"
 #include "pmlir/Conversion/Passes.h"
+#include "pmlir/Support/TypeBytes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -81,16 +82,6 @@ std::string text(Type type) {
   llvm::raw_string_ostream os(s);
   os << type;
   return s;
-}
-
-/// The bytes of a buffer of `type`, or nullopt for a dynamic shape.
-std::optional<int64_t> bytesOf(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || !memref.hasStaticShape())
-    return std::nullopt;
-  Type element = memref.getElementType();
-  int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
-  return memref.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
 }
 
 /// The buffer `v` is a view of (itself if it is none).
@@ -178,7 +169,7 @@ private:
   }
 
   bool add(Frame &frame, Value buffer, BufferSource source, Operation *op, std::string &error) {
-    std::optional<int64_t> bytes = bytesOf(buffer.getType());
+    std::optional<int64_t> bytes = bufferBytes(buffer.getType());
     if (!bytes) {
       error = "the buffer of " + op->getName().getStringRef().str() + " at " +
               sourcePosition(op->getLoc()) + " has a dynamic shape (" + text(buffer.getType()) +
@@ -210,7 +201,7 @@ private:
       if (it == frame.live.end()) {
         // A buffer of the caller's (an argument the function owns): it
         // leaves the caller's account when freed here.
-        if (std::optional<int64_t> bytes = bytesOf(dealloc.getMemref().getType()))
+        if (std::optional<int64_t> bytes = bufferBytes(dealloc.getMemref().getType()))
           frame.current -= *bytes;
         return true;
       }

@@ -23,6 +23,7 @@
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/RuntimeAbi.h"
 #include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/TypeBytes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -88,21 +89,11 @@ double StepWork::gemmFlops() const {
 
 namespace {
 
-/// The bytes of a buffer of `type`, or nullopt for a dynamic shape.
-std::optional<int64_t> bytesOf(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || !memref.hasStaticShape())
-    return std::nullopt;
-  Type element = memref.getElementType();
-  int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
-  return memref.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
-}
-
 /// The bytes of `v`, seen through the casts and reshapes that make a
 /// runtime call's memref<?xT> of a static buffer.
 std::optional<int64_t> staticBytes(Value v) {
   while (true) {
-    if (std::optional<int64_t> bytes = bytesOf(v.getType()))
+    if (std::optional<int64_t> bytes = bufferBytes(v.getType()))
       return bytes;
     Operation *def = v.getDefiningOp();
     if (auto cast = dyn_cast_if_present<memref::CastOp>(def))
@@ -302,7 +293,7 @@ private:
     int64_t bytes = 0;
     for (Value operand : op->getOperands())
       if (isa<MemRefType>(operand.getType())) {
-        std::optional<int64_t> b = bytesOf(operand.getType());
+        std::optional<int64_t> b = bufferBytes(operand.getType());
         if (!b)
           return dynamic(*op, error);
         bytes += *b;
@@ -447,7 +438,7 @@ private:
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
       return walkLinalg(linalgOp, events, error);
     if (auto copy = dyn_cast<memref::CopyOp>(op)) {
-      std::optional<int64_t> bytes = bytesOf(copy.getSource().getType());
+      std::optional<int64_t> bytes = bufferBytes(copy.getSource().getType());
       if (!bytes)
         return dynamic(op, error);
       compute(events).copyBytes += *bytes;

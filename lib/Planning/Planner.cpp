@@ -20,6 +20,7 @@
 #include "pmlir/Sharding/Collectives.h"
 #include "pmlir/Sharding/Reshard.h"
 #include "pmlir/Sharding/Transforms/Passes.h"
+#include "pmlir/Support/TypeBytes.h"
 #include "pmlir/Training/Autodiff.h"
 #include "pmlir/Training/Optimizer.h"
 #include "pmlir/Training/Transforms/Passes.h"
@@ -368,7 +369,7 @@ struct Planner {
       auto it = intra.shardings.find(v);
       RankedTensorType local =
           it == intra.shardings.end() ? type : localType(mesh, type, it->second);
-      return local.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      return local.getNumElements() * elementBytes(type.getElementType());
     };
 
     auto kinds = options.schedules;

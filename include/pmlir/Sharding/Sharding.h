@@ -13,6 +13,7 @@
 
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Support/Layout.h"
+#include "pmlir/Support/TypeBytes.h"
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -57,7 +58,7 @@ struct Sharding {
 /// The bytes of the ranked tensor `v` (at least one per element).
 inline int64_t tensorBytes(mlir::Value v) {
   auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return type.getNumElements() * elementBytes(type.getElementType());
 }
 
 /// The number of devices `axes` span on `mesh`.

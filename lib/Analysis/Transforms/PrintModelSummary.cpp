@@ -7,6 +7,7 @@
 #include "pmlir/Analysis/ModelSummary.h"
 #include "pmlir/Analysis/Transforms/Passes.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Support/TypeBytes.h"
 
 #include "llvm/Support/Format.h"
 
@@ -48,7 +49,7 @@ ModelSummary pmlir::summarizeModel(func::FuncOp func) {
     for (int64_t d : type.getShape())
       if (llvm::MulOverflow(elements, d, elements))
         elements = std::numeric_limits<int64_t>::max();
-    if (llvm::MulOverflow(elements, int64_t((type.getElementTypeBitWidth() + 7) / 8), bytes))
+    if (llvm::MulOverflow(elements, elementBytes(type.getElementType()), bytes))
       bytes = std::numeric_limits<int64_t>::max();
     if (llvm::AddOverflow(s.parameters, elements, s.parameters))
       s.parameters = std::numeric_limits<int64_t>::max();

@@ -26,6 +26,7 @@
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Sharding/Reshard.h"
+#include "pmlir/Support/TypeBytes.h"
 
 #include <chrono>
 #include <map>
@@ -104,7 +105,7 @@ inline double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 inline int64_t elementBytes(RankedTensorType type) {
-  return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return pmlir::elementBytes(type.getElementType());
 }
 
 struct AutoSharder::Impl {

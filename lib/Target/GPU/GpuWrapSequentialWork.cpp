@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pmlir/Support/TypeBytes.h"
 #include "pmlir/Target/GPU/Passes.h"
 
 #include "KernelLoops.h"
@@ -124,9 +125,8 @@ struct GpuWrapSequentialWorkPass
     static constexpr int64_t kMaxStagedBytes = 64 * 1024;
     MemRefType type = load.getMemRefType();
     Value buffer = load.getMemRef();
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8) >
-            kMaxStagedBytes)
+    if (!type.getLayout().isIdentity() ||
+        pmlir::staticBytes(type).value_or(kMaxStagedBytes + 1) > kMaxStagedBytes)
       return false;
     Operation *at = load;
     while (auto loop = dyn_cast<scf::ForOp>(at->getParentOp())) {

@@ -54,6 +54,18 @@ ShardingRule elementwise(Operation *op, FactorKind lastKind) {
   return b.rule;
 }
 
+/// A scalar of every element of `input` (a count, a sum): each dimension
+/// is a contracting factor, whose split partial results are summed.
+ShardingRule wholeReduction(Value input) {
+  RuleBuilder b;
+  SmallVector<int64_t> fs;
+  for (int64_t d : cast<RankedTensorType>(input.getType()).getShape())
+    fs.push_back(b.factor(d, FactorKind::Contracting));
+  b.rule.operands = {RuleBuilder::oneEach(fs)};
+  b.rule.results = {Dims{}};
+  return b.rule;
+}
+
 /// Norms over the last dimension: the per-feature weights share it.
 ShardingRule norm(Operation *op) {
   RuleBuilder b;
@@ -355,16 +367,7 @@ ShardingRule AttentionGradOp::getShardingRule() {
   return b.rule;
 }
 
-ShardingRule CountTokensOp::getShardingRule() {
-  CountTokensOp op = *this;
-  RuleBuilder b;
-  SmallVector<int64_t> fs;
-  for (int64_t d : op.getLabels().getType().getShape())
-    fs.push_back(b.factor(d, FactorKind::Contracting));
-  b.rule.operands = {RuleBuilder::oneEach(fs)};
-  b.rule.results = {Dims{}};
-  return b.rule;
-}
+ShardingRule CountTokensOp::getShardingRule() { return wholeReduction(getLabels()); }
 
 /// Per token, like the logits; partition computes a vocabulary split as
 /// Megatron's vocab-parallel cross entropy does (max and exp-sum
@@ -398,16 +401,7 @@ ShardingRule AdamWOp::getShardingRule() {
   return b.rule;
 }
 
-ShardingRule SumSquaresOp::getShardingRule() {
-  SumSquaresOp op = *this;
-  RuleBuilder b;
-  SmallVector<int64_t> fs;
-  for (int64_t d : op.getInput().getType().getShape())
-    fs.push_back(b.factor(d, FactorKind::Contracting));
-  b.rule.operands = {RuleBuilder::oneEach(fs)};
-  b.rule.results = {Dims{}};
-  return b.rule;
-}
+ShardingRule SumSquaresOp::getShardingRule() { return wholeReduction(getInput()); }
 
 /// The microbatches stay whole on every device (a device runs each in
 /// turn); the rest splits like the microbatch.
