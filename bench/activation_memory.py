@@ -12,9 +12,13 @@ pmlir's f32 tensors and no dropout: sbh(16 + 48/t) + 4as^2b/t, and
 Run from the repository root after building: /usr/bin/python3 bench/activation_memory.py
 """
 import json
+import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import with_mesh  # noqa: E402
 
 BUILD = "build/bin"
 
@@ -29,11 +33,10 @@ MODELS = [
 
 
 def report(flags, tp, sp, tmp):
-    ir = subprocess.run([f"{BUILD}/pmlir-gen"] + flags.split(), check=True, capture_output=True,
-                        text=True).stdout
-    ir = ir.replace("module {", f"module attributes {{tfm.mesh = #tfm.mesh<tp = {tp}>}} {{", 1)
+    generated = f"{tmp}/generated.mlir"
+    subprocess.run([f"{BUILD}/pmlir-gen"] + flags.split() + ["-o", generated], check=True)
     src = f"{tmp}/model.mlir"
-    open(src, "w").write(ir)
+    with_mesh(f"{BUILD}/pmlir-opt", generated, src, f"tp = {tp}")
     pipeline = f"recipe=megatron sequence-parallel={int(sp)} memory-report={tmp}/m.json"
     subprocess.run([f"{BUILD}/pmlir-opt", src, f"--pmlir-sharding-pipeline={pipeline}",
                     "-o", "/dev/null"], check=True)

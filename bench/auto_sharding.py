@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine
+from benchlib import machine, with_mesh
 
 BUILD = "build/bin"
 
@@ -107,7 +107,7 @@ def experts_section(tmp, quick):
     print(f"## Mixtral-style: `pmlir-gen {' '.join(gen)} --router-aux-loss-coef 0.02 --loss`, "
           "training step on dp=2 x ep=4\n")
     mesh = f"{tmp}/mixtral-step-dp2ep4.mlir"
-    with_mesh(step, mesh, "dp = 2, ep = 4")
+    with_mesh(f"{BUILD}/pmlir-opt", step, mesh, "dp = 2, ep = 4")
     pinned = f"{tmp}/mixtral-step-dp2ep4-dp.mlir"
     pin_data_parallel(mesh, pinned, '["dp", "ep"]')
     rows, shown = [], {}
@@ -130,14 +130,6 @@ def experts_section(tmp, quick):
 def run(cmd):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr
-
-
-def with_mesh(path, out, mesh):
-    """`path` with the mesh `mesh` ("dp = 2, tp = 4") attached, into `out`."""
-    status, _, err = run([f"{BUILD}/pmlir-opt", path,
-                          f"--pmlir-attach-mesh=mesh={mesh.replace(' ', '')}", "-o", out])
-    if status != 0:
-        sys.exit(err)
 
 
 ARG = re.compile(r'tfm\.name = "([^"]+)"[^{}]*?tfm\.sharding = #tfm\.sharding<(\[.*?\]\])')
@@ -256,11 +248,11 @@ def main():
             shown = {}
             for program, path in (("forward", forward), ("step", step)):
                 tp_mesh = f"{tmp}/{label}-{program}-dp2tp4.mlir"
-                with_mesh(path, tp_mesh, "dp = 2, tp = 4")
+                with_mesh(f"{BUILD}/pmlir-opt", path, tp_mesh, "dp = 2, tp = 4")
                 dp_pinned = f"{tmp}/{label}-{program}-dp2tp4-dp.mlir"
                 pin_data_parallel(tp_mesh, dp_pinned, '["dp", "tp"]')
                 dp_mesh = f"{tmp}/{label}-{program}-dp8.mlir"
-                with_mesh(path, dp_mesh, "dp = 8")
+                with_mesh(f"{BUILD}/pmlir-opt", path, dp_mesh, "dp = 8")
                 for case, topology in (("fast tp", "topology=h100"),
                                        ("slow tp", f"topology={slow}")):
                     for who, model, megatron in (("Megatron", tp_mesh, True),

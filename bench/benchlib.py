@@ -24,6 +24,16 @@ def run(cmd, env=None):
         return out.read(), usage.ru_maxrss * 1024
 
 
+def with_mesh(pmlir_opt, src, out, mesh):
+    """Writes the model at `src` to `out` with the mesh `mesh` ("dp = 2, tp = 4")
+    on it, as pmlir-attach-mesh puts it (pmlir-gen's modules carry attributes
+    of their own, so no text edit of `module {` can)."""
+    proc = subprocess.run([pmlir_opt, src, f"--pmlir-attach-mesh=mesh={mesh.replace(' ', '')}",
+                           "-o", out], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"attaching the mesh {mesh} to {src} failed:\n{proc.stderr}")
+
+
 def machine():
     """The CPU's model name, cores and kernel, for the table's heading."""
     cpu = "unknown CPU"

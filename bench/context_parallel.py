@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import machine, run  # noqa: E402
+from benchlib import machine, run, with_mesh  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,14 +42,9 @@ def gen(build, flags, path):
     subprocess.run([f"{build}/bin/pmlir-gen"] + flags.split() + ["-o", path], check=True)
 
 
-def with_mesh(path, mesh, out):
-    ir = open(path).read().replace("module {", f"module attributes {{tfm.mesh = #tfm.mesh<{mesh}>}} {{", 1)
-    open(out, "w").write(ir)
-
-
 def reports(build, model, cp, variant, layout, tmp):
     src = f"{tmp}/cp{cp}.mlir"
-    with_mesh(model, f"cp = {cp}", src)
+    with_mesh(f"{build}/bin/pmlir-opt", model, src, f"cp = {cp}")
     options = (f"recipe=megatron context-attention={variant} context-layout={layout} "
                f"comm-report={tmp}/comm.json memory-report={tmp}/memory.json")
     subprocess.run([f"{build}/bin/pmlir-opt", src, f"--pmlir-sharding-pipeline={options}",

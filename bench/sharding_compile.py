@@ -9,10 +9,14 @@ with the all-reduce volume next to Megatron's analytic 2 per layer of b*s*h
 Run from the repository root after building: /usr/bin/python3 bench/sharding_compile.py
 """
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import with_mesh  # noqa: E402
 
 BUILD = "build/bin"
 HIDDEN, HEADS, SEQ, BATCH, DP, TP = 12288, 96, 2048, 8, 8, 8
@@ -25,13 +29,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for layers in (24, 48, 96):
             model = f"{tmp}/gpt3-{layers}.mlir"
-            ir = subprocess.run([f"{BUILD}/pmlir-gen", "gpt2", "--layers", str(layers),
-                                 "--hidden", str(HIDDEN), "--heads", str(HEADS),
-                                 "--vocab", "50257", "--seq", str(SEQ), "--batch", str(BATCH),
-                                 "--max-positions", str(SEQ)],
-                                check=True, capture_output=True, text=True).stdout
-            ir = ir.replace("module {", f"module attributes {{tfm.mesh = #tfm.mesh<dp = {DP}, tp = {TP}>}} {{", 1)
-            open(model, "w").write(ir)
+            generated = f"{tmp}/generated-{layers}.mlir"
+            subprocess.run([f"{BUILD}/pmlir-gen", "gpt2", "--layers", str(layers),
+                            "--hidden", str(HIDDEN), "--heads", str(HEADS),
+                            "--vocab", "50257", "--seq", str(SEQ), "--batch", str(BATCH),
+                            "--max-positions", str(SEQ), "-o", generated], check=True)
+            with_mesh(f"{BUILD}/pmlir-opt", generated, model, f"dp = {DP}, tp = {TP}")
             times = []
             for _ in range(3):
                 out = subprocess.run([f"{BUILD}/pmlir-opt", model, "--pmlir-megatron-recipe",
