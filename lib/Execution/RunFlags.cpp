@@ -9,6 +9,10 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+#include <string>
+#include <tuple>
+
 using namespace pmlir;
 using namespace pmlir::exec;
 namespace cl = llvm::cl;
@@ -372,5 +376,42 @@ bool RunFlags::finish(std::string &error) {
     error = "--jit-opt-level expects 0, 1, 2 or 3, got " + std::to_string(options.jitOptLevel);
     return false;
   }
+  // cl::opt<double> takes "nan", "inf" and negatives: none is a limit.
+  for (auto [value, flag, what] :
+       {std::tuple<double, const char *, const char *>{options.timeout, "--timeout",
+                                                       "seconds, 0 or more (0: no limit)"},
+        {options.tolerance, "--tolerance", "a relative error, 0 or more"}})
+    if (!std::isfinite(value) || value < 0) {
+      error = std::string(flag) + " expects " + what + ", got " + std::to_string(value);
+      return false;
+    }
+  // A flag given where it changes nothing is refused, not ignored.
+  bool mesh = !options.mesh.empty(), weights = !options.weights.empty();
+  for (auto [name, applies, why] :
+       {std::tuple<const char *, bool, const char *>{
+            "tolerance", options.check, "is the largest error --check accepts: it needs --check"},
+        {"timeout", mesh, "limits how long a mesh's collective waits: it needs --mesh"},
+        {"backend", mesh, "chooses the library of a mesh's collectives: it needs --mesh"},
+        {"data-dtype", !options.data.empty(),
+         "says how --data stores its token ids: it needs --data"},
+        {"init-missing", weights, "seeds the weights --weights lacks: it needs --weights"},
+        {"allow-unused-weights", weights,
+         "accepts tensors of --weights the model does not use: it needs --weights"},
+        {"print-bytes-read", weights || !options.resume.empty(),
+         "counts what --weights or --resume reads: it needs one of them"},
+        {"gpu-chip", options.device == CompileTarget::Gpu,
+         "names the GPU the program compiles for: it needs --device gpu"},
+        {"print", !options.train, "prints a forward's results; a training step prints its loss"}})
+    if (given(name) && !applies) {
+      error = std::string("--") + name + " " + why;
+      return false;
+    }
   return true;
+}
+
+bool RunFlags::given(llvm::StringRef name) const {
+  for (const std::unique_ptr<llvm::cl::Option> &flag : flags)
+    if (flag->ArgStr == name)
+      return flag->getNumOccurrences() > 0;
+  return false;
 }

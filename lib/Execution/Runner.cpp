@@ -34,10 +34,12 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
@@ -47,6 +49,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <malloc.h>
 #include <map>
 #include <sys/stat.h>
@@ -57,6 +60,29 @@ using namespace pmlir;
 using namespace pmlir::exec;
 
 namespace {
+
+/// A function reachable from `entry` through calls that calls itself,
+/// directly or through others, or null. Such a program never ends a run:
+/// each call allocates its buffers again until the host's memory is gone.
+func::FuncOp recursiveFunction(func::FuncOp entry) {
+  SymbolTableCollection symbols;
+  llvm::DenseSet<Operation *> onPath, done;
+  std::function<func::FuncOp(func::FuncOp)> visit = [&](func::FuncOp function) {
+    onPath.insert(function);
+    func::FuncOp found;
+    function.walk([&](CallOpInterface call) {
+      auto callee = dyn_cast_or_null<func::FuncOp>(call.resolveCallableInTable(&symbols));
+      if (!callee || done.contains(callee))
+        return WalkResult::advance();
+      found = onPath.contains(callee) ? callee : visit(callee);
+      return found ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    onPath.erase(function);
+    done.insert(function);
+    return found;
+  };
+  return visit(entry);
+}
 
 /// The elements of `func`'s token ids (its first integer input): the
 /// tokens one call consumes.
@@ -379,6 +405,12 @@ int Job::run() {
   auto entry = module->lookupSymbol<func::FuncOp>(o.entry);
   if (!entry)
     return failHere("no function @" + o.entry + " in " + o.model);
+  if (entry.isExternal())
+    return failHere("@" + o.entry + " in " + o.model + " is a declaration: it has no body to run");
+  if (func::FuncOp recursive = recursiveFunction(entry))
+    return failHere("@" + recursive.getSymName() + " in " + o.model +
+                    " calls itself (directly or through the functions it calls): a run of @" +
+                    o.entry + " would never end");
   for (unsigned i = 0; i < entry.getNumArguments(); ++i)
     if (tfm::argumentRole(entry, i) == tfm::ArgumentRole::Param)
       if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))

@@ -54,8 +54,8 @@ int64_t TokenData::token(int64_t i) const {
   return v;
 }
 
-int64_t TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels,
-                        int64_t vocab, int64_t &at) const {
+std::optional<int64_t> TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids,
+                                       void *labels, int64_t vocab, int64_t &at) const {
   auto store = [&](void *to, int64_t k, int64_t v) {
     if (wide)
       static_cast<int64_t *>(to)[k] = v;
@@ -76,5 +76,5 @@ int64_t TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids, void 
         store(labels, r * seq + s - 1, v);
     }
   }
-  return -1;
+  return std::nullopt;
 }

@@ -551,10 +551,11 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     int64_t step = done + i + 1;
     if (data) {
       int64_t rows = batch.tokens() / batch.seq(), at = 0;
-      int64_t bad = data->fill((step - 1) * rows, rows, batch.wide, batch.idsData.data(),
-                               batch.labelsData.data(), vocab, at);
-      if (bad >= 0)
-        return failHere("--data '" + o.data + "': token id " + llvm::Twine(bad) + " at index " +
+      std::optional<int64_t> bad =
+          data->fill((step - 1) * rows, rows, batch.wide, batch.idsData.data(),
+                     batch.labelsData.data(), vocab, at);
+      if (bad)
+        return failHere("--data '" + o.data + "': token id " + llvm::Twine(*bad) + " at index " +
                         llvm::Twine(at) + " (read by step " + llvm::Twine(step) +
                         ") is outside the vocabulary [0, " + llvm::Twine(vocab) + ")");
       batch.scatter(args);

@@ -38,11 +38,15 @@ public:
   void hideOtherOptions();
 
   /// After parsing: the values the parser cannot check alone (--betas,
-  /// --threads, --jit-opt-level, --profile). Returns false with `error`
-  /// set.
+  /// --threads, --jit-opt-level, --profile, --timeout, --tolerance) and the
+  /// flags given where they would change nothing. Returns false with
+  /// `error` set.
   bool finish(std::string &error);
 
 private:
+  /// Whether the flag `name` (without its dashes) was on the command line.
+  bool given(llvm::StringRef name) const;
+
   RunOptions &options;
   std::vector<std::unique_ptr<llvm::cl::Option>> flags;
   /// --betas ("beta1,beta2") and whether --threads and --profile were

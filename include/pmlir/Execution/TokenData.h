@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -42,10 +43,11 @@ public:
   int64_t windows() const { return (count - 1) / seq; }
   /// Writes `rows` windows from window `first` on: row r's inputs to
   /// ids[r * seq, ...) and its labels to labels[r * seq, ...), as int64
-  /// (`wide`) or int32. Returns the first id at or past `vocab` (with its
-  /// flat index in the file), or -1.
-  int64_t fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels, int64_t vocab,
-               int64_t &at) const;
+  /// (`wide`) or int32. Returns the first id outside [0, vocab) (an int32
+  /// file's may be negative), with its flat index in the file in `at`, or
+  /// nullopt where every id is inside.
+  std::optional<int64_t> fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels,
+                              int64_t vocab, int64_t &at) const;
 
 private:
   TokenData() = default;

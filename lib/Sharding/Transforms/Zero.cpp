@@ -48,7 +48,7 @@ struct ZeroPass : public pmlir::impl::ZeroBase<ZeroPass> {
     if (!mesh)
       return signalPassFailure();
     if (stage < 1 || stage > 3) {
-      module.emitError() << "ZeRO has stages 1, 2 and 3, not " << stage;
+      module.emitError() << "ZeRO has stages 1, 2 and 3, not " << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
     if (mesh.axisIndex(dpAxis) < 0) {
