@@ -31,10 +31,13 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -59,21 +62,111 @@
 
 namespace {
 
-std::string flag(int argc, char **argv, const char *name, const char *fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0)
-      return argv[i + 1];
-  return fallback;
+constexpr const char *kUsage =
+    "usage: mpirun -np N pmlir-collective-bandwidth [--min-bytes 8] [--max-bytes 64M]\n"
+    "    [--iterations 20] [--collectives all_reduce,all_gather,reduce_scatter,all_to_all,"
+    "broadcast]\n    [--backend mpi|nccl]\n"
+    "Sizes are bytes with an optional K, M or G (powers of 1024), doubling from the least to "
+    "the most.\n";
+constexpr const char *kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                        "broadcast"};
+constexpr int64_t kMaxBytes = int64_t(1) << 32;
+constexpr int kMaxIterations = 1000000;
+
+/// What the command line asks for.
+struct Options {
+  int64_t minBytes = 8, maxBytes = int64_t(64) << 20;
+  int iterations = 20;
+  std::vector<std::string> collectives{std::begin(kCollectives), std::end(kCollectives)};
+  bool nccl = false;
+  bool help = false;
+};
+
+/// A byte count: digits with an optional K, M or G; nullopt for anything
+/// else, zero or more than kMaxBytes.
+std::optional<int64_t> parseBytes(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || errno || n <= 0)
+    return std::nullopt;
+  int shift = 0;
+  if (*end == 'K')
+    shift = 10, ++end;
+  else if (*end == 'M')
+    shift = 20, ++end;
+  else if (*end == 'G')
+    shift = 30, ++end;
+  if (*end || n > (kMaxBytes >> shift))
+    return std::nullopt;
+  return int64_t(n) << shift;
 }
 
-int64_t parseBytes(const std::string &text) {
-  char *end = nullptr;
-  int64_t n = std::strtoll(text.c_str(), &end, 10);
-  if (*end == 'K')
-    n <<= 10;
-  else if (*end == 'M')
-    n <<= 20;
-  return n;
+/// Reads argv into `options`; returns false with `error` set on a flag it
+/// does not know, a flag without its value or a value out of range.
+bool parse(int argc, char **argv, Options &options, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string name = argv[i];
+    if (name == "--help" || name == "-h") {
+      options.help = true;
+      continue;
+    }
+    bool known = name == "--min-bytes" || name == "--max-bytes" || name == "--iterations" ||
+                 name == "--collectives" || name == "--backend";
+    if (!known) {
+      error = "unknown argument '" + name + "'";
+      return false;
+    }
+    if (i + 1 == argc) {
+      error = name + " needs a value";
+      return false;
+    }
+    std::string value = argv[++i];
+    if (name == "--min-bytes" || name == "--max-bytes") {
+      std::optional<int64_t> bytes = parseBytes(value);
+      if (!bytes) {
+        error = name + " expects bytes from 1 to 4G (digits with an optional K, M or G), got '" +
+                value + "'";
+        return false;
+      }
+      (name == "--min-bytes" ? options.minBytes : options.maxBytes) = *bytes;
+    } else if (name == "--iterations") {
+      char *end = nullptr;
+      errno = 0;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end || errno || n < 1 || n > kMaxIterations) {
+        error = "--iterations expects a number from 1 to " + std::to_string(kMaxIterations) +
+                ", got '" + value + "'";
+        return false;
+      }
+      options.iterations = static_cast<int>(n);
+    } else if (name == "--collectives") {
+      options.collectives.clear();
+      std::string rest = value + ",";
+      for (size_t at = 0, comma; (comma = rest.find(',', at)) != std::string::npos;
+           at = comma + 1) {
+        std::string one = rest.substr(at, comma - at);
+        if (std::find(std::begin(kCollectives), std::end(kCollectives), one) ==
+            std::end(kCollectives)) {
+          error = "--collectives: unknown collective '" + one +
+                  "' (known: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast)";
+          return false;
+        }
+        options.collectives.push_back(one);
+      }
+    } else if (value == "mpi" || value == "nccl") {
+      options.nccl = value == "nccl";
+    } else {
+      error = "--backend '" + value + "': expected mpi or nccl";
+      return false;
+    }
+  }
+  if (options.minBytes > options.maxBytes) {
+    error = "--min-bytes " + std::to_string(options.minBytes) + " is more than --max-bytes " +
+            std::to_string(options.maxBytes);
+    return false;
+  }
+  return true;
 }
 
 /// Times one call on all ranks: they start together and the slowest counts.
@@ -117,26 +210,26 @@ int main(int argc, char **argv) {
   const char *axisNames[] = {"dp"};
   int64_t axisSizes[] = {ranks};
   pmlir_rt_mesh mesh = {1, axisNames, axisSizes, nullptr};
-  std::string backendName = flag(argc, argv, "--backend", "mpi");
-  bool nccl = backendName == "nccl";
-  if (!nccl && backendName != "mpi") {
-    if (rank == 0)
-      std::fprintf(stderr, "pmlir-collective-bandwidth: --backend '%s': expected mpi or nccl\n",
-                   backendName.c_str());
+  Options options;
+  std::string problem;
+  if (!parse(argc, argv, options, problem) || options.help) {
+    if (rank == 0) {
+      if (!options.help || !problem.empty())
+        std::fprintf(stderr, "pmlir-collective-bandwidth: %s\n", problem.c_str());
+      std::fputs(kUsage, problem.empty() ? stdout : stderr);
+    }
     MPI_Finalize();
-    return 1;
+    return problem.empty() ? 0 : 2;
   }
+  bool nccl = options.nccl;
   char error[256];
   if (pmlir_rt_init(&mesh, 0, nccl ? PMLIR_RT_BACKEND_NCCL : PMLIR_RT_BACKEND_MPI, error,
                     sizeof(error))) {
     std::fprintf(stderr, "pmlir-collective-bandwidth: %s\n", error);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  int64_t minBytes = parseBytes(flag(argc, argv, "--min-bytes", "8"));
-  int64_t maxBytes = parseBytes(flag(argc, argv, "--max-bytes", "64M"));
-  int iterations = std::atoi(flag(argc, argv, "--iterations", "20").c_str());
-  std::string wanted = flag(argc, argv, "--collectives",
-                            "all_reduce,all_gather,reduce_scatter,all_to_all,broadcast");
+  int64_t minBytes = options.minBytes, maxBytes = options.maxBytes;
+  int iterations = options.iterations;
   const int64_t axis = 0;
   const double n = ranks;
 
@@ -158,7 +251,8 @@ int main(int argc, char **argv) {
 #endif
   for (const char *name : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                            "broadcast"}) {
-    if (wanted.find(name) == std::string::npos)
+    if (std::find(options.collectives.begin(), options.collectives.end(), name) ==
+        options.collectives.end())
       continue;
     double oursLarge = 0, rawLarge = 0; // sums over sizes >= 1 MiB
     for (int64_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
