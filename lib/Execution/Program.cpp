@@ -15,6 +15,7 @@
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/IPO/Internalize.h"
@@ -145,6 +146,7 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     signature.results.push_back(std::move(result));
   }
 
+  llvm::StringSet<> argumentNames;
   for (BlockArgument arg : entry.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -155,6 +157,12 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
     auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr);
     if (!name) {
       error = "argument #" + std::to_string(i) + where + " has no tfm.name to bind it by";
+      return false;
+    }
+    // Files bind arguments by name: two of one name would take one tensor.
+    if (!argumentNames.insert(name.getValue()).second) {
+      error = "argument #" + std::to_string(i) + where + " has the tfm.name '" + name.str() +
+              "' of an earlier argument";
       return false;
     }
     TensorSpec spec;
