@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <optional>
@@ -50,6 +51,23 @@ public:
       fail(llvm::formatv("--{0} {1} is not divisible by --{2} {3} ({4})", flag,
                          value, divisorFlag, divisor, why));
   }
+  /// The tensor `what`, of the flags' sizes multiplied, within
+  /// kMaxElements elements: past it the program's byte counts (and a
+  /// runtime's allocations) would overflow 64 bits.
+  void fits(llvm::StringRef what, std::initializer_list<std::pair<llvm::StringRef, int64_t>> dims) {
+    static constexpr int64_t kMaxElements = int64_t(1) << 48;
+    int64_t elements = 1;
+    std::string product;
+    bool over = false;
+    for (auto [flag, size] : dims) {
+      if (size <= 0)
+        return; // refused as not positive
+      product += (product.empty() ? "--" : " x --") + flag.str() + " " + std::to_string(size);
+      over = over || llvm::MulOverflow(elements, size, elements) || elements > kMaxElements;
+    }
+    if (over)
+      fail(llvm::formatv("{0} ({1}) has more than 2^48 elements", product, what));
+  }
   void fail(std::string message) {
     if (error.empty())
       error = std::move(message);
@@ -84,6 +102,16 @@ llvm::Error pmlir::validate(const Gpt2Config &c) {
     check.fail(llvm::formatv("--seq {0} exceeds --max-positions {1} (the rows "
                              "of the position embedding wpe)",
                              c.seq, c.maxPositions));
+  check.fits("the token embedding wte", {{"vocab", c.vocab}, {"hidden", c.hidden}});
+  check.fits("the position embedding wpe",
+             {{"max-positions", c.maxPositions}, {"hidden", c.hidden}});
+  if (c.ffn > 0)
+    check.fits("the MLP's weight", {{"hidden", c.hidden}, {"ffn", c.ffn}});
+  else // 4 x hidden wide
+    check.fits("the MLP's weight, a quarter of it", {{"hidden", c.hidden}, {"hidden", c.hidden}});
+  check.fits("the logits", {{"batch", c.batch}, {"seq", c.seq}, {"vocab", c.vocab}});
+  check.fits("the attention probabilities",
+             {{"batch", c.batch}, {"heads", c.heads}, {"seq", c.seq}, {"seq", c.seq}});
   return check.take();
 }
 
@@ -138,6 +166,13 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
     check.fail(llvm::formatv("--hidden {0} / --heads {1} = {2} must be even "
                              "(rotary embeddings rotate half of each head)",
                              c.hidden, c.heads, c.hidden / c.heads));
+  check.fits("the token embedding", {{"vocab", c.vocab}, {"hidden", c.hidden}});
+  check.fits("the MLP's weight", {{"hidden", c.hidden}, {"ffn", c.ffn}});
+  check.fits("an expert's weights",
+             {{"experts", std::max<int64_t>(1, c.experts)}, {"hidden", c.hidden}, {"ffn", c.ffn}});
+  check.fits("the logits", {{"batch", c.batch}, {"seq", c.seq}, {"vocab", c.vocab}});
+  check.fits("the attention probabilities",
+             {{"batch", c.batch}, {"heads", c.heads}, {"seq", c.seq}, {"seq", c.seq}});
   return check.take();
 }
 
