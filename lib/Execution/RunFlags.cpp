@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/RunFlags.h"
+#include "pmlir/Training/Optimizer.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/WithColor.h"
@@ -374,6 +375,22 @@ bool RunFlags::finish(std::string &error) {
   }
   if (options.jitOptLevel > 3) {
     error = "--jit-opt-level expects 0, 1, 2 or 3, got " + std::to_string(options.jitOptLevel);
+    return false;
+  }
+  // AdamW's values, refused here by pmlir-run's names before the
+  // optimizer pass would refuse them by its own.
+  training::OptimizerOptions optimizer;
+  optimizer.adamw = {options.lr, options.beta1, options.beta2, options.eps, options.weightDecay};
+  optimizer.maxGradNorm = options.clipGradNorm;
+  if (std::optional<std::string> unusable =
+          training::unusableOptimizerValue(optimizer, [](llvm::StringRef value) {
+            if (value == "max-grad-norm")
+              return std::string("--clip-grad-norm");
+            if (value.starts_with("beta"))
+              return "--betas' " + value.str();
+            return "--" + value.str();
+          })) {
+    error = *unusable;
     return false;
   }
   // cl::opt<double> takes "nan", "inf" and negatives: none is a limit.

@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
 
+#include <cmath>
 #include <map>
 
 #define DEBUG_TYPE "pmlir-optimizer"
@@ -22,6 +23,33 @@ using namespace mlir;
 using namespace pmlir;
 using namespace pmlir::tfm;
 using namespace pmlir::training;
+
+std::optional<std::string>
+pmlir::training::unusableOptimizerValue(const OptimizerOptions &options,
+                                        llvm::function_ref<std::string(llvm::StringRef)> nameOf) {
+  auto text = [](double value) {
+    std::string out;
+    llvm::raw_string_ostream(out) << value;
+    return out;
+  };
+  const AdamWOptions &adamw = options.adamw;
+  // eps divides: v is 0 wherever a gradient is, and 0 / (0 + 0) is NaN.
+  if (!(adamw.eps > 0) || !std::isfinite(adamw.eps))
+    return nameOf("eps") +
+           " must be a finite value > 0 (the update divides by sqrt(v) + eps, "
+           "and v is 0 where a gradient is), got " +
+           text(adamw.eps);
+  for (auto [what, value] : {std::pair<const char *, double>{"lr", adamw.lr},
+                             {"weight-decay", adamw.weightDecay},
+                             {"max-grad-norm", options.maxGradNorm}})
+    if (!(value >= 0) || !std::isfinite(value))
+      return nameOf(what) + " must be a finite value >= 0, got " + text(value);
+  for (auto [what, value] :
+       {std::pair<const char *, double>{"beta1", adamw.beta1}, {"beta2", adamw.beta2}})
+    if (!(value >= 0 && value < 1))
+      return nameOf(what) + " must be in [0, 1), got " + text(value);
+  return std::nullopt;
+}
 
 std::string pmlir::training::optimizerStateName(StringRef param, StringRef kind) {
   return (param + "." + kind).str();

@@ -17,6 +17,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
 #include <string>
 
 namespace pmlir::training {
@@ -40,6 +43,16 @@ struct OptimizerOptions {
   /// this size, and the gradients (and the loss) are their mean.
   int64_t gradAccum = 1;
 };
+
+/// The first value of `options` the update cannot use, as a message that
+/// names it by `nameOf` (given "lr", "beta1", "beta2", "eps",
+/// "weight-decay" or "max-grad-norm": the caller's flag for it); nullopt
+/// where every value is usable. eps must be finite and above 0, lr, the
+/// weight decay and the clipping norm finite and 0 or more, the betas in
+/// [0, 1).
+std::optional<std::string>
+unusableOptimizerValue(const OptimizerOptions &options,
+                       llvm::function_ref<std::string(llvm::StringRef)> nameOf);
 
 /// The name of the optimizer state argument `kind` ("exp_avg",
 /// "exp_avg_sq") of the parameter named `param`.

@@ -42,26 +42,11 @@ struct OptimizerPass : public pmlir::impl::OptimizerBase<OptimizerPass> {
     options.adamw = {lr, beta1, beta2, eps, weightDecay};
     options.maxGradNorm = maxGradNorm;
     options.gradAccum = gradAccum;
-    // eps divides: v is 0 wherever a gradient is, and 0 / (0 + 0) is NaN.
-    if (!(eps > 0) || !std::isfinite(eps)) {
-      module.emitError() << "pmlir-optimizer: eps must be a finite value > 0 (the update divides "
-                            "by sqrt(v) + eps, and v is 0 where a gradient is), got "
-                         << eps;
+    if (std::optional<std::string> unusable = pmlir::training::unusableOptimizerValue(
+            options, [](llvm::StringRef option) { return option.str(); })) {
+      module.emitError() << "pmlir-optimizer: " << *unusable;
       return signalPassFailure();
     }
-    for (auto [what, value] : {std::pair<const char *, double>{"lr", lr},
-                               {"weight-decay", weightDecay},
-                               {"max-grad-norm", maxGradNorm}})
-      if (!(value >= 0) || !std::isfinite(value)) {
-        module.emitError() << "pmlir-optimizer: " << what << " must be a finite value >= 0, got "
-                           << value;
-        return signalPassFailure();
-      }
-    for (auto [what, value] : {std::pair<const char *, double>{"beta1", beta1}, {"beta2", beta2}})
-      if (!(value >= 0 && value < 1)) {
-        module.emitError() << "pmlir-optimizer: " << what << " must be in [0, 1), got " << value;
-        return signalPassFailure();
-      }
     if (failed(pmlir::training::buildTrainStep(grad, options)))
       return signalPassFailure();
     if (!keepEntry)
