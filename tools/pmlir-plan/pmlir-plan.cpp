@@ -304,6 +304,11 @@ int planMain(int argc, char **argv) {
   // --devices and --microbatches are checked by the planner itself.
   if (top < 1)
     return fail("--top must be at least 1, not " + std::to_string(top));
+  // Left out, each has its default; given, it is a largest degree.
+  for (const llvm::cl::opt<int64_t> *largest : {&maxTp, &maxPp})
+    if (largest->getNumOccurrences() && *largest < 1)
+      return fail("--" + largest->ArgStr.str() + " must be at least 1, not " +
+                  std::to_string(*largest));
   if (!(timeLimit > 0))
     return fail("--time-limit must be a positive number of seconds");
   if (searchNodes < -1)
