@@ -66,12 +66,18 @@ void forwardToMpirun(int signal, siginfo_t *info, void *) {
 
 /// The signal that asked this process to stop at its next step boundary.
 volatile sig_atomic_t stopRequestedBy = 0;
+/// Whether the first step has begun (stepsBegin): before it, a process
+/// alone has no step to finish and ends at the first signal.
+volatile sig_atomic_t stepsHaveBegun = 0;
 /// The actions the stop handler replaced, restored by a second signal.
 constexpr int kStopSignals[] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
 struct sigaction replacedActions[std::size(kStopSignals)];
 
 void requestStop(int signal) {
-  if (stopRequestedBy) {
+  bool alone = signal != SIGUSR1;
+  if (alone && !stepsHaveBegun && !stopRequestedBy)
+    say("pmlir-run: asked to end before the first step: ending now\n");
+  if (stopRequestedBy || (alone && !stepsHaveBegun)) {
     // A second signal: it ends the process as it would have.
     for (size_t i = 0; i < std::size(kStopSignals); ++i)
       sigaction(kStopSignals[i], &replacedActions[i], nullptr);
@@ -103,6 +109,8 @@ void pmlir::exec::catchStopRequests(bool rankOfJob) {
 }
 
 int pmlir::exec::stopRequest() { return stopRequestedBy; }
+
+void pmlir::exec::stepsBegin() { stepsHaveBegun = 1; }
 
 bool pmlir::exec::underMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE");

@@ -546,6 +546,7 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
 
   bool terminal = rank == 0 && outputIsTerminal();
   maybeHang(rank, "step");
+  stepsBegin();
   int64_t stoppedAfter = -1;
   for (int64_t i = 0; i < o.steps; ++i) {
     int64_t step = done + i + 1;

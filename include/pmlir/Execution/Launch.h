@@ -64,8 +64,13 @@ int launchRanks(int64_t ranks, const std::vector<std::string> &command,
 /// its next step boundary: SIGUSR1 (a launcher's request, passed on by
 /// mpirun) and, on a process that runs alone, also SIGTERM, SIGINT and
 /// SIGHUP. A second ending signal ends the process as the first would have
-/// (its temporaries removed).
+/// (its temporaries removed), and so does the first one on a process alone
+/// before stepsBegin (compiling, binding: no step to finish).
 void catchStopRequests(bool rankOfJob);
+
+/// The first step begins: from here a process alone stops at a step
+/// boundary when asked.
+void stepsBegin();
 
 /// The signal that asked this process to stop, or 0.
 int stopRequest();
