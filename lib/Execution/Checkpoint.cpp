@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace pmlir;
 
@@ -131,21 +132,29 @@ bool exec::writeCheckpoint(const std::string &path, const std::vector<TensorToWr
 
 bool exec::exportHuggingFace(const std::string &directory, const std::string &config,
                              const std::vector<TensorToWrite> &parameters, std::string &error) {
-  if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST) {
+  bool created = ::mkdir(directory.c_str(), 0777) == 0;
+  if (!created && errno != EEXIST) {
     error = directory + ": " + std::strerror(errno);
     return false;
   }
-  std::unique_ptr<OutputFile> weights =
-      stageSafeTensors(directory + "/model.safetensors", parameters, {{"format", "pt"}}, error);
-  if (!weights)
-    return false;
-  std::unique_ptr<OutputFile> json = OutputFile::open(directory + "/config.json", error);
-  if (!json)
-    return false;
-  json->write(config + "\n");
-  if (!json->finish(error))
-    return false;
-  return weights->commit(error) && json->commit(error);
+  // The files' temporaries are gone when this returns.
+  bool written = [&] {
+    std::unique_ptr<OutputFile> weights =
+        stageSafeTensors(directory + "/model.safetensors", parameters, {{"format", "pt"}}, error);
+    if (!weights)
+      return false;
+    std::unique_ptr<OutputFile> json = OutputFile::open(directory + "/config.json", error);
+    if (!json)
+      return false;
+    json->write(config + "\n");
+    if (!json->finish(error))
+      return false;
+    return weights->commit(error) && json->commit(error);
+  }();
+  // A directory made for an export that failed goes with it (empty).
+  if (!written && created)
+    ::rmdir(directory.c_str());
+  return written;
 }
 
 bool exec::checkCheckpoint(const SafeTensorsFile &parameters, const SafeTensorsFile &optimizer,
