@@ -74,11 +74,14 @@ constexpr int kStopSignals[] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
 struct sigaction replacedActions[std::size(kStopSignals)];
 
 void requestStop(int signal) {
+  // SIGUSR1 is a launcher's request (or a user's polite one): it always
+  // waits for a step boundary.
   bool alone = signal != SIGUSR1;
   if (alone && !stepsHaveBegun && !stopRequestedBy)
     say("pmlir-run: asked to end before the first step: ending now\n");
   if (stopRequestedBy || (alone && !stepsHaveBegun)) {
-    // A second signal: it ends the process as it would have.
+    // A second signal, or a first with no step to finish: it ends the
+    // process as it would have.
     for (size_t i = 0; i < std::size(kStopSignals); ++i)
       sigaction(kStopSignals[i], &replacedActions[i], nullptr);
     raise(signal);
