@@ -408,7 +408,6 @@ bool RunFlags::finish(std::string &error) {
        {std::tuple<const char *, bool, const char *>{
             "tolerance", options.check, "is the largest error --check accepts: it needs --check"},
         {"timeout", mesh, "limits how long a mesh's collective waits: it needs --mesh"},
-        {"backend", mesh, "chooses the library of a mesh's collectives: it needs --mesh"},
         {"data-dtype", !options.data.empty(),
          "says how --data stores its token ids: it needs --data"},
         {"init-missing", weights, "seeds the weights --weights lacks: it needs --weights"},

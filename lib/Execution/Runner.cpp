@@ -1025,8 +1025,9 @@ int exec::runModel(const RunOptions &o) {
   if (o.cpLayout && !shardsOverCp())
     return fail("--cp-layout orders the sequence over the mesh's context-parallel axis 'cp': "
                 "it needs --mesh with a cp axis and --recipe");
-  if (o.backend == PMLIR_RT_BACKEND_NCCL && o.mesh.empty())
-    return fail("--backend nccl needs --mesh: one process runs no collectives");
+  if (o.backend && o.mesh.empty())
+    return fail(std::string("--backend ") + (*o.backend == PMLIR_RT_BACKEND_NCCL ? "nccl" : "mpi") +
+                " needs --mesh: one process runs no collectives");
   if (o.precision == Precision::TF32 && o.device != CompileTarget::Gpu)
     return fail("--precision tf32 needs --device gpu: a CPU has no TF32 arithmetic");
   if (o.bf16WeightsPerCall && o.precision != Precision::BF16)
