@@ -94,6 +94,10 @@ public:
   int run();
 
 private:
+  /// Rank 0's --comm-report and --memory-report of the sharded `module`:
+  /// both written, or neither (false with `error` set).
+  bool writeReports(ModuleOp module, std::string &error);
+
   const RunOptions &o;
   MLIRContext &context;
   std::optional<Mesh> mesh;

@@ -40,8 +40,11 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
@@ -356,6 +359,52 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
   return program;
 }
 
+bool Job::writeReports(ModuleOp module, std::string &error) {
+  // Both reports or neither: the passes write into a scratch directory, and
+  // the files are finished beside their paths before either is committed
+  // (a disk that filled between two passes kept the first report).
+  llvm::SmallString<128> scratch;
+  if (std::error_code failure = llvm::sys::fs::createUniqueDirectory("pmlir-reports", scratch)) {
+    error = "writing the reports failed: no scratch directory: " + failure.message();
+    return false;
+  }
+  auto removeScratch = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(scratch); });
+  CompilePipelineOptions written;
+  std::vector<std::pair<std::string, std::string>> outputs; // (scratch file, path)
+  for (auto [path, report, name] : {std::tuple<const std::string &, std::string &, const char *>{
+                                        o.commReport, written.commReport, "comm"},
+                                    {o.memoryReport, written.memoryReport, "memory"}})
+    if (!path.empty()) {
+      report = (scratch + "/" + name + ".json").str();
+      outputs.emplace_back(report, path);
+    }
+  PassManager reports(module.getContext());
+  addReportPasses(reports, written);
+  if (failed(configure(reports)) || failed(reports.run(module))) {
+    error = "writing the reports failed";
+    return false;
+  }
+  std::vector<std::unique_ptr<OutputFile>> files;
+  for (const auto &[from, to] : outputs) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text = llvm::MemoryBuffer::getFile(from);
+    if (!text) {
+      error = "writing the reports failed: " + from + ": " + text.getError().message();
+      return false;
+    }
+    std::unique_ptr<OutputFile> file = OutputFile::open(to, error);
+    if (!file)
+      return false;
+    file->write((*text)->getBuffer());
+    if (!file->finish(error))
+      return false;
+    files.push_back(std::move(file));
+  }
+  for (std::unique_ptr<OutputFile> &file : files)
+    if (!file->commit(error))
+      return false;
+  return true;
+}
+
 int Job::run() {
   // On a mesh: started plainly, launch the ranks; under mpirun, be one.
   if (!o.mesh.empty()) {
@@ -579,15 +628,9 @@ int Job::run() {
     }
     // The reports, written by rank 0 alone: a failure there is its own, and
     // ends the job (MPI_Abort) while the others compile.
-    if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty())) {
-      PassManager reports(&context);
-      CompilePipelineOptions written;
-      written.commReport = o.commReport;
-      written.memoryReport = o.memoryReport;
-      addReportPasses(reports, written);
-      if (failed(configure(reports)) || failed(reports.run(*module)))
-        return failHere("writing the reports failed");
-    }
+    if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty()))
+      if (std::string error; !writeReports(*module, error))
+        return failHere(error);
   }
 
   if (o.predict)
