@@ -104,10 +104,6 @@ inline double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-inline int64_t elementBytes(RankedTensorType type) {
-  return pmlir::elementBytes(type.getElementType());
-}
-
 struct AutoSharder::Impl {
   mutable FunctionOpInterface func;
   MeshAttr mesh;
@@ -155,7 +151,7 @@ struct AutoSharder::Impl {
   }
 
   int64_t localBytes(RankedTensorType type, const Sharding &s) const {
-    return localType(mesh, type, s).getNumElements() * elementBytes(type);
+    return localType(mesh, type, s).getNumElements() * elementBytes(type.getElementType());
   }
 
   /// The shardings of a tensor of `type` with its dimensions split evenly

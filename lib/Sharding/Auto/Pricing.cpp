@@ -146,7 +146,7 @@ void AutoSharder::Impl::buildMemory() {
   for (auto [v, last] : lastUse) {
     int64_t def = position.lookup(v.getDefiningOp());
     auto type = cast<RankedTensorType>(v.getType());
-    double bytes = static_cast<double>(type.getNumElements() * elementBytes(type));
+    double bytes = static_cast<double>(type.getNumElements() * elementBytes(type.getElementType()));
     for (int64_t p = def; p <= last && p <= end; ++p)
       live[p] += bytes;
   }
