@@ -110,11 +110,13 @@ except OSError:
 # them for its threads.
 config.substitutions.append(("%cores", str(len(os.sched_getaffinity(0)))))
 
-# Multi-rank tests: ranks on this host, more ranks than cores allowed. mpirun
-# refuses root without the explicit opt-in (CI containers run as root);
-# containers may forbid the cross-process memory copy of shared-memory
-# transport, which the tests do not need.
-mpirun = ("mpirun --oversubscribe --bind-to none "
+# Multi-rank tests: ranks on this host, more ranks than cores allowed, each
+# job with a temporary directory of its own (Inputs/private_tmpdir.sh says
+# why). mpirun refuses root without the explicit opt-in (CI containers run
+# as root); containers may forbid the cross-process memory copy of
+# shared-memory transport, which the tests do not need.
+mpirun = ("sh " + os.path.join(config.test_source_root, "Inputs", "private_tmpdir.sh") +
+          " mpirun --oversubscribe --bind-to none "
           "--mca btl_vader_single_copy_mechanism none")
 if os.geteuid() == 0:
     mpirun += " --allow-run-as-root"

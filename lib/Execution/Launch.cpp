@@ -9,7 +9,9 @@
 #include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Support/OutputFile.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -212,6 +214,26 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
   for (std::string &w : words)
     cargs.push_back(w.data());
   cargs.push_back(nullptr);
+  // The job's temporary files (Open MPI's session directory among them) go
+  // in a directory of its own, removed when the job ends: jobs started at
+  // once on a host otherwise share Open MPI's top session directory
+  // (TMPDIR/ompi.HOST.UID), which one removes when it ends while another
+  // makes its own inside ("orte_session_dir failed").
+  llvm::SmallString<128> jobTemp;
+  if (std::error_code failure = llvm::sys::fs::createUniqueDirectory("pmlir-run", jobTemp)) {
+    std::fprintf(stderr,
+                 "pmlir-run: error: cannot start mpirun: no temporary directory for the job: %s\n",
+                 failure.message().c_str());
+    return 1;
+  }
+  llvm::scope_exit removeJobTemp([&] { llvm::sys::fs::remove_directories(jobTemp); });
+  std::string tmpdir = "TMPDIR=" + jobTemp.str().str();
+  std::vector<char *> environment;
+  for (char **entry = environ; *entry; ++entry)
+    if (!llvm::StringRef(*entry).starts_with("TMPDIR="))
+      environment.push_back(*entry);
+  environment.push_back(tmpdir.data());
+  environment.push_back(nullptr);
   // A signal that ends this process ends the job: from the fork on, the
   // ending signals are passed on to mpirun (blocked until its pid is
   // known), and mpirun gets SIGTERM if this process dies without a word
@@ -247,7 +269,7 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != launcher) // the launcher died before prctl
       std::_Exit(143);
-    execvp("mpirun", cargs.data());
+    execvpe("mpirun", cargs.data(), environment.data());
     std::fprintf(stderr, "pmlir-run: error: cannot run mpirun (install openmpi-bin): %s\n",
                  std::strerror(errno));
     std::_Exit(127);
@@ -268,6 +290,8 @@ int pmlir::exec::launchRanks(int64_t ranks, const std::vector<std::string> &comm
                    strsignal(signal));
     else
       std::fprintf(stderr, "pmlir-run: error: %s; the job's ranks were ended\n", strsignal(signal));
+    removeJobTemp.release();
+    llvm::sys::fs::remove_directories(jobTemp);
     std::signal(signal, SIG_DFL);
     raise(signal);
     return 128 + signal;

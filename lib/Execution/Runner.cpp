@@ -368,7 +368,7 @@ bool Job::writeReports(ModuleOp module, std::string &error) {
     error = "writing the reports failed: no scratch directory: " + failure.message();
     return false;
   }
-  auto removeScratch = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(scratch); });
+  llvm::scope_exit removeScratch([&] { llvm::sys::fs::remove_directories(scratch); });
   CompilePipelineOptions written;
   std::vector<std::pair<std::string, std::string>> outputs; // (scratch file, path)
   for (auto [path, report, name] : {std::tuple<const std::string &, std::string &, const char *>{
@@ -484,16 +484,8 @@ int Job::run() {
   CompilePipelineOptions phases;
   fillCompileOptions(o, phases);
   bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
-  if (pipelined) {
-    if (!mesh || mesh->axisIndex("pp") < 0)
-      return failHere("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
-    if (o.gradAccum != 1)
-      return failHere("--pipeline-schedule splits the step into --microbatches; --grad-accum "
-                      "is not used with it");
-    if (o.microbatches < 1 || o.virtualStages < 1)
-      return failHere("--microbatches and --virtual-stages must be at least 1");
+  if (pipelined) // a pp axis, checked before the launch
     phases.pipelineRank = mesh->coordinates(rank)[mesh->axisIndex("pp")];
-  }
 
   // A global program with a mesh (from the model, --recipe, or a pipeline,
   // whose transfers run on the pp axis) is sharded: recipe, propagation,
@@ -1149,6 +1141,14 @@ int exec::runModel(const RunOptions &o) {
     return fail(std::string(o.microbatches != 1 ? "--microbatches" : "--virtual-stages") +
                 " is for --pipeline-schedule (without one, --grad-accum splits a training "
                 "step)");
+  // Before the launch: every rank would refuse these alike.
+  if (pipelined && (o.mesh.empty() || (mesh && mesh->axisIndex("pp") < 0)))
+    return fail("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
+  if (pipelined && o.gradAccum != 1)
+    return fail("--pipeline-schedule splits the step into --microbatches; --grad-accum is not "
+                "used with it");
+  if (pipelined && (o.microbatches < 1 || o.virtualStages < 1))
+    return fail("--microbatches and --virtual-stages must be at least 1");
   if (pipelined && !o.grads.empty())
     return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
                 "not pipelined");
