@@ -119,6 +119,83 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   buildCpuLoweringPipeline(pm, cpu);
 }
 
+/// The options of the phases that run which would change nothing, or make
+/// no program: refused by name rather than ignored or clamped. An option
+/// of a phase that does not run is not looked at (pmlir-run lowers with
+/// its job's options).
+std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64_t pipelineRanks,
+                                          llvm::function_ref<bool(CompilePhase)> runs) {
+  bool train = o.program == ProgramKind::Train;
+  if (runs(CompilePhase::Program)) {
+    if (o.gradAccum < 1)
+      return "grad-accum must be at least 1, got " + std::to_string(o.gradAccum);
+    if (o.gradAccum != 1 && (!train || pipelined(o)))
+      return std::string("grad-accum splits a training step (program=train) without a "
+                         "pipeline; ") +
+             (train ? "a pipelined step splits into microbatches" : "this program is none");
+    if (o.microbatches < 0)
+      return "microbatches must be 0 (one) or more, got " + std::to_string(o.microbatches);
+    if (o.microbatches > 0 && train && !pipelined(o))
+      return std::string("microbatches splits a pipelined step or a forward; a training step "
+                         "without a pipeline splits by grad-accum");
+    if (o.virtualStages < 1)
+      return "virtual-stages must be at least 1, got " + std::to_string(o.virtualStages);
+    if ((o.pipelineSchedule == pipe::ScheduleKind::Csv) != !o.pipelineCsv.empty())
+      return std::string(o.pipelineCsv.empty()
+                             ? "pipeline-schedule=csv reads its actions from pipeline-csv"
+                             : "pipeline-csv gives the actions of pipeline-schedule=csv");
+    if (!pipelined(o))
+      for (auto [unused, name] :
+           {std::pair<bool, const char *>{o.virtualStages != 1, "virtual-stages"},
+            {!o.pipelineSplit.empty(), "pipeline-split"}})
+        if (unused)
+          return std::string(name) + " is for pipeline-schedule";
+  }
+  if (runs(CompilePhase::Sharded)) {
+    if (o.zero < 0 || o.zero > 3)
+      return "zero takes a ZeRO stage, 0 to 3, got " + std::to_string(o.zero);
+    if (o.zero != 0 && !train)
+      return std::string("zero shards a training step's model state: it needs program=train");
+    bool meshed = !o.mesh.empty();
+    for (auto [unused, name] :
+         {std::pair<bool, const char *>{o.recipe != CompilePipelineOptions::Recipe::None, "recipe"},
+          {o.zero != 0, "zero"},
+          {o.sequenceParallel, "sequence-parallel"},
+          {o.contextAttention != CompilePipelineOptions::ContextAttention::AllGather,
+           "context-attention"},
+          {o.contextLayout != CompilePipelineOptions::ContextLayout::Contiguous, "context-layout"}})
+      if (unused && !meshed)
+        return std::string(name) + " shards over a mesh: it needs mesh";
+    if ((o.topology.hasValue() || o.memoryBudget.hasValue()) &&
+        o.recipe != CompilePipelineOptions::Recipe::Auto)
+      return std::string(o.topology.hasValue() ? "topology" : "memory-budget") +
+             " is for recipe=auto";
+  }
+  if (runs(CompilePhase::Rank)) {
+    if (pipelined(o) && (o.pipelineRank < 0 || o.pipelineRank >= pipelineRanks))
+      return "pipeline-rank " + std::to_string(o.pipelineRank) + " is not one of the mesh's " +
+             std::to_string(pipelineRanks) + " pipeline ranks (0 to " +
+             std::to_string(pipelineRanks - 1) + ")";
+    if (!pipelined(o))
+      for (auto [unused, name] :
+           {std::pair<bool, const char *>{o.pipelineRank != 0, "pipeline-rank"},
+            {o.trace, "trace"}})
+        if (unused)
+          return std::string(name) + " is for pipeline-schedule";
+  }
+  if (runs(CompilePhase::Lowered)) {
+    if (o.target != CompileTarget::Gpu)
+      for (auto [unused, name] : {std::pair<bool, const char *>{o.chip.hasValue(), "chip"},
+                                  {o.gpuFormat.hasValue(), "gpu-format"}})
+        if (unused)
+          return std::string(name) + " is for target=gpu";
+    if (o.rank != -1 && !o.predict)
+      return std::string("rank names the job's rank whose work predict counts: it needs "
+                         "predict");
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 void addReportPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
@@ -156,6 +233,10 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
     }
   } else if (pipelined(o)) {
     error = "pmlir-compile-pipeline: pipeline-schedule needs a mesh with a pp axis";
+    return failure();
+  }
+  if (std::optional<std::string> unusable = unusableOption(o, pipelineRanks, runs)) {
+    error = "pmlir-compile-pipeline: " + *unusable;
     return failure();
   }
   LLVM_DEBUG(llvm::dbgs() << "compile pipeline for @" << compiledEntryName(o) << ", phases "

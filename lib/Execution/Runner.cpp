@@ -128,8 +128,8 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
     c.microbatches = o.microbatches;
     c.virtualStages = o.virtualStages;
     c.pipelineSplit = llvm::ArrayRef<int64_t>(o.pipelineSplit);
+    c.trace = !o.trace.empty();
   }
-  c.trace = !o.trace.empty();
   c.recipe = o.recipe;
   if (o.recipe == RunOptions::Recipe::Auto) {
     c.topology = o.topology.empty() ? std::string("cpu") : o.topology;
@@ -319,9 +319,10 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   // its messages before it runs.
   lowering.predict = o.predict || (o.device == CompileTarget::Gpu && mesh);
   // A prediction runs nothing: the kernels stay NVVM (no CUDA toolkit).
-  if (o.predict)
+  if (o.predict && o.device == CompileTarget::Gpu)
     lowering.gpuFormat = "nvvm";
-  lowering.rank = rank;
+  if (lowering.predict)
+    lowering.rank = rank;
   // A prediction asks no GPU: the built-in profiles' (H100, H200) are sm_90.
   if (o.device == CompileTarget::Gpu)
     lowering.chip = !o.gpuChip.empty() ? o.gpuChip
@@ -542,8 +543,9 @@ int Job::run() {
   if (pipelined && o.check && checksHere()) {
     unpipelined = module->clone();
     CompilePipelineOptions reference;
-    fillCompileOptions(o, reference);
-    reference.pipelineSchedule = pipe::ScheduleKind::None;
+    RunOptions unpipelinedRun = o;
+    unpipelinedRun.pipelineSchedule = pipe::ScheduleKind::None;
+    fillCompileOptions(unpipelinedRun, reference);
     if (o.train)
       reference.gradAccum = o.microbatches;
     else
