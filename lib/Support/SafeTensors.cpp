@@ -11,6 +11,8 @@
 #include "pmlir/Support/Nesting.h"
 #include "pmlir/Support/OutputFile.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -207,6 +209,15 @@ SafeTensorsFile::validate(std::unique_ptr<SafeTensorsFile> file, const uint8_t *
                 " bytes, but the file has " + std::to_string(size - 8) +
                 " after the length");
   const char *text = reinterpret_cast<const char *>(bytes + 8);
+  // The format's header starts at its '{' and is padded with spaces: the
+  // JSON reader alone would take a byte-order mark before it, and stop at
+  // a NUL (which no JSON text holds) as if the header ended there.
+  llvm::StringRef headerText(text, headerBytes);
+  if (!headerText.starts_with("{"))
+    return fail("corrupt header: it does not start with '{'");
+  if (size_t nul = headerText.find('\0'); nul != llvm::StringRef::npos)
+    return fail("corrupt header: a NUL byte at header byte " + std::to_string(nul) +
+                " (the format pads with spaces)");
   if (size_t depth = bracketDepth({text, static_cast<size_t>(headerBytes)}, /*mlir=*/false);
       depth > kMaxHeaderNesting)
     return fail("corrupt header: JSON nested " + std::to_string(depth) +
@@ -217,8 +228,6 @@ SafeTensorsFile::validate(std::unique_ptr<SafeTensorsFile> file, const uint8_t *
                             /*allow_exceptions=*/false);
   if (header.is_discarded())
     return fail("corrupt header: not valid JSON");
-  if (!header.is_object())
-    return fail("corrupt header: not a JSON object");
 
   const uint8_t *data = bytes + 8 + headerBytes;
   uint64_t dataBytes = size - 8 - headerBytes;

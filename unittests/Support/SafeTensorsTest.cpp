@@ -193,7 +193,22 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
   // The file cut in the middle of the header.
   EXPECT_TRUE(refusedWith(fileBytes(ok, data).substr(0, 20), "corrupt header"));
   EXPECT_TRUE(refusedWith(fileBytes("{not json", ""), "not valid JSON"));
-  EXPECT_TRUE(refusedWith(fileBytes("[1,2]", ""), "not a JSON object"));
+  EXPECT_TRUE(refusedWith(fileBytes("[1,2]", ""), "corrupt header: it does not start with '{'"));
+  // A byte-order mark or a space before the '{', and NUL padding after the
+  // JSON, are not the format's (which pads with spaces); the JSON reader
+  // took all three.
+  EXPECT_TRUE(refusedWith(fileBytes("\xEF\xBB\xBF" + ok, data), "does not start with '{'"));
+  EXPECT_TRUE(refusedWith(fileBytes(" " + ok, data), "does not start with '{'"));
+  EXPECT_TRUE(refusedWith(fileBytes(ok + std::string(3, '\0'), data),
+                          "corrupt header: a NUL byte at header byte " + std::to_string(ok.size()) +
+                              " (the format pads with spaces)"));
+  {
+    std::string path = tempPath("padded");
+    writeFile(path, fileBytes(ok + "   ", data));
+    std::string error;
+    EXPECT_TRUE(SafeTensorsFile::open(path, error)) << error;
+    std::remove(path.c_str());
+  }
   // One tensor 'a' with this header entry, over 8 bytes of data.
   auto refusedEntry = [&](const std::string &entry, const std::string &fault) {
     return refusedWith(fileBytes(R"({"a":)" + entry + "}", data), fault);
