@@ -384,8 +384,9 @@ std::optional<planning::DeviceProfile> Job::cpuProfile(const StepWork &work, std
     });
   planning::DeviceProfile profile;
   profile.name = "cpu";
-  // The GEMMs not cached, timed together; a kernel the runtime lacks is
-  // priced at the peak rate.
+  // The GEMMs not cached, timed together; a kernel the runtime lacks, or
+  // one whose operands would not fit the timing's memory, is priced at the
+  // peak rate.
   std::vector<rt::GemmCall> missing;
   for (const StepWork::Gemm &gemm : work.gemms)
     if (!cached.gemms.count(gemmKey(gemm)))

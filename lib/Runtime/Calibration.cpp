@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -75,11 +76,22 @@ std::optional<KernelCall> kernelCall(const std::string &kernel, size_t l, size_t
   return std::nullopt;
 }
 
-int64_t elements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
+/// The bytes of `shape`'s elements of `width` bytes; nullopt past int64.
+std::optional<int64_t> bytesOf(const std::vector<int64_t> &shape, int width) {
+  int64_t n = width;
   for (int64_t d : shape)
-    n *= d;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
   return n;
+}
+
+/// The most bytes one timed call's operands take: a quarter of the host's
+/// memory. A larger call is not timed (a model's 2^40-entry vocabulary
+/// would end the process on its allocation).
+int64_t maxTimedBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageBytes = sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageBytes > 0 ? static_cast<int64_t>(pages) * pageBytes / 4
+                                    : int64_t(1) << 30;
 }
 
 /// A GEMM kernel call ready to run: the kernel, its operands and the
@@ -93,6 +105,11 @@ public:
                                         : std::nullopt;
     if (!how)
       return nullptr;
+    std::optional<int64_t> lhsBytes = bytesOf(call.lhs, how->inBytes),
+                           rhsBytes = bytesOf(call.rhs, how->inBytes),
+                           outBytes = bytesOf(call.out, how->outBytes);
+    if (!lhsBytes || !rhsBytes || !outBytes || *lhsBytes + *rhsBytes + *outBytes > maxTimedBytes())
+      return nullptr;
     std::string symbol = "_mlir_ciface_" + call.kernel;
     void *kernel = nullptr;
     for (const pmlir_rt_symbol *s = pmlir_rt_cpu_kernel_symbols(); s->name; ++s)
@@ -103,9 +120,9 @@ public:
     auto g = std::unique_ptr<PreparedGemm>(new PreparedGemm());
     g->kernel = kernel;
     g->invoke = how->invoke;
-    g->a = filled(elements(call.lhs), how->inBytes);
-    g->b = filled(elements(call.rhs), how->inBytes);
-    g->c.assign(static_cast<size_t>(elements(call.out) * how->outBytes), 0);
+    g->a = filled(*lhsBytes / how->inBytes, how->inBytes);
+    g->b = filled(*rhsBytes / how->inBytes, how->inBytes);
+    g->c.assign(static_cast<size_t>(*outBytes), 0);
     g->lhs.emplace(g->a.data(), call.lhs);
     g->rhs.emplace(g->b.data(), call.rhs);
     g->out.emplace(g->c.data(), call.out);

@@ -35,8 +35,8 @@ struct GemmCall {
 /// the threads set for the run: after a warm-up, each is called once a
 /// pass over all of them, `passes` times, and its quiet time taken (a slow
 /// moment of the host costs one pass, not one kernel's every call).
-/// nullopt for a kernel the runtime does not have, or shapes that do not
-/// fit its ranks.
+/// nullopt for a kernel the runtime does not have, shapes that do not fit
+/// its ranks, or operands of more than a quarter of the host's memory.
 std::vector<std::optional<double>> timeGemmKernels(const std::vector<GemmCall> &calls,
                                                    int passes = 7);
 
