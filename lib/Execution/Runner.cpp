@@ -50,8 +50,10 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <malloc.h>
 #include <map>
@@ -141,6 +143,21 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
   c.target = o.device;
   c.precision = o.precision;
   c.roundArgumentsOnce = !o.bf16WeightsPerCall;
+}
+
+/// The files the job reads are checked before any work (on a mesh: before
+/// the launch, rather than by every rank).
+bool checkInputs(const RunOptions &o, std::string &error) {
+  for (auto [flag, path] : {std::pair<const char *, const std::string &>{"--weights", o.weights},
+                            {"--inputs", o.inputs},
+                            {"--data", o.data},
+                            {"--resume", o.resume},
+                            {"--pipeline-csv", o.pipelineCsv}})
+    if (!path.empty() && ::access(path.c_str(), R_OK) != 0) {
+      error = std::string(flag) + " " + path + ": cannot open: " + std::strerror(errno);
+      return false;
+    }
+  return true;
 }
 
 /// Outputs are checked before any work: a missing directory, or an output
@@ -1191,7 +1208,7 @@ int exec::runModel(const RunOptions &o) {
                   o.mesh + " does not have");
   }
   std::string error;
-  if (!checkOutputs(o, error))
+  if (!checkInputs(o, error) || !checkOutputs(o, error))
     return fail(error);
   DialectRegistry registry;
   registerRunDialects(registry);
