@@ -129,10 +129,11 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
   if (runs(CompilePhase::Program)) {
     if (o.gradAccum < 1)
       return "grad-accum must be at least 1, got " + std::to_string(o.gradAccum);
-    if (o.gradAccum != 1 && (!train || pipelined(o)))
-      return std::string("grad-accum splits a training step (program=train) without a "
-                         "pipeline; ") +
-             (train ? "a pipelined step splits into microbatches" : "this program is none");
+    if (o.gradAccum != 1 && !train)
+      return std::string("grad-accum splits a training step: it needs program=train");
+    if (o.gradAccum != 1 && pipelined(o))
+      return std::string("grad-accum splits a training step without a pipeline; a pipelined "
+                         "step splits by microbatches");
     if (o.microbatches < 0)
       return "microbatches must be 0 (one) or more, got " + std::to_string(o.microbatches);
     if (o.microbatches > 0 && train && !pipelined(o))

@@ -108,7 +108,11 @@ public:
     std::optional<int64_t> lhsBytes = bytesOf(call.lhs, how->inBytes),
                            rhsBytes = bytesOf(call.rhs, how->inBytes),
                            outBytes = bytesOf(call.out, how->outBytes);
-    if (!lhsBytes || !rhsBytes || !outBytes || *lhsBytes + *rhsBytes + *outBytes > maxTimedBytes())
+    int64_t operandBytes = 0;
+    if (!lhsBytes || !rhsBytes || !outBytes ||
+        __builtin_add_overflow(*lhsBytes, *rhsBytes, &operandBytes) ||
+        __builtin_add_overflow(operandBytes, *outBytes, &operandBytes) ||
+        operandBytes > maxTimedBytes())
       return nullptr;
     std::string symbol = "_mlir_ciface_" + call.kernel;
     void *kernel = nullptr;
