@@ -52,62 +52,72 @@ using namespace pmlir;
 
 namespace {
 
+/// pmlir-plan's own options: --help lists these, not LLVM's.
+llvm::cl::OptionCategory planOptions("pmlir-plan options");
+
 llvm::cl::opt<std::string> modelPath(llvm::cl::Positional, llvm::cl::desc("MODEL.mlir"),
-                                     llvm::cl::Required);
-llvm::cl::opt<int64_t> devices("devices", llvm::cl::desc("devices to lay out"), llvm::cl::Required);
+                                     llvm::cl::Required, llvm::cl::cat(planOptions));
+llvm::cl::opt<int64_t> devices("devices", llvm::cl::desc("devices to lay out"), llvm::cl::Required,
+                               llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string>
     topologyFlag("topology",
                  llvm::cl::desc("a preset (cpu, h100, h200) or a JSON file (default: cpu)"),
-                 llvm::cl::init("cpu"));
+                 llvm::cl::init("cpu"), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string>
     memoryBudget("memory-budget",
-                 llvm::cl::desc("bytes a device may hold, as 80GB (default: the topology's)"));
-llvm::cl::opt<bool> train("train", llvm::cl::desc("plan the training step (default: the forward)"));
+                 llvm::cl::desc("bytes a device may hold, as 80GB (default: the topology's)"),
+                 llvm::cl::cat(planOptions));
+llvm::cl::opt<bool> train("train", llvm::cl::desc("plan the training step (default: the forward)"),
+                          llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t>
     microbatches("microbatches",
                  llvm::cl::desc("microbatches of the model's batch per step (default 1)"),
-                 llvm::cl::init(1));
-llvm::cl::opt<int64_t> top("top", llvm::cl::desc("plans to print (default 5)"), llvm::cl::init(5));
+                 llvm::cl::init(1), llvm::cl::cat(planOptions));
+llvm::cl::opt<int64_t> top("top", llvm::cl::desc("plans to print (default 5)"), llvm::cl::init(5),
+                           llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> schedules(
     "schedules",
     llvm::cl::desc("pipeline schedules to try (default: gpipe,1f1b,interleaved-1f1b,zb-h1)"),
-    llvm::cl::init("gpipe,1f1b,interleaved-1f1b,zb-h1"));
+    llvm::cl::init("gpipe,1f1b,interleaved-1f1b,zb-h1"), llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t> maxTp("max-tp", llvm::cl::desc("the largest tp (default: a node's devices)"),
-                             llvm::cl::init(0));
+                             llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t> maxPp("max-pp", llvm::cl::desc("the largest pp (default: the layers)"),
-                             llvm::cl::init(0));
+                             llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<double> timeLimit("time-limit",
                                 llvm::cl::desc("seconds each intra-op solve may take (default 10)"),
-                                llvm::cl::init(10));
+                                llvm::cl::init(10), llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t> searchNodes(
     "search-nodes",
     llvm::cl::desc("CBC's branch-and-bound nodes a layout's solve may explore (default 0: the "
                    "root's best solution; -1: prove each optimal)"),
-    llvm::cl::init(0));
+    llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t>
     compile("compile", llvm::cl::desc("plans to compile as pmlir-run would (default: --top)"),
-            llvm::cl::init(-1));
+            llvm::cl::init(-1), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> entry("entry", llvm::cl::desc("the function to plan (default forward)"),
-                                 llvm::cl::init("forward"));
+                                 llvm::cl::init("forward"), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> profile(
     "profile",
     llvm::cl::desc("predict the best plans as pmlir-run --predict does, on this device profile: "
                    "cpu (measured on this host, cached), h100 or h200 (the plans run with "
-                   "--device gpu) or a JSON file of rates"));
+                   "--device gpu) or a JSON file of rates"),
+    llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> memoryCap(
     "memory-cap",
     llvm::cl::desc("with --profile: the most bytes a rank may hold (resident, or on a GPU its "
                    "device's), as 8GiB (default: the budget); also the search's budget where "
-                   "--memory-budget is not given"));
+                   "--memory-budget is not given"),
+    llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t> predictCount(
     "predict", llvm::cl::desc("with --profile: the plans to predict, best first (default: --top)"),
-    llvm::cl::init(-1));
+    llvm::cl::init(-1), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> recomputeModes(
     "recompute",
     llvm::cl::desc("with --profile and --train: the recomputation modes each plan is predicted "
                    "under (default: none,selective,full)"),
-    llvm::cl::init(""));
-llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("write every plan as JSON here"));
+    llvm::cl::init(""), llvm::cl::cat(planOptions));
+llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("write every plan as JSON here"),
+                                    llvm::cl::cat(planOptions));
 
 int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "pmlir-plan") << message << "\n";
@@ -299,6 +309,7 @@ void printPredictions(const std::vector<planning::PredictedPlan> &predicted,
 }
 
 int planMain(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(planOptions);
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "pmlir-plan: the best pp x dp x tp plans of a model on N devices\n");
   // --devices and --microbatches are checked by the planner itself.
