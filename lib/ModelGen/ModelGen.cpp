@@ -39,10 +39,10 @@ public:
       fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
   }
   void positive(llvm::StringRef flag, double value) {
-    if (!(value > 0.0)) {
+    if (!(value > 0.0) || !std::isfinite(value)) {
       std::string text;
       llvm::raw_string_ostream(text) << llvm::format("%g", value);
-      fail(llvm::formatv("--{0} must be positive, got {1}", flag, text));
+      fail(llvm::formatv("--{0} must be a positive finite number, got {1}", flag, text));
     }
   }
   void divides(llvm::StringRef divisorFlag, int64_t divisor,
