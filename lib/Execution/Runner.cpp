@@ -18,6 +18,7 @@
 #include "pmlir/Execution/Program.h"
 #include "pmlir/InitAllPMLIR.h"
 #include "pmlir/ModelGen/HuggingFace.h"
+#include "pmlir/Pipelining/Schedule.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/GpuRuntime.h"
@@ -1168,6 +1169,12 @@ int exec::runModel(const RunOptions &o) {
                 "used with it");
   if (pipelined && (o.microbatches < 1 || o.virtualStages < 1))
     return fail("--microbatches and --virtual-stages must be at least 1");
+  if (pipelined && mesh && pipe::isGenerated(o.pipelineSchedule)) {
+    std::string error;
+    if (!pipe::canBuildSchedule(o.pipelineSchedule, mesh->axisSizes()[mesh->axisIndex("pp")],
+                                o.virtualStages, o.microbatches, error))
+      return fail("--pipeline-schedule: " + error);
+  }
   if (pipelined && !o.grads.empty())
     return fail("--pipeline-schedule pipelines training steps (--train) and forwards; --grads is "
                 "not pipelined");

@@ -8,6 +8,8 @@
 
 #include "pmlir/Pipelining/Schedule.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
 #include <charconv>
 #include <deque>
@@ -239,37 +241,44 @@ Schedule Schedule::withMeetingTransfers(const ActionCosts &costs) const {
   return out;
 }
 
-std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ranks,
-                                                   int64_t virtualStages, int64_t microbatches,
-                                                   std::string &error) {
+bool pmlir::pipe::canBuildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
+                                   int64_t microbatches, std::string &error) {
   if (ranks < 1 || virtualStages < 1 || microbatches < 1) {
     error = "a pipeline schedule needs at least one rank, virtual stage and microbatch (got " +
             std::to_string(ranks) + ", " + std::to_string(virtualStages) + ", " +
             std::to_string(microbatches) + ")";
-    return std::nullopt;
+    return false;
   }
   std::string name = stringifyScheduleKind(kind).str();
   if (!isGenerated(kind)) {
     error = "schedule " + name + " is no generator (a csv schedule is read from its file)";
-    return std::nullopt;
+    return false;
   }
   if (kind == ScheduleKind::ZeroBubbleV && virtualStages != 2) {
     error = "schedule zb-v runs two stages per rank (rank r holds stages r and 2 ranks - 1 - r), "
             "not " +
             std::to_string(virtualStages) + ": give 2 virtual stages";
-    return std::nullopt;
+    return false;
   }
   if (kind != ScheduleKind::Interleaved1F1B && kind != ScheduleKind::ZeroBubbleV &&
       virtualStages != 1) {
     error = "schedule " + name + " runs one stage per rank; " + std::to_string(virtualStages) +
             " virtual stages need interleaved-1f1b";
-    return std::nullopt;
+    return false;
   }
   if (kind == ScheduleKind::Interleaved1F1B && microbatches % ranks != 0) {
     error = "schedule interleaved-1f1b needs a number of microbatches divisible by the " +
             std::to_string(ranks) + " pipeline ranks, got " + std::to_string(microbatches);
-    return std::nullopt;
+    return false;
   }
+  return true;
+}
+
+std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ranks,
+                                                   int64_t virtualStages, int64_t microbatches,
+                                                   std::string &error) {
+  if (!canBuildSchedule(kind, ranks, virtualStages, microbatches, error))
+    return std::nullopt;
   Schedule s;
   s.ranks = ranks;
   s.stages = ranks * virtualStages;
@@ -399,6 +408,9 @@ std::optional<Schedule> pmlir::pipe::buildSchedule(ScheduleKind kind, int64_t ra
         run(first, ActionKind::BackwardWeight, w0++);
       break;
     }
+    case ScheduleKind::None:
+    case ScheduleKind::Csv:
+      llvm_unreachable("canBuildSchedule refuses the kinds no generator builds");
     }
   }
   s.placeStages();

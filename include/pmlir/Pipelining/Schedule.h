@@ -107,11 +107,17 @@ struct Schedule {
   Schedule withMeetingTransfers(const ActionCosts &costs) const;
 };
 
+/// Whether buildSchedule builds `kind` for these counts, without building
+/// it (a launcher checks its flags with it): interleaving needs
+/// microbatches divisible by the ranks, ZB-V two stages per rank, the
+/// others one, and every count is positive. False with a message in
+/// `error` where not.
+bool canBuildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages, int64_t microbatches,
+                      std::string &error);
+
 /// The schedule `kind` for `ranks` pipeline ranks with `virtualStages`
 /// stages each and `microbatches` microbatches, compute actions only. Fails
-/// (nullopt, a message in `error`) where the schedule cannot be built:
-/// interleaving needs microbatches divisible by the ranks, ZB-V two stages
-/// per rank, the others one, and every count is positive.
+/// (nullopt, a message in `error`) where canBuildSchedule does.
 std::optional<Schedule> buildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages,
                                       int64_t microbatches, std::string &error);
 
