@@ -209,6 +209,33 @@ private:
       pmlir_rt_fail(message.str().c_str());
     return fail(message);
   }
+  /// A failure every rank meets alike, from what all of them read alike
+  /// (the model, its program): rank 0 says why, and all end cleanly,
+  /// exit 1 (an MPI_Abort racing the others' MPI_Finalize can leave
+  /// mpirun hanging). An empty message: a diagnostic has said why.
+  int failAlike(const llvm::Twine &message) const {
+    if (std::string text = message.str(); rank == 0 && !text.empty())
+      fail(text);
+    if (mesh)
+      pmlir_rt_finalize();
+    return 1;
+  }
+  /// Where ranks may fail apart (each reads its own blocks and compiles its
+  /// own program) or alike: every rank comes here with its failure, ""
+  /// where it went well. 0 where none failed; else the lowest rank that
+  /// failed has said why, once, every rank has ended cleanly, and this is
+  /// the job's exit status.
+  int stopIfAnyFailed(const std::string &mine) const {
+    if (!mesh)
+      return mine.empty() ? 0 : fail(mine);
+    int64_t first = pmlir_rt_first_failed_rank(mine.empty() ? 0 : 1);
+    if (first < 0)
+      return 0;
+    if (first == rank)
+      fail("rank " + llvm::Twine(rank) + ": " + mine);
+    pmlir_rt_finalize();
+    return 1;
+  }
   /// A failure of rank 0 alone once every collective is done (--check, the
   /// output file): the others are finalizing, and an MPI_Abort racing
   /// their MPI_Finalize can leave mpirun hanging, so end cleanly, exit 1.
@@ -290,6 +317,10 @@ private:
       return o.configurePassManager(pm);
     return mlir::success();
   }
+  /// Runs `pm` (configured) on `target`. Rank 0 prints its diagnostics;
+  /// the others add their errors to `error`, which a failure of theirs
+  /// alone (a pipeline rank's stages) then tells.
+  LogicalResult runPasses(PassManager &pm, mlir::Operation *target, std::string &error) const;
   /// Lowers `module` for the job's target with its function `entry` as the
   /// entry (the compile pipeline's last phase); `emit` writes the lowered
   /// module to --emit-compiled.

@@ -323,6 +323,19 @@ bool checkGrids(MLIRContext &context, ModuleOp module, const std::optional<Mesh>
 
 namespace pmlir::exec {
 
+LogicalResult Job::runPasses(PassManager &pm, mlir::Operation *target, std::string &error) const {
+  std::optional<ScopedDiagnosticHandler> keep;
+  if (rank != 0)
+    keep.emplace(&context, [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error) {
+        llvm::raw_string_ostream out(error);
+        out << (error.empty() ? "" : "; ") << d.getLocation() << ": " << d;
+      }
+      return success();
+    });
+  return success(succeeded(configure(pm)) && succeeded(pm.run(target)));
+}
+
 LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
                          std::string &error) const {
   PassManager pm(&context);
@@ -348,8 +361,8 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
                                        : std::string(pmlir_rt_gpu_chip());
   if (failed(buildCompilePipeline(pm, lowering, error)))
     return failure();
-  if (failed(configure(pm)) || failed(pm.run(module))) {
-    error = "lowering @" + entry + " failed";
+  if (std::string kept; failed(runPasses(pm, module, kept))) {
+    error = "lowering @" + entry + " failed" + (kept.empty() ? "" : ": " + kept);
     return failure();
   }
   if (emit && !o.emitCompiled.empty()) {
@@ -456,9 +469,10 @@ int Job::run() {
   if (o.train && o.mesh.empty())
     catchStopRequests(/*rankOfJob=*/false);
   if (o.device == CompileTarget::Gpu && !o.compileOnly && !o.predict) {
-    char text[512];
-    if (pmlir_rt_gpu_init(-1, text, sizeof(text)))
-      return failHere("--device gpu: " + std::string(text));
+    char text[512] = "";
+    if (int status = stopIfAnyFailed(
+            pmlir_rt_gpu_init(-1, text, sizeof(text)) ? "--device gpu: " + std::string(text) : ""))
+      return status;
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -467,18 +481,25 @@ int Job::run() {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(o.model, sourceMgr, &context);
+  OwningOpRef<ModuleOp> module;
+  {
+    // Every rank reads the same file: rank 0 says what is wrong with it.
+    std::optional<ScopedDiagnosticHandler> quiet;
+    if (rank != 0)
+      quiet.emplace(&context, [](Diagnostic &) { return success(); });
+    module = parseSourceFile<ModuleOp>(o.model, sourceMgr, &context);
+  }
   if (!module)
-    return 1;
+    return failAlike("");
   auto entry = module->lookupSymbol<func::FuncOp>(o.entry);
   if (!entry)
-    return failHere("no function @" + o.entry + " in " + o.model);
+    return failAlike("no function @" + o.entry + " in " + o.model);
   if (entry.isExternal())
-    return failHere("@" + o.entry + " in " + o.model + " is a declaration: it has no body to run");
+    return failAlike("@" + o.entry + " in " + o.model + " is a declaration: it has no body to run");
   if (func::FuncOp recursive = recursiveFunction(entry))
-    return failHere("@" + recursive.getSymName() + " in " + o.model +
-                    " calls itself (directly or through the functions it calls): a run of @" +
-                    o.entry + " would never end");
+    return failAlike("@" + recursive.getSymName() + " in " + o.model +
+                     " calls itself (directly or through the functions it calls): a run of @" +
+                     o.entry + " would never end");
   for (unsigned i = 0; i < entry.getNumArguments(); ++i)
     if (tfm::argumentRole(entry, i) == tfm::ArgumentRole::Param)
       if (auto name = entry.getArgAttrOfType<StringAttr>(i, tfm::kNameAttr))
@@ -486,14 +507,14 @@ int Job::run() {
   if (auto config = (*module)->getAttrOfType<DictionaryAttr>(tfm::kHuggingFaceConfigAttr))
     huggingFaceConfig = huggingFaceConfigText(config);
   if (!o.exportHf.empty() && huggingFaceConfig.empty())
-    return failHere("--export-hf writes the model's Hugging Face config, and " + o.model +
-                    " has none (tfm.huggingface_config: pmlir-gen writes it)");
+    return failAlike("--export-hf writes the model's Hugging Face config, and " + o.model +
+                     " has none (tfm.huggingface_config: pmlir-gen writes it)");
   // Before any step: a parameter transformers has no name for.
   if (!o.exportHf.empty())
     for (const std::string &name : modelParams) {
       std::string error;
       if (huggingFaceName(huggingFaceConfig, name, error).empty())
-        return failHere("--export-hf: " + o.model + ": " + error);
+        return failAlike("--export-hf: " + o.model + ": " + error);
     }
 
   // What the job compiles, phase by phase (pmlir-compile-pipeline): the
@@ -513,25 +534,25 @@ int Job::run() {
   bool recipe = o.recipe != RunOptions::Recipe::None;
   bool sharding = !partitioned && (recipe || pipelined || (*module)->getAttr(tfm::kMeshAttr));
   if (recipe && partitioned)
-    return failHere("--recipe shards a global program, but " + o.model +
-                    " is already partitioned (it has a shard.grid)");
+    return failAlike("--recipe shards a global program, but " + o.model +
+                     " is already partitioned (it has a shard.grid)");
   if (pipelined && partitioned)
-    return failHere("--pipeline-schedule cuts a global program into stages, but " + o.model +
-                    " is already partitioned (it has a shard.grid)");
+    return failAlike("--pipeline-schedule cuts a global program into stages, but " + o.model +
+                     " is already partitioned (it has a shard.grid)");
   if (sharding && !mesh)
-    return failHere(!recipe ? o.model + " has a tfm.mesh: run it with --mesh"
-                            : "--recipe needs --mesh");
+    return failAlike(!recipe ? o.model + " has a tfm.mesh: run it with --mesh"
+                             : "--recipe needs --mesh");
   for (auto [given, flag] : {std::pair<bool, const char *>{o.check, "--check"},
                              {o.sequenceParallel, "--sequence-parallel"},
                              {!o.commReport.empty(), "--comm-report"},
                              {!o.memoryReport.empty(), "--memory-report"}})
     if (given && !sharding)
-      return failHere(std::string(flag) +
-                      " needs a global program to shard: --recipe, or a model with tfm.mesh");
+      return failAlike(std::string(flag) +
+                       " needs a global program to shard: --recipe, or a model with tfm.mesh");
   if (sharding) {
     auto have = module->getOperation()->getAttrOfType<tfm::MeshAttr>(tfm::kMeshAttr);
     if (have && have != tfm::MeshAttr::get(&context, *mesh))
-      return failHere("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
+      return failAlike("the model's tfm.mesh " + attrText(have) + " is not --mesh " + o.mesh);
     phases.mesh = o.mesh;
     phases.rankOrder = o.rankOrder;
     // Causal context parallelism is balanced unless asked otherwise.
@@ -540,8 +561,7 @@ int Job::run() {
         o.cpLayout != RunOptions::ContextLayout::Contiguous)
       phases.contextLayout = CompilePipelineOptions::ContextLayout::Balanced;
   }
-  // Runs the phases after `from` up to `to` on `target`; every rank
-  // compiles the same program, and rank 0 speaks for them.
+  // Runs the phases after `from` up to `to` on `target`.
   auto runPhases = [&](CompilePipelineOptions &options, CompilePhase from, CompilePhase to,
                        ModuleOp target, std::string &error) -> LogicalResult {
     options.from = from;
@@ -549,10 +569,7 @@ int Job::run() {
     PassManager pm(&context);
     if (failed(buildCompilePipeline(pm, options, error)))
       return failure();
-    std::optional<ScopedDiagnosticHandler> quiet;
-    if (rank != 0)
-      quiet.emplace(&context, [](Diagnostic &) { return success(); });
-    return success(succeeded(configure(pm)) && succeeded(pm.run(target)));
+    return runPasses(pm, target, error);
   };
 
   // --check's reference of a pipelined run: the same step or forward over
@@ -583,27 +600,19 @@ int Job::run() {
   // The program.
   if (!o.grads.empty() || o.train || pipelined) {
     std::string error;
-    if (failed(runPhases(phases, CompilePhase::Global, CompilePhase::Program, *module, error))) {
-      if (rank == 0)
-        fail(std::string(o.train           ? "building a training step of @"
-                         : o.grads.empty() ? "pipelining @"
-                                           : "differentiating @") +
-             o.entry + " of " + o.model + " failed" + (error.empty() ? "" : ": " + error));
-      if (mesh)
-        pmlir_rt_finalize();
-      return 1;
-    }
+    if (failed(runPhases(phases, CompilePhase::Global, CompilePhase::Program, *module, error)))
+      error = std::string(o.train           ? "building a training step of @"
+                          : o.grads.empty() ? "pipelining @"
+                                            : "differentiating @") +
+              o.entry + " of " + o.model + " failed" + (error.empty() ? "" : ": " + error);
+    if (int status = stopIfAnyFailed(error))
+      return status;
     entry = module->lookupSymbol<func::FuncOp>(compiledEntryName(phases));
   }
   tokensPerStep = tokensOf(entry);
   // Every rank finds the same in the same program.
-  if (std::string error = findStepMetrics(*module); !error.empty()) {
-    if (rank == 0)
-      fail(error);
-    if (mesh)
-      pmlir_rt_finalize();
-    return 1;
-  }
+  if (std::string error = findStepMetrics(*module); !error.empty())
+    return failAlike(error);
   modelFlopsPerStep = forwardFlopsPerToken * static_cast<double>(tokensPerStep) *
                       (o.train || !o.grads.empty() ? 3 : 1);
   std::map<unsigned, IdRange> idRanges = idRangesOf(entry);
@@ -629,28 +638,25 @@ int Job::run() {
       reference = unpipelined ? std::move(unpipelined) : module->clone();
     // The mesh, the sharded program, and this rank's pipeline stages.
     std::string error;
-    if (failed(runPhases(phases, CompilePhase::Program, CompilePhase::Rank, *module, error))) {
-      // Every rank fails alike: rank 0 says why, and all end cleanly (an
-      // MPI_Abort racing the others' MPI_Finalize can leave mpirun hanging).
-      if (rank == 0)
-        fail("rank 0: sharding " + o.model + " on --mesh " + o.mesh + " failed" +
-             (error.empty() ? "" : ": " + error));
-      pmlir_rt_finalize();
-      return 1;
-    }
-    // The reports, written by rank 0 alone: a failure there is its own, and
-    // ends the job (MPI_Abort) while the others compile.
+    if (failed(runPhases(phases, CompilePhase::Program, CompilePhase::Rank, *module, error)))
+      error = "sharding " + o.model + " on --mesh " + o.mesh + " failed" +
+              (error.empty() ? "" : ": " + error);
+    if (int status = stopIfAnyFailed(error))
+      return status;
+    // The reports, written by rank 0 alone.
     if (rank == 0 && (!o.commReport.empty() || !o.memoryReport.empty()))
-      if (std::string error; !writeReports(*module, error))
-        return failHere(error);
+      writeReports(*module, error);
+    if (int status = stopIfAnyFailed(error))
+      return status;
   }
 
   if (o.predict)
     return predict(*module, entry, pipelined);
   if (o.compileOnly) {
     std::string error;
-    if (failed(lower(*module, entry.getSymName().str(), rank == 0, error)))
-      return failHere(error);
+    LogicalResult lowered = lower(*module, entry.getSymName().str(), rank == 0, error);
+    if (int status = stopIfAnyFailed(succeeded(lowered) ? "" : error))
+      return status;
     if (failed(checkMessagesMeet(*module)))
       return 1;
     if (mesh)
@@ -665,87 +671,101 @@ int Job::run() {
         if (auto it = idRangesByName.find(name.getValue().str()); it != idRangesByName.end())
           idRanges.emplace(i, it->second);
   }
-  std::string error;
   EntrySignature signature;
-  if (!describeEntry(entry, signature, error, /*mayReturnNothing=*/pipelined))
-    return failHere(error);
   // Where this rank's blocks lie, once for the entry function.
   std::vector<int64_t> coordinates = mesh ? mesh->coordinates(rank) : std::vector<int64_t>{};
   const Mesh *onMesh = mesh ? &*mesh : nullptr;
-  if (!layOut(signature.results, "result", signature.name, onMesh, coordinates, error))
-    return failHere(error);
-  if (!checkGrids(context, *module, mesh, o.mesh, error))
-    return failHere(error);
-
-  bool resumesDirectory = !o.resume.empty() && isCheckpointDirectory(o.resume);
-  if (resumesDirectory) {
-    // Every rank checks its share of the pieces' checksums; rank 0 that
-    // the checkpoint is of this model.
-    if (!(checkpoint = CheckpointDirectory::open(o.resume, error)) ||
-        !checkpoint->verify(rank, mesh ? mesh->numRanks() : 1, error))
-      return failHere("--resume " + o.resume + ": " + error);
-    if (rank == 0)
-      for (auto &[name, saved] : checkpoint->tensors())
-        if (saved.parameter && !llvm::is_contained(modelParams, name))
-          return failHere("--resume " + o.resume + ": it holds parameter '" + name + "' " +
-                          formatDims(saved.shape) +
-                          ", which the model does not have: it was saved for another model");
-  }
-  std::string weightsPath = o.resume.empty() ? o.weights : resumesDirectory ? "" : o.resume;
-  if (!weightsPath.empty() && !(weights = SafeTensorsSet::open(weightsPath, error)))
-    return failHere(error);
-  if (!o.resume.empty() && !resumesDirectory &&
-      (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
-       !checkCheckpoint(*weights->files().front(), *state, /*readTensors=*/rank == 0, error)))
-    return failHere("--resume " + o.resume + ": " + error);
-  if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
-    return failHere(error);
-
-  BindOptions bind = bindOptions();
-  // One rank speaks for all about the files.
-  if (rank == 0)
-    bind.warn = [](const std::string &message) { warn(message); };
-  // Each rank reads and checks its own blocks of sharded weights.
-  bind.warnBlock = [this](const std::string &message) {
-    warn((mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + message);
-  };
   uint64_t bytesRead = 0;
-  bind.bytesRead = &bytesRead;
   std::vector<BoundArgument> args;
-  auto bindStart = std::chrono::steady_clock::now();
-  if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
-      !bindArguments(signature.arguments, signature.name, bind, args, error) ||
-      !checkIds(idRanges, signature, args, error))
-    return failHere(error);
-  double bindSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - bindStart).count();
-  // Every tensor of --weights is the model's, or provably changes nothing
-  // left out (rank 0 reads what it compares; the others trust it). After
-  // binding, which names the weights the file lacks first.
-  if (!o.weights.empty() && rank == 0) {
-    std::string list;
-    size_t count = 0;
-    for (const UnusedTensor &t : unusedTensors(*weights, modelParams)) {
-      if (!t.harmless.empty())
-        continue;
-      const TensorView *view = weights->find(t.name);
-      if (++count <= 10)
-        list += "\n  '" + t.name + "' " + formatDims(view->shape);
+  double bindSeconds = 0;
+  // The entry's arguments, bound from the job's files: each rank reads its
+  // own blocks, so ranks fail alike (a tensor the file lacks) or apart (a
+  // corrupt piece of a checkpoint directory), and agree after.
+  auto bindHere = [&]() -> std::string {
+    std::string error;
+    if (!describeEntry(entry, signature, error, /*mayReturnNothing=*/pipelined))
+      return error;
+    if (!layOut(signature.results, "result", signature.name, onMesh, coordinates, error))
+      return error;
+    if (!checkGrids(context, *module, mesh, o.mesh, error))
+      return error;
+
+    bool resumesDirectory = !o.resume.empty() && isCheckpointDirectory(o.resume);
+    if (resumesDirectory) {
+      // Every rank checks its share of the pieces' checksums; rank 0 that
+      // the checkpoint is of this model.
+      if (!(checkpoint = CheckpointDirectory::open(o.resume, error)) ||
+          !checkpoint->verify(rank, mesh ? mesh->numRanks() : 1, error))
+        return "--resume " + o.resume + ": " + error;
+      if (rank == 0)
+        for (auto &[name, saved] : checkpoint->tensors())
+          if (saved.parameter && !llvm::is_contained(modelParams, name))
+            return "--resume " + o.resume + ": it holds parameter '" + name + "' " +
+                   formatDims(saved.shape) +
+                   ", which the model does not have: it was saved for another model";
     }
-    if (count > 10)
-      list += "\n  ... and " + std::to_string(count - 10) + " more";
-    if (count > 0 && !o.allowUnusedWeights)
-      return failHere("--weights " + o.weights + " holds " + std::to_string(count) +
-                      (count == 1 ? " tensor" : " tensors") +
-                      " the model does not use, so it would compute another model than the "
-                      "checkpoint's:" +
-                      list +
-                      "\n(pmlir-gen hf builds the model a Hugging Face directory's config.json "
-                      "describes; --allow-unused-weights runs without them)");
-    if (count > 0)
-      warn("--allow-unused-weights: the model does not use these tensors of " + o.weights + ":" +
-           list);
-  }
+    std::string weightsPath = o.resume.empty() ? o.weights : resumesDirectory ? "" : o.resume;
+    if (!weightsPath.empty() && !(weights = SafeTensorsSet::open(weightsPath, error)))
+      return error;
+    if (!o.resume.empty() && !resumesDirectory &&
+        (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
+         !checkCheckpoint(*weights->files().front(), *state, /*readTensors=*/rank == 0, error)))
+      return "--resume " + o.resume + ": " + error;
+    if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
+      return error;
+
+    BindOptions bind = bindOptions();
+    // One rank speaks for all about the files.
+    if (rank == 0)
+      bind.warn = [](const std::string &message) { warn(message); };
+    // Each rank reads and checks its own blocks of sharded weights.
+    bind.warnBlock = [this](const std::string &message) {
+      warn((mesh ? "rank " + std::to_string(rank) + ": " : std::string()) + message);
+    };
+    bind.bytesRead = &bytesRead;
+    auto bindStart = std::chrono::steady_clock::now();
+    if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
+        !bindArguments(signature.arguments, signature.name, bind, args, error) ||
+        !checkIds(idRanges, signature, args, error))
+      return error;
+    bindSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - bindStart).count();
+    // Every tensor of --weights is the model's, or provably changes nothing
+    // left out (rank 0 reads what it compares; the others trust it). After
+    // binding, which names the weights the file lacks first.
+    if (!o.weights.empty() && rank == 0) {
+      std::string list;
+      size_t count = 0;
+      for (const UnusedTensor &t : unusedTensors(*weights, modelParams)) {
+        if (!t.harmless.empty())
+          continue;
+        const TensorView *view = weights->find(t.name);
+        if (++count <= 10)
+          list += "\n  '" + t.name + "' " + formatDims(view->shape);
+      }
+      if (count > 10)
+        list += "\n  ... and " + std::to_string(count - 10) + " more";
+      if (count > 0 && !o.allowUnusedWeights)
+        return "--weights " + o.weights + " holds " + std::to_string(count) +
+               (count == 1 ? " tensor" : " tensors") +
+               " the model does not use, so it would compute another model than the "
+               "checkpoint's:" +
+               list +
+               "\n(pmlir-gen hf builds the model a Hugging Face directory's config.json "
+               "describes; --allow-unused-weights runs without them)";
+      if (count > 0)
+        warn("--allow-unused-weights: the model does not use these tensors of " + o.weights + ":" +
+             list);
+    }
+    // The token file, checked before the compile: one window of the
+    // sequence the token ids hold (tokenSequence).
+    if (o.train && !o.data.empty() &&
+        !(tokens = TokenData::open(o.data, o.dataDtype, tokenSequence, error)))
+      return error;
+    return "";
+  };
+  if (int status = stopIfAnyFailed(bindHere()))
+    return status;
   if (o.printBytesRead && (weights || checkpoint)) {
     // Against the bytes of the model's parameters in the files, whole.
     uint64_t whole = 0;
@@ -765,16 +785,10 @@ int Job::run() {
     llvm::outs().flush();
   }
 
-  // The token file, checked before the compile: one window of the
-  // sequence the token ids hold (tokenSequence).
-  if (o.train && !o.data.empty()) {
-    if (!(tokens = TokenData::open(o.data, o.dataDtype, tokenSequence, error)))
-      return failHere(error);
-  }
-
+  std::string error;
   std::unique_ptr<JitProgram> program = compile(*module, signature, rank == 0, error);
-  if (!program)
-    return failHere(error);
+  if (int status = stopIfAnyFailed(program ? "" : error))
+    return status;
   if (failed(checkMessagesMeet(*module)))
     return 1;
   pmlir_rt_set_num_threads(o.threads);

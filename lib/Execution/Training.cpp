@@ -472,18 +472,28 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   int64_t lossAt = resultNamed(signature, "loss");
   int64_t normAt = resultNamed(signature, "grad_norm");
   int64_t stepArg = argumentNamed(signature, training::kStepName);
-  if (lossAt < 0 || normAt < 0 || stepArg < 0)
-    return failHere("@" + signature.name + " is no training step (pmlir-optimizer's)");
   Batch batch;
   bool pipelined = o.pipelineSchedule != pipe::ScheduleKind::None;
-  if (!batch.locate(signature, error, pipelined))
-    return failHere(error);
+  // The steps already taken: a checkpoint's, or none.
+  std::optional<int64_t> taken;
+  // --check: rank 0 takes each step again, unsharded, from the state the
+  // sharded run took it from, and compares the two (StepCheck.h).
+  std::unique_ptr<UnshardedStep> unsharded;
+  // Every rank comes to the first step, or none.
+  std::string mine;
+  if (lossAt < 0 || normAt < 0 || stepArg < 0)
+    mine = "@" + signature.name + " is no training step (pmlir-optimizer's)";
+  else if (!batch.locate(signature, error, pipelined))
+    mine = error;
+  else if (!(taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error)))
+    mine = "--resume " + o.resume + ": " + error;
+  else if (o.check && rank == 0 &&
+           !prepareUnsharded(reference, *(unsharded = std::make_unique<UnshardedStep>()), error))
+    mine = "the unsharded run of --check: " + error;
+  if (int status = stopIfAnyFailed(mine))
+    return status;
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
   int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
-  // The steps already taken: a checkpoint's, or none.
-  std::optional<int64_t> taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error);
-  if (!taken)
-    return failHere("--resume " + o.resume + ": " + error);
   int64_t done = *taken;
 
   std::vector<size_t> updated;
@@ -528,19 +538,9 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     return true;
   };
 
-  // --check: rank 0 takes each step again, unsharded, from the state the
-  // sharded run took it from, and compares the two (StepCheck.h).
-  std::unique_ptr<UnshardedStep> unsharded;
   std::vector<StateTensor> before, after;
-  if (o.check) {
-    if (rank == 0) {
-      unsharded = std::make_unique<UnshardedStep>();
-      if (!prepareUnsharded(reference, *unsharded, error))
-        return failHere("the unsharded run of --check: " + error);
-    }
-    if (!gatherState(before))
-      return failHere(error);
-  }
+  if (o.check && !gatherState(before))
+    return failHere(error);
   std::vector<float> losses, expectedLosses;
   StepComparison worst;
 

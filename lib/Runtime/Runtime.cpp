@@ -567,6 +567,22 @@ extern "C" void pmlir_rt_ready(void) {
       [&](MPI_Request *r) { return MPI_Ibarrier(all.comm, r); });
 }
 
+extern "C" int64_t pmlir_rt_first_failed_rank(int failed) {
+  if (!state)
+    return failed ? 0 : -1;
+  // No Waiting, as for pmlir_rt_ready: a rank that failed early waits here
+  // for the others still reading their files or compiling.
+  const Group &all = everyone("first failed rank");
+  int mine = failed ? state->rank : INT_MAX, first = INT_MAX;
+  mpiCall(
+      "first failed rank",
+      [&] { return MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, all.comm); },
+      [&](MPI_Request *r) {
+        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, all.comm, r);
+      });
+  return first == INT_MAX ? -1 : first;
+}
+
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }
 extern "C" int64_t pmlir_rt_num_ranks(void) { return state ? state->mesh->numRanks() : 1; }
 

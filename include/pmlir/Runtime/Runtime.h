@@ -86,6 +86,13 @@ void pmlir_rt_finalize(void);
  * run, so that a run's time is its own. Without the timeout: ranks compile
  * different programs (pipeline stages) for different times. */
 void pmlir_rt_ready(void);
+/* Every rank meets here, like pmlir_rt_ready without the timeout, with
+ * whether it failed (a failure it would otherwise end the job with): the
+ * lowest rank that failed, or -1 where none did. Where ranks fail alike
+ * (the same file, the same program) or apart, the caller lets that rank
+ * alone say why and every rank ends cleanly, instead of each printing its
+ * own and aborting. */
+int64_t pmlir_rt_first_failed_rank(int failed);
 
 /* Waits until the collectives issued so far are complete, under the
  * timeout (an NCCL error or a wait past it ends the job). Nothing to wait
