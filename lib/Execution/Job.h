@@ -318,8 +318,9 @@ private:
     return mlir::success();
   }
   /// Runs `pm` (configured) on `target`. Rank 0 prints its diagnostics;
-  /// the others add their errors to `error`, which a failure of theirs
-  /// alone (a pipeline rank's stages) then tells.
+  /// the others keep their errors and, where the run fails, add them to
+  /// `error`, for a failure of theirs alone (a pipeline rank's stages) to
+  /// be told.
   LogicalResult runPasses(PassManager &pm, mlir::Operation *target, std::string &error) const;
   /// Lowers `module` for the job's target with its function `entry` as the
   /// entry (the compile pipeline's last phase); `emit` writes the lowered

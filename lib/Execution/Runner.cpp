@@ -324,16 +324,20 @@ bool checkGrids(MLIRContext &context, ModuleOp module, const std::optional<Mesh>
 namespace pmlir::exec {
 
 LogicalResult Job::runPasses(PassManager &pm, mlir::Operation *target, std::string &error) const {
+  std::string kept;
   std::optional<ScopedDiagnosticHandler> keep;
   if (rank != 0)
     keep.emplace(&context, [&](Diagnostic &d) {
       if (d.getSeverity() == DiagnosticSeverity::Error) {
-        llvm::raw_string_ostream out(error);
-        out << (error.empty() ? "" : "; ") << d.getLocation() << ": " << d;
+        llvm::raw_string_ostream out(kept);
+        out << (kept.empty() ? "" : "; ") << d.getLocation() << ": " << d;
       }
       return success();
     });
-  return success(succeeded(configure(pm)) && succeeded(pm.run(target)));
+  if (succeeded(configure(pm)) && succeeded(pm.run(target)))
+    return success();
+  error += (error.empty() || kept.empty() ? "" : "; ") + kept;
+  return failure();
 }
 
 LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
