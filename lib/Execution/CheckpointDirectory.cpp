@@ -7,6 +7,7 @@
 #include "pmlir/Execution/CheckpointDirectory.h"
 #include "pmlir/Execution/Binding.h"
 #include "pmlir/Execution/Checkpoint.h"
+#include "pmlir/Support/ElementCount.h"
 #include "pmlir/Support/OutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -38,9 +39,9 @@ constexpr const char *kShardsKey = "pmlir.shards";
 /// Dimensions and offsets of a piece beyond this are refused: products of
 /// a few of them stay far from int64's end.
 constexpr int64_t kMaxDim = int64_t(1) << 40;
-constexpr int64_t kMaxElements = int64_t(1) << 50;
 /// Dimensions of a piece's view: with each index below three times its
-/// dimension, a flat index stays below 3^8 * 2^50 < 2^63.
+/// dimension, a flat index stays below 3^8 * kMaxTensorElements (2^48)
+/// < 2^63.
 constexpr size_t kMaxRank = 8;
 
 std::string rankFileName(int64_t rank) {
@@ -162,15 +163,6 @@ std::optional<std::vector<int64_t>> dimsOf(const json &j) {
   return dims;
 }
 
-/// The product of `dims` if it is at most kMaxElements.
-std::optional<int64_t> productOf(const std::vector<int64_t> &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
-      return std::nullopt;
-  return n;
-}
-
 /// A piece's block of a tensor of `shape` from its JSON, checked so that
 /// every element it places lies in the tensor and in the piece; nullopt
 /// with `why` (a phrase) when it does not.
@@ -186,8 +178,8 @@ std::optional<BlockLayout> blockFromJson(const json &j, const std::vector<int64_
     why = "its block is no {global, local, offset} of equal lengths of whole numbers";
     return std::nullopt;
   }
-  std::optional<int64_t> elements = productOf(shape), view = productOf(*global);
-  if (!elements || !view || *elements != *view || !productOf(*local)) {
+  std::optional<int64_t> elements = checkedProduct(shape), view = checkedProduct(*global);
+  if (!elements || !view || *elements != *view || !checkedProduct(*local)) {
     why = "its block's view " + formatDims(*global) + " does not hold the tensor's " +
           formatDims(shape) + " elements";
     return std::nullopt;
@@ -480,7 +472,8 @@ std::unique_ptr<CheckpointDirectory> CheckpointDirectory::open(const std::string
   for (auto &[name, entry] : tensors.items()) {
     std::string what = "tensor '" + name + "': ";
     std::optional<std::vector<int64_t>> shape;
-    if (!entry.is_object() || !(shape = dimsOf(entry.value("shape", json()))) || !productOf(*shape))
+    if (!entry.is_object() || !(shape = dimsOf(entry.value("shape", json()))) ||
+        !checkedProduct(*shape))
       return corrupt(what + "it has no shape of whole numbers");
     json kind = entry.value("kind", json());
     if (kind != "parameter" && kind != "optimizer")
@@ -525,9 +518,10 @@ const TensorView *CheckpointDirectory::pieceData(std::string_view name, const Pi
   // The block as the rank held it: its shape may be the view's with a
   // dimension of parts made one.
   const TensorView *view = f->find(name);
-  if (!view || view->dtype != DType::F32 || view->numElements() != *productOf(piece.block.local)) {
+  if (!view || view->dtype != DType::F32 ||
+      view->numElements() != *checkedProduct(piece.block.local)) {
     error = f->path() + " does not hold tensor '" + std::string(name) + "' as F32 of " +
-            std::to_string(*productOf(piece.block.local)) +
+            std::to_string(*checkedProduct(piece.block.local)) +
             " elements, as its index says: the checkpoint is corrupt";
     return nullptr;
   }

@@ -8,6 +8,7 @@
 #include "pmlir/Dialect/Tfm/IR/ShapeUtils.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/ModelGen/HuggingFace.h"
+#include "pmlir/Support/ElementCount.h"
 #include "pmlir/Support/SafeTensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,7 +16,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <optional>
@@ -52,20 +52,19 @@ public:
                          value, divisorFlag, divisor, why));
   }
   /// The tensor `what`, of the flags' sizes multiplied, within
-  /// kMaxElements elements: past it the program's byte counts (and a
+  /// kMaxTensorElements elements: past it the program's byte counts (and a
   /// runtime's allocations) would overflow 64 bits.
   void fits(llvm::StringRef what, std::initializer_list<std::pair<llvm::StringRef, int64_t>> dims) {
-    static constexpr int64_t kMaxElements = int64_t(1) << 48;
-    int64_t elements = 1;
+    static_assert(kMaxTensorElements == int64_t(1) << 48, "the message names the bound");
+    llvm::SmallVector<int64_t> sizes;
     std::string product;
-    bool over = false;
     for (auto [flag, size] : dims) {
       if (size <= 0)
         return; // refused as not positive
       product += (product.empty() ? "--" : " x --") + flag.str() + " " + std::to_string(size);
-      over = over || llvm::MulOverflow(elements, size, elements) || elements > kMaxElements;
+      sizes.push_back(size);
     }
-    if (over)
+    if (!checkedProduct(sizes))
       fail(llvm::formatv("{0} ({1}) has more than 2^48 elements", product, what));
   }
   void fail(std::string message) {

@@ -12,6 +12,7 @@
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/GemmKernels.h"
 #include "pmlir/Runtime/MemRefDescriptor.h"
+#include "pmlir/Support/ElementCount.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -76,15 +77,6 @@ std::optional<KernelCall> kernelCall(const std::string &kernel, size_t l, size_t
   return std::nullopt;
 }
 
-/// The bytes of `shape`'s elements of `width` bytes; nullopt past int64.
-std::optional<int64_t> bytesOf(const std::vector<int64_t> &shape, int width) {
-  int64_t n = width;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n))
-      return std::nullopt;
-  return n;
-}
-
 /// The most bytes one timed call's operands take: a quarter of the host's
 /// memory. A larger call is not timed (a model's 2^40-entry vocabulary
 /// would end the process on its allocation).
@@ -105,14 +97,13 @@ public:
                                         : std::nullopt;
     if (!how)
       return nullptr;
-    std::optional<int64_t> lhsBytes = bytesOf(call.lhs, how->inBytes),
-                           rhsBytes = bytesOf(call.rhs, how->inBytes),
-                           outBytes = bytesOf(call.out, how->outBytes);
-    int64_t operandBytes = 0;
-    if (!lhsBytes || !rhsBytes || !outBytes ||
-        __builtin_add_overflow(*lhsBytes, *rhsBytes, &operandBytes) ||
-        __builtin_add_overflow(operandBytes, *outBytes, &operandBytes) ||
-        operandBytes > maxTimedBytes())
+    // An operand past kMaxTensorElements is past the host's memory too.
+    std::optional<int64_t> lhsElements = pmlir::checkedProduct(call.lhs),
+                           rhsElements = pmlir::checkedProduct(call.rhs),
+                           outElements = pmlir::checkedProduct(call.out);
+    if (!lhsElements || !rhsElements || !outElements ||
+        (*lhsElements + *rhsElements) * how->inBytes + *outElements * how->outBytes >
+            maxTimedBytes())
       return nullptr;
     std::string symbol = "_mlir_ciface_" + call.kernel;
     void *kernel = nullptr;
@@ -124,9 +115,9 @@ public:
     auto g = std::unique_ptr<PreparedGemm>(new PreparedGemm());
     g->kernel = kernel;
     g->invoke = how->invoke;
-    g->a = filled(*lhsBytes / how->inBytes, how->inBytes);
-    g->b = filled(*rhsBytes / how->inBytes, how->inBytes);
-    g->c.assign(static_cast<size_t>(*outBytes), 0);
+    g->a = filled(*lhsElements, how->inBytes);
+    g->b = filled(*rhsElements, how->inBytes);
+    g->c.assign(static_cast<size_t>(*outElements * how->outBytes), 0);
     g->lhs.emplace(g->a.data(), call.lhs);
     g->rhs.emplace(g->b.data(), call.rhs);
     g->out.emplace(g->c.data(), call.out);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Support/SafeTensors.h"
+#include "pmlir/Support/ElementCount.h"
 #include "pmlir/Support/Nesting.h"
 #include "pmlir/Support/OutputFile.h"
 
@@ -108,16 +109,17 @@ std::string parseEntry(const std::string &name, const nlohmann::json &entry,
   auto shape = entry.find("shape");
   if (shape == entry.end() || !shape->is_array())
     return "missing array 'shape'";
-  uint64_t elements = 1;
   for (const nlohmann::json &d : *shape) {
     if (!d.is_number_unsigned())
       return "shape " + brief(*shape) + " holds a value that is not a "
              "non-negative integer";
-    uint64_t dim = d.get<uint64_t>();
-    if (dim > (1ull << 48) || __builtin_mul_overflow(elements, dim, &elements))
+    if (d.get<uint64_t>() > static_cast<uint64_t>(kMaxTensorElements))
       return "shape " + brief(*shape) + " is too large";
-    view.shape.push_back(static_cast<int64_t>(dim));
+    view.shape.push_back(d.get<int64_t>());
   }
+  std::optional<int64_t> elements = checkedProduct(view.shape);
+  if (!elements)
+    return "shape " + brief(*shape) + " is too large";
 
   auto offsets = entry.find("data_offsets");
   if (offsets == entry.end())
@@ -134,9 +136,8 @@ std::string parseEntry(const std::string &name, const nlohmann::json &entry,
     return "data_offsets [" + std::to_string(begin) + ", " +
            std::to_string(end) + "] outside the " + std::to_string(dataBytes) +
            "-byte data section";
-  uint64_t expected = 0;
-  if (__builtin_mul_overflow(elements, dtypeSize(view.dtype), &expected) ||
-      end - begin != expected)
+  uint64_t expected = static_cast<uint64_t>(*elements) * dtypeSize(view.dtype);
+  if (end - begin != expected)
     return "data_offsets hold " + std::to_string(end - begin) +
            " bytes, but dtype " + dtypeName(view.dtype) + " and shape " +
            formatDims(view.shape) + " need " + std::to_string(expected);
