@@ -12,10 +12,8 @@
 #ifndef PMLIR_SUPPORT_ELEMENTCOUNT_H
 #define PMLIR_SUPPORT_ELEMENTCOUNT_H
 
-#include "llvm/ADT/ArrayRef.h"
-
 #include <cstdint>
-#include <limits>
+#include <initializer_list>
 #include <optional>
 
 namespace pmlir {
@@ -25,16 +23,21 @@ namespace pmlir {
 /// int64.
 inline constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
 
-/// The product of `dims`, each non-negative, where it is at most `limit`;
-/// nullopt where a dimension is negative or the product passes `limit`
-/// (int64's end included).
-inline std::optional<int64_t> checkedProduct(llvm::ArrayRef<int64_t> dims,
-                                             int64_t limit = kMaxTensorElements) {
+/// The product of `dims` (int64_t values), each non-negative, where it is
+/// at most `limit`; nullopt where a dimension is negative or the product
+/// passes `limit` (int64's end included). A template over the range, not
+/// an llvm::ArrayRef: PMLIRSupport's readers link no LLVM library.
+template <typename Dims>
+std::optional<int64_t> checkedProduct(const Dims &dims, int64_t limit = kMaxTensorElements) {
   int64_t product = 1;
   for (int64_t d : dims)
     if (d < 0 || __builtin_mul_overflow(product, d, &product) || product > limit)
       return std::nullopt;
   return product;
+}
+inline std::optional<int64_t> checkedProduct(std::initializer_list<int64_t> dims,
+                                             int64_t limit = kMaxTensorElements) {
+  return checkedProduct<std::initializer_list<int64_t>>(dims, limit);
 }
 
 } // namespace pmlir
