@@ -12,6 +12,7 @@
 
 #include "pmlir/Conversion/Passes.h"
 #include "pmlir/Support/Mesh.h"
+#include "pmlir/Support/OutputFile.h"
 #include "pmlir/Target/CPU/Passes.h"
 #include "pmlir/Target/GPU/Passes.h"
 #include "pmlir/Training/Optimizer.h"
@@ -177,6 +178,10 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
       return "pipeline-rank " + std::to_string(o.pipelineRank) + " is not one of the mesh's " +
              std::to_string(pipelineRanks) + " pipeline ranks (0 to " +
              std::to_string(pipelineRanks - 1) + ")";
+    if (!o.commReport.empty() && o.commReport != "-" &&
+        (o.commReport == o.memoryReport || sameFile(o.commReport, o.memoryReport)))
+      return "comm-report and memory-report name the same file '" + o.commReport +
+             "': the second would replace the first";
     if (!pipelined(o))
       for (auto [unused, name] :
            {std::pair<bool, const char *>{o.pipelineRank != 0, "pipeline-rank"},

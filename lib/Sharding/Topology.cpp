@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 using namespace pmlir::sharding;
@@ -48,21 +49,59 @@ std::optional<Topology> Topology::preset(const std::string &name) {
 
 namespace {
 
-/// A positive number at `object[key]`, or nullopt with `error` naming it.
+/// The range a topology's number must lie in. The bounds are far past any
+/// hardware, and keep every cost the auto-sharding prices from it (a
+/// step's seconds, in microseconds) inside what its solver takes: a rate of
+/// 1e-300 made costs of 1e300 and ended the process in CLP's assertion.
+struct Range {
+  double least, most;
+  bool allowZero = false;
+};
+/// TFLOP/s, GB, GB/s: 1 GFLOP/s, 1 MB, 1 MB/s up to 1e6 times today's.
+constexpr Range kRate{1e-3, 1e6};
+/// A link's latency in microseconds: up to a second.
+constexpr Range kLatency{0, 1e6, /*allowZero=*/true};
+
+/// A number at `object[key]` in `range`, or nullopt with `error` naming it.
 std::optional<double> positive(const nlohmann::json &object, const std::string &where,
-                               const std::string &key, std::string &error, bool allowZero = false) {
+                               const std::string &key, std::string &error, Range range = kRate) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_number()) {
     error = where + " needs a number '" + key + "'";
     return std::nullopt;
   }
   double v = it->get<double>();
-  if (!std::isfinite(v) || v < 0 || (!allowZero && v == 0)) {
-    error = where + "'s '" + key + "' must be " + (allowZero ? "non-negative" : "positive") +
+  if (!std::isfinite(v) || v < 0 || (!range.allowZero && v == 0)) {
+    error = where + "'s '" + key + "' must be " + (range.allowZero ? "non-negative" : "positive") +
             ", not " + it->dump();
     return std::nullopt;
   }
+  if ((v != 0 && v < range.least) || v > range.most) {
+    std::ostringstream bounds;
+    bounds << std::setprecision(10) << (range.allowZero ? 0 : range.least) << " to " << range.most;
+    error = where + "'s '" + key + "' must be " + bounds.str() + ", not " + it->dump();
+    return std::nullopt;
+  }
   return v;
+}
+
+/// False with `error` where `object` has a key outside `known`: a key
+/// misspelt ("latency_ms") would otherwise leave its number out unseen.
+bool onlyKnownKeys(const nlohmann::json &object, const std::string &where,
+                   std::initializer_list<const char *> known, std::string &error) {
+  for (auto &[key, value] : object.items()) {
+    bool isKnown = false;
+    for (const char *k : known)
+      isKnown = isKnown || key == k;
+    if (isKnown)
+      continue;
+    std::string list;
+    for (const char *k : known)
+      list += std::string(list.empty() ? "" : ", ") + "'" + k + "'";
+    error = where + " has the key '" + key + "', which is none of " + list;
+    return false;
+  }
+  return true;
 }
 
 std::optional<Link> linkFrom(const nlohmann::json &object, const std::string &where,
@@ -71,9 +110,11 @@ std::optional<Link> linkFrom(const nlohmann::json &object, const std::string &wh
     error = where + " must be an object {\"gbps\": ..., \"latency_us\": ...}";
     return std::nullopt;
   }
+  if (!onlyKnownKeys(object, where, {"gbps", "latency_us"}, error))
+    return std::nullopt;
   std::optional<double> gbps = positive(object, where, "gbps", error);
   std::optional<double> latency =
-      gbps ? positive(object, where, "latency_us", error, /*allowZero=*/true) : std::nullopt;
+      gbps ? positive(object, where, "latency_us", error, kLatency) : std::nullopt;
   if (!latency)
     return std::nullopt;
   return Link{*gbps * 1e9, *latency * 1e-6};
@@ -87,10 +128,15 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
     error = "the topology is not a JSON object";
     return std::nullopt;
   }
+  if (!onlyKnownKeys(root, "the topology",
+                     {"name", "devices_per_node", "device", "intra_node", "inter_node", "axes"},
+                     error))
+    return std::nullopt;
   Topology t;
   auto name = root.find("name");
   t.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
-  std::optional<double> perNode = positive(root, "the topology", "devices_per_node", error);
+  std::optional<double> perNode = positive(root, "the topology", "devices_per_node", error,
+                                           Range{1, static_cast<double>(pmlir::kMaxMeshDevices)});
   if (!perNode)
     return std::nullopt;
   if (*perNode != std::floor(*perNode)) {
@@ -103,6 +149,8 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
     error = "the topology needs a 'device' object {\"tflops\", \"memory_gb\", \"memory_gbps\"}";
     return std::nullopt;
   }
+  if (!onlyKnownKeys(*device, "the device", {"tflops", "memory_gb", "memory_gbps"}, error))
+    return std::nullopt;
   std::optional<double> tflops = positive(*device, "the device", "tflops", error);
   std::optional<double> memory =
       tflops ? positive(*device, "the device", "memory_gb", error) : std::nullopt;

@@ -253,6 +253,9 @@ int main(int argc, char **argv) {
     c.loss = lossFlag;
     llama = c;
   } else if (hfCommand) {
+    if (pmlir::sameFile(outputFile, hfDirectory) ||
+        pmlir::sameFile(outputFile, hfDirectory + "/config.json"))
+      return fail("-o " + outputFile + " is the config.json it reads: the model would replace it");
     llvm::Expected<pmlir::HuggingFaceModel> hf =
         pmlir::readHuggingFaceConfig(hfDirectory, seqFlag, batchFlag, lossFlag);
     if (!hf)

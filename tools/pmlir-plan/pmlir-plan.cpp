@@ -408,6 +408,8 @@ int planMain(int argc, char **argv) {
     OutputTarget target;
     if (!resolveOutput(jsonPath, target, error))
       return fail(error);
+    if (sameFile(jsonPath, modelPath))
+      return fail("--json " + jsonPath + " is the model's own file: the plans would replace it");
   }
 
   // The dialects of a global model (the planner builds the rest); the tool

@@ -179,6 +179,28 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
       R"({"devices_per_node": 8, "device": {"tflops": -1, "memory_gb": 1, "memory_gbps": 1}})",
       error));
   EXPECT_EQ(error, "the device's 'tflops' must be positive, not -1");
+  // Past the bounds: costs the solver cannot take (CLP asserted on 1e-300).
+  auto withDevice = [](const std::string &device, const std::string &intra) {
+    return R"({"devices_per_node": 8, "device": )" + device + R"(, "intra_node": )" + intra +
+           R"(, "inter_node": {"gbps": 40, "latency_us": 10}})";
+  };
+  const std::string device = R"({"tflops": 100, "memory_gb": 80, "memory_gbps": 2000})";
+  const std::string link = R"({"gbps": 300, "latency_us": 3})";
+  EXPECT_TRUE(Topology::fromJson(withDevice(device, link), error)) << error;
+  EXPECT_FALSE(Topology::fromJson(
+      withDevice(R"({"tflops": 1e-300, "memory_gb": 80, "memory_gbps": 2000})", link), error));
+  EXPECT_EQ(error, "the device's 'tflops' must be 0.001 to 1000000, not 1e-300");
+  EXPECT_FALSE(
+      Topology::fromJson(withDevice(device, R"({"gbps": 300, "latency_us": 1e30})"), error));
+  EXPECT_EQ(error, "the 'intra_node' link's 'latency_us' must be 0 to 1000000, not 1e+30");
+  EXPECT_FALSE(Topology::fromJson(
+      R"({"devices_per_node": 1e300, "device": {"tflops": 1, "memory_gb": 1, "memory_gbps": 1}})",
+      error));
+  EXPECT_EQ(error, "the topology's 'devices_per_node' must be 1 to 1048576, not 1e+300");
+  // A misspelt key is refused, not left out.
+  EXPECT_FALSE(Topology::fromJson(withDevice(device, R"({"gbps": 300, "latency_ms": 3})"), error));
+  EXPECT_EQ(error, "the 'intra_node' link has the key 'latency_ms', which is none of 'gbps', "
+                   "'latency_us'");
   EXPECT_FALSE(Topology::load("nowhere.json", error));
   EXPECT_EQ(
       error,

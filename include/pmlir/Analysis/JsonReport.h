@@ -34,12 +34,20 @@ inline llvm::json::Object meshJson(mlir::ModuleOp module) {
 }
 
 /// Writes `report` to `path` (- for stdout) whole or not at all, without
-/// replacing a device or a link (OutputFile); an error on `module` names
-/// `what`.
+/// replacing a device, a link or the file `module` was read from
+/// (OutputFile); an error on `module` names `what`.
 inline mlir::LogicalResult writeJsonReport(mlir::ModuleOp module, llvm::StringRef path,
                                            llvm::StringRef what, const llvm::json::Value &report) {
   std::string text = llvm::formatv("{0:2}", report).str() + "\n";
   std::string error;
+  // The model's own file, which a report would replace.
+  if (auto file = module.getLoc()->findInstanceOf<mlir::FileLineColLoc>();
+      file && path != "-" && sameFile(path.str(), file.getFilename().str())) {
+    mlir::emitError(module.getLoc())
+        << "cannot write the " << what << " to '" << path
+        << "': it is the model's own file, which the report would replace";
+    return mlir::failure();
+  }
   if (!writeOutputFile(path.str(), text, error)) {
     mlir::emitError(module.getLoc())
         << "cannot write the " << what << " to '" << path << "': " << error;

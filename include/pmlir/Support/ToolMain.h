@@ -29,6 +29,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
@@ -182,13 +183,30 @@ inline std::string unverifiableGridIn(llvm::StringRef text, const mlir::DialectR
 /// What the tools check of a model file before MLIR reads it: the nesting
 /// of text, that its grids can be verified, and with `trialRead` a trial
 /// read of bytecode in a child (not in an MPI rank, which must not fork).
-/// Standard input and unreadable files pass: the real read reports on them. With `asText` (and
+/// A directory, a pipe, a FIFO or a device is refused (the file is read
+/// twice); standard input ("-") and unreadable files pass: the real read
+/// reports on them. With `asText` (and
 /// `trialRead`), bytecode that reads is also written there as text for the
 /// caller to read instead (see bytecodeReadsSafely).
 inline bool checkModelInput(const std::string &path, const mlir::DialectRegistry &registry,
                             bool trialRead, std::string &error, const std::string &asText = "") {
   if (path == "-")
     return true;
+  // A pipe or a FIFO would be read up here, and the real read would find
+  // it empty or wait for a writer that is gone; a directory is no model.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status)) {
+    if (status.type() == llvm::sys::fs::file_type::directory_file) {
+      error = "'" + path + "' is a directory, not a model file";
+      return false;
+    }
+    if (status.type() != llvm::sys::fs::file_type::regular_file) {
+      error = "'" + path +
+              "' is not a regular file (a pipe, a FIFO or a device): the model is read more "
+              "than once (checked, then parsed); write it to a file";
+      return false;
+    }
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (buffer && !checkNesting((*buffer)->getBuffer(), path, error))
     return false;
