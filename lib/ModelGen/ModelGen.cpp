@@ -152,11 +152,13 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
     check.fail(llvm::formatv("--shared-experts must be a non-negative count of a sparse model's "
                              "always-on experts, got {0}",
                              c.sharedExperts));
-  if (c.routerAuxLossCoef < 0 || (c.experts == 0 && c.routerAuxLossCoef != 0))
+  if (!(c.routerAuxLossCoef >= 0) || std::isinf(c.routerAuxLossCoef) ||
+      (c.experts == 0 && c.routerAuxLossCoef != 0))
     check.fail(llvm::formatv("--router-aux-loss-coef must be a non-negative weight of a sparse "
                              "model's load-balancing loss, got {0}",
                              c.routerAuxLossCoef));
-  if (!(c.capacityFactor >= 0) || (c.experts == 0 && c.capacityFactor != 0))
+  if (!(c.capacityFactor >= 0) || std::isinf(c.capacityFactor) ||
+      (c.experts == 0 && c.capacityFactor != 0))
     check.fail(llvm::formatv("--capacity-factor must be a non-negative factor of a sparse "
                              "model's expert capacity (0: dropless), got {0}",
                              c.capacityFactor));
@@ -167,6 +169,10 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
                              c.hidden, c.heads, c.hidden / c.heads));
   check.fits("the token embedding", {{"vocab", c.vocab}, {"hidden", c.hidden}});
   check.fits("the MLP's weight", {{"hidden", c.hidden}, {"ffn", c.ffn}});
+  check.fits("the shared experts' weight",
+             {{"shared-experts", std::max<int64_t>(1, c.sharedExperts)},
+              {"ffn", c.ffn},
+              {"hidden", c.hidden}});
   check.fits("an expert's weights",
              {{"experts", std::max<int64_t>(1, c.experts)}, {"hidden", c.hidden}, {"ffn", c.ffn}});
   check.fits("the logits", {{"batch", c.batch}, {"seq", c.seq}, {"vocab", c.vocab}});

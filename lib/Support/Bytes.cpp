@@ -46,7 +46,7 @@ std::optional<double> pmlir::parseBytes(const std::string &text) {
   for (auto [name, scale] : units)
     if (unit == name) {
       double bytes = value * scale;
-      if (!std::isfinite(bytes) || bytes <= 0)
+      if (!std::isfinite(bytes) || bytes <= 0 || bytes > kMaxByteCount)
         return std::nullopt;
       return bytes;
     }

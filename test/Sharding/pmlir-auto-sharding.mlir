@@ -57,7 +57,7 @@
 // RUN: not ls %t.none.mlir
 // TIGHT: error: auto-sharding: cannot fit under 8.00 MiB: the least memory any plan needs is 16.14 MiB
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="memory-budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
-// BUDGET: error: auto-sharding: memory budget 'lots' is not a positive byte count (as 12GiB, 800MB or 1e9)
+// BUDGET: error: auto-sharding: memory budget 'lots' is not a positive byte count up to 4 EiB (as 12GiB, 800MB or 1e9)
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="solver=simplex" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SOLVER
 // SOLVER: error: auto-sharding: solver 'simplex' is neither cbc nor exhaustive
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY

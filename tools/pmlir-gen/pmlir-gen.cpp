@@ -247,6 +247,11 @@ int main(int argc, char **argv) {
       c.experts = expertsFlag;
       c.topK = topKFlag;
       c.routerAuxLossCoef = routerAuxLossCoefFlag;
+      // The coefficient weighs a term of the loss: without one it would
+      // change nothing.
+      if (routerAuxLossCoefFlag.getNumOccurrences() && !lossFlag)
+        return fail("--router-aux-loss-coef weighs the load-balancing term of the loss: it needs "
+                    "--loss");
       c.capacityFactor = capacityFactorFlag;
       c.sharedExperts = sharedExpertsFlag;
     }

@@ -360,7 +360,7 @@ int planMain(int argc, char **argv) {
       std::optional<double> bytes = parseBytes(memoryCap);
       if (!bytes)
         return fail("--memory-cap '" + memoryCap +
-                    "' is not a positive byte count (as 8GiB, 800MB or 1e9)");
+                    "' is not a positive byte count up to 4 EiB (as 8GiB, 800MB or 1e9)");
       predicting.memoryCap = *bytes;
       options.memoryBudget = *bytes;
     }
@@ -385,7 +385,7 @@ int planMain(int argc, char **argv) {
     std::optional<double> bytes = parseBytes(memoryBudget);
     if (!bytes)
       return fail("--memory-budget '" + memoryBudget +
-                  "' is not a positive byte count (as 12GiB, 800MB or 1e9)");
+                  "' is not a positive byte count up to 4 EiB (as 12GiB, 800MB or 1e9)");
     options.memoryBudget = *bytes;
   }
   options.train = train;

@@ -200,6 +200,18 @@ inline std::optional<std::pair<int64_t, int64_t>> gemmElementBytes(std::string_v
   return std::nullopt;
 }
 
+/// Every GEMM kernel's family and operand types, gemmKernelTypes' names
+/// ("pmlir_matmul_f32", "pmlir_gpu_matmul_bf16", ...).
+inline std::vector<std::string> gemmKernelTypeNames() {
+  std::vector<std::string> names;
+#define PMLIR_RT_CPU_GEMM(TYPES, IN, OUT)                                                          \
+  names.push_back(std::string(gemmPrefix(GemmFamily::Cpu)) + "_" #TYPES);
+#define PMLIR_RT_GPU_GEMM(TYPES, IN, OUT, COMPUTE)                                                 \
+  names.push_back(std::string(gemmPrefix(GemmFamily::Gpu)) + "_" #TYPES);
+#include "pmlir/Runtime/RuntimeAbi.def"
+  return names;
+}
+
 /// Whether `name` is a GEMM kernel's (gemmKernelName's form, either family).
 inline bool isGemmKernel(std::string_view name) {
   return gemmKernelTypes(name).size() != name.size() && gemmElementBytes(name).has_value();

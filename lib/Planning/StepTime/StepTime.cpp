@@ -8,6 +8,8 @@
 
 #include "pmlir/Runtime/RuntimeAbi.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <nlohmann/json.hpp>
@@ -16,8 +18,10 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <iomanip>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 using namespace pmlir;
@@ -115,14 +119,49 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
     error = "the device profile is not a JSON object";
     return std::nullopt;
   }
-  auto positive = [&](const nlohmann::json &value,
-                      const std::string &key) -> std::optional<double> {
+  // Every number lies in bounds far past any device (a rate of 1 MFLOP/s
+  // to 1 EFLOP/s, a latency up to a second, memory up to 1 EiB): past
+  // them, seconds and bytes priced from them leave int64 or turn to inf.
+  auto positive = [&](const nlohmann::json &value, const std::string &key,
+                      double most = 1e9) -> std::optional<double> {
+    constexpr double kLeast = 1e-3;
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
       error = "the device profile's '" + key + "' must be a positive number";
       return std::nullopt;
     }
+    if (value.get<double>() < kLeast || value.get<double>() > most) {
+      std::ostringstream bounds;
+      bounds << std::setprecision(10) << kLeast << " to " << most;
+      error =
+          "the device profile's '" + key + "' must be " + bounds.str() + ", not " + value.dump();
+      return std::nullopt;
+    }
     return value.get<double>();
   };
+  // A misspelt key ("gemm_gflop") would leave its number out unseen.
+  static constexpr const char *kKeys[] = {"name",
+                                          "target",
+                                          "topology",
+                                          "gemm_gflops",
+                                          "loop_gbps",
+                                          "loop_gops",
+                                          "serial_loop_gbps",
+                                          "serial_loop_gops",
+                                          "copy_gbps",
+                                          "link_gbps",
+                                          "link_latency_us",
+                                          "launch_us",
+                                          "gemm_gflops_by_kernel",
+                                          "gemm_unaligned_gflops",
+                                          "peak_gflops",
+                                          "context_mib",
+                                          "communicator_mib"};
+  for (auto &[key, value] : root.items())
+    if (!llvm::is_contained(kKeys, key)) {
+      error = "the device profile has the key '" + key + "', which is none of " +
+              llvm::join(llvm::ArrayRef(kKeys), ", ");
+      return std::nullopt;
+    }
   auto number = [&](const char *key, std::optional<double> fallback) -> std::optional<double> {
     auto it = root.find(key);
     if (it == root.end()) {
@@ -189,6 +228,12 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
       return std::nullopt;
     }
     for (auto &[family, rate] : byKernel->items()) {
+      std::vector<std::string> known = rt::abi::gemmKernelTypeNames();
+      if (!llvm::is_contained(known, family)) {
+        error = "the device profile's 'gemm_gflops_by_kernel' names '" + family +
+                "', which is no GEMM kernel family (" + llvm::join(known, ", ") + ")";
+        return std::nullopt;
+      }
       std::optional<double> r = positive(rate, "gemm_gflops_by_kernel." + family);
       if (!r)
         return std::nullopt;
@@ -231,7 +276,7 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
     auto it = root.find(key);
     if (it == root.end())
       continue;
-    std::optional<double> mib = positive(*it, key);
+    std::optional<double> mib = positive(*it, key, /*most=*/1e12); // about 1 EiB
     if (!mib)
       return std::nullopt;
     *field = static_cast<int64_t>(*mib * (1 << 20));

@@ -150,7 +150,7 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       std::optional<double> bytes = pmlir::parseBytes(memoryBudget);
       if (!bytes) {
         module.emitError() << "auto-sharding: memory budget '" << memoryBudget
-                           << "' is not a positive byte count (as 12GiB, 800MB or 1e9)";
+                           << "' is not a positive byte count up to 4 EiB (as 12GiB, 800MB or 1e9)";
         return std::nullopt;
       }
       options.memoryBudget = *bytes;
