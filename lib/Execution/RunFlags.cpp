@@ -417,7 +417,16 @@ bool RunFlags::finish(std::string &error) {
          "counts what --weights or --resume reads: it needs one of them"},
         {"gpu-chip", options.device == CompileTarget::Gpu,
          "names the GPU the program compiles for: it needs --device gpu"},
-        {"print", !options.train, "prints a forward's results; a training step prints its loss"}})
+        {"print", !options.train, "prints a forward's results; a training step prints its loss"},
+        {"steps", options.train, "counts training steps: it needs --train"},
+        {"grad-accum", options.train, "splits a training step: it needs --train"},
+        {"lr", options.train, "is AdamW's, which a training step runs: it needs --train"},
+        {"betas", options.train, "are AdamW's, which a training step runs: it needs --train"},
+        {"eps", options.train, "is AdamW's, which a training step runs: it needs --train"},
+        {"weight-decay", options.train, "is AdamW's, which a training step runs: it needs --train"},
+        {"clip-grad-norm", options.train, "clips a training step's gradients: it needs --train"},
+        {"recompute", options.train || !options.grads.empty(),
+         "says what a backward pass recomputes: it needs --train or --grads"}})
     if (given(name) && !applies) {
       error = std::string("--") + name + " " + why;
       return false;

@@ -199,6 +199,16 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
   } else {
     saveFile = o.save;
   }
+  // A directory --export-hf makes would be where --save writes its files
+  // (found only after training, when one of them fails to be written).
+  if (!o.exportHf.empty() && !saveFile.empty())
+    for (const std::string &file : {saveFile, optimizerStatePath(saveFile)})
+      if (llvm::StringRef(file).rtrim('/') == llvm::StringRef(o.exportHf).rtrim('/') ||
+          sameFile(file, o.exportHf)) {
+        error = "--save and --export-hf name the same path '" + file +
+                "': --save writes a file there, --export-hf a directory";
+        return false;
+      }
   std::vector<std::pair<const char *, std::string>> outputs,
       inputFiles = {
           {"the model", o.model},
@@ -1124,12 +1134,14 @@ int exec::runModel(const RunOptions &o) {
                   (hosts->hosts.size() == 1 ? " host" : " hosts") + "): give hosts or slots for " +
                   std::to_string(mesh->numRanks() - *hosts->slots) + " more");
   }
-  if (o.compileOnly) {
-    if (o.device == CompileTarget::Gpu && o.gpuChip.empty())
-      return fail("--compile-only with --device gpu asks no GPU which chip it is: give "
-                  "--gpu-chip (e.g. sm_90)");
+  if (o.compileOnly && o.device == CompileTarget::Gpu && o.gpuChip.empty())
+    return fail("--compile-only with --device gpu asks no GPU which chip it is: give "
+                "--gpu-chip (e.g. sm_90)");
+  // What only a run produces. --predict prices a --grads program too, so
+  // --grads names its program there, not a file it writes.
+  if (o.compileOnly || o.predict)
     for (auto [given, flag] : {std::pair<bool, const char *>{!o.output.empty(), "--output"},
-                               {!o.grads.empty(), "--grads"},
+                               {!o.grads.empty() && o.compileOnly, "--grads"},
                                {!o.save.empty(), "--save"},
                                {!o.exportHf.empty(), "--export-hf"},
                                {!o.trace.empty(), "--trace"},
@@ -1137,8 +1149,8 @@ int exec::runModel(const RunOptions &o) {
                                {o.repeat > 0, "--repeat"},
                                {o.print, "--print"}})
       if (given)
-        return fail(std::string(flag) + " needs a run: --compile-only runs nothing");
-  }
+        return fail(std::string(flag) + " needs a run: " +
+                    (o.compileOnly ? "--compile-only" : "--predict") + " runs nothing");
   if (o.json && !o.predict)
     return fail("--json prints the report of --predict: it needs --predict");
   if (o.predict && o.compileOnly)
