@@ -525,8 +525,12 @@ struct Planner {
     int64_t maxTp =
         options.maxTensorParallel > 0 ? options.maxTensorParallel : options.topology.devicesPerNode;
     int64_t maxPp = options.maxPipeline > 0 ? std::min(options.maxPipeline, layers) : layers;
+    // A forward runs its microbatches only through a pipeline's stages:
+    // without one, pmlir-run runs the model's one batch, so a plan without
+    // pp would price a job no command runs.
+    bool needsPipeline = !options.train && options.microbatches > 1;
     for (int64_t pp : divisors(options.devices)) {
-      if (pp > maxPp)
+      if (pp > maxPp || (pp == 1 && needsPipeline))
         continue;
       for (int64_t tp : divisors(options.devices / pp)) {
         if (tp > maxTp)
@@ -568,6 +572,15 @@ struct Planner {
         }
         addPlans(pp, dp, tp, meshAttr, intra.model, *plan);
       }
+    }
+    if (needsPipeline && result.plans.empty()) {
+      error = std::to_string(options.microbatches) +
+              " microbatches of a forward run through pipeline stages, and no layout of " +
+              std::to_string(options.devices) + (options.devices == 1 ? " device" : " devices") +
+              " has a pp axis (pp is at most " + std::to_string(maxPp) +
+              " here: --max-pp and the model's layers bound it): plan a forward with 1 "
+              "microbatch, or a training step";
+      return std::nullopt;
     }
     sortPlans();
     compileBest();
