@@ -135,6 +135,18 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
     if (o.gradAccum != 1 && pipelined(o))
       return std::string("grad-accum splits a training step without a pipeline; a pipelined "
                          "step splits by microbatches");
+    for (auto [given, name] : {std::pair<bool, const char *>{o.lr.hasValue(), "lr"},
+                               {o.beta1.hasValue(), "beta1"},
+                               {o.beta2.hasValue(), "beta2"},
+                               {o.eps.hasValue(), "eps"},
+                               {o.weightDecay.hasValue(), "weight-decay"},
+                               {o.maxGradNorm.hasValue(), "max-grad-norm"}})
+      if (given && !train)
+        return std::string(name) +
+               " is AdamW's, which a training step runs: it needs program=train";
+    if (o.recompute.hasValue() && o.program == ProgramKind::Forward)
+      return std::string("recompute says what a backward pass recomputes: it needs program=train "
+                         "or program=gradients");
     if (o.microbatches < 0)
       return "microbatches must be 0 (one) or more, got " + std::to_string(o.microbatches);
     if (o.microbatches > 0 && train && !pipelined(o))

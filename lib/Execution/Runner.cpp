@@ -117,14 +117,19 @@ void fillCompileOptions(const RunOptions &o, CompilePipelineOptions &c) {
   c.program = o.train            ? ProgramKind::Train
               : !o.grads.empty() ? ProgramKind::Gradients
                                  : ProgramKind::Forward;
-  c.recompute = o.recompute;
-  c.lr = o.lr;
-  c.beta1 = o.beta1;
-  c.beta2 = o.beta2;
-  c.eps = o.eps;
-  c.weightDecay = o.weightDecay;
-  c.maxGradNorm = o.clipGradNorm;
-  c.gradAccum = o.gradAccum;
+  // Each option only where it changes the program (the pipeline refuses
+  // the others).
+  if (o.train || !o.grads.empty())
+    c.recompute = o.recompute;
+  if (o.train) {
+    c.lr = o.lr;
+    c.beta1 = o.beta1;
+    c.beta2 = o.beta2;
+    c.eps = o.eps;
+    c.weightDecay = o.weightDecay;
+    c.maxGradNorm = o.clipGradNorm;
+    c.gradAccum = o.gradAccum;
+  }
   if (o.pipelineSchedule != pipe::ScheduleKind::None) {
     c.pipelineSchedule = o.pipelineSchedule;
     c.pipelineCsv = o.pipelineCsv;

@@ -64,6 +64,9 @@
 // TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100, h200) nor a readable JSON file
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
 // LIMIT: error: auto-sharding: time limit 0.00 must be a positive number of seconds
+// A pipeline axis other than pp names an axis of the mesh (a misspelt one was ignored).
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="pipeline-axis=zz" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-AXIS
+// PIPELINE-AXIS: error: auto-sharding: pipeline-axis 'zz' is no axis of the mesh #tfm.mesh<
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | not pmlir-opt --pmlir-auto-sharding -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: error: auto-sharding places mesh #tfm.mesh<tp = 2, sp = 2> on the topology: mesh axis 'sp' has no default place in the rank order (tp, cp, ep, dp, pp); give one with --rank-order
 // RUN: sed 's/tp = 2/tp = 2, sp = 2/' %s | pmlir-opt --pmlir-auto-sharding="rank-order=tp,sp" -o /dev/null

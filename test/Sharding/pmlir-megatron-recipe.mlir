@@ -152,6 +152,12 @@
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=x=2 rank-order=x" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe 2>&1 | FileCheck %s --check-prefix=NO-AXES --implicit-check-not=builtin.module
 // NO-AXES: error: the megatron recipe shards over mesh axes 'tp' (tensor parallel), 'dp' (data parallel), 'cp' (context parallel) and 'ep' (expert parallel), and mesh #tfm.mesh<x = 2, rank_order = [x]> has none of them
+// An axis option naming no axis of the mesh is refused (a misspelt tp-axis
+// once left the model unsharded over tp).
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe="tp-axis=model" 2>&1 | FileCheck %s --check-prefix=AXIS-OPTION
+// AXIS-OPTION: error: the megatron recipe: tp-axis 'model' is no axis of the mesh #tfm.mesh<dp = 2, tp = 2>
 
 // A mesh of pipeline stages alone (Megatron's TP = 1): nothing to shard,
 // the module as it was.

@@ -77,6 +77,14 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
     MeshAttr mesh = meshOf(module, "auto-sharding");
     if (!mesh)
       return signalPassFailure();
+    // An axis named otherwise than the default ("pp") is meant to be one of
+    // the mesh's. (The planner solves a pipelined program on the submesh
+    // without pp.)
+    if (pipelineAxis != "pp" && mesh.axisIndex(pipelineAxis) < 0) {
+      emitError(module.getLoc()) << "auto-sharding: pipeline-axis '" << pipelineAxis
+                                 << "' is no axis of the mesh " << mesh;
+      return signalPassFailure();
+    }
     std::optional<autoshard::Options> options = makeOptions(module, mesh);
     if (!options)
       return signalPassFailure();

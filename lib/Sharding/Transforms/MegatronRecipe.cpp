@@ -94,6 +94,19 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
     MeshAttr mesh = meshOf(module, "the megatron recipe");
     if (!mesh)
       return signalPassFailure();
+    // An axis option set otherwise than its default names an axis of the
+    // mesh: a misspelt one would leave its parallelism out unseen.
+    for (auto [option, value, fallback] :
+         {std::tuple<const char *, StringRef, StringRef>{"tp-axis", tpAxis, "tp"},
+          {"dp-axis", dpAxis, "dp"},
+          {"cp-axis", cpAxis, "cp"},
+          {"ep-axis", epAxis, "ep"},
+          {"pipeline-axis", pipelineAxis, "pp"}})
+      if (value != fallback && mesh.axisIndex(value) < 0) {
+        emitError(module.getLoc()) << "the megatron recipe: " << option << " '" << value
+                                   << "' is no axis of the mesh " << mesh;
+        return signalPassFailure();
+      }
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
     bool cp = mesh.axisIndex(cpAxis) >= 0, ep = mesh.axisIndex(epAxis) >= 0;
     // A mesh of pipeline stages alone (Megatron's TP = 1): the recipe has
