@@ -20,6 +20,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <memory>
+#include <set>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,6 +93,24 @@ int64_t TensorView::numElements() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+/// A JSON parser callback that keeps the first key found twice in one
+/// object in `duplicate` (nlohmann's parser keeps the last silently): two
+/// entries of one tensor are a corrupt file, not a choice.
+nlohmann::json::parser_callback_t duplicateKeyFinder(std::string &duplicate) {
+  auto open = std::make_shared<std::vector<std::set<std::string>>>();
+  return [open, &duplicate](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start)
+      open->emplace_back();
+    else if (event == Event::object_end && !open->empty())
+      open->pop_back();
+    else if (event == Event::key && !open->empty() &&
+             !open->back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+}
 
 /// Reads one header entry into `view`, or returns a sentence on what is wrong.
 std::string parseEntry(const std::string &name, const nlohmann::json &entry,
@@ -224,11 +244,15 @@ SafeTensorsFile::validate(std::unique_ptr<SafeTensorsFile> file, const uint8_t *
     return fail("corrupt header: JSON nested " + std::to_string(depth) +
                 " deep; a safetensors header needs 3 levels (at most " +
                 std::to_string(kMaxHeaderNesting) + " are read)");
+  std::string duplicate;
   nlohmann::json header =
-      nlohmann::json::parse(text, text + headerBytes, nullptr,
+      nlohmann::json::parse(text, text + headerBytes, duplicateKeyFinder(duplicate),
                             /*allow_exceptions=*/false);
   if (header.is_discarded())
     return fail("corrupt header: not valid JSON");
+  if (!duplicate.empty())
+    return fail("corrupt header: the key '" + duplicate +
+                "' appears twice in one object (which of its two entries holds the tensor?)");
 
   const uint8_t *data = bytes + 8 + headerBytes;
   uint64_t dataBytes = size - 8 - headerBytes;
@@ -512,9 +536,14 @@ std::unique_ptr<SafeTensorsSet> SafeTensorsSet::open(const std::string &path, st
     return nullptr;
   if (size_t depth = bracketDepth(*text, /*mlir=*/false); depth > kMaxIndexNesting)
     return fail("not a safetensors index: JSON nested " + std::to_string(depth) + " deep");
-  nlohmann::json index = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  nlohmann::json index =
+      nlohmann::json::parse(*text, duplicateKeyFinder(duplicate), /*allow_exceptions=*/false);
   if (index.is_discarded() || !index.is_object())
     return fail("not a safetensors index: not a JSON object");
+  if (!duplicate.empty())
+    return fail("not a safetensors index: the key '" + duplicate +
+                "' appears twice in one object (which shard holds the tensor?)");
   auto map = index.find("weight_map");
   if (map == index.end() || !map->is_object())
     return fail("not a safetensors index: it has no \"weight_map\" object");

@@ -209,6 +209,15 @@ TEST(SafeTensors, CorruptFilesAreRefusedWithTheFault) {
     EXPECT_TRUE(SafeTensorsFile::open(path, error)) << error;
     std::remove(path.c_str());
   }
+  // A tensor named twice, or a key twice in an entry: the JSON reader kept
+  // the last silently.
+  EXPECT_TRUE(refusedWith(fileBytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                    R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                    data),
+                          "corrupt header: the key 'a' appears twice in one object"));
+  EXPECT_TRUE(refusedWith(
+      fileBytes(R"({"a":{"dtype":"F32","shape":[2],"shape":[1],"data_offsets":[0,8]}})", data),
+      "corrupt header: the key 'shape' appears twice in one object"));
   // One tensor 'a' with this header entry, over 8 bytes of data.
   auto refusedEntry = [&](const std::string &entry, const std::string &fault) {
     return refusedWith(fileBytes(R"({"a":)" + entry + "}", data), fault);
