@@ -54,6 +54,20 @@ int64_t TokenData::token(int64_t i) const {
   return v;
 }
 
+std::optional<int64_t> TokenData::firstOutside(int64_t first, int64_t count, int64_t vocab,
+                                               int64_t &at, int64_t &ordinal) const {
+  for (int64_t k = 0; k < std::min(count, windows()); ++k) {
+    int64_t start = ((first + k) % windows()) * seq;
+    for (int64_t s = 0; s <= seq; ++s)
+      if (int64_t v = token(start + s); v < 0 || v >= vocab) {
+        at = start + s;
+        ordinal = k;
+        return v;
+      }
+  }
+  return std::nullopt;
+}
+
 std::optional<int64_t> TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids,
                                        void *labels, int64_t vocab, int64_t &at) const {
   auto store = [&](void *to, int64_t k, int64_t v) {

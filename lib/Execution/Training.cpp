@@ -479,6 +479,27 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   // --check: rank 0 takes each step again, unsharded, from the state the
   // sharded run took it from, and compares the two (StepCheck.h).
   std::unique_ptr<UnshardedStep> unsharded;
+  // The ids the steps will read, checked before the first (each rank reads
+  // the whole batch): an id outside the vocabulary is found now, not after
+  // the steps before it.
+  auto badTokens = [&](int64_t done) -> std::optional<std::string> {
+    if (batch.tokens() == 0 || !tokens)
+      return std::nullopt;
+    int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
+    int64_t rows = batch.tokens() / batch.seq(), at = 0, ordinal = 0;
+    // Rows past the windows the file holds come round again within a step.
+    if (rows > tokens->windows() && rank == 0)
+      warn("--data '" + o.data + "' holds " + std::to_string(tokens->windows()) + " windows of " +
+           std::to_string(batch.seq() + 1) + " tokens, fewer than a step's " +
+           std::to_string(rows) + " rows: each step repeats some of them");
+    std::optional<int64_t> bad =
+        tokens->firstOutside(done * rows, o.steps * rows, vocab, at, ordinal);
+    if (!bad)
+      return std::nullopt;
+    return "--data '" + o.data + "': token id " + std::to_string(*bad) + " at index " +
+           std::to_string(at) + " (read by step " + std::to_string(done + ordinal / rows + 1) +
+           ") is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+  };
   // Every rank comes to the first step, or none.
   std::string mine;
   if (lossAt < 0 || normAt < 0 || stepArg < 0)
@@ -487,6 +508,8 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     mine = error;
   else if (!(taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error)))
     mine = "--resume " + o.resume + ": " + error;
+  else if (std::optional<std::string> bad = badTokens(*taken))
+    mine = *bad;
   else if (o.check && rank == 0 &&
            !prepareUnsharded(reference, *(unsharded = std::make_unique<UnshardedStep>()), error))
     mine = "the unsharded run of --check: " + error;

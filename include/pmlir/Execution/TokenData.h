@@ -48,6 +48,13 @@ public:
   /// nullopt where every id is inside.
   std::optional<int64_t> fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels,
                               int64_t vocab, int64_t &at) const;
+  /// The first id outside [0, vocab) of the `count` windows from window
+  /// `first` on (each window read once, however many times they wrap),
+  /// with its flat index in `at` and the window's place among the `count`
+  /// in `ordinal`; nullopt where every id is inside. What a run's fills
+  /// will meet, found before its first step.
+  std::optional<int64_t> firstOutside(int64_t first, int64_t count, int64_t vocab, int64_t &at,
+                                      int64_t &ordinal) const;
 
 private:
   TokenData() = default;
