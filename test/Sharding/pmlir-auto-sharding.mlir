@@ -63,7 +63,7 @@
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
 // TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100, h200) nor a readable JSON file
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
-// LIMIT: error: auto-sharding: time limit 0.00 must be a positive number of seconds
+// LIMIT: error: auto-sharding: time limit 0.00 must be a positive finite number of seconds
 // A pipeline axis other than pp names an axis of the mesh (a misspelt one was ignored).
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="pipeline-axis=zz" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-AXIS
 // PIPELINE-AXIS: error: auto-sharding: pipeline-axis 'zz' is no axis of the mesh #tfm.mesh<

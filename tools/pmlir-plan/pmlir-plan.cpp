@@ -320,8 +320,8 @@ int planMain(int argc, char **argv) {
     if (largest->getNumOccurrences() && *largest < 1)
       return fail("--" + largest->ArgStr.str() + " must be at least 1, not " +
                   std::to_string(*largest));
-  if (!(timeLimit > 0))
-    return fail("--time-limit must be a positive number of seconds");
+  if (!(timeLimit > 0) || std::isinf(timeLimit))
+    return fail("--time-limit must be a positive finite number of seconds");
   if (searchNodes < -1)
     return fail("--search-nodes must be -1 (no limit) or at least 0, not " +
                 std::to_string(searchNodes));
@@ -402,8 +402,13 @@ int planMain(int argc, char **argv) {
     if (!kind)
       return fail("--schedules: unknown schedule '" + name +
                   "' (known: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v)");
+    if (llvm::is_contained(options.schedules, *kind))
+      return fail("--schedules names '" + name + "' twice");
     options.schedules.push_back(*kind);
   }
+  if (options.schedules.empty())
+    return fail("--schedules lists none: name at least one schedule (gpipe, 1f1b, "
+                "interleaved-1f1b, zb-h1, zb-v)");
   if (!jsonPath.empty()) {
     OutputTarget target;
     if (!resolveOutput(jsonPath, target, error))

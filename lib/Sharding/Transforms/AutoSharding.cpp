@@ -25,6 +25,8 @@
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "pmlir-auto-sharding"
 
 namespace pmlir {
@@ -172,10 +174,10 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
                          << "' is neither cbc nor exhaustive";
       return std::nullopt;
     }
-    if (!(timeLimit > 0)) {
+    if (!(timeLimit > 0) || std::isinf(timeLimit)) {
       module.emitError() << "auto-sharding: time limit "
                          << llvm::formatv("{0}", timeLimit.getValue())
-                         << " must be a positive number of seconds";
+                         << " must be a positive finite number of seconds";
       return std::nullopt;
     }
     options.timeLimitSeconds = timeLimit;
