@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
@@ -136,9 +137,14 @@ std::optional<pmlir::exec::HostList> pmlir::exec::readHostfile(const std::string
     error = "--hostfile '" + path + "': " + file.getError().message();
     return std::nullopt;
   }
+  if ((*file)->getBuffer().contains('\0')) {
+    error = "--hostfile '" + path + "' holds a NUL byte: it is no text file of hosts";
+    return std::nullopt;
+  }
   HostList list;
   int64_t slots = 0;
   bool everyHostCounted = true;
+  std::map<std::string, size_t> lineOf;
   llvm::SmallVector<llvm::StringRef> lines;
   (*file)->getBuffer().split(lines, '\n');
   for (auto [index, line] : llvm::enumerate(lines)) {
@@ -153,6 +159,12 @@ std::optional<pmlir::exec::HostList> pmlir::exec::readHostfile(const std::string
     for (llvm::StringRef word : llvm::ArrayRef(words).drop_front()) {
       auto [key, value] = word.split('=');
       int64_t count = 0;
+      if (!word.contains('=')) {
+        error = where() + "'" + word.str() +
+                "' follows the host name and is no KEY=VALUE (a host name holds no space; "
+                "slots=N may follow it)";
+        return std::nullopt;
+      }
       if (key != "slots" && key != "max_slots")
         continue; // mpirun's to read
       if (value.getAsInteger(10, count) || count <= 0) {
@@ -161,6 +173,11 @@ std::optional<pmlir::exec::HostList> pmlir::exec::readHostfile(const std::string
       }
       if (key == "slots")
         hostSlots = count;
+    }
+    if (auto [at, added] = lineOf.emplace(words.front().str(), index + 1); !added) {
+      error = where() + "host '" + words.front().str() + "' is named again (first on line " +
+              std::to_string(at->second) + "): give it one line, with its slots=N";
+      return std::nullopt;
     }
     list.hosts.push_back(words.front().str());
     if (hostSlots)

@@ -6,6 +6,8 @@
 
 #include "pmlir/Sharding/Topology.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -188,6 +190,10 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
 std::optional<Topology> Topology::load(const std::string &spec, std::string &error) {
   if (std::optional<Topology> t = preset(spec))
     return t;
+  if (llvm::sys::fs::is_directory(spec)) {
+    error = "topology '" + spec + "' is a directory, not a JSON file";
+    return std::nullopt;
+  }
   std::ifstream in(spec);
   if (!in) {
     std::string names;

@@ -201,6 +201,8 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
   EXPECT_FALSE(Topology::fromJson(withDevice(device, R"({"gbps": 300, "latency_ms": 3})"), error));
   EXPECT_EQ(error, "the 'intra_node' link has the key 'latency_ms', which is none of 'gbps', "
                    "'latency_us'");
+  EXPECT_FALSE(Topology::load("/", error));
+  EXPECT_EQ(error, "topology '/' is a directory, not a JSON file");
   EXPECT_FALSE(Topology::load("nowhere.json", error));
   EXPECT_EQ(
       error,

@@ -34,8 +34,10 @@ struct HostList {
 
 /// Reads an Open MPI host file: a host a line ("NAME [slots=N]
 /// [max_slots=N]"), '#' starting a comment. Nullopt, with `error` naming
-/// the file and the line, for a file that cannot be read, holds no host, or
-/// gives a slot count that is not a positive integer.
+/// the file and the line, for a file that cannot be read, holds a NUL byte
+/// or no host, names a host twice, has a word after a host that is no
+/// KEY=VALUE (a space in a host name), or gives a slot count that is not a
+/// positive integer.
 std::optional<HostList> readHostfile(const std::string &path, std::string &error);
 
 /// Runs `command` on `ranks` processes through mpirun and returns its exit
