@@ -16,7 +16,7 @@ if [ ! -f build-sanitize/build.ninja ]; then
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DPMLIR_ENABLE_SANITIZERS=ON -DPMLIR_ENABLE_FUZZERS=ON -DPMLIR_ENABLE_CUDA=OFF
 fi
-cmake --build build-sanitize --target PMLIRUnitTests pmlir-rt-collectives-check pmlir-run \
+cmake --build build-sanitize --target PMLIRUnitTests pmlir-rt-collectives-check pmlir-run pmlir-plan \
   pmlir-opt pmlir-gen pmlir-fuzz-safetensors pmlir-fuzz-opt pmlir-fuzz-checkpoint-index
 
 # Any report ends the process with an error. OpenMPI's own allocations at

@@ -236,6 +236,8 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
   auto failWith = [&](const std::string &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), file + ": " + message);
   };
+  if (isDirectory(file))
+    return failWith("is a directory, not a JSON file");
   std::ifstream in(file);
   if (!in)
     return failWith("cannot be read (a Hugging Face model directory holds config.json)");
@@ -245,7 +247,9 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
   if (size_t depth = bracketDepth(text, /*mlir=*/false); depth > kMaxConfigNesting)
     return failWith(llvm::formatv("JSON nested {0} deep, which no config is", depth).str());
   json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object())
+  if (config.is_discarded())
+    return failWith("not valid JSON (cut short, or not JSON)");
+  if (!config.is_object())
     return failWith("not a JSON object");
 
   HuggingFaceModel model;
