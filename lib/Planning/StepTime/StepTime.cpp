@@ -119,9 +119,10 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
     error = "the device profile is not a JSON object";
     return std::nullopt;
   }
-  // Every number lies in bounds far past any device (a rate of 1 MFLOP/s
-  // to 1 EFLOP/s, a latency up to a second, memory up to 1 EiB): past
-  // them, seconds and bytes priced from them leave int64 or turn to inf.
+  // Every number lies in bounds far past any device (0.001 to 1e9: GFLOP/s
+  // from 1 MFLOP/s to 1 EFLOP/s, GB/s and microseconds alike; MiB up to
+  // about 1 EiB): past them, the seconds and bytes priced from them leave
+  // int64 or turn to inf.
   auto positive = [&](const nlohmann::json &value, const std::string &key,
                       double most = 1e9) -> std::optional<double> {
     constexpr double kLeast = 1e-3;
