@@ -370,6 +370,19 @@ void watch() {
   }
 }
 
+/// The lowest rank of the job that `failed`, or -1 where none did: every
+/// rank calls it. Without the timeout (no Waiting): a rank that failed
+/// early waits for the others still starting, reading or compiling.
+int firstFailedRank(bool failed, const char *what) {
+  int mine = failed ? state->rank : INT_MAX, first = INT_MAX;
+  mpiCall(
+      what, [&] { return MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); },
+      [&](MPI_Request *r) {
+        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, r);
+      });
+  return first == INT_MAX ? -1 : first;
+}
+
 /// A rank and size from the launcher's environment, before MPI is up.
 /// The backend `kind`, started on every rank, or a message: its own cause
 /// on a rank where it failed, and that rank on the others. Collective over
@@ -391,9 +404,8 @@ std::string startBackend(pmlir_rt_backend kind) {
   default:
     error = "unknown backend " + std::to_string(int(kind)) + " (known: mpi, nccl)";
   }
-  int failed = error.empty() ? INT_MAX : state->rank, first = INT_MAX;
-  checkMpi(MPI_Allreduce(&failed, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-  if (first == INT_MAX)
+  int first = firstFailedRank(!error.empty(), "start-up");
+  if (first < 0)
     return "";
   state->backend.reset();
   if (!error.empty())
@@ -570,17 +582,7 @@ extern "C" void pmlir_rt_ready(void) {
 extern "C" int64_t pmlir_rt_first_failed_rank(int failed) {
   if (!state)
     return failed ? 0 : -1;
-  // No Waiting, as for pmlir_rt_ready: a rank that failed early waits here
-  // for the others still reading their files or compiling.
-  const Group &all = everyone("first failed rank");
-  int mine = failed ? state->rank : INT_MAX, first = INT_MAX;
-  mpiCall(
-      "first failed rank",
-      [&] { return MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, all.comm); },
-      [&](MPI_Request *r) {
-        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, all.comm, r);
-      });
-  return first == INT_MAX ? -1 : first;
+  return firstFailedRank(failed != 0, "first failed rank");
 }
 
 extern "C" int64_t pmlir_rt_rank(void) { return state ? state->rank : 0; }
