@@ -210,7 +210,8 @@ private:
     return fail(message);
   }
   /// A failure every rank meets alike, from what all of them read alike
-  /// (the model, its program): rank 0 says why, and all end cleanly,
+  /// (the model, its program) or a verdict rank 0 reached for all: rank 0
+  /// says why, and all end cleanly,
   /// exit 1 (an MPI_Abort racing the others' MPI_Finalize can leave
   /// mpirun hanging). An empty message: a diagnostic has said why.
   int failAlike(const llvm::Twine &message) const {

@@ -521,16 +521,14 @@ LogicalResult Job::checkMessagesMeet(ModuleOp module) {
   int64_t stuck = rank == 0 && !step->simulation.deadlock.empty() ? 1 : 0;
   if (overRanks(stuck, PMLIR_RT_MAX) == 0)
     return success();
-  if (rank == 0)
-    fail("--device gpu: the ranks' sends and receives can wait for each other forever: " +
-         step->simulation.deadlock +
-         ". NCCL's send waits for its receive (it ends sooner only while the message fits "
-         "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs "
-         "(a CSV schedule's SEND and RECV actions run where it puts them: without them, "
-         "pmlir places each send where its receive is met; the CPU runs either)");
   // The ranks meet after rank 0 has said why: one leaving first with exit
   // status 1 would have mpirun kill rank 0 before it writes.
-  pmlir_rt_finalize();
+  failAlike("--device gpu: the ranks' sends and receives can wait for each other forever: " +
+            step->simulation.deadlock +
+            ". NCCL's send waits for its receive (it ends sooner only while the message fits "
+            "NCCL's buffers, which NCCL does not promise), so the job is refused before it runs "
+            "(a CSV schedule's SEND and RECV actions run where it puts them: without them, "
+            "pmlir places each send where its receive is met; the CPU runs either)");
   return failure();
 }
 
