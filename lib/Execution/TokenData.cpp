@@ -68,8 +68,7 @@ std::optional<int64_t> TokenData::firstOutside(int64_t first, int64_t count, int
   return std::nullopt;
 }
 
-std::optional<int64_t> TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids,
-                                       void *labels, int64_t vocab, int64_t &at) const {
+void TokenData::fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels) const {
   auto store = [&](void *to, int64_t k, int64_t v) {
     if (wide)
       static_cast<int64_t *>(to)[k] = v;
@@ -80,15 +79,10 @@ std::optional<int64_t> TokenData::fill(int64_t first, int64_t rows, bool wide, v
     int64_t start = ((first + r) % windows()) * seq;
     for (int64_t s = 0; s <= seq; ++s) {
       int64_t v = token(start + s);
-      if (v < 0 || v >= vocab) {
-        at = start + s;
-        return v;
-      }
       if (s < seq)
         store(ids, r * seq + s, v);
       if (s > 0)
         store(labels, r * seq + s - 1, v);
     }
   }
-  return std::nullopt;
 }

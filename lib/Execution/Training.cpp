@@ -320,9 +320,8 @@ struct Job::UnshardedStep {
     }
     program->toDevice(args, updated);
     if (data) {
-      int64_t rows = batch.tokens() / batch.seq(), at = 0;
-      data->fill((t - 1) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data(),
-                 INT64_MAX, at);
+      int64_t rows = batch.tokens() / batch.seq();
+      data->fill((t - 1) * rows, rows, batch.wide, batch.idsData.data(), batch.labelsData.data());
       batch.scatter(args);
       program->toDevice(args, batch.arguments());
     }
@@ -516,7 +515,6 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   if (int status = stopIfAnyFailed(mine))
     return status;
   TokenData *data = batch.tokens() > 0 ? tokens.get() : nullptr;
-  int64_t vocab = idRanges.count(batch.ids) ? idRanges.at(batch.ids).vocab : INT64_MAX;
   int64_t done = *taken;
 
   std::vector<size_t> updated;
@@ -574,14 +572,10 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   for (int64_t i = 0; i < o.steps; ++i) {
     int64_t step = done + i + 1;
     if (data) {
-      int64_t rows = batch.tokens() / batch.seq(), at = 0;
-      std::optional<int64_t> bad =
-          data->fill((step - 1) * rows, rows, batch.wide, batch.idsData.data(),
-                     batch.labelsData.data(), vocab, at);
-      if (bad)
-        return failHere("--data '" + o.data + "': token id " + llvm::Twine(*bad) + " at index " +
-                        llvm::Twine(at) + " (read by step " + llvm::Twine(step) +
-                        ") is outside the vocabulary [0, " + llvm::Twine(vocab) + ")");
+      // Its ids were checked before the first step (badTokens).
+      int64_t rows = batch.tokens() / batch.seq();
+      data->fill((step - 1) * rows, rows, batch.wide, batch.idsData.data(),
+                 batch.labelsData.data());
       batch.scatter(args);
       program.toDevice(args, batch.arguments());
     }

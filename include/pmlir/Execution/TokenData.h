@@ -43,12 +43,11 @@ public:
   int64_t windows() const { return (count - 1) / seq; }
   /// Writes `rows` windows from window `first` on: row r's inputs to
   /// ids[r * seq, ...) and its labels to labels[r * seq, ...), as int64
-  /// (`wide`) or int32. Returns the first id outside [0, vocab) (an int32
-  /// file's may be negative), with its flat index in the file in `at`, or
-  /// nullopt where every id is inside.
-  std::optional<int64_t> fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels,
-                              int64_t vocab, int64_t &at) const;
-  /// The first id outside [0, vocab) of the `count` windows from window
+  /// (`wide`) or int32. The ids are the caller's to have checked
+  /// (firstOutside).
+  void fill(int64_t first, int64_t rows, bool wide, void *ids, void *labels) const;
+  /// The first id outside [0, vocab) (an int32 file's may be negative) of
+  /// the `count` windows from window
   /// `first` on (each window read once, however many times they wrap),
   /// with its flat index in `at` and the window's place among the `count`
   /// in `ordinal`; nullopt where every id is inside. What a run's fills
