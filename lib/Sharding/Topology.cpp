@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Sharding/Topology.h"
+#include "pmlir/Support/JsonFields.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -12,7 +13,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <iomanip>
 #include <sstream>
 
 using namespace pmlir::sharding;
@@ -78,29 +78,19 @@ std::optional<double> positive(const nlohmann::json &object, const std::string &
             ", not " + it->dump();
     return std::nullopt;
   }
-  if ((v != 0 && v < range.least) || v > range.most) {
-    std::ostringstream bounds;
-    bounds << std::setprecision(10) << (range.allowZero ? 0 : range.least) << " to " << range.most;
-    error = where + "'s '" + key + "' must be " + bounds.str() + ", not " + it->dump();
+  if (std::optional<std::string> outside =
+          pmlir::outsideRange(*it, range.least, range.most, range.allowZero)) {
+    error = where + "'s '" + key + "' " + *outside;
     return std::nullopt;
   }
   return v;
 }
 
-/// False with `error` where `object` has a key outside `known`: a key
-/// misspelt ("latency_ms") would otherwise leave its number out unseen.
+/// False with `error` where `object` has a key outside `known`.
 bool onlyKnownKeys(const nlohmann::json &object, const std::string &where,
                    std::initializer_list<const char *> known, std::string &error) {
-  for (auto &[key, value] : object.items()) {
-    bool isKnown = false;
-    for (const char *k : known)
-      isKnown = isKnown || key == k;
-    if (isKnown)
-      continue;
-    std::string list;
-    for (const char *k : known)
-      list += std::string(list.empty() ? "" : ", ") + "'" + k + "'";
-    error = where + " has the key '" + key + "', which is none of " + list;
+  if (std::optional<std::string> unknown = pmlir::unknownKey(object, known)) {
+    error = where + " " + *unknown;
     return false;
   }
   return true;

@@ -7,6 +7,7 @@
 #include "pmlir/Planning/StepTime.h"
 
 #include "pmlir/Runtime/RuntimeAbi.h"
+#include "pmlir/Support/JsonFields.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -18,10 +19,8 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
-#include <iomanip>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 using namespace pmlir;
@@ -130,11 +129,8 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
       error = "the device profile's '" + key + "' must be a positive number";
       return std::nullopt;
     }
-    if (value.get<double>() < kLeast || value.get<double>() > most) {
-      std::ostringstream bounds;
-      bounds << std::setprecision(10) << kLeast << " to " << most;
-      error =
-          "the device profile's '" + key + "' must be " + bounds.str() + ", not " + value.dump();
+    if (std::optional<std::string> outside = outsideRange(value, kLeast, most)) {
+      error = "the device profile's '" + key + "' " + *outside;
       return std::nullopt;
     }
     return value.get<double>();
@@ -157,12 +153,10 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
                                           "peak_gflops",
                                           "context_mib",
                                           "communicator_mib"};
-  for (auto &[key, value] : root.items())
-    if (!llvm::is_contained(kKeys, key)) {
-      error = "the device profile has the key '" + key + "', which is none of " +
-              llvm::join(llvm::ArrayRef(kKeys), ", ");
-      return std::nullopt;
-    }
+  if (std::optional<std::string> unknown = unknownKey(root, kKeys)) {
+    error = "the device profile " + *unknown;
+    return std::nullopt;
+  }
   auto number = [&](const char *key, std::optional<double> fallback) -> std::optional<double> {
     auto it = root.find(key);
     if (it == root.end()) {
