@@ -272,6 +272,19 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
     r.fail("'model_type' is " + (r.raw("model_type").empty() ? "missing" : r.raw("model_type")) +
            ": pmlir builds gpt2, llama, mistral, qwen2 and mixtral");
   }
+  // A quantized checkpoint stores packed integers (and scales) under other
+  // names than the float weights the model binds, so it would fail only at
+  // the first run, naming a missing tensor instead of the cause.
+  if (!r.raw("quantization_config").empty())
+    r.refuse("quantization_config", "pmlir loads float weights (F32, F64, F16 or BF16), not "
+                                    "a quantized checkpoint's packed integers");
+  // The dtype the weights were saved in: transformers writes torch_dtype
+  // (dtype since 4.56). The model is built in f32 from any float dtype.
+  for (const char *field : {"torch_dtype", "dtype"}) {
+    std::string dtype = r.text(field, "float32");
+    if (dtype != "float32" && dtype != "float16" && dtype != "bfloat16" && dtype != "float64")
+      r.refuse(field, "pmlir loads float weights (float32, float64, float16 or bfloat16)");
+  }
   if (llvm::Error e = r.take())
     return std::move(e);
   return model;
