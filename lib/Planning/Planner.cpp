@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
 #include <cmath>
@@ -206,6 +207,10 @@ struct Planner {
   func::FuncOp program;
   int64_t layers = 0;
   PlannerResult result;
+  /// Why each schedule asked for has priced no plan yet (erased once one
+  /// is priced).
+  std::map<pipe::ScheduleKind, std::string> unpriced;
+  std::set<pipe::ScheduleKind> explained;
 
   /// Compiles `plan` as pmlir-run runs it: the program built (the step over
   /// the plan's microbatches, cut into its stages and scheduled), auto-
@@ -323,8 +328,8 @@ struct Planner {
     return out;
   }
 
-  std::optional<pipe::Schedule> scheduleOf(pipe::ScheduleKind kind, int64_t pp, int64_t v) {
-    std::string error;
+  std::optional<pipe::Schedule> scheduleOf(pipe::ScheduleKind kind, int64_t pp, int64_t v,
+                                           std::string &error) {
     std::optional<pipe::Schedule> schedule =
         pipe::buildSchedule(kind, pp, v, options.microbatches, error);
     if (schedule && !options.train)
@@ -379,11 +384,22 @@ struct Planner {
       int64_t v = kind == pipe::ScheduleKind::Interleaved1F1B ? 2
                   : kind == pipe::ScheduleKind::ZeroBubbleV   ? 2
                                                               : 1;
-      if (pp * v > layers)
-        continue;
       if (!options.train &&
           (kind == pipe::ScheduleKind::ZeroBubbleH1 || kind == pipe::ScheduleKind::ZeroBubbleV))
         continue; // forwards only: as 1F1B's
+      // Why `kind` priced nothing at the smallest pp that could not take
+      // it, kept where no layout prices it.
+      auto skip = [&](const std::string &why) {
+        if (unpriced.count(kind) && explained.insert(kind).second)
+          unpriced[kind] = why;
+      };
+      if (pp * v > layers) {
+        skip(llvm::formatv("it runs {0} stages on each pipeline rank: pp = {1} needs {2} "
+                           "layers, and the model has {3}",
+                           v, pp, pp * v, layers)
+                 .str());
+        continue;
+      }
       const int64_t stages = pp * v;
       std::vector<int64_t> starts = balancedSplit(perLayer, stages);
       std::vector<int64_t> stageOfLayer(layers, 0);
@@ -394,9 +410,13 @@ struct Planner {
       }
       std::optional<pipe::Schedule> schedule;
       if (pp > 1) {
-        schedule = scheduleOf(kind, pp, v);
-        if (!schedule)
+        std::string why;
+        schedule = scheduleOf(kind, pp, v, why);
+        if (!schedule) {
+          skip("at pp = " + std::to_string(pp) + ": " + why);
           continue;
+        }
+        unpriced.erase(kind);
       }
       std::vector<Cost> forward(stages), backward(stages), step(stages);
       for (int64_t l = 0; l < layers; ++l) {
@@ -529,6 +549,16 @@ struct Planner {
     // without one, pmlir-run runs the model's one batch, so a plan without
     // pp would price a job no command runs.
     bool needsPipeline = !options.train && options.microbatches > 1;
+    for (pipe::ScheduleKind kind : options.schedules)
+      unpriced[kind] =
+          !options.train && (kind == pipe::ScheduleKind::ZeroBubbleH1 ||
+                             kind == pipe::ScheduleKind::ZeroBubbleV)
+              ? "it splits the backward, and a forward has none (plan with --train)"
+              : "no layout of " + std::to_string(options.devices) +
+                    " devices with a pp axis was priced (pp divides the devices, is at most " +
+                    std::to_string(maxPp) +
+                    " here, and needs an intra-op plan that fits; --max-pp and the model's "
+                    "layers bound it)";
     for (int64_t pp : divisors(options.devices)) {
       if (pp > maxPp || (pp == 1 && needsPipeline))
         continue;
@@ -552,9 +582,10 @@ struct Planner {
         intra.excludedAxes = {"pp"};
         // A pipeline rank's share of the memory, as 1F1B keeps it (the
         // other schedules' are checked against the budget after).
+        std::string scheduleError;
         if (pp > 1)
           if (std::optional<pipe::Schedule> schedule =
-                  scheduleOf(pipe::ScheduleKind::OneFOneB, pp, 1)) {
+                  scheduleOf(pipe::ScheduleKind::OneFOneB, pp, 1, scheduleError)) {
             pipe::MemoryShares shares = pipe::memoryShares(*schedule);
             intra.argumentShare = shares.state;
             intra.valueShare = shares.activations;
@@ -582,6 +613,9 @@ struct Planner {
               "microbatch, or a training step";
       return std::nullopt;
     }
+    for (pipe::ScheduleKind kind : options.schedules)
+      if (auto it = unpriced.find(kind); it != unpriced.end())
+        result.unpricedSchedules.emplace_back(kind, it->second);
     sortPlans();
     compileBest();
     result.layers = layers;

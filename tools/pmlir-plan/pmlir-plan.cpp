@@ -404,6 +404,11 @@ int planMain(int argc, char **argv) {
                   "' (known: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v)");
     if (llvm::is_contained(options.schedules, *kind))
       return fail("--schedules names '" + name + "' twice");
+    if (!train && schedules.getNumOccurrences() &&
+        (*kind == pipe::ScheduleKind::ZeroBubbleH1 || *kind == pipe::ScheduleKind::ZeroBubbleV))
+      return fail("--schedules: " + name +
+                  " splits the backward pass, and a forward plan has none: plan with --train, "
+                  "or leave it out");
     options.schedules.push_back(*kind);
   }
   if (options.schedules.empty())
@@ -434,6 +439,13 @@ int planMain(int argc, char **argv) {
   std::optional<planning::PlannerResult> result = planning::planModel(*module, options, error);
   if (!result)
     return fail(modelPath + ": " + error);
+  // A schedule asked for by name that no layout could run is said; the
+  // defaults are tried where they apply.
+  if (schedules.getNumOccurrences())
+    for (const auto &[kind, why] : result->unpricedSchedules)
+      llvm::WithColor::warning(llvm::errs(), "pmlir-plan")
+          << "--schedules: " << pipe::stringifyScheduleKind(kind) << " priced no plan: " << why
+          << "\n";
 
   llvm::outs() << llvm::formatv(
       "{0}: {1} layers, {2} of the {3} step on {4} devices ({5}, {6} a node), budget {7} a "

@@ -131,6 +131,10 @@ struct PlannerResult {
   /// Fitting plans fastest first, then those that do not fit.
   std::vector<Plan> plans;
   int64_t layers = 0;
+  /// The schedules asked for that priced no plan, in the order asked, and
+  /// why (a pipeline rank's stages outnumber the layers, no layout has a
+  /// pp axis, a forward has no backward to split, ...).
+  std::vector<std::pair<pipe::ScheduleKind, std::string>> unpricedSchedules;
   /// Intra-op problems solved.
   int64_t solves = 0;
   double seconds = 0;
