@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -147,11 +149,17 @@ Schedule Schedule::forwardOnly() const {
   return out;
 }
 
-Schedule Schedule::withTransfers() const {
+bool Schedule::hasTransfers() const {
   for (const auto &list : actions)
     for (const Action &a : list)
       if (!isCompute(a.kind))
-        return *this;
+        return true;
+  return false;
+}
+
+Schedule Schedule::withTransfers() const {
+  if (hasTransfers())
+    return *this;
   Schedule out = *this;
   for (auto &list : out.actions) {
     std::vector<Action> explicitList;
@@ -564,8 +572,14 @@ bool pmlir::pipe::verifySchedule(const Schedule &schedule, std::string &error) {
   return true;
 }
 
-Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs) {
-  Schedule schedule = input.withTransfers();
+Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs,
+                                 bool withTimeline) {
+  // A schedule with its transfers is run as it is, not copied: a planner
+  // simulates one schedule of many microbatches for each of its layouts.
+  std::optional<Schedule> withTransfers;
+  if (!input.hasTransfers())
+    withTransfers = input.withTransfers();
+  const Schedule &schedule = withTransfers ? *withTransfers : input;
   const int64_t p = schedule.ranks, S = schedule.stages;
   Simulation sim;
   sim.busy.assign(p, 0);
@@ -591,14 +605,28 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
       return 0.0;
     }
   };
-  using Key = std::tuple<int64_t, int, int64_t>;
-  auto key = [](int64_t s, ActionKind k, int64_t mb) { return Key{s, int(k), mb}; };
-  std::map<Key, double> done; // end time of every action run so far
+  // The end time of every action run so far (NaN: not run), one slot per
+  // stage, kind and microbatch the lists name: a dependency outside them
+  // has not run. Dense, as every stage runs every microbatch.
+  int64_t stageSlots = S, microbatchSlots = 0;
+  for (const auto &list : schedule.actions)
+    for (const Action &a : list) {
+      stageSlots = std::max(stageSlots, a.stage + 1);
+      microbatchSlots = std::max(microbatchSlots, a.microbatch + 1);
+    }
+  constexpr int64_t kinds = getMaxEnumValForActionKind() + 1;
+  std::vector<double> done(stageSlots * kinds * microbatchSlots,
+                           std::numeric_limits<double>::quiet_NaN());
+  auto slot = [&](int64_t s, ActionKind k, int64_t mb) -> double * {
+    if (s < 0 || s >= stageSlots || mb < 0 || mb >= microbatchSlots)
+      return nullptr;
+    return &done[(s * kinds + static_cast<int64_t>(k)) * microbatchSlots + mb];
+  };
   auto finished = [&](int64_t s, ActionKind k, int64_t mb) -> std::optional<double> {
-    auto it = done.find(key(s, k, mb));
-    if (it == done.end())
+    double *end = slot(s, k, mb);
+    if (!end || std::isnan(*end))
       return std::nullopt;
-    return it->second;
+    return *end;
   };
   auto backwardKind = split ? ActionKind::BackwardInput : ActionKind::Backward;
 
@@ -660,10 +688,12 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
           break;
         double start = std::max(clock[r], at), end = start + cost(a);
         clock[r] = end;
-        done[key(a.stage, a.kind, a.microbatch)] = end;
+        if (double *entry = slot(a.stage, a.kind, a.microbatch))
+          *entry = end;
         if (isCompute(a.kind))
           sim.busy[r] += end - start;
-        sim.timeline.push_back({a, r, start, end});
+        if (withTimeline)
+          sim.timeline.push_back({a, r, start, end});
         ++next[r];
         progress = true;
       }
@@ -687,6 +717,7 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
     sim.deadlock.pop_back();
     return sim;
   }
+  sim.rankEnd = clock;
   for (double c : clock)
     sim.makespan = std::max(sim.makespan, c);
   double busy = 0;
@@ -737,7 +768,7 @@ std::optional<double> pmlir::pipe::formulaBubble(ScheduleKind kind, int64_t rank
 }
 
 MemoryShares pmlir::pipe::memoryShares(const Schedule &schedule) {
-  Simulation sim = simulate(schedule, ActionCosts{});
+  Simulation sim = simulate(schedule, ActionCosts{}, /*withTimeline=*/false);
   std::vector<double> state(schedule.ranks, 0), activations(schedule.ranks, 0);
   for (int64_t s = 0; s < schedule.stages; ++s) {
     int64_t r = schedule.rankOf(s);

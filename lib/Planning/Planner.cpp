@@ -187,7 +187,11 @@ void settleStep(Plan &plan) {
       plan.criticalRank = static_cast<int64_t>(r);
     }
   plan.computeSeconds = plan.rankComputeSeconds[plan.criticalRank];
-  plan.bubbleSeconds = std::max(0.0, plan.stepSeconds - plan.computeSeconds - plan.commSeconds());
+  double unhidden = plan.stepSeconds - plan.computeSeconds - plan.commSeconds();
+  plan.bubbleSeconds = std::max(0.0, unhidden);
+  // Not the rounding of a sum that meets the step.
+  if (-unhidden > 1e-9 * plan.stepSeconds)
+    plan.overlappedSeconds = -unhidden;
 }
 
 /// The mesh of a plan's layout, and its attribute.
@@ -296,18 +300,39 @@ struct Planner {
   /// Compiles the best options.compile plans that fit (pmlir-plan prints
   /// them), and orders the plans again.
   void compileBest() {
-    int64_t compiled = 0;
-    for (Plan &plan : result.plans) {
-      if (compiled == options.compile || !plan.fits)
+    int64_t toCompile = 0;
+    for (const Plan &plan : result.plans) {
+      if (toCompile == options.compile || !plan.fits)
         break;
-      ++compiled;
+      ++toCompile;
+    }
+    for (int64_t i = 0; i < toCompile; ++i) {
+      Plan &plan = result.plans[i];
       std::string why;
       if (failed(compile(plan, why))) {
         plan.fits = false;
         plan.note = "compiling it failed: " + why;
       }
+      tell(SearchProgress::Phase::Compiling, i + 1, toCompile, plan);
     }
     sortPlans();
+  }
+
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  void tell(SearchProgress::Phase phase, int64_t done, int64_t total, const Plan &layout) {
+    if (!options.progress)
+      return;
+    SearchProgress progress;
+    progress.phase = phase;
+    progress.done = done;
+    progress.total = total;
+    progress.subject = layout.meshSpec();
+    if (phase == SearchProgress::Phase::Compiling)
+      progress.subject += " " + layout.scheduleName();
+    progress.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    options.progress(progress);
   }
 
   void sortPlans() {
@@ -328,15 +353,30 @@ struct Planner {
     return out;
   }
 
-  std::optional<pipe::Schedule> scheduleOf(pipe::ScheduleKind kind, int64_t pp, int64_t v,
-                                           std::string &error) {
-    std::optional<pipe::Schedule> schedule =
-        pipe::buildSchedule(kind, pp, v, options.microbatches, error);
-    if (schedule && !options.train)
-      schedule = schedule->forwardOnly();
-    if (schedule)
-      schedule->placeStages();
-    return schedule;
+  /// A schedule as the plans of every layout with its pp run it, built
+  /// once: its transfers explicit and the memory shares it keeps. Without
+  /// a schedule, why it cannot be built.
+  struct PipelineSchedule {
+    std::optional<pipe::Schedule> schedule;
+    pipe::MemoryShares shares;
+    std::string error;
+  };
+  std::map<std::tuple<pipe::ScheduleKind, int64_t, int64_t>, PipelineSchedule> schedules;
+
+  const PipelineSchedule &scheduleOf(pipe::ScheduleKind kind, int64_t pp, int64_t v) {
+    auto [it, inserted] = schedules.try_emplace({kind, pp, v});
+    PipelineSchedule &built = it->second;
+    if (!inserted)
+      return built;
+    built.schedule = pipe::buildSchedule(kind, pp, v, options.microbatches, built.error);
+    if (!built.schedule)
+      return built;
+    if (!options.train)
+      built.schedule = built.schedule->forwardOnly();
+    built.schedule->placeStages();
+    built.schedule = built.schedule->withTransfers();
+    built.shares = pipe::memoryShares(*built.schedule);
+    return built;
   }
 
   /// The layers' costs under an intra-op plan.
@@ -408,16 +448,16 @@ struct Planner {
           ++s;
         stageOfLayer[l] = s;
       }
-      std::optional<pipe::Schedule> schedule;
+      const PipelineSchedule *pipelined = nullptr;
       if (pp > 1) {
-        std::string why;
-        schedule = scheduleOf(kind, pp, v, why);
-        if (!schedule) {
-          skip("at pp = " + std::to_string(pp) + ": " + why);
+        pipelined = &scheduleOf(kind, pp, v);
+        if (!pipelined->schedule) {
+          skip("at pp = " + std::to_string(pp) + ": " + pipelined->error);
           continue;
         }
         unpriced.erase(kind);
       }
+      const pipe::Schedule *schedule = pipelined ? &*pipelined->schedule : nullptr;
       std::vector<Cost> forward(stages), backward(stages), step(stages);
       for (int64_t l = 0; l < layers; ++l) {
         forward[stageOfLayer[l]].add(costs.forward[l]);
@@ -517,10 +557,11 @@ struct Planner {
           actionCosts.stages.push_back({forward[s].seconds(), b / 2, b / 2});
         }
         actionCosts.transfer = transferSeconds;
-        pipe::Simulation sim = pipe::simulate(*schedule, actionCosts);
-        for (const pipe::SimulatedAction &a : sim.timeline)
-          endOfRank[a.rank] = std::max(endOfRank[a.rank], a.end);
-        shares = pipe::memoryShares(*schedule);
+        pipe::Simulation sim = pipe::simulate(*schedule, actionCosts, /*withTimeline=*/false);
+        // The generators' schedules do not deadlock (ScheduleTest).
+        assert(!sim.deadlocked && "a generated schedule deadlocked");
+        endOfRank = sim.rankEnd;
+        shares = pipelined->shares;
       } else {
         // Without a pipeline the microbatches run one after another.
         endOfRank[0] =
@@ -541,7 +582,7 @@ struct Planner {
   }
 
   std::optional<PlannerResult> run(std::string &error) {
-    auto start = std::chrono::steady_clock::now();
+    start = std::chrono::steady_clock::now();
     int64_t maxTp =
         options.maxTensorParallel > 0 ? options.maxTensorParallel : options.topology.devicesPerNode;
     int64_t maxPp = options.maxPipeline > 0 ? std::min(options.maxPipeline, layers) : layers;
@@ -559,50 +600,54 @@ struct Planner {
                     std::to_string(maxPp) +
                     " here, and needs an intra-op plan that fits; --max-pp and the model's "
                     "layers bound it)";
+    // The layouts searched, each solved once.
+    std::vector<std::pair<int64_t, int64_t>> layouts;
     for (int64_t pp : divisors(options.devices)) {
       if (pp > maxPp || (pp == 1 && needsPipeline))
         continue;
-      for (int64_t tp : divisors(options.devices / pp)) {
-        if (tp > maxTp)
-          continue;
-        int64_t dp = options.devices / pp / tp;
-        Plan shape;
-        shape.pp = pp;
-        shape.dp = dp;
-        shape.tp = tp;
-        auto mesh = meshOf(context, shape, error);
-        if (!mesh)
-          return std::nullopt;
-        MeshAttr meshAttr = mesh->second;
-        sharding::autoshard::Options intra;
-        intra.model = options.topology.costModel(mesh->first);
-        intra.memoryBudget = options.memoryBudget;
-        intra.timeLimitSeconds = options.timeLimitSeconds;
-        intra.nodeLimit = options.searchNodes;
-        intra.excludedAxes = {"pp"};
-        // A pipeline rank's share of the memory, as 1F1B keeps it (the
-        // other schedules' are checked against the budget after).
-        std::string scheduleError;
-        if (pp > 1)
-          if (std::optional<pipe::Schedule> schedule =
-                  scheduleOf(pipe::ScheduleKind::OneFOneB, pp, 1, scheduleError)) {
-            pipe::MemoryShares shares = pipe::memoryShares(*schedule);
-            intra.argumentShare = shares.state;
-            intra.valueShare = shares.activations;
-          }
-        sharding::autoshard::AutoSharder sharder(program, meshAttr, intra);
-        std::string why;
-        std::optional<sharding::autoshard::Plan> plan = sharder.solve(why);
-        ++result.solves;
-        if (!plan) {
-          shape.fits = false;
-          shape.note = why;
-          shape.stats = sharder.stats();
-          result.plans.push_back(std::move(shape));
-          continue;
+      for (int64_t tp : divisors(options.devices / pp))
+        if (tp <= maxTp)
+          layouts.emplace_back(pp, tp);
+    }
+    for (auto [index, layout] : llvm::enumerate(layouts)) {
+      auto [pp, tp] = layout;
+      int64_t dp = options.devices / pp / tp;
+      Plan shape;
+      shape.pp = pp;
+      shape.dp = dp;
+      shape.tp = tp;
+      auto mesh = meshOf(context, shape, error);
+      if (!mesh)
+        return std::nullopt;
+      MeshAttr meshAttr = mesh->second;
+      sharding::autoshard::Options intra;
+      intra.model = options.topology.costModel(mesh->first);
+      intra.memoryBudget = options.memoryBudget;
+      intra.timeLimitSeconds = options.timeLimitSeconds;
+      intra.nodeLimit = options.searchNodes;
+      intra.excludedAxes = {"pp"};
+      // A pipeline rank's share of the memory, as 1F1B keeps it (the
+      // other schedules' are checked against the budget after).
+      if (pp > 1)
+        if (const PipelineSchedule &oneFOneB = scheduleOf(pipe::ScheduleKind::OneFOneB, pp, 1);
+            oneFOneB.schedule) {
+          intra.argumentShare = oneFOneB.shares.state;
+          intra.valueShare = oneFOneB.shares.activations;
         }
-        addPlans(pp, dp, tp, meshAttr, intra.model, *plan);
+      sharding::autoshard::AutoSharder sharder(program, meshAttr, intra);
+      std::string why;
+      std::optional<sharding::autoshard::Plan> plan = sharder.solve(why);
+      ++result.solves;
+      tell(SearchProgress::Phase::Solving, static_cast<int64_t>(index) + 1,
+           static_cast<int64_t>(layouts.size()), shape);
+      if (!plan) {
+        shape.fits = false;
+        shape.note = why;
+        shape.stats = sharder.stats();
+        result.plans.push_back(std::move(shape));
+        continue;
       }
+      addPlans(pp, dp, tp, meshAttr, intra.model, *plan);
     }
     if (needsPipeline && result.plans.empty()) {
       error = std::to_string(options.microbatches) +

@@ -193,6 +193,7 @@ llvm::json::Object planJson(const planning::Plan &plan) {
                             {"step_seconds", plan.stepSeconds},
                             {"compute_seconds", plan.computeSeconds},
                             {"bubble_seconds", plan.bubbleSeconds},
+                            {"overlapped_seconds", plan.overlappedSeconds},
                             {"comm", commJson(plan.comm())},
                             {"comm_per_pipeline_rank", std::move(ranks)},
                             {"compiled", plan.compiled},
@@ -436,7 +437,20 @@ int planMain(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(modelPath, sourceMgr, &context);
   if (!module)
     return 1;
+  // On a terminal, one line that says where the search stands, rewritten
+  // in place and cleared at the end; a log gets none of it.
+  bool showProgress = llvm::errs().is_displayed();
+  if (showProgress)
+    options.progress = [](const planning::SearchProgress &p) {
+      bool solving = p.phase == planning::SearchProgress::Phase::Solving;
+      llvm::errs() << llvm::formatv("\r\x1b[Kpmlir-plan: {0} {1} of {2} ({3}), {4:f1} s",
+                                    solving ? "intra-op solve" : "compiled plan", p.done, p.total,
+                                    p.subject, p.seconds);
+      llvm::errs().flush();
+    };
   std::optional<planning::PlannerResult> result = planning::planModel(*module, options, error);
+  if (showProgress)
+    llvm::errs() << "\r\x1b[K";
   if (!result)
     return fail(modelPath + ": " + error);
   // A schedule asked for by name that no layout could run is said; the
@@ -481,9 +495,12 @@ int planMain(int argc, char **argv) {
     const planning::Plan &best = result->plans.front();
     llvm::outs() << "\nbest: " << best.meshSpec() << ", " << best.scheduleName() << "\n";
     llvm::outs() << llvm::formatv(
-        "  step {0} = compute {1} + comm {2} ({3}) + bubble {4}\n", formatSeconds(best.stepSeconds),
-        formatSeconds(best.computeSeconds), formatSeconds(best.commSeconds()),
-        commText(best.comm()), formatSeconds(best.bubbleSeconds));
+        "  step {0} = compute {1} + comm {2} ({3}) + bubble {4}{5}\n",
+        formatSeconds(best.stepSeconds), formatSeconds(best.computeSeconds),
+        formatSeconds(best.commSeconds()), commText(best.comm()), formatSeconds(best.bubbleSeconds),
+        best.overlappedSeconds > 0 ? " - overlapped " + formatSeconds(best.overlappedSeconds) +
+                                         " (transfers in flight while the rank computes)"
+                                   : "");
     if (best.schedule) {
       std::string split;
       for (int64_t s : best.splitPoints)

@@ -331,3 +331,31 @@ TEST(ScheduleTest, BadSchedulesSayWhy) {
 }
 
 } // namespace
+
+// What the planner reads of a simulation: each rank's end without the
+// timeline, and the same run whether the schedule's transfers are made
+// explicit before or by the simulator.
+TEST(ScheduleTest, RankEndsWithoutTheTimeline) {
+  ActionCosts costs;
+  costs.transfer = 0.25;
+  costs.stages = {{1, 2, 0.5}, {1.5, 1, 1}, {0.5, 0.5, 0.5}, {2, 1, 1}};
+  for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+                    ScheduleKind::ZeroBubbleV}) {
+    int64_t v = kind == ScheduleKind::ZeroBubbleV ? 2 : 1;
+    Schedule schedule = build(kind, 4 / v, v, 6);
+    schedule.placeStages();
+    Simulation full = simulate(schedule, costs);
+    Simulation brief = simulate(schedule.withTransfers(), costs, /*withTimeline=*/false);
+    ASSERT_FALSE(full.deadlocked) << full.deadlock;
+    EXPECT_TRUE(brief.timeline.empty());
+    ASSERT_EQ(full.rankEnd.size(), static_cast<size_t>(schedule.ranks));
+    EXPECT_EQ(full.rankEnd, brief.rankEnd) << stringifyScheduleKind(kind).str();
+    EXPECT_EQ(full.makespan, brief.makespan);
+    EXPECT_EQ(full.peakInFlight, brief.peakInFlight);
+    std::vector<double> lastEnd(schedule.ranks, 0);
+    for (const SimulatedAction &a : full.timeline)
+      lastEnd[a.rank] = std::max(lastEnd[a.rank], a.end);
+    EXPECT_EQ(lastEnd, full.rankEnd) << stringifyScheduleKind(kind).str();
+    EXPECT_DOUBLE_EQ(*std::max_element(full.rankEnd.begin(), full.rankEnd.end()), full.makespan);
+  }
+}

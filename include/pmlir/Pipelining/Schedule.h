@@ -91,6 +91,8 @@ struct Schedule {
   /// schedule of a training schedule. Its transfers are those the forwards
   /// need.
   Schedule forwardOnly() const;
+  /// Whether any rank's list holds a transfer (SEND or RECV).
+  bool hasTransfers() const;
   /// The same schedule with its transfers made explicit: a SEND after each
   /// compute action whose output another rank reads and a RECV just before
   /// the compute action that reads it. Schedules that have them keep theirs.
@@ -167,15 +169,19 @@ struct Simulation {
   /// Per stage: microbatches between F and their last backward (one at a
   /// time in a forward-only schedule, which keeps no activations).
   std::vector<int64_t> peakInFlight;
-  std::vector<SimulatedAction> timeline; ///< compute and transfer actions, by start
+  /// Per rank, when its last action ends.
+  std::vector<double> rankEnd;
+  /// Compute and transfer actions, by start (empty unless asked for).
+  std::vector<SimulatedAction> timeline;
 };
 
 /// Runs `schedule` (transfers made explicit as withTransfers() does) on
 /// `costs`: each rank runs its actions in order, a SEND returns at once, a
 /// RECV waits for its SEND plus the transfer delay, F(s, k) needs F(s-1, k)
 /// (received), B or I of (s, k) needs its F and the next stage's backward,
-/// W needs I.
-Simulation simulate(const Schedule &schedule, const ActionCosts &costs);
+/// W needs I. `withTimeline` keeps every action's start and end (a
+/// planner that needs only each rank's end leaves it out).
+Simulation simulate(const Schedule &schedule, const ActionCosts &costs, bool withTimeline = true);
 
 /// The share of a model one pipeline rank holds under `schedule`, with its
 /// layers balanced over the stages: of the parameters and optimizer state,

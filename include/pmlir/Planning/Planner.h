@@ -28,6 +28,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -41,6 +42,18 @@ namespace pmlir::planning {
 /// simulated action by action over its microbatches.
 inline constexpr int64_t kMaxDevices = int64_t(1) << 20;
 inline constexpr int64_t kMaxMicrobatches = int64_t(1) << 16;
+
+/// Where a search stands, told after each step of it: a layout's
+/// intra-op solve (`done` of `total` solves), then each of the best
+/// plans' compile.
+struct SearchProgress {
+  enum class Phase { Solving, Compiling } phase = Phase::Solving;
+  int64_t done = 0, total = 0;
+  /// The layout just solved ("pp=2,dp=4"), or the plan just compiled
+  /// ("pp=2,dp=4 1f1b").
+  std::string subject;
+  double seconds = 0;
+};
 
 struct PlannerOptions {
   sharding::Topology topology;
@@ -75,6 +88,10 @@ struct PlannerOptions {
   /// them, and a plan that does not compile does not fit.
   int64_t compile = 5;
   std::string entry = "forward";
+  /// Called after each layout's solve and each compile, where set: a
+  /// search on many devices solves hundreds of layouts, each up to
+  /// timeLimitSeconds.
+  std::function<void(const SearchProgress &)> progress;
 };
 
 using Comm = sharding::autoshard::Prediction::Comm;
@@ -92,8 +109,11 @@ struct Plan {
 
   /// A step on the pipeline rank that finishes last (criticalRank): its
   /// time, split into compute, communication (comm()) and what is left,
-  /// the bubble (waiting for other stages).
-  double stepSeconds = 0, computeSeconds = 0, bubbleSeconds = 0;
+  /// the bubble (waiting for other stages). Where the step is shorter than
+  /// compute and communication together, the difference is communication
+  /// overlapped: stage-to-stage transfers in flight while the rank computes
+  /// other microbatches.
+  double stepSeconds = 0, computeSeconds = 0, bubbleSeconds = 0, overlappedSeconds = 0;
   int64_t criticalRank = 0;
   /// Per pipeline rank, the collectives and transfers of its program per
   /// group of mesh axes ("tp", "dp,tp", "pp"), what pmlir-run --comm-report
