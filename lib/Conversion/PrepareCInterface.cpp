@@ -49,9 +49,13 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
           f.removeResultAttr(i, StringAttr::get(context, name));
     });
     auto entryFunc = module.lookupSymbol<func::FuncOp>(entry);
+    // A job without its entry would compile to nothing callable, and its
+    // caller would learn so only when it looks the symbol up.
     if (!entryFunc || entryFunc.isExternal()) {
-      LLVM_DEBUG(llvm::dbgs() << "no entry function @" << entry << "\n");
-      return;
+      module.emitError() << "pmlir-prepare-c-interface: no function @" << entry
+                         << (entryFunc ? " with a body" : "")
+                         << " to call through the C interface (the entry option names it)";
+      return signalPassFailure();
     }
     // What the results update is the caller's to overwrite.
     llvm::SmallBitVector updated(entryFunc.getNumArguments());

@@ -1,6 +1,13 @@
-// RUN: pmlir-opt %s --split-input-file --pmlir-prepare-c-interface | FileCheck %s
-// RUN: pmlir-opt %s --split-input-file --pmlir-prepare-c-interface=entry=step \
-// RUN:   | FileCheck %s --check-prefix=STEP
+// Each split is lowered on its own; a split without the entry fails, so
+// the modules and the errors are checked apart.
+// RUN: not pmlir-opt %s --split-input-file --pmlir-prepare-c-interface=entry=forward \
+// RUN:   > %t.forward 2> %t.forward.err
+// RUN: FileCheck %s --input-file=%t.forward
+// RUN: FileCheck %s --input-file=%t.forward.err --check-prefix=NO-FORWARD
+// RUN: not pmlir-opt %s --split-input-file --pmlir-prepare-c-interface=entry=other \
+// RUN:   > %t.other 2> %t.other.err
+// RUN: FileCheck %s --input-file=%t.other --check-prefix=OTHER
+// RUN: FileCheck %s --input-file=%t.other.err --check-prefix=NO-OTHER
 
 // The entry is called through its C interface on read-only arguments; the
 // binding attributes are gone from every function.
@@ -10,8 +17,9 @@
 // CHECK-SAME:  -> tensor<2x8x4xf32> attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func private @helper
 // CHECK-SAME:  (%{{.*}}: tensor<8x4xf32>) -> tensor<8x4xf32> {
-// STEP-LABEL: func.func @forward
-// STEP-SAME:  (%{{.*}}: tensor<2x8xi64>, %{{.*}}: tensor<8x4xf32>) -> tensor<2x8x4xf32> {
+// A module without the entry has nothing to call: an error.
+// NO-OTHER: error: pmlir-prepare-c-interface: no function @other to call through the C interface (the entry option names it)
+// NO-OTHER: error: pmlir-prepare-c-interface: no function @other to call through the C interface
 func.func @forward(%ids: tensor<2x8xi64> {tfm.name = "input_ids", tfm.role = "input",
                                           tfm.dims = ["batch", "seq"]},
                    %w: tensor<8x4xf32> {tfm.name = "wte.weight", tfm.role = "param",
@@ -28,9 +36,18 @@ func.func private @helper(%w: tensor<8x4xf32> {tfm.name = "inner"}) -> tensor<8x
 
 // -----
 
-// Without the entry, only the attributes go.
-// CHECK-LABEL: func.func @other
-// CHECK-SAME:  (%{{.*}}: tensor<4xf32>) -> tensor<4xf32> {
+// Another entry: the binding attributes go from it too. Without @forward
+// the first run's split has nothing to call.
+// NO-FORWARD: error: pmlir-prepare-c-interface: no function @forward to call through the C interface
+// OTHER-LABEL: func.func @other
+// OTHER-SAME:  (%{{.*}}: tensor<4xf32> {bufferization.writable = false}) -> tensor<4xf32>
+// OTHER-SAME:  attributes {llvm.emit_c_interface}
 func.func @other(%x: tensor<4xf32> {tfm.name = "x"}) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A declaration is nothing to call either.
+// NO-FORWARD: error: pmlir-prepare-c-interface: no function @forward with a body to call through the C interface
+func.func private @forward(%x: tensor<4xf32>) -> tensor<4xf32>

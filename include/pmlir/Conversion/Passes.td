@@ -27,7 +27,9 @@ def PrepareCInterface : Pass<"pmlir-prepare-c-interface", "mlir::ModuleOp"> {
     `tfm.dims`, `tfm.role`, `tfm.sharding`, `tfm.global_type`,
     `tfm.head_tail_dim`, `tfm.sharded_like`) have served once the program is per-rank and are
     removed from every function, as LLVM translation does not know them, as
-    is the module's `tfm.huggingface_config`.
+    is the module's `tfm.huggingface_config`. A module without the entry
+    (or with only its declaration) is an error: nothing in it could be
+    called.
 
     Before:
     ```mlir

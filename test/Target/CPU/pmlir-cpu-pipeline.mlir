@@ -1,7 +1,7 @@
 // The CPU pipeline takes whole models to the LLVM dialect.
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline | FileCheck %s
 // RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-cpu-pipeline | FileCheck %s
-// RUN: pmlir-opt %s --pmlir-cpu-pipeline | FileCheck %s --check-prefix=SMALL
+// RUN: pmlir-opt %s --pmlir-cpu-pipeline=entry=gelu_of_norm | FileCheck %s --check-prefix=SMALL
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline=precision=bf16 | FileCheck %s --check-prefix=BF16
 
 // bf16: GEMMs on bf16 operands, the conversions as integer arithmetic (no
