@@ -9,10 +9,10 @@
 #include "pmlir/Pipelining/Schedule.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
@@ -255,6 +255,18 @@ bool pmlir::pipe::canBuildSchedule(ScheduleKind kind, int64_t ranks, int64_t vir
     error = "a pipeline schedule needs at least one rank, virtual stage and microbatch (got " +
             std::to_string(ranks) + ", " + std::to_string(virtualStages) + ", " +
             std::to_string(microbatches) + ")";
+    return false;
+  }
+  // Every action is held (and simulated) one by one: the bound keeps a
+  // schedule within memory before it is built.
+  int64_t stages = 0, actions = 0;
+  if (llvm::MulOverflow(ranks, virtualStages, stages) ||
+      llvm::MulOverflow(stages, microbatches, actions) ||
+      llvm::MulOverflow(actions, int64_t(3), actions) || actions > kMaxScheduleActions) {
+    error = "a pipeline schedule of " + std::to_string(ranks) + " ranks x " +
+            std::to_string(virtualStages) + " virtual stages x " + std::to_string(microbatches) +
+            " microbatches runs more than the " + std::to_string(kMaxScheduleActions) +
+            " compute actions a schedule may hold";
     return false;
   }
   std::string name = stringifyScheduleKind(kind).str();
@@ -605,7 +617,7 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
       return 0.0;
     }
   };
-  // The end time of every action run so far (NaN: not run), one slot per
+  // The end time of every action run so far (-inf: not run), one slot per
   // stage, kind and microbatch the lists name: a dependency outside them
   // has not run. Dense, as every stage runs every microbatch.
   int64_t stageSlots = S, microbatchSlots = 0;
@@ -615,8 +627,8 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
       microbatchSlots = std::max(microbatchSlots, a.microbatch + 1);
     }
   constexpr int64_t kinds = getMaxEnumValForActionKind() + 1;
-  std::vector<double> done(stageSlots * kinds * microbatchSlots,
-                           std::numeric_limits<double>::quiet_NaN());
+  constexpr double notRun = -std::numeric_limits<double>::infinity();
+  std::vector<double> done(stageSlots * kinds * microbatchSlots, notRun);
   auto slot = [&](int64_t s, ActionKind k, int64_t mb) -> double * {
     if (s < 0 || s >= stageSlots || mb < 0 || mb >= microbatchSlots)
       return nullptr;
@@ -624,7 +636,7 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
   };
   auto finished = [&](int64_t s, ActionKind k, int64_t mb) -> std::optional<double> {
     double *end = slot(s, k, mb);
-    if (!end || std::isnan(*end))
+    if (!end || *end == notRun)
       return std::nullopt;
     return *end;
   };

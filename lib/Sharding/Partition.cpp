@@ -462,8 +462,16 @@ LogicalResult Partitioner::partition(Operation *op) {
   }
   if (op->getNumResults() != 0) {
     auto shardings = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
-    if (!shardings)
+    if (!shardings) {
+      // Propagation annotates only ops that carry a sharding rule: for any
+      // other op, running it again would not help.
+      if (!getShardingRule(op))
+        return op->emitOpError()
+               << "has no sharding rule (the tfm ops carry theirs), so "
+                  "pmlir-sharding-propagation gives it no tfm.shardings and partition cannot "
+                  "place it on the mesh";
       return op->emitOpError() << "has no tfm.shardings; run pmlir-sharding-propagation first";
+    }
     if (shardings.size() != op->getNumResults())
       return op->emitOpError() << "has " << shardings.size() << " tfm.shardings for "
                                << op->getNumResults() << " results";

@@ -54,8 +54,12 @@ std::optional<Mesh> Mesh::parse(const std::string &spec, const std::string &rank
     std::string sizeText = item.substr(eq + 1);
     char *end = nullptr;
     long long size = std::strtoll(sizeText.c_str(), &end, 10);
-    if (sizeText.empty() || *end != '\0' || size < 1 || size > kMaxMeshDevices) {
+    if (sizeText.empty() || *end != '\0' || size < 1) {
       error = "mesh axis '" + name + "': size '" + sizeText + "' is not a positive integer";
+      return std::nullopt;
+    }
+    if (size > kMaxMeshDevices) {
+      error = "mesh axis '" + name + "': size " + sizeText + " is more than a mesh's 2^20 ranks";
       return std::nullopt;
     }
     names.push_back(name);
@@ -84,9 +88,14 @@ std::optional<Mesh> Mesh::create(const std::vector<std::string> &names,
       error = "mesh axis '" + name + "': expected a name of letters, digits and '_'";
       return std::nullopt;
     }
-    if (size < 1 || size > kMaxMeshDevices) {
+    if (size < 1) {
       error =
           "mesh axis '" + name + "': size '" + std::to_string(size) + "' is not a positive integer";
+      return std::nullopt;
+    }
+    if (size > kMaxMeshDevices) {
+      error = "mesh axis '" + name + "': size " + std::to_string(size) +
+              " is more than a mesh's 2^20 ranks";
       return std::nullopt;
     }
     if (mesh.axisIndex(name) >= 0) {

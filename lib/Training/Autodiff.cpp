@@ -275,6 +275,9 @@ FailureOr<func::FuncOp> pmlir::training::buildGradientFunction(func::FuncOp forw
            << forward.getResultTypes();
   if (forward.getBlocks().size() != 1)
     return forward.emitOpError() << "must have one block to be differentiated";
+  if (options.name.empty())
+    return forward.emitOpError() << "cannot be differentiated into a function without a name "
+                                    "(name is empty)";
   auto module = forward->getParentOfType<ModuleOp>();
   if (module && module.lookupSymbol(options.name))
     return forward.emitOpError() << "cannot be differentiated into @" << options.name

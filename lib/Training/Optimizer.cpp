@@ -145,6 +145,8 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
                               << " microbatches";
   if (failed(pipe::checkRepeatable(grad, options.gradAccum, "accumulated over")))
     return failure();
+  if (options.name.empty())
+    return grad.emitOpError() << "cannot make a training step without a name (name is empty)";
   auto module = grad->getParentOfType<ModuleOp>();
   if (module && module.lookupSymbol(options.name))
     return grad.emitOpError() << "cannot make a training step @" << options.name

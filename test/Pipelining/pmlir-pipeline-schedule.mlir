@@ -84,6 +84,16 @@
 // UNKNOWN: for the --schedule option: Cannot find option named 'zb-h2'
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=none" 2>&1 | FileCheck %s --check-prefix=NONE
 // NONE: error: pmlir-pipeline-schedule: schedule=none schedules nothing: give a generator or csv
+// Counts: virtual-stages=0 divided by zero; a schedule beyond 2^24 compute
+// actions is refused before it is built (1e9 microbatches took 12 GB).
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b virtual-stages=0" 2>&1 | FileCheck %s --check-prefix=VIRTUAL
+// VIRTUAL: error: pmlir-pipeline-schedule: virtual-stages must be at least 1, not 0
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b ranks=-1" 2>&1 | FileCheck %s --check-prefix=RANKS
+// RANKS: error: pmlir-pipeline-schedule: ranks must be 0 (the stages over virtual-stages) or more, not -1
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=0" 2>&1 | FileCheck %s --check-prefix=MICRO
+// MICRO: error: pmlir-pipeline-schedule: microbatches must be at least 1, not 0
+// RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=1000000000" 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: error: pmlir-pipeline-schedule: a pipeline schedule of 2 ranks x 1 virtual stages x 1000000000 microbatches runs more than the 16777216 compute actions a schedule may hold
 // RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=gpipe" \
 // RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: pmlir-pipeline-schedule: the module already has a pipe.schedule

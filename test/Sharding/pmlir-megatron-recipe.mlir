@@ -158,6 +158,11 @@
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
 // RUN:   | not pmlir-opt --pmlir-megatron-recipe="tp-axis=model" 2>&1 | FileCheck %s --check-prefix=AXIS-OPTION
 // AXIS-OPTION: error: the megatron recipe: tp-axis 'model' is no axis of the mesh #tfm.mesh<dp = 2, tp = 2>
+// Two roles on one axis: tp-axis=dp left tp unused with a warning alone.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
+// RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=dp=2,tp=2" \
+// RUN:   | not pmlir-opt --pmlir-megatron-recipe="tp-axis=dp" 2>&1 | FileCheck %s --check-prefix=TWO-ROLES
+// TWO-ROLES: error: the megatron recipe: tp-axis and dp-axis both name 'dp': each role needs its own mesh axis
 
 // A mesh of pipeline stages alone (Megatron's TP = 1): nothing to shard,
 // the module as it was.

@@ -288,3 +288,11 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// A declaration has nothing to propagate (it crashed the pass).
+// CHECK-LABEL: func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
+  func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+}

@@ -271,3 +271,30 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 256, tp = 512>} {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// A grid without the module's tfm.mesh: the check names its axes itself
+// (this crashed the pass).
+shard.grid @mesh(shape = 2)
+
+// -----
+
+// Every rank's calls are held at once: 65536 ranks (the most the check
+// traces) of 130 calls each are more than 2^23 together, and the check
+// stops there with a warning instead of growing without bound (10000
+// iterations once took 18 GB).
+module attributes {tfm.mesh = #tfm.mesh<cp = 65536>} {
+  shard.grid @mesh(shape = 65536)
+  // expected-warning @+1 {{pmlir-verify-spmd: the ranks issue more than 8388608 communication calls together (64528 of 65536 ranks traced): the ranks' collectives are not proven to match}}
+  func.func @many(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 130 : index
+    %r = scf.for %k = %c0 to %n step %c1 iter_args(%b = %a) -> tensor<4xf32> {
+      %m = shard.all_reduce %b on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+      scf.yield %m : tensor<4xf32>
+    }
+    return %r : tensor<4xf32>
+  }
+}

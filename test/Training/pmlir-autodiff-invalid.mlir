@@ -1,4 +1,9 @@
 // RUN: pmlir-opt %s -split-input-file --pmlir-autodiff -verify-diagnostics
+// An empty name made a function no parser reads back (@<<INVALID EMPTY
+// SYMBOL>>), with exit 0.
+// RUN: pmlir-gen gpt2 --layers 1 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 4 --loss \
+// RUN:   | not pmlir-opt --pmlir-autodiff="name=" 2>&1 | FileCheck %s --check-prefix=NAME
+// NAME: error: 'func.func' op cannot be differentiated into a function without a name (name is empty)
 
 // expected-error @+1 {{'func.func' op must return one scalar float loss to be differentiated (pmlir-gen --loss), returns 'tensor<2x8xf32>'}}
 func.func @forward(%x: tensor<2x8xf32> {tfm.name = "x", tfm.role = "param"}) -> tensor<2x8xf32> {

@@ -13,6 +13,10 @@
 // CLIP: error: pmlir-optimizer: max-grad-norm must be a finite value >= 0, got INF
 // RUN: not pmlir-opt %t.grad.mlir --pmlir-optimizer="beta2=1" 2>&1 | FileCheck %s --check-prefix=BETA
 // BETA: error: pmlir-optimizer: beta2 must be in [0, 1), got 1.000000e+00
+// An empty name made a function no parser reads back (@<<INVALID EMPTY
+// SYMBOL>>), with exit 0.
+// RUN: not pmlir-opt %t.grad.mlir --pmlir-optimizer="name=" 2>&1 | FileCheck %s --check-prefix=NAME
+// NAME: error: 'func.func' op cannot make a training step without a name (name is empty)
 // The same through pmlir-run's flags, named as pmlir-run's, before
 // anything compiles: nothing is saved.
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 16 --heads 2 --vocab 11 --seq 4 --batch 1 --max-positions 4 --loss -o %t.model.mlir

@@ -138,6 +138,13 @@ TEST(MeshTest, BadSpecsNameTheProblem) {
                               "letters, digits and '_'");
   EXPECT_EQ(parseError("tp=0"), "mesh axis 'tp': size '0' is not a positive integer");
   EXPECT_EQ(parseError("tp=2x"), "mesh axis 'tp': size '2x' is not a positive integer");
+  // A size past the limit is named as such, also where it overflows.
+  EXPECT_EQ(parseError("tp=1048577"), "mesh axis 'tp': size 1048577 is more than a mesh's 2^20 "
+                                      "ranks");
+  EXPECT_EQ(parseError("tp=99999999999999999999"),
+            "mesh axis 'tp': size 99999999999999999999 is more than a mesh's 2^20 ranks");
+  EXPECT_EQ(parseError("tp=-99999999999999999999"),
+            "mesh axis 'tp': size '-99999999999999999999' is not a positive integer");
   EXPECT_EQ(parseError("tp=2,tp=2"), "mesh axis 'tp' appears twice");
   EXPECT_EQ(parseError("tp=2,"), "mesh axis '': expected <name>=<size> with a name of "
                                  "letters, digits and '_'");

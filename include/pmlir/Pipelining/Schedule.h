@@ -109,10 +109,15 @@ struct Schedule {
   Schedule withMeetingTransfers(const ActionCosts &costs) const;
 };
 
+/// The most compute actions (F, B, I, W: up to 3 a stage and microbatch)
+/// a generated schedule holds.
+inline constexpr int64_t kMaxScheduleActions = int64_t(1) << 24;
+
 /// Whether buildSchedule builds `kind` for these counts, without building
 /// it (a launcher checks its flags with it): interleaving needs
 /// microbatches divisible by the ranks, ZB-V two stages per rank, the
-/// others one, and every count is positive. False with a message in
+/// others one, every count is positive, and the schedule holds at most
+/// kMaxScheduleActions. False with a message in
 /// `error` where not.
 bool canBuildSchedule(ScheduleKind kind, int64_t ranks, int64_t virtualStages, int64_t microbatches,
                       std::string &error);

@@ -9,6 +9,10 @@
 #include "pmlir/Analysis/JsonReport.h"
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
 namespace pmlir {
 #define GEN_PASS_DEF_PIPELINEREPORT
 #include "pmlir/Pipelining/Transforms/Passes.h.inc"
@@ -30,6 +34,16 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
                          << schedules.size();
       return signalPassFailure();
     }
+    for (auto [name, value] : {std::pair<const char *, double>{"forward", forward},
+                               {"backward-input", backwardInput},
+                               {"backward-weight", backwardWeight},
+                               {"transfer", transfer}})
+      if (!std::isfinite(value) || value < 0) {
+        module.emitError() << "pmlir-pipeline-report: " << name
+                           << " must be a finite cost of 0 or more, not "
+                           << llvm::formatv("{0}", value).str();
+        return signalPassFailure();
+      }
     pipe::ScheduleOp op = schedules.front();
     pipe::Schedule schedule = op.getSchedule();
     pipe::ActionCosts costs;

@@ -38,6 +38,12 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
     };
     if (!module.getOps<pipe::ScheduleOp>().empty())
       return fail("the module already has a pipe.schedule");
+    if (virtualStages < 1)
+      return fail("virtual-stages must be at least 1, not " + Twine(virtualStages));
+    if (ranks < 0)
+      return fail("ranks must be 0 (the stages over virtual-stages) or more, not " + Twine(ranks));
+    if (microbatches < 1)
+      return fail("microbatches must be at least 1, not " + Twine(microbatches));
     int64_t stages = 0;
     SmallVector<func::FuncOp> pipelined;
     for (auto func : module.getOps<func::FuncOp>())

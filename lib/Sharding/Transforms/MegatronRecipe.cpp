@@ -107,6 +107,21 @@ struct MegatronRecipePass : public pmlir::impl::MegatronRecipeBase<MegatronRecip
                                    << "' is no axis of the mesh " << mesh;
         return signalPassFailure();
       }
+    // Each role its own axis: an axis in two roles would shard one value
+    // twice over it (or conflict with itself) and leave another axis idle.
+    std::pair<const char *, StringRef> roles[] = {{"tp-axis", tpAxis},
+                                                  {"dp-axis", dpAxis},
+                                                  {"cp-axis", cpAxis},
+                                                  {"ep-axis", epAxis},
+                                                  {"pipeline-axis", pipelineAxis}};
+    for (size_t a = 0; a < std::size(roles); ++a)
+      for (size_t b = a + 1; b < std::size(roles); ++b)
+        if (roles[a].second == roles[b].second) {
+          emitError(module.getLoc())
+              << "the megatron recipe: " << roles[a].first << " and " << roles[b].first
+              << " both name '" << roles[a].second << "': each role needs its own mesh axis";
+          return signalPassFailure();
+        }
     bool tp = mesh.axisIndex(tpAxis) >= 0, dp = mesh.axisIndex(dpAxis) >= 0;
     bool cp = mesh.axisIndex(cpAxis) >= 0, ep = mesh.axisIndex(epAxis) >= 0;
     // A mesh of pipeline stages alone (Megatron's TP = 1): the recipe has

@@ -48,8 +48,9 @@ struct ShardingPropagationPass
     MeshAttr mesh = meshOf(module, "sharding propagation");
     if (!mesh)
       return signalPassFailure();
+    // A declaration has no values to shard.
     for (auto func : module.getOps<func::FuncOp>())
-      if (failed(propagate(func, mesh, context)))
+      if (!func.isExternal() && failed(propagate(func, mesh, context)))
         return signalPassFailure();
   }
 

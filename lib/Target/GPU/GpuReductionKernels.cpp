@@ -44,6 +44,14 @@ struct GpuReductionKernelsPass
   using GpuReductionKernelsBase::GpuReductionKernelsBase;
 
   void runOnOperation() override {
+    if (failed(checkBlockSize(getOperation(), blockSize, getArgument())))
+      return signalPassFailure();
+    if (reductionBlocks < 0) {
+      getOperation()->emitError()
+          << getArgument() << ": reduction-blocks must be 0 (one block a value) or more, not "
+          << static_cast<int64_t>(reductionBlocks);
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
         fuseRows(func);

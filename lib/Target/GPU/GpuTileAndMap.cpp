@@ -41,6 +41,8 @@ struct GpuTileAndMapPass : public pmlir::impl::GpuTileAndMapBase<GpuTileAndMapPa
   using GpuTileAndMapBase::GpuTileAndMapBase;
 
   void runOnOperation() override {
+    if (failed(checkBlockSize(getOperation(), blockSize, getArgument())))
+      return signalPassFailure();
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(tileAndMap(func)))
         return signalPassFailure();

@@ -115,3 +115,11 @@ SmallVector<gpu::ParallelLoopDimMappingAttr> pmlir::kernel_loops::onBlocks(MLIRC
   }
   return mapping;
 }
+
+LogicalResult pmlir::kernel_loops::checkBlockSize(Operation *module, int64_t blockSize,
+                                                  StringRef pass) {
+  if (blockSize >= 1 && blockSize <= kMaxThreadsPerBlock)
+    return success();
+  return module->emitError() << pass << ": block-size must be 1 to " << kMaxThreadsPerBlock
+                             << " (the threads of a CUDA block), not " << blockSize;
+}

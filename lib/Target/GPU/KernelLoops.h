@@ -53,6 +53,14 @@ mlir::gpu::ParallelLoopDimMappingAttr onProcessor(mlir::MLIRContext *ctx,
 llvm::SmallVector<mlir::gpu::ParallelLoopDimMappingAttr> onBlocks(mlir::MLIRContext *ctx,
                                                                   unsigned rank);
 
+/// The most threads a CUDA block runs.
+inline constexpr int64_t kMaxThreadsPerBlock = 1024;
+
+/// Fails with a diagnostic on `module` naming `pass` where `blockSize` is
+/// no block's thread count (1 to kMaxThreadsPerBlock).
+mlir::LogicalResult checkBlockSize(mlir::Operation *module, int64_t blockSize,
+                                   llvm::StringRef pass);
+
 } // namespace pmlir::kernel_loops
 
 #endif // PMLIR_LIB_TARGET_GPU_KERNELLOOPS_H

@@ -1,4 +1,10 @@
 // RUN: pmlir-opt %s --split-input-file --pmlir-gpu-reduction-kernels="block-size=32" | FileCheck %s
+// A block's threads are 1 to 1024 (0 divided by zero), and reduction-blocks
+// is not negative.
+// RUN: not pmlir-opt %s --split-input-file --pmlir-gpu-reduction-kernels="block-size=0" 2>&1 | FileCheck %s --check-prefix=BLOCK
+// BLOCK: error: pmlir-gpu-reduction-kernels: block-size must be 1 to 1024 (the threads of a CUDA block), not 0
+// RUN: not pmlir-opt %s --split-input-file --pmlir-gpu-reduction-kernels="reduction-blocks=-1" 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// BLOCKS: error: pmlir-gpu-reduction-kernels: reduction-blocks must be 0 (one block a value) or more, not -1
 
 // A row's max is one block a row: its threads stride over the row, their
 // partials combined by gpu.all_reduce; the loops are mapped here.

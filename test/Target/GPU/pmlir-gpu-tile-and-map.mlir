@@ -1,4 +1,7 @@
 // RUN: pmlir-opt %s --split-input-file --pmlir-gpu-tile-and-map="block-size=32" | FileCheck %s
+// A block's threads are 1 to 1024: 0 and 2048 were tiled as 1.
+// RUN: not pmlir-opt %s --split-input-file --pmlir-gpu-tile-and-map="block-size=2048" 2>&1 | FileCheck %s --check-prefix=BLOCK
+// BLOCK: error: pmlir-gpu-tile-and-map: block-size must be 1 to 1024 (the threads of a CUDA block), not 2048
 
 // A loop of rank 3 is a grid of rows (its two outer dimensions collapsed
 // into one, on block_x) by tiles of 32 threads of its innermost dimension

@@ -455,11 +455,19 @@ def VerifySpmd : Pass<"pmlir-verify-spmd", "mlir::ModuleOp"> {
     and stage sums included. The module is left as it was.
     `pmlir-compile-pipeline` runs the pass at the end of the sharded phase
     (`verify-spmd=false` leaves it out).
+
+    The check holds every rank's trace at once, so it stops with a warning
+    (nothing proven) on a mesh of more than 65536 ranks and where the
+    ranks' calls together pass 2^23; a rank whose own trace passes 2^22
+    calls is an error.
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
            "the mesh axis of a pipelined program's stages">,
   ];
+  // The mesh it checks on is a tfm.mesh, built from the grid where the
+  // module carries none.
+  let dependentDialects = ["pmlir::tfm::TfmDialect"];
 }
 
 #endif // PMLIR_SHARDING_TRANSFORMS_PASSES_TD
