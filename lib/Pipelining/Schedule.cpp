@@ -85,6 +85,10 @@ bool pmlir::pipe::isGenerated(ScheduleKind kind) {
   return kind != ScheduleKind::None && kind != ScheduleKind::Csv;
 }
 
+bool pmlir::pipe::splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleH1 || kind == ScheduleKind::ZeroBubbleV;
+}
+
 llvm::cl::ValuesClass pmlir::pipe::scheduleKindValues() {
   auto value = [](ScheduleKind kind, llvm::StringRef description) {
     return llvm::cl::OptionEnumValue{stringifyScheduleKind(kind), static_cast<int>(kind),
@@ -260,13 +264,15 @@ bool pmlir::pipe::canBuildSchedule(ScheduleKind kind, int64_t ranks, int64_t vir
   // Every action is held (and simulated) one by one: the bound keeps a
   // schedule within memory before it is built.
   int64_t stages = 0, actions = 0;
+  int64_t perStageMicrobatch = splitsBackward(kind) ? 3 : 2;
   if (llvm::MulOverflow(ranks, virtualStages, stages) ||
       llvm::MulOverflow(stages, microbatches, actions) ||
-      llvm::MulOverflow(actions, int64_t(3), actions) || actions > kMaxScheduleActions) {
+      llvm::MulOverflow(actions, perStageMicrobatch, actions) || actions > kMaxScheduleActions) {
     error = "a pipeline schedule of " + std::to_string(ranks) + " ranks x " +
             std::to_string(virtualStages) + " virtual stages x " + std::to_string(microbatches) +
             " microbatches runs more than the " + std::to_string(kMaxScheduleActions) +
-            " compute actions a schedule may hold";
+            " compute actions a schedule may hold (" + std::to_string(perStageMicrobatch) +
+            " a stage and microbatch)";
     return false;
   }
   std::string name = stringifyScheduleKind(kind).str();
@@ -618,14 +624,12 @@ Simulation pmlir::pipe::simulate(const Schedule &input, const ActionCosts &costs
     }
   };
   // The end time of every action run so far (-inf: not run), one slot per
-  // stage, kind and microbatch the lists name: a dependency outside them
-  // has not run. Dense, as every stage runs every microbatch.
-  int64_t stageSlots = S, microbatchSlots = 0;
-  for (const auto &list : schedule.actions)
-    for (const Action &a : list) {
-      stageSlots = std::max(stageSlots, a.stage + 1);
-      microbatchSlots = std::max(microbatchSlots, a.microbatch + 1);
-    }
+  // stage, kind and microbatch of the schedule's counts: dense, as every
+  // stage runs every microbatch. An action outside them (a schedule
+  // verifySchedule would refuse) is never recorded, so what waits for it
+  // deadlocks.
+  const int64_t stageSlots = std::max<int64_t>(S, 0);
+  const int64_t microbatchSlots = std::max<int64_t>(schedule.microbatches, 0);
   constexpr int64_t kinds = getMaxEnumValForActionKind() + 1;
   constexpr double notRun = -std::numeric_limits<double>::infinity();
   std::vector<double> done(stageSlots * kinds * microbatchSlots, notRun);

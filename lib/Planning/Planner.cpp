@@ -189,9 +189,9 @@ void settleStep(Plan &plan) {
   plan.computeSeconds = plan.rankComputeSeconds[plan.criticalRank];
   double unhidden = plan.stepSeconds - plan.computeSeconds - plan.commSeconds();
   plan.bubbleSeconds = std::max(0.0, unhidden);
-  // Not the rounding of a sum that meets the step.
-  if (-unhidden > 1e-9 * plan.stepSeconds)
-    plan.overlappedSeconds = -unhidden;
+  // Not the rounding of a sum that meets the step. Settled again after a
+  // compile, where the critical rank may change.
+  plan.overlappedSeconds = -unhidden > 1e-9 * plan.stepSeconds ? -unhidden : 0;
 }
 
 /// The mesh of a plan's layout, and its attribute.
@@ -308,24 +308,24 @@ struct Planner {
     }
     for (int64_t i = 0; i < toCompile; ++i) {
       Plan &plan = result.plans[i];
+      tell(SearchProgress::Phase::Compiling, i + 1, toCompile, plan);
       std::string why;
       if (failed(compile(plan, why))) {
         plan.fits = false;
         plan.note = "compiling it failed: " + why;
       }
-      tell(SearchProgress::Phase::Compiling, i + 1, toCompile, plan);
     }
     sortPlans();
   }
 
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
-  void tell(SearchProgress::Phase phase, int64_t done, int64_t total, const Plan &layout) {
+  void tell(SearchProgress::Phase phase, int64_t current, int64_t total, const Plan &layout) {
     if (!options.progress)
       return;
     SearchProgress progress;
     progress.phase = phase;
-    progress.done = done;
+    progress.current = current;
     progress.total = total;
     progress.subject = layout.meshSpec();
     if (phase == SearchProgress::Phase::Compiling)
@@ -424,8 +424,7 @@ struct Planner {
       int64_t v = kind == pipe::ScheduleKind::Interleaved1F1B ? 2
                   : kind == pipe::ScheduleKind::ZeroBubbleV   ? 2
                                                               : 1;
-      if (!options.train &&
-          (kind == pipe::ScheduleKind::ZeroBubbleH1 || kind == pipe::ScheduleKind::ZeroBubbleV))
+      if (!options.train && pipe::splitsBackward(kind))
         continue; // forwards only: as 1F1B's
       // Why `kind` priced nothing at the smallest pp that could not take
       // it, kept where no layout prices it.
@@ -548,6 +547,10 @@ struct Planner {
         addComm(workOfRank[r].comm, perMicrobatch[r], static_cast<double>(M));
         addComm(workOfRank[r].comm, perStep[r]);
         plan.rankComm[r] = workOfRank[r].comm;
+        // The once-a-step sums over pp (the gradient norm, stage sums) run
+        // after the pipeline drains, beside the optimizer: nothing hides
+        // them.
+        stepOfRank[r] += commSecondsOf(perStep[r]);
       }
       pipe::MemoryShares shares;
       if (schedule) {
@@ -558,8 +561,12 @@ struct Planner {
         }
         actionCosts.transfer = transferSeconds;
         pipe::Simulation sim = pipe::simulate(*schedule, actionCosts, /*withTimeline=*/false);
-        // The generators' schedules do not deadlock (ScheduleTest).
-        assert(!sim.deadlocked && "a generated schedule deadlocked");
+        // The generators' schedules do not deadlock (ScheduleTest); were
+        // one to, its plan is not priced rather than priced on a partial run.
+        if (sim.deadlocked) {
+          skip("at pp = " + std::to_string(pp) + ": " + sim.deadlock);
+          continue;
+        }
         endOfRank = sim.rankEnd;
         shares = pipelined->shares;
       } else {
@@ -592,9 +599,8 @@ struct Planner {
     bool needsPipeline = !options.train && options.microbatches > 1;
     for (pipe::ScheduleKind kind : options.schedules)
       unpriced[kind] =
-          !options.train && (kind == pipe::ScheduleKind::ZeroBubbleH1 ||
-                             kind == pipe::ScheduleKind::ZeroBubbleV)
-              ? "it splits the backward, and a forward has none (plan with --train)"
+          !options.train && pipe::splitsBackward(kind)
+              ? "it splits the backward, and a forward has none (plan a training step)"
               : "no layout of " + std::to_string(options.devices) +
                     " devices with a pp axis was priced (pp divides the devices, is at most " +
                     std::to_string(maxPp) +
@@ -611,11 +617,17 @@ struct Planner {
     }
     for (auto [index, layout] : llvm::enumerate(layouts)) {
       auto [pp, tp] = layout;
+      // The layouts come by pp: the schedules of a smaller pp serve no
+      // later layout (each holds pp x microbatches actions).
+      if (index > 0 && layouts[index - 1].first != pp)
+        schedules.clear();
       int64_t dp = options.devices / pp / tp;
       Plan shape;
       shape.pp = pp;
       shape.dp = dp;
       shape.tp = tp;
+      tell(SearchProgress::Phase::Solving, static_cast<int64_t>(index) + 1,
+           static_cast<int64_t>(layouts.size()), shape);
       auto mesh = meshOf(context, shape, error);
       if (!mesh)
         return std::nullopt;
@@ -638,8 +650,6 @@ struct Planner {
       std::string why;
       std::optional<sharding::autoshard::Plan> plan = sharder.solve(why);
       ++result.solves;
-      tell(SearchProgress::Phase::Solving, static_cast<int64_t>(index) + 1,
-           static_cast<int64_t>(layouts.size()), shape);
       if (!plan) {
         shape.fits = false;
         shape.note = why;

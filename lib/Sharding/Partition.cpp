@@ -463,13 +463,13 @@ LogicalResult Partitioner::partition(Operation *op) {
   if (op->getNumResults() != 0) {
     auto shardings = op->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
     if (!shardings) {
-      // Propagation annotates only ops that carry a sharding rule: for any
-      // other op, running it again would not help.
-      if (!getShardingRule(op))
+      // Propagation annotates the tfm ops and the bodies it partitions in
+      // place (tfm.layer, pipe.fragment): for any other op, running it
+      // again would not help.
+      if (!isa<TfmDialect>(op->getDialect()) && !op->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
         return op->emitOpError()
-               << "has no sharding rule (the tfm ops carry theirs), so "
-                  "pmlir-sharding-propagation gives it no tfm.shardings and partition cannot "
-                  "place it on the mesh";
+               << "is no tfm op, so pmlir-sharding-propagation gives it no tfm.shardings and "
+                  "partition cannot place it on the mesh";
       return op->emitOpError() << "has no tfm.shardings; run pmlir-sharding-propagation first";
     }
     if (shardings.size() != op->getNumResults())

@@ -41,7 +41,7 @@ struct Call {
   Operation *op;
   CollectiveKind kind;
   /// The grid axes of its group, as the op lists them.
-  SmallVector<int16_t> axes;
+  SmallVector<int16_t, 4> axes;
   Type element;
   /// Elements the rank passes in (a receive: the elements it receives).
   int64_t count = 0;

@@ -93,7 +93,7 @@
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=0" 2>&1 | FileCheck %s --check-prefix=MICRO
 // MICRO: error: pmlir-pipeline-schedule: microbatches must be at least 1, not 0
 // RUN: not pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=1f1b microbatches=1000000000" 2>&1 | FileCheck %s --check-prefix=HUGE
-// HUGE: error: pmlir-pipeline-schedule: a pipeline schedule of 2 ranks x 1 virtual stages x 1000000000 microbatches runs more than the 16777216 compute actions a schedule may hold
+// HUGE: error: pmlir-pipeline-schedule: a pipeline schedule of 2 ranks x 1 virtual stages x 1000000000 microbatches runs more than the 16777216 compute actions a schedule may hold (2 a stage and microbatch)
 // RUN: pmlir-opt %t/stages.mlir --pmlir-pipeline-schedule="schedule=gpipe" \
 // RUN:   | not pmlir-opt --pmlir-pipeline-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: pmlir-pipeline-schedule: the module already has a pipe.schedule

@@ -327,11 +327,11 @@ module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
 
 // -----
 
-// An op with no sharding rule: propagation leaves it bare, so asking for
+// An op outside the tfm dialect: propagation leaves it bare, so asking for
 // propagation again would not help.
 module attributes {tfm.mesh = #tfm.mesh<tp = 2>} {
-  func.func @ruleless(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []]>}) -> tensor<4x8xf32> {
-    // expected-error @+1 {{'arith.constant' op has no sharding rule (the tfm ops carry theirs), so pmlir-sharding-propagation gives it no tfm.shardings and partition cannot place it on the mesh}}
+  func.func @not_tfm(%x: tensor<4x8xf32> {tfm.sharding = #tfm.sharding<[[], []]>}) -> tensor<4x8xf32> {
+    // expected-error @+1 {{'arith.constant' op is no tfm op, so pmlir-sharding-propagation gives it no tfm.shardings and partition cannot place it on the mesh}}
     %c = arith.constant dense<1.0> : tensor<8xf32>
     %y = tfm.add %x, %c {tfm.shardings = [#tfm.sharding<[[], []]>]} : tensor<4x8xf32>, tensor<8xf32>
     return %y : tensor<4x8xf32>

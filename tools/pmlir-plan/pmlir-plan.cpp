@@ -405,8 +405,7 @@ int planMain(int argc, char **argv) {
                   "' (known: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v)");
     if (llvm::is_contained(options.schedules, *kind))
       return fail("--schedules names '" + name + "' twice");
-    if (!train && schedules.getNumOccurrences() &&
-        (*kind == pipe::ScheduleKind::ZeroBubbleH1 || *kind == pipe::ScheduleKind::ZeroBubbleV))
+    if (!train && schedules.getNumOccurrences() && pipe::splitsBackward(*kind))
       return fail("--schedules: " + name +
                   " splits the backward pass, and a forward plan has none: plan with --train, "
                   "or leave it out");
@@ -444,8 +443,8 @@ int planMain(int argc, char **argv) {
     options.progress = [](const planning::SearchProgress &p) {
       bool solving = p.phase == planning::SearchProgress::Phase::Solving;
       llvm::errs() << llvm::formatv("\r\x1b[Kpmlir-plan: {0} {1} of {2} ({3}), {4:f1} s",
-                                    solving ? "intra-op solve" : "compiled plan", p.done, p.total,
-                                    p.subject, p.seconds);
+                                    solving ? "intra-op solve" : "compiling plan", p.current,
+                                    p.total, p.subject, p.seconds);
       llvm::errs().flush();
     };
   std::optional<planning::PlannerResult> result = planning::planModel(*module, options, error);

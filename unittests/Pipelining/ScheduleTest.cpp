@@ -167,6 +167,7 @@ TEST(ScheduleTest, APlantedDeadlockNamesEachRank) {
   ASSERT_TRUE(verifySchedule(*s, error)) << error;
   Simulation sim = simulate(*s, ActionCosts());
   EXPECT_TRUE(sim.deadlocked);
+  EXPECT_TRUE(sim.rankEnd.empty()); // no end to read
   EXPECT_NE(sim.deadlock.find("rank 0 waits at 0RECV_B0 for 1SEND_B0"), std::string::npos)
       << sim.deadlock;
   EXPECT_NE(sim.deadlock.find("rank 1 waits at 1RECV_F1 for 0SEND_F1"), std::string::npos)
@@ -330,8 +331,6 @@ TEST(ScheduleTest, BadSchedulesSayWhy) {
   EXPECT_FALSE(parseScheduleKind("zbh1"));
 }
 
-} // namespace
-
 // What the planner reads of a simulation: each rank's end without the
 // timeline, and the same run whether the schedule's transfers are made
 // explicit before or by the simulator.
@@ -359,3 +358,5 @@ TEST(ScheduleTest, RankEndsWithoutTheTimeline) {
     EXPECT_DOUBLE_EQ(*std::max_element(full.rankEnd.begin(), full.rankEnd.end()), full.makespan);
   }
 }
+
+} // namespace

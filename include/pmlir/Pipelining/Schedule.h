@@ -59,6 +59,10 @@ struct Action {
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
 /// Whether buildSchedule builds schedules of `kind`.
 bool isGenerated(ScheduleKind kind);
+/// Whether the generator's schedules of `kind` split each backward into
+/// input and weight gradients (I and W: the zero-bubble ones), so that a
+/// forward-only program has nothing of theirs to run.
+bool splitsBackward(ScheduleKind kind);
 
 /// The alternatives of an option that picks a schedule, each with its
 /// name.
@@ -109,8 +113,8 @@ struct Schedule {
   Schedule withMeetingTransfers(const ActionCosts &costs) const;
 };
 
-/// The most compute actions (F, B, I, W: up to 3 a stage and microbatch)
-/// a generated schedule holds.
+/// The most compute actions (F and B, or F, I and W, a stage and
+/// microbatch) a generated schedule holds.
 inline constexpr int64_t kMaxScheduleActions = int64_t(1) << 24;
 
 /// Whether buildSchedule builds `kind` for these counts, without building
@@ -185,7 +189,11 @@ struct Simulation {
 /// RECV waits for its SEND plus the transfer delay, F(s, k) needs F(s-1, k)
 /// (received), B or I of (s, k) needs its F and the next stage's backward,
 /// W needs I. `withTimeline` keeps every action's start and end (a
-/// planner that needs only each rank's end leaves it out).
+/// planner that needs only each rank's end leaves it out). The schedule is
+/// one verifySchedule accepts: an action outside its stages and
+/// microbatches is not recorded as run, so what waits for it deadlocks.
+/// Without a deadlock, rankEnd holds each rank's end; with one, it is
+/// empty.
 Simulation simulate(const Schedule &schedule, const ActionCosts &costs, bool withTimeline = true);
 
 /// The share of a model one pipeline rank holds under `schedule`, with its

@@ -43,13 +43,13 @@ namespace pmlir::planning {
 inline constexpr int64_t kMaxDevices = int64_t(1) << 20;
 inline constexpr int64_t kMaxMicrobatches = int64_t(1) << 16;
 
-/// Where a search stands, told after each step of it: a layout's
-/// intra-op solve (`done` of `total` solves), then each of the best
+/// Where a search stands, told as each step of it starts: a layout's
+/// intra-op solve (the `current` of `total` solves), then each of the best
 /// plans' compile.
 struct SearchProgress {
   enum class Phase { Solving, Compiling } phase = Phase::Solving;
-  int64_t done = 0, total = 0;
-  /// The layout just solved ("pp=2,dp=4"), or the plan just compiled
+  int64_t current = 0, total = 0;
+  /// The layout being solved ("pp=2,dp=4"), or the plan being compiled
   /// ("pp=2,dp=4 1f1b").
   std::string subject;
   double seconds = 0;
@@ -88,7 +88,7 @@ struct PlannerOptions {
   /// them, and a plan that does not compile does not fit.
   int64_t compile = 5;
   std::string entry = "forward";
-  /// Called after each layout's solve and each compile, where set: a
+  /// Called as each layout's solve and each compile starts, where set: a
   /// search on many devices solves hundreds of layouts, each up to
   /// timeLimitSeconds.
   std::function<void(const SearchProgress &)> progress;

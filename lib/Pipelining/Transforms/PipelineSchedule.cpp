@@ -99,7 +99,7 @@ struct PipelineSchedulePass : public pmlir::impl::PipelineScheduleBase<PipelineS
       return fail("the schedule runs " + Twine(built->microbatches) + " microbatches, but @" +
                   pipelined.front().getName() + " is repeated over " + Twine(programMicrobatches) +
                   " (pmlir-microbatch, or the training step's grad-accum)");
-    pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts());
+    pipe::Simulation sim = pipe::simulate(*built, pipe::ActionCosts(), /*withTimeline=*/false);
     if (sim.deadlocked)
       return fail(sim.deadlock);
     if (meetingTransfers)
