@@ -221,6 +221,10 @@ private:
   CommunicationIndex &index;
   std::vector<Call> *out;
   DenseMap<Value, Attribute> known;
+  /// Values no rank can know because an op gave none on known operands
+  /// (arith's folders refuse a division by zero), with that op: where such
+  /// a value names a peer, the op is the cause to name.
+  DenseMap<Value, Operation *> undefinedBy;
   int callDepth = 0;
 
   std::optional<int64_t> valueOf(Value v) const {
@@ -232,6 +236,7 @@ private:
 
   void setIndex(Value v, int64_t value) {
     known[v] = IntegerAttr::get(IndexType::get(v.getContext()), value);
+    undefinedBy.erase(v);
   }
 
   /// Binds `to` to what is known of `from`, forgetting what is not.
@@ -241,6 +246,10 @@ private:
         known[t] = a;
       else
         known.erase(t);
+      if (Operation *cause = undefinedBy.lookup(f))
+        undefinedBy[t] = cause;
+      else
+        undefinedBy.erase(t);
     }
   }
 
@@ -293,16 +302,30 @@ private:
     }
     if (!isPure(op))
       return;
+    // Traced again (a loop's next iteration), an op's results are what its
+    // operands give now.
+    for (Value r : op->getResults()) {
+      known.erase(r);
+      undefinedBy.erase(r);
+    }
     SmallVector<Attribute> operands;
     for (Value v : op->getOperands()) {
       Attribute a = known.lookup(v);
-      if (!a)
+      if (!a) {
+        // What an undefined value reaches is undefined by the same op.
+        if (Operation *cause = undefinedBy.lookup(v))
+          for (Value r : op->getResults())
+            undefinedBy[r] = cause;
         return;
+      }
       operands.push_back(a);
     }
     SmallVector<OpFoldResult> results;
-    if (failed(op->fold(operands, results)) || results.size() != op->getNumResults())
+    if (failed(op->fold(operands, results)) || results.size() != op->getNumResults()) {
+      for (Value r : op->getResults())
+        undefinedBy[r] = op;
       return;
+    }
     for (auto [result, folded] : llvm::zip(op->getResults(), results)) {
       if (auto attr = dyn_cast<Attribute>(folded))
         known[result] = attr;
@@ -412,11 +435,22 @@ private:
     for (auto [a, s] : llvm::zip(axes, statics)) {
       int64_t value = s;
       if (ShapedType::isDynamic(s)) {
-        std::optional<int64_t> v = next < dynamics.size() ? valueOf(dynamics[next]) : std::nullopt;
+        Value dynamic = next < dynamics.size() ? dynamics[next] : Value();
+        std::optional<int64_t> v = dynamic ? valueOf(dynamic) : std::nullopt;
         ++next;
-        if (!v)
+        if (!v) {
+          if (Operation *cause = dynamic ? undefinedBy.lookup(dynamic) : nullptr) {
+            InFlightDiagnostic d = op->emitError("pmlir-verify-spmd: the ")
+                                   << what << " is undefined on " << ranks.name(rank)
+                                   << ": an op it is computed from gives no value";
+            d.attachNote(cause->getLoc())
+                << "'" << cause->getName()
+                << "' gives no value on its operands here (a division by zero?)";
+            return d;
+          }
           return op->emitError("pmlir-verify-spmd: the ")
                  << what << " is not a function of the rank (on " << ranks.name(rank) << ")";
+        }
         value = *v;
       }
       if (value < 0 || value >= ranks.gridShape()[a])

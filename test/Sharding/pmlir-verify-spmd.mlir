@@ -274,6 +274,25 @@ module attributes {tfm.mesh = #tfm.mesh<dp = 256, tp = 512>} {
 
 // -----
 
+// A peer the rank cannot compute because an op gives no value: the cause
+// is named (it was "not a function of the rank").
+module attributes {tfm.mesh = #tfm.mesh<cp = 2>} {
+  shard.grid @mesh(shape = 2)
+  func.func @divided(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %i = shard.process_multi_index on @mesh axes = [0] : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    // expected-note @+1 {{'arith.remui' gives no value on its operands here (a division by zero?)}}
+    %q = arith.remui %i, %c0 : index
+    %next = arith.addi %q, %c1 : index
+    // expected-error @+1 {{pmlir-verify-spmd: the destination is undefined on rank 0 (cp=0): an op it is computed from gives no value}}
+    %s = shard.send %x on @mesh grid_axes = [0] destination = [%next] : (tensor<8xf32>, index) -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }
+}
+
+// -----
+
 // A grid without the module's tfm.mesh: the check names its axes itself
 // (this crashed the pass).
 shard.grid @mesh(shape = 2)
