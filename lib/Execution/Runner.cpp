@@ -1260,12 +1260,9 @@ int exec::runModel(const RunOptions &o) {
   // mpirun: MPI forbids fork there, and pmlir-run's own launch checked.
   if (!checkModelInput(o.model, registry, !underMpirun(), error))
     return fail(error);
+  bool printOp = printOpOnDiagnosticOnlyWhereAsked();
   MLIRContext context(registry);
-  // A diagnostic names its op's location; the op printed whole after it (a
-  // training step of thousands of lines) only where asked for.
-  auto &registered = llvm::cl::getRegisteredOptions();
-  auto printOp = registered.find("mlir-print-op-on-diagnostic");
-  if (printOp == registered.end() || printOp->second->getNumOccurrences() == 0)
+  if (!printOp)
     context.printOpOnDiagnostic(false);
   Job job(o, context, std::move(mesh), std::move(meshError));
   return job.run();

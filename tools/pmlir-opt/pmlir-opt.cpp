@@ -31,13 +31,7 @@ int optMain(int argc, char **argv) {
   pmlir::registerAllPasses();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "pmlir optimizer driver\n", registry);
-  // A diagnostic names its op's location; the op printed whole after it (a
-  // model or a training step of thousands of lines) only where asked for,
-  // as pmlir-run does.
-  auto &registered = llvm::cl::getRegisteredOptions();
-  if (auto printOp = registered.find("mlir-print-op-on-diagnostic");
-      printOp != registered.end() && printOp->second->getNumOccurrences() == 0)
-    printOp->second->addOccurrence(0, "mlir-print-op-on-diagnostic", "false");
+  pmlir::printOpOnDiagnosticOnlyWhereAsked();
 
   // Text nested deeper than the stack holds is refused before parsing, and
   // bytecode is read once in a child process, where a crash or a hang of

@@ -28,6 +28,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -50,6 +51,22 @@
 #include <unistd.h>
 
 namespace pmlir {
+
+/// A diagnostic names its op's location; the op printed whole after it (a
+/// model or a training step of thousands of lines) only where
+/// --mlir-print-op-on-diagnostic asks. Where that option is registered and
+/// not given, sets it to false (a context created after reads it). Returns
+/// whether it was given.
+inline bool printOpOnDiagnosticOnlyWhereAsked() {
+  auto &registered = llvm::cl::getRegisteredOptions();
+  auto printOp = registered.find("mlir-print-op-on-diagnostic");
+  if (printOp == registered.end())
+    return false;
+  if (printOp->second->getNumOccurrences() > 0)
+    return true;
+  printOp->second->addOccurrence(0, printOp->first, "false");
+  return false;
+}
 
 /// The stack of a tool's main thread: ample room for kMaxNesting levels of
 /// MLIR text (parse, verify, passes and print recurse per level; 10,000
