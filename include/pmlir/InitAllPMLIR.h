@@ -34,6 +34,9 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <optional>
+#include <string>
+
 namespace pmlir {
 
 /// The dialects of pmlir programs and the interfaces their lowering needs.
@@ -54,6 +57,29 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 /// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp) and
 /// buildGpuLoweringPipeline and buildGpuKernelLoopsPipeline
 /// (lib/Target/GPU/GpuPipeline.cpp).
+/// Registers a pipeline whose options are checked when it is built: an
+/// option that makes no program is refused by name before any pass runs.
+template <typename Options>
+void registerCheckedPipeline(llvm::StringRef argument, llvm::StringRef description,
+                             void (*build)(mlir::OpPassManager &, const Options &),
+                             std::optional<std::string> (*unusable)(const Options &)) {
+  mlir::registerPassPipeline(
+      argument, description,
+      [=](mlir::OpPassManager &pm, llvm::StringRef text,
+          llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> onError) {
+        Options options;
+        if (mlir::failed(options.parseFromString(text)))
+          return mlir::failure();
+        if (std::optional<std::string> problem = unusable(options))
+          return onError(argument + ": " + *problem);
+        build(pm, options);
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> describe) {
+        describe(Options());
+      });
+}
+
 inline void registerAllPipelines() {
   registerCompilePipeline();
   mlir::PassPipelineRegistration<CpuPipelineOptions>(
@@ -61,17 +87,17 @@ inline void registerAllPipelines() {
       "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
       "(see CpuPipeline.cpp)",
       buildCpuLoweringPipeline);
-  mlir::PassPipelineRegistration<GpuPipelineOptions>(
+  registerCheckedPipeline<GpuPipelineOptions>(
       "pmlir-gpu-pipeline",
       "lowers tfm to a host program in the LLVM dialect with cuBLASLt calls and its kernels "
       "compiled to cubins, as pmlir-run --device gpu compiles it (see GpuPipeline.cpp)",
-      buildGpuLoweringPipeline);
-  mlir::PassPipelineRegistration<GpuKernelLoopsOptions>(
+      buildGpuLoweringPipeline, unusableGpuPipelineOption);
+  registerCheckedPipeline<GpuKernelLoopsOptions>(
       "pmlir-gpu-kernel-loops",
       "makes every loop and memory access of host functions a parallel loop mapped to "
       "blocks and threads, as the GPU pipeline does after bufferization: the kernel-loop "
       "passes in order (see GpuPipeline.cpp)",
-      buildGpuKernelLoopsPipeline);
+      buildGpuKernelLoopsPipeline, unusableGpuKernelLoopsOption);
   mlir::PassPipelineRegistration<ShardingPipelineOptions>(
       "pmlir-sharding-pipeline",
       "shards a global program with tfm.mesh into the per-rank program: [recipe], "

@@ -98,16 +98,21 @@ void addShardingPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   }
 }
 
+/// The GPU pipeline's options of a job's lowered phase.
+void fillGpuOptions(const CompilePipelineOptions &o, GpuPipelineOptions &gpu) {
+  gpu.entry = compiledEntryName(o);
+  gpu.chip = o.chip;
+  gpu.precision = o.precision;
+  gpu.roundArgumentsOnce = o.roundArgumentsOnce;
+  gpu.format = o.gpuFormat;
+  gpu.predict = o.predict;
+  gpu.rank = o.rank;
+}
+
 void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   if (o.target == CompileTarget::Gpu) {
     GpuPipelineOptions gpu;
-    gpu.entry = compiledEntryName(o);
-    gpu.chip = o.chip;
-    gpu.precision = o.precision;
-    gpu.roundArgumentsOnce = o.roundArgumentsOnce;
-    gpu.format = o.gpuFormat;
-    gpu.predict = o.predict;
-    gpu.rank = o.rank;
+    fillGpuOptions(o, gpu);
     buildGpuLoweringPipeline(pm, gpu);
     return;
   }
@@ -210,6 +215,12 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
     if (o.rank != -1 && !o.predict)
       return std::string("rank names the job's rank whose work predict counts: it needs "
                          "predict");
+    if (o.target == CompileTarget::Gpu) {
+      GpuPipelineOptions gpu;
+      fillGpuOptions(o, gpu);
+      if (std::optional<std::string> unusable = unusableGpuPipelineOption(gpu))
+        return unusable;
+    }
   }
   return std::nullopt;
 }

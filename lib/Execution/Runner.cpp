@@ -370,7 +370,7 @@ LogicalResult Job::lower(ModuleOp module, const std::string &entry, bool emit,
   lowering.predict = o.predict || (o.device == CompileTarget::Gpu && mesh);
   // A prediction runs nothing: the kernels stay NVVM (no CUDA toolkit).
   if (o.predict && o.device == CompileTarget::Gpu)
-    lowering.gpuFormat = "nvvm";
+    lowering.gpuFormat = GpuKernelFormat::Nvvm;
   if (lowering.predict)
     lowering.rank = rank;
   // A prediction asks no GPU: the built-in profiles' (H100, H200) are sm_90.

@@ -27,6 +27,7 @@
 #include "pmlir/Sharding/Transforms/Passes.h"
 #include "pmlir/Support/CompileTarget.h"
 #include "pmlir/Support/Precision.h"
+#include "pmlir/Target/GPU/KernelFormat.h"
 #include "pmlir/Training/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -173,10 +174,9 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                        llvm::cl::init(-1)};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target=gpu: the GPU"),
                            llvm::cl::init("sm_90")};
-  Option<std::string> gpuFormat{
-      *this, "gpu-format",
-      llvm::cl::desc("target=gpu: kernels as bin (cubin), isa (PTX) or nvvm (not serialized)"),
-      llvm::cl::init("bin")};
+  Option<GpuKernelFormat> gpuFormat{*this, "gpu-format",
+                                    llvm::cl::desc("target=gpu: what the kernels are embedded as"),
+                                    llvm::cl::init(GpuKernelFormat::Bin), gpuKernelFormatValues()};
 };
 
 /// The function the program phase ends in: @train_step, @<entry>_grad or

@@ -23,6 +23,8 @@
 
 #include "pmlir/Conversion/Passes.h"
 
+#include "KernelLoops.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -43,9 +45,16 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Config/Targets.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/Debug.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 
 #define DEBUG_TYPE "pmlir-gpu-pipeline"
 
@@ -57,6 +66,61 @@ std::string pmlir::gpuToolkitPath(const GpuPipelineOptions &options) {
   if (const char *home = std::getenv("CUDA_HOME"); home && *home)
     return home;
   return "/usr/local/cuda";
+}
+
+std::optional<std::string>
+pmlir::unusableGpuKernelLoopsOption(const GpuKernelLoopsOptions &options) {
+  if (std::optional<std::string> problem = kernel_loops::blockSizeProblem(options.blockSize))
+    return problem;
+  if (options.reductionBlocks < 0)
+    return "reduction-blocks must be 0 (one block a value) or more, not " +
+           std::to_string(options.reductionBlocks);
+  if (options.scatterRowGroups < 1)
+    return "scatter-row-groups must be 1 (every row in one) or more, not " +
+           std::to_string(options.scatterRowGroups);
+  return std::nullopt;
+}
+
+namespace {
+
+/// Whether LLVM's NVPTX target knows `chip` as a processor: one it does not
+/// know is compiled for a generic one with a warning for each kernel, then
+/// fails in ptxas or in instruction selection.
+bool isKnownGpuChip(llvm::StringRef chip) {
+#if LLVM_HAS_NVPTX_TARGET
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+  });
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!nvptx)
+    return false;
+  // Made for no processor in particular: made for an unknown one, it would
+  // warn on stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      nvptx->createMCSubtargetInfo(triple, /*CPU=*/"", /*Features=*/""));
+  return subtarget && subtarget->isCPUStringValid(chip);
+#else
+  return false;
+#endif
+}
+
+} // namespace
+
+std::optional<std::string> pmlir::unusableGpuPipelineOption(const GpuPipelineOptions &options) {
+  GpuKernelLoopsOptions kernelLoops;
+  kernelLoops.blockSize = options.blockSize;
+  if (std::optional<std::string> unusable = unusableGpuKernelLoopsOption(kernelLoops))
+    return unusable;
+  if (!isKnownGpuChip(options.chip))
+    return "chip '" + options.chip +
+           "' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)";
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return "opt-level must be 0 to 3, not " + std::to_string(options.optLevel);
+  return std::nullopt;
 }
 
 void pmlir::buildGpuKernelLoopsPipeline(OpPassManager &pm, const GpuKernelLoopsOptions &options) {
@@ -133,10 +197,10 @@ void pmlir::buildGpuLoweringPipeline(OpPassManager &pm, const GpuPipelineOptions
 
   // Host.
   pm.addPass(createGpuToLLVMConversionPass());
-  if (options.format != "nvvm") {
+  if (options.format != GpuKernelFormat::Nvvm) {
     GpuModuleToBinaryPassOptions binary;
     binary.toolkitPath = gpuToolkitPath(options);
-    binary.compilationTarget = options.format;
+    binary.compilationTarget = gpuKernelFormatName(options.format).str();
     pm.addPass(createGpuModuleToBinaryPass(binary));
   }
   pm.addPass(createConvertMathToLLVMPass());

@@ -116,10 +116,16 @@ SmallVector<gpu::ParallelLoopDimMappingAttr> pmlir::kernel_loops::onBlocks(MLIRC
   return mapping;
 }
 
+std::optional<std::string> pmlir::kernel_loops::blockSizeProblem(int64_t blockSize) {
+  if (blockSize >= 1 && blockSize <= kMaxThreadsPerBlock)
+    return std::nullopt;
+  return "block-size must be 1 to " + std::to_string(kMaxThreadsPerBlock) +
+         " (the threads of a CUDA block), not " + std::to_string(blockSize);
+}
+
 LogicalResult pmlir::kernel_loops::checkBlockSize(Operation *module, int64_t blockSize,
                                                   StringRef pass) {
-  if (blockSize >= 1 && blockSize <= kMaxThreadsPerBlock)
-    return success();
-  return module->emitError() << pass << ": block-size must be 1 to " << kMaxThreadsPerBlock
-                             << " (the threads of a CUDA block), not " << blockSize;
+  if (std::optional<std::string> problem = blockSizeProblem(blockSize))
+    return module->emitError() << pass << ": " << *problem;
+  return success();
 }

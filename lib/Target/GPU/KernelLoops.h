@@ -19,6 +19,9 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+#include <string>
+
 namespace pmlir::kernel_loops {
 
 /// The buffer a view (subview, cast, reshape) looks into.
@@ -56,8 +59,12 @@ llvm::SmallVector<mlir::gpu::ParallelLoopDimMappingAttr> onBlocks(mlir::MLIRCont
 /// The most threads a CUDA block runs.
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 
+/// Why `blockSize` is no block's thread count (1 to kMaxThreadsPerBlock),
+/// or nullopt.
+std::optional<std::string> blockSizeProblem(int64_t blockSize);
+
 /// Fails with a diagnostic on `module` naming `pass` where `blockSize` is
-/// no block's thread count (1 to kMaxThreadsPerBlock).
+/// no block's thread count.
 mlir::LogicalResult checkBlockSize(mlir::Operation *module, int64_t blockSize,
                                    llvm::StringRef pass);
 

@@ -1,5 +1,12 @@
 // RUN: pmlir-opt %s --split-input-file --verify-diagnostics --pmlir-gpu-kernel-loops="block-size=32" | FileCheck %s
 // RUN: pmlir-opt %s --split-input-file --verify-diagnostics --pmlir-gpu-kernel-loops="block-size=32" --convert-parallel-loops-to-gpu | FileCheck %s --check-prefix=LAUNCH
+// Options that make no kernels are refused when the pipeline is built.
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-kernel-loops="block-size=0" 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-kernel-loops="reduction-blocks=-1" 2>&1 | FileCheck %s --check-prefix=BAD-REDUCTION
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-kernel-loops="scatter-row-groups=0" 2>&1 | FileCheck %s --check-prefix=BAD-SCATTER
+// BAD-BLOCK: error: pmlir-gpu-kernel-loops: block-size must be 1 to 1024 (the threads of a CUDA block), not 0
+// BAD-REDUCTION: error: pmlir-gpu-kernel-loops: reduction-blocks must be 0 (one block a value) or more, not -1
+// BAD-SCATTER: error: pmlir-gpu-kernel-loops: scatter-row-groups must be 1 (every row in one) or more, not 0
 
 // A scalar read before a loop (as AdamW's step) is sunk into the loop, and
 // the loop is tiled: the rows on block_x, the innermost dimension in tiles

@@ -9,6 +9,18 @@
 // RUN: pmlir-gen gpt2 --layers 2 --hidden 32 --heads 2 --vocab 50 --seq 8 --batch 2 --max-positions 16 --loss -o %t.loss.mlir
 // RUN: pmlir-opt %t.loss.mlir --pmlir-autodiff="entry=forward name=forward_grad keep-entry=false" --pmlir-optimizer="entry=forward_grad name=train_step keep-entry=false max-grad-norm=1.0" -o %t.step.mlir
 // RUN: pmlir-opt %t.step.mlir --pmlir-gpu-pipeline="entry=train_step format=nvvm" | FileCheck %s --check-prefix=STEP --implicit-check-not=memref. --implicit-check-not=scf.
+// Options that make no GPU program are refused when the pipeline is built,
+// before any pass runs (no warning per kernel from LLVM, no ptxas).
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm block-size=2048" 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm chip=sm_900" 2>&1 | FileCheck %s --check-prefix=BAD-CHIP --implicit-check-not="not a recognized processor"
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm opt-level=4" 2>&1 | FileCheck %s --check-prefix=BAD-OPT
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=cubin" 2>&1 | FileCheck %s --check-prefix=BAD-FORMAT
+// RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm chip=sm_100a" | FileCheck %s --check-prefix=SM100
+// BAD-BLOCK: error: pmlir-gpu-pipeline: block-size must be 1 to 1024 (the threads of a CUDA block), not 2048
+// BAD-CHIP: error: pmlir-gpu-pipeline: chip 'sm_900' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)
+// BAD-OPT: error: pmlir-gpu-pipeline: opt-level must be 0 to 3, not 4
+// BAD-FORMAT: for the --format option: Cannot find option named 'cubin'!
+// SM100: gpu.module @forward_kernel [#nvvm.target<O = 3, chip = "sm_100a", features = "+ptx80">]
 
 // CHECK-LABEL: llvm.func @forward(
 // CHECK: %[[S:.*]] = llvm.call @mgpuStreamCreate()

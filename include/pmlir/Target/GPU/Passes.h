@@ -14,6 +14,7 @@
 #define PMLIR_TARGET_GPU_PASSES_H
 
 #include "pmlir/Support/Precision.h"
+#include "pmlir/Target/GPU/KernelFormat.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +26,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
+
+#include <optional>
+#include <string>
 
 namespace pmlir {
 
@@ -53,12 +57,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
       llvm::cl::desc("the CUDA toolkit's directory, for ptxas and libdevice (default: "
                      "$CUDA_HOME, else /usr/local/cuda)"),
       llvm::cl::init("")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("what the kernels are embedded as: bin (a cubin, by ptxas), isa (PTX, "
-                     "compiled by the driver when loaded), or nvvm (not serialized: the "
-                     "gpu.modules stay in the NVVM dialect, which needs no CUDA toolkit)"),
-      llvm::cl::init("bin")};
+  Option<GpuKernelFormat> format{*this, "format",
+                                 llvm::cl::desc("what the kernels are embedded as"),
+                                 llvm::cl::init(GpuKernelFormat::Bin), gpuKernelFormatValues()};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads a block along a kernel's innermost loop"),
                             llvm::cl::init(256)};
@@ -104,6 +105,14 @@ void buildGpuKernelLoopsPipeline(mlir::OpPassManager &pm,
 /// `pmlir-run --device gpu` compiles.
 void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
                               const GpuPipelineOptions &options = GpuPipelineOptions());
+
+/// Why `options` make no GPU program (a block of more threads than CUDA
+/// allows, a chip LLVM's NVPTX target does not know, ...), or nullopt:
+/// checked when the pipeline is built, before any pass runs.
+std::optional<std::string> unusableGpuPipelineOption(const GpuPipelineOptions &options);
+
+/// Why `options` make no kernels, or nullopt.
+std::optional<std::string> unusableGpuKernelLoopsOption(const GpuKernelLoopsOptions &options);
 
 /// The toolkit directory `options` names, or $CUDA_HOME, or
 /// /usr/local/cuda.
