@@ -82,11 +82,11 @@ void registerCheckedPipeline(llvm::StringRef argument, llvm::StringRef descripti
 
 inline void registerAllPipelines() {
   registerCompilePipeline();
-  mlir::PassPipelineRegistration<CpuPipelineOptions>(
+  registerCheckedPipeline<CpuPipelineOptions>(
       "pmlir-cpu-pipeline",
       "lowers tfm to the LLVM dialect for CPU execution, as pmlir-run compiles it "
       "(see CpuPipeline.cpp)",
-      buildCpuLoweringPipeline);
+      buildCpuLoweringPipeline, unusableCpuPipelineOption);
   registerCheckedPipeline<GpuPipelineOptions>(
       "pmlir-gpu-pipeline",
       "lowers tfm to a host program in the LLVM dialect with cuBLASLt calls and its kernels "

@@ -109,6 +109,15 @@ void fillGpuOptions(const CompilePipelineOptions &o, GpuPipelineOptions &gpu) {
   gpu.rank = o.rank;
 }
 
+/// The CPU pipeline's options of a job's lowered phase.
+void fillCpuOptions(const CompilePipelineOptions &o, CpuPipelineOptions &cpu) {
+  cpu.entry = compiledEntryName(o);
+  cpu.precision = o.precision;
+  cpu.roundArgumentsOnce = o.roundArgumentsOnce;
+  cpu.predict = o.predict;
+  cpu.rank = o.rank;
+}
+
 void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   if (o.target == CompileTarget::Gpu) {
     GpuPipelineOptions gpu;
@@ -117,11 +126,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     return;
   }
   CpuPipelineOptions cpu;
-  cpu.entry = compiledEntryName(o);
-  cpu.precision = o.precision;
-  cpu.roundArgumentsOnce = o.roundArgumentsOnce;
-  cpu.predict = o.predict;
-  cpu.rank = o.rank;
+  fillCpuOptions(o, cpu);
   buildCpuLoweringPipeline(pm, cpu);
 }
 
@@ -212,15 +217,14 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
                                   {o.gpuFormat.hasValue(), "gpu-format"}})
         if (unused)
           return std::string(name) + " is for target=gpu";
-    if (o.rank != -1 && !o.predict)
-      return std::string("rank names the job's rank whose work predict counts: it needs "
-                         "predict");
     if (o.target == CompileTarget::Gpu) {
       GpuPipelineOptions gpu;
       fillGpuOptions(o, gpu);
-      if (std::optional<std::string> unusable = unusableGpuPipelineOption(gpu))
-        return unusable;
+      return unusableGpuPipelineOption(gpu);
     }
+    CpuPipelineOptions cpu;
+    fillCpuOptions(o, cpu);
+    return unusableCpuPipelineOption(cpu);
   }
   return std::nullopt;
 }

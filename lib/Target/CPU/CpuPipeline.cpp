@@ -31,6 +31,14 @@
 
 using namespace mlir;
 
+std::optional<std::string> pmlir::unusableCpuPipelineOption(const CpuPipelineOptions &options) {
+  if (options.precision == Precision::TF32)
+    return std::string("precision tf32 is a GPU's: a CPU has no TF32 arithmetic (f32 or bf16)");
+  if (options.rank != -1 && !options.predict)
+    return std::string("rank names the job's rank whose work predict counts: it needs predict");
+  return std::nullopt;
+}
+
 void pmlir::buildCpuLoweringPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   LLVM_DEBUG(llvm::dbgs() << "CPU pipeline for @" << options.entry << "\n");
   pm.addPass(createPrepareCInterface(PrepareCInterfaceOptions{options.entry}));

@@ -120,6 +120,8 @@ std::optional<std::string> pmlir::unusableGpuPipelineOption(const GpuPipelineOpt
            "' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)";
   if (options.optLevel < 0 || options.optLevel > 3)
     return "opt-level must be 0 to 3, not " + std::to_string(options.optLevel);
+  if (options.rank != -1 && !options.predict)
+    return std::string("rank names the job's rank whose work predict counts: it needs predict");
   return std::nullopt;
 }
 

@@ -3,6 +3,11 @@
 // RUN: pmlir-opt %pmlir_src/models/tiny-llama.mlir --pmlir-cpu-pipeline | FileCheck %s
 // RUN: pmlir-opt %s --pmlir-cpu-pipeline=entry=gelu_of_norm | FileCheck %s --check-prefix=SMALL
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline=precision=bf16 | FileCheck %s --check-prefix=BF16
+// Options that make no CPU program are refused when the pipeline is built.
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline=precision=tf32 2>&1 | FileCheck %s --check-prefix=BAD-TF32
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-cpu-pipeline=rank=3 2>&1 | FileCheck %s --check-prefix=BAD-RANK
+// BAD-TF32: error: pmlir-cpu-pipeline: precision tf32 is a GPU's: a CPU has no TF32 arithmetic (f32 or bf16)
+// BAD-RANK: error: pmlir-cpu-pipeline: rank names the job's rank whose work predict counts: it needs predict
 
 // bf16: GEMMs on bf16 operands, the conversions as integer arithmetic (no
 // bf16 instructions or library calls left for x86).

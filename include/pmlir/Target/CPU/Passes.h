@@ -24,6 +24,9 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
+#include <string>
+
 namespace pmlir {
 
 #define GEN_PASS_DECL
@@ -48,6 +51,10 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
                                       "(pmlir-step-work)"),
                        llvm::cl::init(-1)};
 };
+
+/// Why `options` make no CPU program (precision tf32, a rank without
+/// predict), or nullopt: checked when the pipeline is built.
+std::optional<std::string> unusableCpuPipelineOption(const CpuPipelineOptions &options);
 
 /// tfm -> linalg -> bufferization -> loops -> LLVM dialect, for the JIT:
 /// exactly what pmlir-run compiles.
