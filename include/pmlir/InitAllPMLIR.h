@@ -98,11 +98,11 @@ inline void registerAllPipelines() {
       "blocks and threads, as the GPU pipeline does after bufferization: the kernel-loop "
       "passes in order (see GpuPipeline.cpp)",
       buildGpuKernelLoopsPipeline, unusableGpuKernelLoopsOption);
-  mlir::PassPipelineRegistration<ShardingPipelineOptions>(
+  registerCheckedPipeline<ShardingPipelineOptions>(
       "pmlir-sharding-pipeline",
       "shards a global program with tfm.mesh into the per-rank program: [recipe], "
       "propagation, partition, [sequence parallelism], [comm report]",
-      buildShardingPipeline);
+      buildShardingPipeline, unusableShardingPipelineOption);
 }
 
 /// Every pmlir pass and pipeline, and upstream's generic transforms

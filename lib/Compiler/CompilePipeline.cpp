@@ -75,19 +75,27 @@ ProgramPipelineOptions programOptionsOf(const CompilePipelineOptions &o, int64_t
   return program;
 }
 
+/// The sharding pipeline's options of a job's sharded phase (an option
+/// assigned counts as given: those left at their defaults are not).
+void fillShardingOptions(const CompilePipelineOptions &o, ShardingPipelineOptions &sharding) {
+  sharding.recipe = o.recipe;
+  if (o.topology.hasValue())
+    sharding.topology = o.topology;
+  if (o.memoryBudget.hasValue())
+    sharding.memoryBudget = o.memoryBudget;
+  sharding.zero = o.zero;
+  sharding.sequenceParallel = o.sequenceParallel;
+  sharding.contextAttention = o.contextAttention;
+  sharding.contextLayout = o.contextLayout;
+}
+
 void addShardingPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   AttachMeshOptions attach;
   attach.mesh = o.mesh;
   attach.rankOrder = o.rankOrder;
   pm.addPass(createAttachMesh(attach));
   ShardingPipelineOptions sharding;
-  sharding.recipe = o.recipe;
-  sharding.topology = o.topology;
-  sharding.memoryBudget = o.memoryBudget;
-  sharding.zero = o.zero;
-  sharding.sequenceParallel = o.sequenceParallel;
-  sharding.contextAttention = o.contextAttention;
-  sharding.contextLayout = o.contextLayout;
+  fillShardingOptions(o, sharding);
   buildShardingPipeline(pm, sharding);
   // Before any rank runs it: every rank's program, pipeline ranks
   // included, issues matching collectives.
@@ -176,8 +184,10 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
           return std::string(name) + " is for pipeline-schedule";
   }
   if (runs(CompilePhase::Sharded)) {
-    if (o.zero < 0 || o.zero > 3)
-      return "zero takes a ZeRO stage, 0 to 3, got " + std::to_string(o.zero);
+    ShardingPipelineOptions sharding;
+    fillShardingOptions(o, sharding);
+    if (std::optional<std::string> unusable = unusableShardingPipelineOption(sharding))
+      return unusable;
     if (o.zero != 0 && !train)
       return std::string("zero shards a training step's model state: it needs program=train");
     bool meshed = !o.mesh.empty();
@@ -190,10 +200,6 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
           {o.contextLayout != CompilePipelineOptions::ContextLayout::Contiguous, "context-layout"}})
       if (unused && !meshed)
         return std::string(name) + " shards over a mesh: it needs mesh";
-    if ((o.topology.hasValue() || o.memoryBudget.hasValue()) &&
-        o.recipe != CompilePipelineOptions::Recipe::Auto)
-      return std::string(o.topology.hasValue() ? "topology" : "memory-budget") +
-             " is for recipe=auto";
   }
   if (runs(CompilePhase::Rank)) {
     if (pipelined(o) && (o.pipelineRank < 0 || o.pipelineRank >= pipelineRanks))

@@ -152,7 +152,7 @@ RunFlags::RunFlags(RunOptions &o, llvm::StringRef tool) : options(o), betas("0.9
        cl::desc("with a sharded program: Megatron's sequence parallelism (tensor-parallel "
                 "all-reduces become reduce-scatter + all-gather, norms on sequence shards)"),
        cl::cat(c.mesh));
-  chooseOptional("cp-attention", o.cpAttention, ShardingPipelineOptions::contextAttentionValues(),
+  chooseOptional("cp-attention", o.cpAttention, pmlir::contextAttentionValues(),
                  cl::desc("with a cp axis in --mesh: attention over the split sequence "
                           "(allgather when not given)"),
                  cl::cat(c.mesh));

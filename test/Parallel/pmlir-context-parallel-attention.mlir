@@ -61,7 +61,7 @@
 // RUN: pmlir-gen gpt2 --layers 1 --hidden 64 --heads 4 --vocab 96 --seq 16 --batch 2 --max-positions 32 \
 // RUN:   | pmlir-opt --pmlir-attach-mesh="mesh=cp=2" \
 // RUN:   | not pmlir-opt --pmlir-sharding-propagation --pmlir-context-parallel-attention=attention=rings 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: unknown context-parallel attention 'rings' (known: allgather, ring, ulysses)
+// UNKNOWN: for the --attention option: Cannot find option named 'rings'!
 
 // Ring: only the attention gradient's key and value gradients are pinned,
 // to sequence shards, complete: the partition reduce-scatters them at the

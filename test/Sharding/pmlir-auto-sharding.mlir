@@ -59,7 +59,7 @@
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="memory-budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
 // BUDGET: error: auto-sharding: memory budget 'lots' is not a positive byte count up to 4 EiB (as 12GiB, 800MB or 1e9)
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="solver=simplex" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SOLVER
-// SOLVER: error: auto-sharding: solver 'simplex' is neither cbc nor exhaustive
+// SOLVER: for the --solver option: Cannot find option named 'simplex'!
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
 // TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100, h200) nor a readable JSON file
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT

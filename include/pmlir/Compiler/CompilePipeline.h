@@ -136,10 +136,9 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
   Option<bool> sequenceParallel{*this, "sequence-parallel",
                                 llvm::cl::desc("Megatron's sequence parallelism"),
                                 llvm::cl::init(false)};
-  Option<ContextAttention> contextAttention{*this, "context-attention",
-                                            llvm::cl::desc("attention over a sequence split on cp"),
-                                            llvm::cl::init(ContextAttention::AllGather),
-                                            ShardingPipelineOptions::contextAttentionValues()};
+  Option<ContextAttention> contextAttention{
+      *this, "context-attention", llvm::cl::desc("attention over a sequence split on cp"),
+      llvm::cl::init(ContextAttention::AllGather), pmlir::contextAttentionValues()};
   Option<ContextLayout> contextLayout{
       *this, "context-layout", llvm::cl::desc("the order of a sequence split on cp"),
       llvm::cl::init(ContextLayout::Contiguous), ShardingPipelineOptions::contextLayoutValues()};

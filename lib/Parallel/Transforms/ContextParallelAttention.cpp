@@ -56,25 +56,21 @@ struct ContextParallelAttentionPass
     MeshAttr mesh = meshOf(module, "context-parallel attention");
     if (!mesh)
       return signalPassFailure();
-    if (attention != "ulysses" && attention != "ring" && attention != "allgather") {
-      emitError(module.getLoc()) << "unknown context-parallel attention '" << attention
-                                 << "' (known: allgather, ring, ulysses)";
-      return signalPassFailure();
-    }
     if (mesh.axisIndex(axis) < 0) {
       emitError(module.getLoc())
           << "context-parallel attention splits the sequence over mesh axis '" << axis
           << "', which mesh " << mesh << " does not have";
       return signalPassFailure();
     }
-    if (attention == "allgather")
+    if (attention == pmlir::ContextAttention::AllGather)
       return;
     int64_t rewritten = 0;
     WalkResult walked = module.walk([&](Operation *op) {
       if (!isa<AttentionOp, AttentionGradOp>(op) ||
-          (attention == "ring" && !isa<AttentionGradOp>(op)))
+          (attention == pmlir::ContextAttention::Ring && !isa<AttentionGradOp>(op)))
         return WalkResult::advance();
-      FailureOr<bool> moved = pin(op, mesh, /*onHeads=*/attention == "ulysses");
+      FailureOr<bool> moved =
+          pin(op, mesh, /*onHeads=*/attention == pmlir::ContextAttention::Ulysses);
       if (failed(moved))
         return WalkResult::interrupt();
       rewritten += *moved;
@@ -82,7 +78,8 @@ struct ContextParallelAttentionPass
     });
     if (walked.wasInterrupted())
       return signalPassFailure();
-    LLVM_DEBUG(llvm::dbgs() << rewritten << " attention ops pinned for " << attention << "\n");
+    LLVM_DEBUG(llvm::dbgs() << rewritten << " attention ops pinned for variant "
+                            << static_cast<int>(attention.getValue()) << "\n");
   }
 
   /// Pins the results of `op` to sequence shards over the axis, complete,

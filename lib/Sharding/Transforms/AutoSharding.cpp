@@ -165,15 +165,7 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       }
       options.memoryBudget = *bytes;
     }
-    if (solver == "cbc") {
-      options.solver = autoshard::Solver::Cbc;
-    } else if (solver == "exhaustive") {
-      options.solver = autoshard::Solver::Exhaustive;
-    } else {
-      module.emitError() << "auto-sharding: solver '" << solver
-                         << "' is neither cbc nor exhaustive";
-      return std::nullopt;
-    }
+    options.solver = solver;
     if (!(timeLimit > 0) || std::isinf(timeLimit)) {
       module.emitError() << "auto-sharding: time limit "
                          << llvm::formatv("{0}", timeLimit.getValue())

@@ -16,6 +16,20 @@
 
 using namespace mlir;
 
+std::optional<std::string>
+pmlir::unusableShardingPipelineOption(const ShardingPipelineOptions &options) {
+  if (options.zero < 0 || options.zero > 3)
+    return "zero takes a ZeRO stage, 0 to 3, got " + std::to_string(options.zero);
+  if (options.recipe != ShardingPipelineOptions::Recipe::Auto)
+    for (auto [given, name] :
+         {std::pair<bool, const char *>{options.topology.hasValue(), "topology"},
+          {options.memoryBudget.hasValue(), "memory-budget"},
+          {options.rankOrder.hasValue(), "rank-order"}})
+      if (given)
+        return std::string(name) + " is for recipe=auto";
+  return std::nullopt;
+}
+
 void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptions &options) {
   LLVM_DEBUG(llvm::dbgs() << "sharding pipeline: recipe "
                           << (options.recipe == ShardingPipelineOptions::Recipe::Megatron
@@ -42,7 +56,7 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
   if (options.contextAttention != ContextAttention::AllGather) {
     // Propagation again, through the constraints the variant pins.
     ContextParallelAttentionOptions pins;
-    pins.attention = options.contextAttention == ContextAttention::Ring ? "ring" : "ulysses";
+    pins.attention = options.contextAttention;
     pm.addPass(createContextParallelAttention(pins));
     pm.addPass(createShardingPropagation());
   }
@@ -66,16 +80,6 @@ llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::recipeValues() {
       clEnumValN(pmlir::ShardingPipelineOptions::Recipe::Auto, "auto",
                  "pmlir-auto-sharding: an integer program over every op's strategies on the "
                  "topology"));
-}
-
-llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::contextAttentionValues() {
-  return llvm::cl::values(
-      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::AllGather, "allgather",
-                 "keys and values all-gathered over cp"),
-      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::Ring, "ring",
-                 "key/value blocks passed around cp, online softmax (pmlir-ring-attention)"),
-      clEnumValN(pmlir::ShardingPipelineOptions::ContextAttention::Ulysses, "ulysses",
-                 "heads split over cp, all-to-all in and out"));
 }
 
 llvm::cl::ValuesClass pmlir::ShardingPipelineOptions::contextLayoutValues() {

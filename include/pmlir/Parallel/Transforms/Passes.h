@@ -11,6 +11,7 @@
 #define PMLIR_PARALLEL_TRANSFORMS_PASSES_H
 
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Parallel/ContextAttention.h"
 #include "pmlir/Pipelining/Schedule.h"
 #include "pmlir/Training/Autodiff.h"
 

@@ -112,8 +112,9 @@ def ContextParallelAttention : Pass<"pmlir-context-parallel-attention", "mlir::M
   let options = [
     Option<"axis", "axis", "std::string", "\"cp\"",
            "mesh axis of context parallelism">,
-    Option<"attention", "attention", "std::string", "\"ring\"",
-           "the variant: ring, ulysses or allgather">,
+    Option<"attention", "attention", "pmlir::ContextAttention",
+           "pmlir::ContextAttention::Ring", "the variant: allgather, ring or ulysses",
+           "pmlir::contextAttentionValues()">,
   ];
 }
 

@@ -25,6 +25,7 @@
 #define PMLIR_SHARDING_AUTO_PROBLEM_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <limits>
 #include <string>
@@ -102,7 +103,17 @@ SolveResult solveWithCbc(const Problem &problem, double timeLimitSeconds, int64_
 /// when the search would visit more than `maxNodes` partial choices.
 SolveResult solveExhaustively(const Problem &problem, int64_t maxNodes = 20'000'000);
 
+/// Which search solves: CBC, or every choice (small programs, for tests).
 enum class Solver { Cbc, Exhaustive };
+
+/// The alternatives of an option that takes a Solver, each with its name.
+inline llvm::cl::ValuesClass solverValues() {
+  return llvm::cl::values(
+      clEnumValN(Solver::Cbc, "cbc", "COIN-OR branch and cut (the default)"),
+      clEnumValN(Solver::Exhaustive, "exhaustive",
+                 "every choice, branch and bound on the partial cost (small programs, for tests)"));
+}
+
 SolveResult solve(const Problem &problem, Solver solver, double timeLimitSeconds,
                   int64_t nodeLimit = -1);
 

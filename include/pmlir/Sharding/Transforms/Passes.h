@@ -13,8 +13,10 @@
 
 #include "pmlir/Analysis/Transforms/Passes.h"
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Parallel/ContextAttention.h"
 #include "pmlir/Parallel/Transforms/Passes.h"
 #include "pmlir/Pipelining/Schedule.h"
+#include "pmlir/Sharding/Auto/Problem.h"
 #include "pmlir/Training/Autodiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,6 +32,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+#include <string>
+
 namespace pmlir {
 
 #define GEN_PASS_DECL
@@ -38,13 +43,12 @@ namespace pmlir {
 /// How a global program is sharded, as pmlir-sharding-pipeline's options.
 struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipelineOptions> {
   enum class Recipe { None, Megatron, Auto };
-  enum class ContextAttention { AllGather, Ring, Ulysses };
+  using ContextAttention = pmlir::ContextAttention;
   enum class ContextLayout { Contiguous, Balanced };
   /// The alternatives of each choice, with their names: every option that
   /// takes one (these, pmlir-compile-pipeline's, pmlir-run's flags) lists
   /// these, so a new alternative is added here alone.
   static llvm::cl::ValuesClass recipeValues();
-  static llvm::cl::ValuesClass contextAttentionValues();
   static llvm::cl::ValuesClass contextLayoutValues();
 
   Option<Recipe> recipe{*this, "recipe", llvm::cl::desc("annotate the weights with a recipe first"),
@@ -68,7 +72,7 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
       llvm::cl::init(false)};
   Option<ContextAttention> contextAttention{
       *this, "context-attention", llvm::cl::desc("attention over a sequence split on the cp axis"),
-      llvm::cl::init(ContextAttention::AllGather), contextAttentionValues()};
+      llvm::cl::init(ContextAttention::AllGather), pmlir::contextAttentionValues()};
   Option<ContextLayout> contextLayout{
       *this, "context-layout", llvm::cl::desc("the order of a sequence split on the cp axis"),
       llvm::cl::init(ContextLayout::Contiguous), contextLayoutValues()};
@@ -83,6 +87,11 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
 /// reports, as the options say: a global program with tfm.mesh becomes the
 /// per-rank program.
 void buildShardingPipeline(mlir::OpPassManager &pm, const ShardingPipelineOptions &options);
+
+/// Why `options` shard nothing as asked (a ZeRO stage past 3, a topology
+/// without recipe=auto to price it), or nullopt: checked when the pipeline
+/// is built.
+std::optional<std::string> unusableShardingPipelineOption(const ShardingPipelineOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "pmlir/Sharding/Transforms/Passes.h.inc"
