@@ -18,9 +18,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +60,26 @@ std::string trimmed(const std::string &directory) {
   return path;
 }
 
-std::string stagingOf(const std::string &directory) { return trimmed(directory) + ".saving"; }
+/// Where a save into `given` goes: `given` without trailing slashes or,
+/// where that is a symbolic link, the directory the link leads to, so that
+/// the link stays a link (as a file's save keeps one) and the directory
+/// the save is staged in lies beside the one it replaces.
+std::string saveTargetOf(const std::string &given) {
+  std::string directory = trimmed(given);
+  struct stat st;
+  if (::lstat(directory.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+    return directory;
+  char *resolved = ::realpath(directory.c_str(), nullptr);
+  if (!resolved)
+    return directory;
+  std::string target = resolved;
+  std::free(resolved);
+  return target;
+}
+
+/// The directory a save into `given` is written in before it replaces the
+/// checkpoint.
+std::string stagingOf(const std::string &given) { return saveTargetOf(given) + ".saving"; }
 
 std::string parentOf(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -229,8 +250,33 @@ bool exec::isCheckpointDirectory(const std::string &path) {
   return !llvm::StringRef(path).ends_with(".safetensors");
 }
 
+/// Why `staging` cannot hold a save: something there no save wrote (a
+/// save that did not finish leaves only its own files, which the next one
+/// removes).
+static std::optional<std::string> stagingProblem(const std::string &staging) {
+  struct stat st;
+  if (::lstat(staging.c_str(), &st) != 0)
+    return std::nullopt;
+  if (!S_ISDIR(st.st_mode))
+    return "'" + staging + "', where the save is written, exists and is no directory";
+  std::vector<std::string> names;
+  std::string error;
+  if (!listDirectory(staging, names, error))
+    return error;
+  for (const std::string &name : names)
+    if (!writtenBySave(name))
+      return "'" + staging + "', left by a save that did not finish, holds '" + name +
+             "', which no save wrote: remove it";
+  return std::nullopt;
+}
+
 bool exec::checkCheckpointTarget(const std::string &given, std::string &error) {
-  std::string directory = trimmed(given);
+  std::string directory = saveTargetOf(given);
+  struct stat link;
+  if (::lstat(directory.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    error = "'" + given + "' is a symbolic link that leads to no directory";
+    return false;
+  }
   llvm::StringRef last = llvm::StringRef(directory).rsplit('/').second;
   if (last.empty())
     last = directory;
@@ -246,6 +292,10 @@ bool exec::checkCheckpointTarget(const std::string &given, std::string &error) {
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
     error = "'" + given + "': the directory '" + parent + "' it would be made in is not writable";
+    return false;
+  }
+  if (std::optional<std::string> problem = stagingProblem(stagingOf(directory))) {
+    error = *problem;
     return false;
   }
   if (::stat(directory.c_str(), &st) != 0)
@@ -272,24 +322,14 @@ bool exec::checkCheckpointTarget(const std::string &given, std::string &error) {
 
 bool exec::beginCheckpointDirectory(const std::string &directory, std::string &error) {
   std::string staging = stagingOf(directory);
-  struct stat st;
-  if (::lstat(staging.c_str(), &st) == 0) {
-    // A previous save that did not finish: its files alone are removed.
-    std::vector<std::string> names;
-    if (!S_ISDIR(st.st_mode)) {
-      error = "'" + staging + "', where the save is written, exists and is no directory";
-      return false;
-    }
-    if (!listDirectory(staging, names, error))
-      return false;
-    for (const std::string &name : names)
-      if (!writtenBySave(name)) {
-        error = "'" + staging + "', left by a save that did not finish, holds '" + name +
-                "', which no save wrote: remove it";
-        return false;
-      }
-    removeSaveDirectory(staging);
+  if (std::optional<std::string> problem = stagingProblem(staging)) {
+    error = *problem;
+    return false;
   }
+  // A previous save that did not finish: its files alone are removed.
+  struct stat st;
+  if (::lstat(staging.c_str(), &st) == 0)
+    removeSaveDirectory(staging);
   if (::mkdir(staging.c_str(), 0777) != 0) {
     error = "cannot make '" + staging + "': " + std::strerror(errno);
     return false;
@@ -321,7 +361,7 @@ bool exec::writeCheckpointShards(const std::string &directory, int64_t rank,
 bool exec::commitCheckpointDirectory(const std::string &given, const std::string &mesh,
                                      int64_t files, std::string &error,
                                      const std::function<void()> &staged) {
-  std::string directory = trimmed(given), staging = stagingOf(directory);
+  std::string directory = saveTargetOf(given), staging = stagingOf(directory);
   std::vector<std::string> names;
   if (!listDirectory(staging, names, error))
     return false;

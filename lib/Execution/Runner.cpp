@@ -32,6 +32,7 @@
 #include "pmlir/Support/ToolMain.h"
 #include "pmlir/Target/CPU/Passes.h"
 #include "pmlir/Target/GPU/Passes.h"
+#include "pmlir/Training/Optimizer.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AsmState.h"
@@ -58,6 +59,7 @@
 #include <functional>
 #include <malloc.h>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -730,6 +732,24 @@ int Job::run() {
         (!(state = SafeTensorsFile::open(optimizerStatePath(o.resume), error)) ||
          !checkCheckpoint(*weights->files().front(), *state, /*readTensors=*/rank == 0, error)))
       return "--resume " + o.resume + ": " + error;
+    // A checkpoint file of another model: rank 0 finds each of its tensors
+    // a parameter of this model or the state AdamW keeps for one (binding
+    // finds those it lacks).
+    if (!o.resume.empty() && !resumesDirectory && rank == 0) {
+      std::set<std::string> parameters(modelParams.begin(), modelParams.end());
+      std::set<std::string> optimizer = {training::kStepName.str()};
+      for (const std::string &param : modelParams)
+        for (llvm::StringRef kind : training::kOptimizerStateKinds)
+          optimizer.insert(training::optimizerStateName(param, kind));
+      for (auto [file, names] :
+           {std::pair{weights->files().front().get(), &parameters}, {state.get(), &optimizer}})
+        for (const TensorView &t : file->tensors())
+          if (!names->count(t.name))
+            return "--resume " + o.resume + ": " + file->path() + " holds tensor '" + t.name +
+                   "' " + formatDims(t.shape) +
+                   ", which the model's training step does not have: it was saved for another "
+                   "model";
+    }
     if (!o.inputs.empty() && !(inputs = SafeTensorsFile::open(o.inputs, error)))
       return error;
 

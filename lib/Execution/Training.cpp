@@ -333,8 +333,9 @@ struct Job::UnshardedStep {
     std::vector<ParameterStep> parameters;
     for (auto &[name, constants] : adamw) {
       const StateTensor *tensors[2][3];
-      std::string names[3] = {name, training::optimizerStateName(name, "exp_avg"),
-                              training::optimizerStateName(name, "exp_avg_sq")};
+      std::string names[3] = {
+          name, training::optimizerStateName(name, training::kOptimizerStateKinds[0]),
+          training::optimizerStateName(name, training::kOptimizerStateKinds[1])};
       for (int n = 0; n < 3; ++n) {
         tensors[0][n] = find(beforeByName, names[n]);
         tensors[1][n] = find(afterByName, names[n]);

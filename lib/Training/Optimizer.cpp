@@ -165,7 +165,7 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     argAttrs.push_back(attrs ? attrs : DictionaryAttr::get(context));
   }
   unsigned firstState = argTypes.size();
-  for (StringRef kind : {"exp_avg", "exp_avg_sq"})
+  for (StringRef kind : kOptimizerStateKinds)
     for (unsigned p : params) {
       NamedAttrList attrs;
       auto name = grad.getArgAttrOfType<StringAttr>(p, kNameAttr);

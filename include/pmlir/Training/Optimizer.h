@@ -54,8 +54,11 @@ std::optional<std::string>
 unusableOptimizerValue(const OptimizerOptions &options,
                        llvm::function_ref<std::string(llvm::StringRef)> nameOf);
 
-/// The name of the optimizer state argument `kind` ("exp_avg",
-/// "exp_avg_sq") of the parameter named `param`.
+/// The kinds of AdamW's state a parameter has, in the order of the training
+/// step's arguments: its first and second moments.
+inline constexpr llvm::StringLiteral kOptimizerStateKinds[] = {"exp_avg", "exp_avg_sq"};
+/// The name of the optimizer state argument `kind` (one of
+/// kOptimizerStateKinds) of the parameter named `param`.
 std::string optimizerStateName(llvm::StringRef param, llvm::StringRef kind);
 /// The name of the training step a job builds and runs.
 inline constexpr llvm::StringLiteral kTrainStepName = "train_step";
