@@ -42,13 +42,15 @@ using namespace pmlir::exec;
 
 namespace {
 
+/// The last step an f32 step counter holds exactly: 2^24.
+constexpr int64_t kLastStep = int64_t(1) << 24;
+
 /// The steps a training run has taken, from its `step` argument (f32: 0, or
 /// a resumed checkpoint's): a whole number from 0 to 2^24, the last count an
 /// f32 holds exactly, or nullopt with `error` naming it. A checkpoint's step
 /// is trusted no further: it picks the data window a step reads.
 std::optional<int64_t> stepsTaken(float step, std::string &error) {
-  constexpr float kLast = 16777216.0f; // 2^24
-  if (!(step >= 0.0f && step <= kLast) || std::floor(step) != step) {
+  if (!(step >= 0.0f && step <= static_cast<float>(kLastStep)) || std::floor(step) != step) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", step);
     error = "its optimizer step " + std::string(text) +
@@ -508,6 +510,10 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
     mine = error;
   else if (!(taken = stepsTaken(*static_cast<const float *>(args[stepArg].data), error)))
     mine = "--resume " + o.resume + ": " + error;
+  else if (*taken + o.steps > kLastStep)
+    mine = "--steps " + std::to_string(o.steps) + " after step " + std::to_string(*taken) +
+           " would count past step " + std::to_string(kLastStep) +
+           ", the last an f32 step counter holds exactly";
   else if (std::optional<std::string> bad = badTokens(*taken))
     mine = *bad;
   else if (o.check && rank == 0 &&
@@ -673,6 +679,29 @@ int Job::train(JitProgram &program, const EntrySignature &signature,
   if (!traced) {
     pmlir_rt_finalize();
     return 1;
+  }
+  // An update can overflow where the step's loss and gradients did not (a
+  // learning rate too large): the state a save or an export would write is
+  // checked first, by each rank in its own blocks.
+  if (!o.save.empty() || !o.exportHf.empty()) {
+    program.toHost(args, updated);
+    std::string mine;
+    for (size_t i : updated) {
+      if (signature.arguments[i].element != ElementKind::F32)
+        continue;
+      const float *values = static_cast<const float *>(args[i].data);
+      int64_t bad = firstNonFinite(values, elementCount(args[i].shape));
+      if (bad < 0)
+        continue;
+      int64_t last = stoppedAfter >= 0 ? stoppedAfter : done + o.steps;
+      mine = "after step " + std::to_string(last) + ", '" + args[i].name + "' holds " +
+             nonFiniteName(values[bad]) + " at flat index " + std::to_string(bad) +
+             (mesh ? " of this rank's block" : "") +
+             ": the update overflowed (a learning rate too large); nothing was saved";
+      break;
+    }
+    if (int status = stopIfAnyFailed(mine))
+      return status;
   }
   // What rank 0 writes: the state after the last step, whole (--check
   // gathered it already). A checkpoint directory every rank writes itself.
