@@ -537,6 +537,14 @@ int Job::run() {
       if (huggingFaceName(huggingFaceConfig, name, error).empty())
         return failAlike("--export-hf: " + o.model + ": " + error);
     }
+  // Hugging Face's MoE models route every token (dropless): one that drops
+  // tokens past an expert's capacity would load as another model.
+  if (!o.exportHf.empty())
+    if (module->walk([](tfm::MoeCapacityOp) { return WalkResult::interrupt(); }).wasInterrupted())
+      return failAlike("--export-hf: " + o.model +
+                       " drops tokens past its experts' capacity (tfm.moe_capacity), which "
+                       "Hugging Face's MoE models, dropless, do not: the export would load as "
+                       "another model");
 
   // What the job compiles, phase by phase (pmlir-compile-pipeline): the
   // program (--grads: the gradient of the entry's loss, --train: a training

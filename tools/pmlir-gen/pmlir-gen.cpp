@@ -218,6 +218,9 @@ int main(int argc, char **argv) {
     c.seq = seqFlag;
     c.batch = batchFlag;
     c.maxPositions = maxPositionsFlag;
+    // 0 is the config's "4 x hidden", which leaving the flag out says.
+    if (gpt2FfnFlag.getNumOccurrences() && gpt2FfnFlag <= 0)
+      return fail(formatv("--ffn must be positive, got {0}", gpt2FfnFlag.getValue()));
     c.ffn = gpt2FfnFlag;
     c.layerNormEps = layerNormEpsFlag;
     c.gelu = activationFlag;
