@@ -413,6 +413,9 @@ bool RunFlags::finish(std::string &error) {
         {"init-missing", weights, "seeds the weights --weights lacks: it needs --weights"},
         {"allow-unused-weights", weights,
          "accepts tensors of --weights the model does not use: it needs --weights"},
+        {"seed", (!weights && options.resume.empty()) || options.initMissing,
+         "seeds the weights no file gives: it needs neither --weights nor --resume, or "
+         "--init-missing"},
         {"print-bytes-read", weights || !options.resume.empty(),
          "counts what --weights or --resume reads: it needs one of them"},
         {"gpu-chip", options.device == CompileTarget::Gpu,
@@ -431,6 +434,16 @@ bool RunFlags::finish(std::string &error) {
       error = std::string("--") + name + " " + why;
       return false;
     }
+  // What a run alone reads (the flags whose value is a path or a switch
+  // Runner refuses by their values).
+  if (options.compileOnly || options.predict)
+    for (const char *name : {"steps", "seed", "timeout", "check-collectives", "print-bytes-read"})
+      if (given(name)) {
+        error = std::string("--") + name +
+                " needs a run: " + (options.compileOnly ? "--compile-only" : "--predict") +
+                " runs nothing";
+        return false;
+      }
   return true;
 }
 
