@@ -434,16 +434,19 @@ bool RunFlags::finish(std::string &error) {
       error = std::string("--") + name + " " + why;
       return false;
     }
-  // What a run alone reads (the flags whose value is a path or a switch
-  // Runner refuses by their values).
-  if (options.compileOnly || options.predict)
+  // What a run alone reads changes nothing where nothing runs: said, not
+  // refused, so that a run's command with --predict appended is priced as
+  // it is (what a run would write is refused: Runner).
+  if (options.compileOnly || options.predict) {
+    llvm::SmallVector<std::string> unread;
     for (const char *name : {"steps", "seed", "timeout", "check-collectives", "print-bytes-read"})
-      if (given(name)) {
-        error = std::string("--") + name +
-                " needs a run: " + (options.compileOnly ? "--compile-only" : "--predict") +
-                " runs nothing";
-        return false;
-      }
+      if (given(name))
+        unread.push_back(std::string("--") + name);
+    if (!unread.empty())
+      llvm::WithColor::warning(llvm::errs(), toolName)
+          << (options.compileOnly ? "--compile-only" : "--predict")
+          << " runs nothing: " << llvm::join(unread, ", ") << " change nothing here\n";
+  }
   return true;
 }
 
