@@ -6,6 +6,7 @@
 
 #include "pmlir/Execution/TokenData.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
@@ -16,6 +17,16 @@ TokenData::~TokenData() = default;
 
 std::unique_ptr<TokenData> TokenData::open(const std::string &path, TokenDtype dtype, int64_t seq,
                                            std::string &error) {
+  // The ids are mapped, not read in: a pipe or a device would be read
+  // whole into memory (or waited on, a FIFO without a writer).
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    error = "--data '" + path +
+            "' is not a regular file (a pipe, a FIFO, a device or a directory): the token ids "
+            "are mapped from a file; write them to one";
+    return nullptr;
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {

@@ -173,7 +173,8 @@ SafeTensorsFile::open(const std::string &path, std::string &error) {
     error = path + ": " + why;
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not blocking: a FIFO without a writer is refused below, not waited on.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fail(std::string("cannot open: ") + std::strerror(errno));
   struct stat st;
