@@ -7,6 +7,7 @@
 #include "pmlir/Sharding/Topology.h"
 #include "pmlir/Support/JsonFields.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <nlohmann/json.hpp>
@@ -115,9 +116,15 @@ std::optional<Link> linkFrom(const nlohmann::json &object, const std::string &wh
 } // namespace
 
 std::optional<Topology> Topology::fromJson(const std::string &text, std::string &error) {
-  nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  nlohmann::json root =
+      nlohmann::json::parse(text, duplicateKeyFinder(duplicate), /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
     error = "the topology is not a JSON object";
+    return std::nullopt;
+  }
+  if (!duplicate.empty()) {
+    error = "the topology has the key '" + duplicate + "' twice in one object";
     return std::nullopt;
   }
   if (!onlyKnownKeys(root, "the topology",
@@ -126,7 +133,11 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
     return std::nullopt;
   Topology t;
   auto name = root.find("name");
-  t.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
+  if (name != root.end() && !name->is_string()) {
+    error = "the topology's 'name' must be a string";
+    return std::nullopt;
+  }
+  t.name = name != root.end() ? name->get<std::string>() : "custom";
   std::optional<double> perNode = positive(root, "the topology", "devices_per_node", error,
                                            Range{1, static_cast<double>(pmlir::kMaxMeshDevices)});
   if (!perNode)
@@ -175,6 +186,18 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
     }
   }
   return t;
+}
+
+std::optional<std::string> Topology::unknownAxis(const std::vector<std::string> &axisNames) const {
+  for (const auto &[axis, link] : axisLinks)
+    if (!llvm::is_contained(axisNames, axis)) {
+      std::string names;
+      for (const std::string &name : axisNames)
+        names += (names.empty() ? "'" : ", '") + name + "'";
+      return "the topology pins a link to axis '" + axis + "', which is none of the mesh's (" +
+             names + ")";
+    }
+  return std::nullopt;
 }
 
 std::optional<Topology> Topology::load(const std::string &spec, std::string &error) {

@@ -9,6 +9,7 @@
 
 #include "pmlir/Support/SafeTensors.h"
 #include "pmlir/Support/ElementCount.h"
+#include "pmlir/Support/JsonFields.h"
 #include "pmlir/Support/Nesting.h"
 #include "pmlir/Support/OutputFile.h"
 
@@ -93,24 +94,6 @@ int64_t TensorView::numElements() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// A JSON parser callback that keeps the first key found twice in one
-/// object in `duplicate` (nlohmann's parser keeps the last silently): two
-/// entries of one tensor are a corrupt file, not a choice.
-nlohmann::json::parser_callback_t duplicateKeyFinder(std::string &duplicate) {
-  auto open = std::make_shared<std::vector<std::set<std::string>>>();
-  return [open, &duplicate](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start)
-      open->emplace_back();
-    else if (event == Event::object_end && !open->empty())
-      open->pop_back();
-    else if (event == Event::key && !open->empty() &&
-             !open->back().insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-}
 
 /// Reads one header entry into `view`, or returns a sentence on what is wrong.
 std::string parseEntry(const std::string &name, const nlohmann::json &entry,

@@ -62,6 +62,10 @@
 // SOLVER: for the --solver option: Cannot find option named 'simplex'!
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=tpu" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
 // TOPOLOGY: error: auto-sharding: topology 'tpu' is neither a preset (cpu, h100, h200) nor a readable JSON file
+// A link pinned to an axis the mesh does not have (misspelt) is refused.
+// RUN: echo '{"devices_per_node": 8, "device": {"tflops": 100, "memory_gb": 80, "memory_gbps": 2000}, "intra_node": {"gbps": 300, "latency_us": 3}, "inter_node": {"gbps": 40, "latency_us": 10}, "axes": {"tpp": {"gbps": 1, "latency_us": 1}}}' > %t.axis.json
+// RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=%t.axis.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY-AXIS
+// TOPOLOGY-AXIS: error: auto-sharding: topology '{{.*}}axis.json': the topology pins a link to axis 'tpp', which is none of the mesh's ('tp')
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
 // LIMIT: error: auto-sharding: time limit 0.00 must be a positive finite number of seconds
 // A pipeline axis other than pp names an axis of the mesh (a misspelt one was ignored).

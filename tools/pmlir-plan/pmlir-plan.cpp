@@ -333,6 +333,9 @@ int planMain(int argc, char **argv) {
   std::optional<sharding::Topology> topology = sharding::Topology::load(topologyFlag, error);
   if (!topology)
     return fail(error);
+  // The axes of the meshes the search lays out (Plan::meshSpec).
+  if (std::optional<std::string> unknown = topology->unknownAxis({"dp", "tp", "pp"}))
+    return fail("--topology " + topologyFlag + ": " + *unknown);
   options.topology = *topology;
   options.topologySpec = topologyFlag;
   options.compile = compile < 0 ? top : compile;

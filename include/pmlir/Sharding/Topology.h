@@ -53,6 +53,10 @@ struct Topology {
   /// `spec` as a preset name or the path of a JSON file.
   static std::optional<Topology> load(const std::string &spec, std::string &error);
 
+  /// Why this topology does not fit meshes of the axes `axisNames`: a link
+  /// pinned to an axis none of them is (a misspelt axis would leave its
+  /// link out unseen), or nullopt.
+  std::optional<std::string> unknownAxis(const std::vector<std::string> &axisNames) const;
   /// The link of mesh axis `axis` of `mesh` placed on this topology.
   Link linkOf(const Mesh &mesh, int axis) const;
   /// The link of one group of `mesh` over `axes` (parts of its axes), its

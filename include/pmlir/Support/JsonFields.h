@@ -14,11 +14,33 @@
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
+#include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace pmlir {
+
+/// A JSON parser callback that keeps the first key found twice in one
+/// object in `duplicate` (nlohmann's parser keeps the last silently): two
+/// entries of one tensor, or two values of one setting, are a corrupt
+/// file, not a choice.
+inline nlohmann::json::parser_callback_t duplicateKeyFinder(std::string &duplicate) {
+  auto open = std::make_shared<std::vector<std::set<std::string>>>();
+  return [open, &duplicate](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start)
+      open->emplace_back();
+    else if (event == Event::object_end && !open->empty())
+      open->pop_back();
+    else if (event == Event::key && !open->empty() &&
+             !open->back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+}
 
 /// "has the key 'K', which is none of 'a', 'b', 'c'" for the first key of
 /// `object` outside `known` (strings); nullopt where every key is known.

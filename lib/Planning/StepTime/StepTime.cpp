@@ -21,6 +21,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 using namespace pmlir;
@@ -113,9 +114,15 @@ std::optional<DeviceProfile> DeviceProfile::fromFile(const std::string &path, st
 }
 
 std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, std::string &error) {
-  nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  nlohmann::json root =
+      nlohmann::json::parse(text, duplicateKeyFinder(duplicate), /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
     error = "the device profile is not a JSON object";
+    return std::nullopt;
+  }
+  if (!duplicate.empty()) {
+    error = "the device profile has the key '" + duplicate + "' twice in one object";
     return std::nullopt;
   }
   // Every number lies in bounds far past any device (0.001 to 1e9: GFLOP/s
@@ -264,6 +271,16 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
       if (!r)
         return std::nullopt;
       p.peakFlopsPerSecond = *r * 1e9;
+    }
+    // The peak is what utilization is a share of: the GEMMs' own rate is
+    // at most it.
+    if (p.peakFlopsPerSecond < p.gemmFlopsPerSecond) {
+      std::ostringstream text;
+      text << "the device profile's f32 'peak_gflops' " << p.peakFlopsPerSecond / 1e9
+           << " is below its 'gemm_gflops' " << p.gemmFlopsPerSecond / 1e9
+           << ": a GEMM runs at most at the peak";
+      error = text.str();
+      return std::nullopt;
     }
   }
   for (auto [key, field] : {std::pair{"context_mib", &p.contextBytes},

@@ -137,6 +137,13 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       module.emitError() << "auto-sharding: " << error;
       return std::nullopt;
     }
+    std::vector<std::string> axisNames;
+    for (StringAttr axis : mesh.getAxes())
+      axisNames.push_back(axis.str());
+    if (std::optional<std::string> unknown = topo->unknownAxis(axisNames)) {
+      module.emitError() << "auto-sharding: topology '" << topology << "': " << *unknown;
+      return std::nullopt;
+    }
     // The mesh's own rank order, unless the rank-order option replaces it.
     if (!rankOrder.empty()) {
       SmallVector<StringAttr> order;
