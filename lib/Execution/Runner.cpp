@@ -294,14 +294,25 @@ bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &s
   for (auto [argNumber, range] : ranges) {
     const BoundArgument &ids = args[argNumber];
     bool wide = signature.arguments[argNumber].element == ElementKind::I64;
-    for (int64_t k = 0, n = elementCount(ids.shape); k < n; ++k) {
+    int64_t n = elementCount(ids.shape), ignored = 0;
+    for (int64_t k = 0; k < n; ++k) {
       int64_t v = loadId(ids.data, k, wide);
+      if (v == range.ignored)
+        ++ignored;
       if ((v >= 0 && v < range.vocab) || v == range.ignored)
         continue;
       error = (range.ignored ? "label " : "token id ") + std::to_string(v) + " at flat index " +
               std::to_string(k) + " of '" + ids.name + "' is outside the vocabulary [0, " +
               std::to_string(range.vocab) + ")" +
               (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored) : "");
+      return false;
+    }
+    // The mean over counted tokens of a batch that counts none is 0/0 (a
+    // rank's block of labels may count none where the batch counts some).
+    if (n > 0 && ignored == n && !signature.arguments[argNumber].block) {
+      error = "every label of '" + ids.name + "' is the ignore index " +
+              std::to_string(*range.ignored) +
+              ": the loss, a mean over the labels counted, would be 0/0";
       return false;
     }
   }
