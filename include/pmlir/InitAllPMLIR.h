@@ -49,14 +49,6 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registerGpuLoweringInterfaces(registry);
 }
 
-/// The one place pipelines are registered. pmlir-compile-pipeline
-/// (lib/Compiler/CompilePipeline.cpp) orders a job's phases, as pmlir-run
-/// and pmlir-plan build it, so that they run what pmlir-opt prints; each
-/// phase's own pipeline is built by a function with an options struct beside
-/// it: buildShardingPipeline (lib/Transforms/Sharding/ShardingPipeline.cpp),
-/// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp) and
-/// buildGpuLoweringPipeline and buildGpuKernelLoopsPipeline
-/// (lib/Target/GPU/GpuPipeline.cpp).
 /// Registers a pipeline whose options are checked when it is built: an
 /// option that makes no program is refused by name before any pass runs.
 template <typename Options>
@@ -80,6 +72,15 @@ void registerCheckedPipeline(llvm::StringRef argument, llvm::StringRef descripti
       });
 }
 
+/// The one place pipelines are registered. pmlir-compile-pipeline
+/// (lib/Compiler/CompilePipeline.cpp) orders a job's phases, as pmlir-run
+/// and pmlir-plan build it, so that they run what pmlir-opt prints; each
+/// phase's own pipeline is built by a function with an options struct beside
+/// it: buildShardingPipeline (lib/Transforms/Sharding/ShardingPipeline.cpp),
+/// buildCpuLoweringPipeline (lib/Target/CPU/CpuPipeline.cpp) and
+/// buildGpuLoweringPipeline and buildGpuKernelLoopsPipeline
+/// (lib/Target/GPU/GpuPipeline.cpp); each checks its options when it is
+/// built (registerCheckedPipeline).
 inline void registerAllPipelines() {
   registerCompilePipeline();
   registerCheckedPipeline<CpuPipelineOptions>(

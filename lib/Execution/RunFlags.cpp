@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pmlir/Execution/RunFlags.h"
+#include "pmlir/Execution/Launch.h"
+#include "pmlir/Target/GPU/Passes.h"
 #include "pmlir/Training/Optimizer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -373,6 +375,11 @@ bool RunFlags::finish(std::string &error) {
     error = "--profile prices the step --predict predicts: it needs --predict";
     return false;
   }
+  if (!options.gpuChip.empty())
+    if (std::optional<std::string> unknown = unknownGpuChip(options.gpuChip)) {
+      error = "--gpu-chip " + *unknown;
+      return false;
+    }
   if (options.jitOptLevel > 3) {
     error = "--jit-opt-level expects 0, 1, 2 or 3, got " + std::to_string(options.jitOptLevel);
     return false;
@@ -434,18 +441,21 @@ bool RunFlags::finish(std::string &error) {
       error = std::string("--") + name + " " + why;
       return false;
     }
-  // What a run alone reads changes nothing where nothing runs: said, not
-  // refused, so that a run's command with --predict appended is priced as
-  // it is (what a run would write is refused: Runner).
-  if (options.compileOnly || options.predict) {
+  // What a run alone reads changes nothing where nothing runs: said (once,
+  // by the launcher, not by each rank), not refused, so that a run's
+  // command with --predict appended is priced as it is (what a run would
+  // write is refused: Runner). A mesh's collectives still run (--timeout,
+  // --check-collectives).
+  if ((options.compileOnly || options.predict) && !exec::underMpirun()) {
     llvm::SmallVector<std::string> unread;
-    for (const char *name : {"steps", "seed", "timeout", "check-collectives", "print-bytes-read"})
+    for (const char *name : {"steps", "seed", "print-bytes-read"})
       if (given(name))
         unread.push_back(std::string("--") + name);
     if (!unread.empty())
       llvm::WithColor::warning(llvm::errs(), toolName)
           << (options.compileOnly ? "--compile-only" : "--predict")
-          << " runs nothing: " << llvm::join(unread, ", ") << " change nothing here\n";
+          << " runs nothing: " << llvm::join(unread, ", ")
+          << (unread.size() == 1 ? " changes" : " change") << " nothing here\n";
   }
   return true;
 }

@@ -288,17 +288,23 @@ std::map<unsigned, IdRange> idRangesOf(func::FuncOp entry) {
   return ranges;
 }
 
-/// Out-of-range token ids and labels are refused before the run.
+/// Out-of-range token ids and labels are refused before the run, and
+/// labels that count no token (unless `generated`: written before each
+/// step, from --data).
 bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &signature,
-              const std::vector<BoundArgument> &args, std::string &error) {
+              const std::vector<BoundArgument> &args, bool generated, std::string &error) {
   for (auto [argNumber, range] : ranges) {
     const BoundArgument &ids = args[argNumber];
-    bool wide = signature.arguments[argNumber].element == ElementKind::I64;
-    int64_t n = elementCount(ids.shape), ignored = 0;
+    const TensorSpec &spec = signature.arguments[argNumber];
+    bool wide = spec.element == ElementKind::I64;
+    int64_t n = elementCount(ids.shape);
+    // Each microbatch of labels stacked [K, B, S] takes its own mean.
+    int64_t slices = ids.shape.size() > 2 ? ids.shape[0] : 1;
+    std::vector<int64_t> ignored(slices, 0);
     for (int64_t k = 0; k < n; ++k) {
       int64_t v = loadId(ids.data, k, wide);
       if (v == range.ignored)
-        ++ignored;
+        ++ignored[k / (n / slices)];
       if ((v >= 0 && v < range.vocab) || v == range.ignored)
         continue;
       error = (range.ignored ? "label " : "token id ") + std::to_string(v) + " at flat index " +
@@ -307,14 +313,19 @@ bool checkIds(const std::map<unsigned, IdRange> &ranges, const EntrySignature &s
               (range.ignored ? " and not the ignore index " + std::to_string(*range.ignored) : "");
       return false;
     }
-    // The mean over counted tokens of a batch that counts none is 0/0 (a
-    // rank's block of labels may count none where the batch counts some).
-    if (n > 0 && ignored == n && !signature.arguments[argNumber].block) {
-      error = "every label of '" + ids.name + "' is the ignore index " +
-              std::to_string(*range.ignored) +
-              ": the loss, a mean over the labels counted, would be 0/0";
-      return false;
-    }
+    // The mean over counted tokens of a batch that counts none is 0/0. A
+    // rank's block of sharded labels may count none where the batch counts
+    // some: the global batch is not seen here.
+    if (generated || !range.ignored || spec.block || n == 0)
+      continue;
+    for (int64_t m = 0; m < slices; ++m)
+      if (ignored[m] == n / slices) {
+        error = "every label of " +
+                (slices > 1 ? "microbatch " + std::to_string(m) + " of " : std::string()) + "'" +
+                ids.name + "' is the ignore index " + std::to_string(*range.ignored) +
+                ": the loss, a mean over the labels counted, would be 0/0";
+        return false;
+      }
   }
   return true;
 }
@@ -784,7 +795,7 @@ int Job::run() {
     auto bindStart = std::chrono::steady_clock::now();
     if (!layOut(signature.arguments, "argument", signature.name, onMesh, coordinates, error) ||
         !bindArguments(signature.arguments, signature.name, bind, args, error) ||
-        !checkIds(idRanges, signature, args, error))
+        !checkIds(idRanges, signature, args, /*generated=*/!o.data.empty(), error))
       return error;
     bindSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - bindStart).count();

@@ -189,12 +189,16 @@ std::optional<Topology> Topology::fromJson(const std::string &text, std::string 
 }
 
 std::optional<std::string> Topology::unknownAxis(const std::vector<std::string> &axisNames) const {
+  std::vector<std::string> known = Mesh::knownAxisNames();
+  for (const std::string &name : axisNames)
+    if (!llvm::is_contained(known, name))
+      known.push_back(name);
   for (const auto &[axis, link] : axisLinks)
-    if (!llvm::is_contained(axisNames, axis)) {
+    if (!llvm::is_contained(known, axis)) {
       std::string names;
-      for (const std::string &name : axisNames)
+      for (const std::string &name : known)
         names += (names.empty() ? "'" : ", '") + name + "'";
-      return "the topology pins a link to axis '" + axis + "', which is none of the mesh's (" +
+      return "the topology pins a link to axis '" + axis + "', which is no axis a mesh here has (" +
              names + ")";
     }
   return std::nullopt;

@@ -151,11 +151,15 @@ std::optional<Mesh> Mesh::create(const std::vector<std::string> &names,
   return mesh;
 }
 
-std::vector<int> Mesh::defaultRankOrder(const std::vector<std::string> &names) {
+const std::vector<std::string> &Mesh::knownAxisNames() {
   // Megatron's tp-cp-ep-dp-pp: tensor parallel ranks are neighbours.
-  static const char *const megatron[] = {"tp", "cp", "ep", "dp", "pp"};
+  static const std::vector<std::string> megatron = {"tp", "cp", "ep", "dp", "pp"};
+  return megatron;
+}
+
+std::vector<int> Mesh::defaultRankOrder(const std::vector<std::string> &names) {
   std::vector<int> order;
-  for (const char *name : megatron)
+  for (const std::string &name : knownAxisNames())
     if (auto it = std::find(names.begin(), names.end(), name); it != names.end())
       order.push_back(static_cast<int>(it - names.begin()));
   return order;

@@ -454,9 +454,16 @@ bool exists(const std::string &path) {
 
 /// The text of the file at `path`, or nullopt with `error`.
 std::optional<std::string> readText(const std::string &path, size_t limit, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not blocking: a FIFO without a writer is refused, not waited on.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+    ::close(fd);
     return std::nullopt;
   }
   std::string text;

@@ -65,7 +65,11 @@
 // A link pinned to an axis the mesh does not have (misspelt) is refused.
 // RUN: echo '{"devices_per_node": 8, "device": {"tflops": 100, "memory_gb": 80, "memory_gbps": 2000}, "intra_node": {"gbps": 300, "latency_us": 3}, "inter_node": {"gbps": 40, "latency_us": 10}, "axes": {"tpp": {"gbps": 1, "latency_us": 1}}}' > %t.axis.json
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=%t.axis.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOPOLOGY-AXIS
-// TOPOLOGY-AXIS: error: auto-sharding: topology '{{.*}}axis.json': the topology pins a link to axis 'tpp', which is none of the mesh's ('tp')
+// TOPOLOGY-AXIS: error: auto-sharding: topology '{{.*}}axis.json': the topology pins a link to axis 'tpp', which is no axis a mesh here has ('tp', 'cp', 'ep', 'dp', 'pp')
+// A link pinned to an axis of pmlir's the mesh lacks (as a plan's of size 1)
+// is left unused.
+// RUN: echo '{"devices_per_node": 8, "device": {"tflops": 100, "memory_gb": 80, "memory_gbps": 2000}, "intra_node": {"gbps": 300, "latency_us": 3}, "inter_node": {"gbps": 40, "latency_us": 10}, "axes": {"dp": {"gbps": 1, "latency_us": 1}}}' > %t.dp.json
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=%t.dp.json" -o /dev/null
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="time-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
 // LIMIT: error: auto-sharding: time limit 0.00 must be a positive finite number of seconds
 // A pipeline axis other than pp names an axis of the mesh (a misspelt one was ignored).

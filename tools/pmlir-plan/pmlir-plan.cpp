@@ -333,8 +333,7 @@ int planMain(int argc, char **argv) {
   std::optional<sharding::Topology> topology = sharding::Topology::load(topologyFlag, error);
   if (!topology)
     return fail(error);
-  // The axes of the meshes the search lays out (Plan::meshSpec).
-  if (std::optional<std::string> unknown = topology->unknownAxis({"dp", "tp", "pp"}))
+  if (std::optional<std::string> unknown = topology->unknownAxis())
     return fail("--topology " + topologyFlag + ": " + *unknown);
   options.topology = *topology;
   options.topologySpec = topologyFlag;

@@ -53,10 +53,11 @@ struct Topology {
   /// `spec` as a preset name or the path of a JSON file.
   static std::optional<Topology> load(const std::string &spec, std::string &error);
 
-  /// Why this topology does not fit meshes of the axes `axisNames`: a link
-  /// pinned to an axis none of them is (a misspelt axis would leave its
-  /// link out unseen), or nullopt.
-  std::optional<std::string> unknownAxis(const std::vector<std::string> &axisNames) const;
+  /// Why this topology does not fit a mesh of the axes `axisNames`: a link
+  /// pinned to an axis that is none of them nor of Mesh::knownAxisNames()
+  /// (a misspelt axis would leave its link out unseen; a known one is a
+  /// mesh's without it, as a plan's of size 1), or nullopt.
+  std::optional<std::string> unknownAxis(const std::vector<std::string> &axisNames = {}) const;
   /// The link of mesh axis `axis` of `mesh` placed on this topology.
   Link linkOf(const Mesh &mesh, int axis) const;
   /// The link of one group of `mesh` over `axes` (parts of its axes), its

@@ -117,7 +117,10 @@ public:
   static std::optional<Mesh> create(const std::vector<std::string> &names,
                                     const std::vector<int64_t> &sizes,
                                     const std::vector<std::string> &rankOrder, std::string &error);
-  /// The default rank order of axes `names` (indices of tp, cp, ep, dp, pp
+  /// The axes with a place in the default rank order, fastest first: tp,
+  /// cp, ep, dp, pp (Megatron's).
+  static const std::vector<std::string> &knownAxisNames();
+  /// The default rank order of axes `names` (indices of knownAxisNames()
   /// among them, in that order); other names have no place in it.
   static std::vector<int> defaultRankOrder(const std::vector<std::string> &names);
 

@@ -81,12 +81,7 @@ pmlir::unusableGpuKernelLoopsOption(const GpuKernelLoopsOptions &options) {
   return std::nullopt;
 }
 
-namespace {
-
-/// Whether LLVM's NVPTX target knows `chip` as a processor: one it does not
-/// know is compiled for a generic one with a warning for each kernel, then
-/// fails in ptxas or in instruction selection.
-bool isKnownGpuChip(llvm::StringRef chip) {
+std::optional<std::string> pmlir::unknownGpuChip(llvm::StringRef chip) {
 #if LLVM_HAS_NVPTX_TARGET
   static std::once_flag initialized;
   std::call_once(initialized, [] {
@@ -96,28 +91,28 @@ bool isKnownGpuChip(llvm::StringRef chip) {
   llvm::Triple triple("nvptx64-nvidia-cuda");
   std::string error;
   const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!nvptx)
-    return false;
   // Made for no processor in particular: made for an unknown one, it would
   // warn on stderr.
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      nvptx->createMCSubtargetInfo(triple, /*CPU=*/"", /*Features=*/""));
-  return subtarget && subtarget->isCPUStringValid(chip);
+      nvptx ? nvptx->createMCSubtargetInfo(triple, /*CPU=*/"", /*Features=*/"") : nullptr);
+  if (subtarget && subtarget->isCPUStringValid(chip))
+    return std::nullopt;
+  if (!subtarget)
+    return "LLVM's NVPTX target could not be made: " + error;
+  return "'" + chip.str() +
+         "' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)";
 #else
-  return false;
+  return std::string("this LLVM has no NVPTX target to compile kernels with");
 #endif
 }
-
-} // namespace
 
 std::optional<std::string> pmlir::unusableGpuPipelineOption(const GpuPipelineOptions &options) {
   GpuKernelLoopsOptions kernelLoops;
   kernelLoops.blockSize = options.blockSize;
   if (std::optional<std::string> unusable = unusableGpuKernelLoopsOption(kernelLoops))
     return unusable;
-  if (!isKnownGpuChip(options.chip))
-    return "chip '" + options.chip +
-           "' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)";
+  if (std::optional<std::string> unknown = unknownGpuChip(options.chip))
+    return "chip " + *unknown;
   if (options.optLevel < 0 || options.optLevel > 3)
     return "opt-level must be 0 to 3, not " + std::to_string(options.optLevel);
   if (options.rank != -1 && !options.predict)

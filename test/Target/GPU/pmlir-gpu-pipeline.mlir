@@ -15,11 +15,13 @@
 // RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm chip=sm_900" 2>&1 | FileCheck %s --check-prefix=BAD-CHIP --implicit-check-not="not a recognized processor"
 // RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm opt-level=4" 2>&1 | FileCheck %s --check-prefix=BAD-OPT
 // RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=cubin" 2>&1 | FileCheck %s --check-prefix=BAD-FORMAT
+// RUN: not pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm rank=2" 2>&1 | FileCheck %s --check-prefix=BAD-RANK
 // RUN: pmlir-opt %pmlir_src/models/tiny-gpt2.mlir --pmlir-gpu-pipeline="format=nvvm chip=sm_100a" | FileCheck %s --check-prefix=SM100
 // BAD-BLOCK: error: pmlir-gpu-pipeline: block-size must be 1 to 1024 (the threads of a CUDA block), not 2048
 // BAD-CHIP: error: pmlir-gpu-pipeline: chip 'sm_900' is not a GPU LLVM's NVPTX target knows (sm_80, sm_90, sm_90a, sm_100, ...)
 // BAD-OPT: error: pmlir-gpu-pipeline: opt-level must be 0 to 3, not 4
 // BAD-FORMAT: for the --format option: Cannot find option named 'cubin'!
+// BAD-RANK: error: pmlir-gpu-pipeline: rank names the job's rank whose work predict counts: it needs predict
 // SM100: gpu.module @forward_kernel [#nvvm.target<O = 3, chip = "sm_100a", features = "+ptx80">]
 
 // CHECK-LABEL: llvm.func @forward(

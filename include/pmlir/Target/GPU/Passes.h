@@ -111,6 +111,11 @@ void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
 /// checked when the pipeline is built, before any pass runs.
 std::optional<std::string> unusableGpuPipelineOption(const GpuPipelineOptions &options);
 
+/// Why no kernels can be compiled for `chip` ("sm_90"): a name LLVM's
+/// NVPTX target does not know (it would compile for a generic processor
+/// with a warning a kernel, then fail in ptxas), or nullopt.
+std::optional<std::string> unknownGpuChip(llvm::StringRef chip);
+
 /// Why `options` make no kernels, or nullopt.
 std::optional<std::string> unusableGpuKernelLoopsOption(const GpuKernelLoopsOptions &options);
 
