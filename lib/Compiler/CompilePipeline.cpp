@@ -106,24 +106,21 @@ void addShardingPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
   }
 }
 
-/// The GPU pipeline's options of a job's lowered phase.
-void fillGpuOptions(const CompilePipelineOptions &o, GpuPipelineOptions &gpu) {
-  gpu.entry = compiledEntryName(o);
-  gpu.chip = o.chip;
-  gpu.precision = o.precision;
-  gpu.roundArgumentsOnce = o.roundArgumentsOnce;
-  gpu.format = o.gpuFormat;
-  gpu.predict = o.predict;
-  gpu.rank = o.rank;
+/// The options both targets' pipelines take, of a job's lowered phase.
+template <typename TargetOptions>
+void fillLoweringOptions(const CompilePipelineOptions &o, TargetOptions &target) {
+  target.entry = compiledEntryName(o);
+  target.precision = o.precision;
+  target.roundArgumentsOnce = o.roundArgumentsOnce;
+  target.predict = o.predict;
+  target.rank = o.rank;
 }
 
-/// The CPU pipeline's options of a job's lowered phase.
-void fillCpuOptions(const CompilePipelineOptions &o, CpuPipelineOptions &cpu) {
-  cpu.entry = compiledEntryName(o);
-  cpu.precision = o.precision;
-  cpu.roundArgumentsOnce = o.roundArgumentsOnce;
-  cpu.predict = o.predict;
-  cpu.rank = o.rank;
+/// The GPU pipeline's options of a job's lowered phase.
+void fillGpuOptions(const CompilePipelineOptions &o, GpuPipelineOptions &gpu) {
+  fillLoweringOptions(o, gpu);
+  gpu.chip = o.chip;
+  gpu.format = o.gpuFormat;
 }
 
 void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
@@ -134,7 +131,7 @@ void addLoweringPasses(OpPassManager &pm, const CompilePipelineOptions &o) {
     return;
   }
   CpuPipelineOptions cpu;
-  fillCpuOptions(o, cpu);
+  fillLoweringOptions(o, cpu);
   buildCpuLoweringPipeline(pm, cpu);
 }
 
@@ -229,7 +226,7 @@ std::optional<std::string> unusableOption(const CompilePipelineOptions &o, int64
       return unusableGpuPipelineOption(gpu);
     }
     CpuPipelineOptions cpu;
-    fillCpuOptions(o, cpu);
+    fillLoweringOptions(o, cpu);
     return unusableCpuPipelineOption(cpu);
   }
   return std::nullopt;
