@@ -2,11 +2,11 @@
 """Writes the bytes of a text as token ids (a byte-level vocabulary of 256).
 
   tokens.py TEXT OUT.bin uint16|int32 [--add N] [--modulo V]
-  tokens.py TEXT OUT.bin uint16 --safetensors OUT.safetensors --rows R --seq S [--label L [--all-labels]]
+  tokens.py TEXT OUT.bin uint16 --safetensors OUT.safetensors --rows R --seq S [--label L [--label-rows N]]
 
 The first form writes a flat file of ids (nanoGPT's .bin), each byte plus
 N (modulo V, for a vocabulary smaller than 256). The second writes one batch of R windows as input_ids and labels
-(safetensors, int64), with label L at flat index 5 when given (every label L with --all-labels).
+(safetensors, int64), with label L at flat index 5 when given (every label of the last N rows with --label-rows N).
 """
 import argparse
 import os
@@ -29,7 +29,7 @@ def main():
     ap.add_argument("--rows", type=int)
     ap.add_argument("--seq", type=int)
     ap.add_argument("--label", type=int)
-    ap.add_argument("--all-labels", action="store_true")
+    ap.add_argument("--label-rows", type=int)
     args = ap.parse_args()
     data = open(args.text, "rb").read()
     ids = torch.tensor(list(data), dtype=torch.int64) + args.add
@@ -39,8 +39,8 @@ def main():
         n = args.rows * args.seq
         inputs = ids[:n].reshape(args.rows, args.seq)
         labels = ids[1:n + 1].reshape(args.rows, args.seq).clone()
-        if args.label is not None and args.all_labels:
-            labels.fill_(args.label)
+        if args.label is not None and args.label_rows:
+            labels[args.rows - args.label_rows:] = args.label
         elif args.label is not None:
             labels.view(-1)[5] = args.label
         write_safetensors(args.safetensors, {"input_ids": inputs, "labels": labels})
