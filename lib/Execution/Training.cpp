@@ -54,7 +54,7 @@ std::optional<int64_t> stepsTaken(float step, std::string &error) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", step);
     error = "its optimizer step " + std::string(text) +
-            " is not a whole number of steps from 0 to 16777216";
+            " is not a whole number of steps from 0 to " + std::to_string(kLastStep);
     return std::nullopt;
   }
   return static_cast<int64_t>(step);

@@ -72,9 +72,9 @@ std::optional<std::string>
 pmlir::unusableGpuKernelLoopsOption(const GpuKernelLoopsOptions &options) {
   if (std::optional<std::string> problem = kernel_loops::blockSizeProblem(options.blockSize))
     return problem;
-  if (options.reductionBlocks < 0)
-    return "reduction-blocks must be 0 (one block a value) or more, not " +
-           std::to_string(options.reductionBlocks);
+  if (std::optional<std::string> problem =
+          kernel_loops::reductionBlocksProblem(options.reductionBlocks))
+    return problem;
   if (options.scatterRowGroups < 1)
     return "scatter-row-groups must be 1 (every row in one) or more, not " +
            std::to_string(options.scatterRowGroups);

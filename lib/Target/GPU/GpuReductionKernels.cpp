@@ -46,10 +46,8 @@ struct GpuReductionKernelsPass
   void runOnOperation() override {
     if (failed(checkBlockSize(getOperation(), blockSize, getArgument())))
       return signalPassFailure();
-    if (reductionBlocks < 0) {
-      getOperation()->emitError()
-          << getArgument() << ": reduction-blocks must be 0 (one block a value) or more, not "
-          << static_cast<int64_t>(reductionBlocks);
+    if (std::optional<std::string> problem = reductionBlocksProblem(reductionBlocks)) {
+      getOperation()->emitError() << getArgument() << ": " << *problem;
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>())

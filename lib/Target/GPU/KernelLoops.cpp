@@ -123,6 +123,13 @@ std::optional<std::string> pmlir::kernel_loops::blockSizeProblem(int64_t blockSi
          " (the threads of a CUDA block), not " + std::to_string(blockSize);
 }
 
+std::optional<std::string> pmlir::kernel_loops::reductionBlocksProblem(int64_t reductionBlocks) {
+  if (reductionBlocks >= 0)
+    return std::nullopt;
+  return "reduction-blocks must be 0 (one block a value) or more, not " +
+         std::to_string(reductionBlocks);
+}
+
 LogicalResult pmlir::kernel_loops::checkBlockSize(Operation *module, int64_t blockSize,
                                                   StringRef pass) {
   if (std::optional<std::string> problem = blockSizeProblem(blockSize))

@@ -63,6 +63,9 @@ inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 /// or nullopt.
 std::optional<std::string> blockSizeProblem(int64_t blockSize);
 
+/// Why `reductionBlocks` spreads no reduction (below 0), or nullopt.
+std::optional<std::string> reductionBlocksProblem(int64_t reductionBlocks);
+
 /// Fails with a diagnostic on `module` naming `pass` where `blockSize` is
 /// no block's thread count.
 mlir::LogicalResult checkBlockSize(mlir::Operation *module, int64_t blockSize,
