@@ -30,3 +30,35 @@ func.func @shared_residual_is_not_recomputed(%x: tensor<4x16xf32>, %y: tensor<4x
   %s = tfm.add %r, %n : tensor<4x16xf32>, tensor<4x16xf32>
   return %s : tensor<4x16xf32>
 }
+
+// A running sum over calls (a step's microbatch gradients, each made by a
+// call of a transformer block) stays a sum after each call: fused, the
+// first terms would stay live until the last call returned. Without a
+// call between, the two adds fuse.
+// CHECK-LABEL: func @running_sum_over_calls
+func.func private @block(tensor<8x8xf32>) -> tensor<8x8xf32>
+func.func @running_sum_over_calls(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // CHECK: %[[G0:.*]] = call @block
+  // CHECK: %[[G1:.*]] = call @block
+  // CHECK: %[[S1:.*]] = linalg.generic {{.*}} ins(%[[G0]], %[[G1]] :
+  // CHECK: %[[G2:.*]] = call @block
+  // CHECK: linalg.generic {{.*}} ins(%[[S1]], %[[G2]] :
+  // CHECK-NOT: linalg.generic
+  // CHECK: return
+  %g0 = func.call @block(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g1 = func.call @block(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s1 = tfm.add %g0, %g1 : tensor<8x8xf32>, tensor<8x8xf32>
+  %g2 = func.call @block(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s2 = tfm.add %s1, %g2 : tensor<8x8xf32>, tensor<8x8xf32>
+  return %s2 : tensor<8x8xf32>
+}
+
+// CHECK-LABEL: func @running_sum_without_calls
+func.func @running_sum_without_calls(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // CHECK: linalg.generic {{.*}} ins(%arg0, %arg1, %arg2 :
+  // CHECK-NOT: linalg.generic
+  // CHECK: return
+  %s1 = tfm.add %a, %b : tensor<8x8xf32>, tensor<8x8xf32>
+  %s2 = tfm.add %s1, %c : tensor<8x8xf32>, tensor<8x8xf32>
+  return %s2 : tensor<8x8xf32>
+}

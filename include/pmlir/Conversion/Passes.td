@@ -498,14 +498,20 @@ def StepWork : Pass<"pmlir-step-work", "mlir::ModuleOp"> {
 def FuseElementwise : Pass<"pmlir-fuse-elementwise"> {
   let summary = "fuses elementwise linalg producers into their consumers, except library calls";
   let description = [{
-    Upstream `linalg-fuse-elementwise-ops`, with two restrictions. A generic
-    that names a library call, or is a GEMM a target's kernel selection will
-    name one for (pmlir/Conversion/Contraction.h), is neither fused into nor
-    fused away, so that it stays one kernel call. A producer is fused
-    only into its sole consumer: one with several consumers is computed once
-    and stored, not recomputed in each (along a residual stream that would
-    recompute every earlier layer's adds in every later layer). Bias adds,
-    activations and the normalizing step of norms fuse with each other.
+    Upstream `linalg-fuse-elementwise-ops`, with three restrictions. A
+    generic that names a library call, or is a GEMM a target's kernel
+    selection will name one for (pmlir/Conversion/Contraction.h), is neither
+    fused into nor fused away, so that it stays one kernel call. A producer
+    is fused only into its sole consumer: one with several consumers is
+    computed once and stored, not recomputed in each (along a residual
+    stream that would recompute every earlier layer's adds in every later
+    layer). A producer is not fused into a consumer of its block that a
+    call (a transformer block's, a collective's) comes between: fusing
+    moves its work to the consumer and keeps its operands live across the
+    call (a training step's running sum of its microbatches' gradients
+    would keep every microbatch's gradients live until the last). Bias
+    adds, activations and the normalizing step of norms fuse with each
+    other.
 
     With `transposes` (a GPU's choice, where each is a pass over memory of
     its own), transposes become generics and reshapes between generics move

@@ -165,3 +165,63 @@ func.func @small_with_attributes(%x: memref<16xf32>, %y: memref<16xf32>)
   }
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Ops alike share one body: two large negations (one dispatch, called
+// twice), and two small ones on two microbatches' slices of one buffer (at
+// static offsets 0 and 64, passed at any offset), whose serial body, small
+// as it is, LLVM must not inline back. An op like no other (the small
+// copy) stays where it is.
+// CHECK-LABEL: func.func private @shared_parallel0_dispatch
+// CHECK-SAME: attributes {pmlir.parallel_body = @shared_parallel0}
+// CHECK-NOT: _dispatch
+// CHECK-LABEL: func.func @shared
+// CHECK: call @shared_parallel0_dispatch(%{{.*}}, %{{.*}}, %arg0, %arg1)
+// CHECK: call @shared_parallel0_dispatch(%{{.*}}, %{{.*}}, %arg1, %arg0)
+// CHECK: %[[SLICE0:.*]] = memref.subview %arg2[0, 0]
+// CHECK: %[[ANY0:.*]] = memref.cast %[[SLICE0]] : memref<8x8xf32, strided<[8, 1]>> to memref<8x8xf32, strided<[8, 1], offset: ?>>
+// CHECK: call @shared_serial0(%[[ANY0]], %arg3)
+// CHECK: %[[SLICE1:.*]] = memref.subview %arg2[8, 0]
+// CHECK: %[[ANY1:.*]] = memref.cast %[[SLICE1]] : memref<8x8xf32, strided<[8, 1], offset: 64>> to memref<8x8xf32, strided<[8, 1], offset: ?>>
+// CHECK: call @shared_serial0(%[[ANY1]], %arg3)
+// CHECK-NOT: call
+// CHECK: linalg.copy
+// CHECK: return
+// CHECK: func.func private @shared_serial0(%{{.*}}: memref<8x8xf32, strided<[8, 1], offset: ?>>, %{{.*}}: memref<8x8xf32>)
+// CHECK-SAME: attributes {passthrough = ["optsize", "noinline"]}
+// CHECK: linalg.generic
+// CHECK-NOT: func.func private @shared_serial1
+func.func @shared(%x: memref<512x768xf32>, %y: memref<512x768xf32>, %micro: memref<16x8xf32>,
+                  %acc: memref<8x8xf32>, %other: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<512x768xf32>) outs(%y : memref<512x768xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<512x768xf32>) outs(%x : memref<512x768xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  %m0 = memref.subview %micro[0, 0] [8, 8] [1, 1] : memref<16x8xf32> to memref<8x8xf32, strided<[8, 1]>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m0 : memref<8x8xf32, strided<[8, 1]>>) outs(%acc : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %n = arith.addf %a, %b : f32
+    linalg.yield %n : f32
+  }
+  %m1 = memref.subview %micro[8, 0] [8, 8] [1, 1] : memref<16x8xf32> to memref<8x8xf32, strided<[8, 1], offset: 64>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m1 : memref<8x8xf32, strided<[8, 1], offset: 64>>) outs(%acc : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %n = arith.addf %a, %b : f32
+    linalg.yield %n : f32
+  }
+  linalg.copy ins(%other : memref<4x4xf32>) outs(%other : memref<4x4xf32>)
+  return
+}

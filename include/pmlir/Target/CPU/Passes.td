@@ -153,8 +153,18 @@ def OutlineParallelLoops : Pass<"pmlir-outline-parallel-loops", "mlir::ModuleOp"
     `pmlir-lower-parallel-calls` makes a call of the runtime's
     `pmlir_rt_parallel_for` after the lowering to LLVM. Reductions stay
     inside a chunk (only parallel dimensions are split), so each element is
-    computed as on one thread. Ops whose static work is below `min-work`
-    stay where they are; so do ops in functions already outlined. Each
+    computed as on one thread. Ops alike (the same op on operands of the
+    same types) share one body and its dispatch; a slice at a static
+    offset into another buffer (a microbatch's slice of a step's inputs) is
+    passed at any offset (`memref.cast`), so that the same op on each slice
+    is alike. Ops whose static work is below `min-work`, or with no
+    dimension to split, run on the calling thread: one like no other stays
+    where it is; ops alike become calls of one private function
+    `@<function>_serial<N>(captures...)`, compiled for size and never
+    inlined, so that a function repeating them (a training step, once per
+    microbatch it accumulates) does not hold each loop again, which LLVM's
+    loop passes take time quadratic in the function for. Ops in functions
+    already outlined are not looked at. Each
     function the pass went through (not the bodies it made) gets
     `passthrough = ["optsize"]`: what stays there runs on one thread and is
     small (but for an op with no dimension to split), so LLVM compiles it
