@@ -13,7 +13,7 @@ repeated work should cost compile time in proportion to K at most, and the
 step's memory should not grow with K (a running sum keeps one
 microbatch's gradients beside the sum). Compile seconds are those
 `--verbose` prints ("compile: @f, lowering X s, LLVM Y s"); the peak is
-the run's own line ("peak resident memory: X MiB").
+the run's own line ("peak resident memory: X MiB" or GiB).
 Prints Markdown for docs/performance.md.
 """
 import argparse
@@ -49,10 +49,11 @@ def measure(build, model, data, k):
     out = subprocess.run(cmd, capture_output=True, text=True)
     text = out.stdout + out.stderr
     compiled = re.search(r"^compile: @\S+, lowering ([0-9.]+) s, LLVM ([0-9.]+) s$", text, re.M)
-    peak = re.search(r"^peak resident memory: ([0-9.]+) MiB", text, re.M)
+    peak = re.search(r"^peak resident memory: ([0-9.]+) ([KMG])iB", text, re.M)
     if out.returncode != 0 or not compiled or not peak:
         return None
-    return float(compiled.group(1)), float(compiled.group(2)), float(peak.group(1))
+    mib = float(peak.group(1)) * {"K": 1 / 1024, "M": 1, "G": 1024}[peak.group(2)]
+    return float(compiled.group(1)), float(compiled.group(2)), mib
 
 
 def main():
@@ -72,6 +73,8 @@ def main():
             model, data = f"{tmp}/{len(programs)}.mlir", f"{tmp}/{len(programs)}.bin"
             gen(builds[0], model, **shape)
             ks = [int(k) for k in ks.split(",") if k]
+            if not ks:
+                continue
             windows = max(ks) * shape["batch"] + 1
             tokens(data, shape["vocab"], windows * (shape["seq"] + 1))
             programs.append((name, model, data, ks))
