@@ -8,12 +8,14 @@
 #include "pmlir/Execution/CheckpointDirectory.h"
 
 #include "pmlir/Support/Bytes.h"
+#include "pmlir/Training/Optimizer.h"
 
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <pthread.h>
@@ -100,6 +102,32 @@ void warnNonFiniteBlock(const BoundArgument &a, const std::string &path,
                       " has non-finite values in this rank's block, the first at its flat index " +
                       std::to_string(k) + " (" + nonFiniteName(values[k]) +
                       "): the results will not be finite");
+}
+
+/// Fails where `a`, bound for `spec`, is AdamW's second moment of a
+/// parameter (its `exp_avg_sq`) and holds a negative value in this rank's
+/// block. It is a running mean of squares: a negative one (a corrupt or
+/// hand-edited checkpoint) makes every update of its parameter NaN, which
+/// the step would blame on the learning rate.
+bool checkSecondMoment(const TensorSpec &spec, const BoundArgument &a, std::string &error) {
+  llvm::StringRef kind = training::kOptimizerStateKinds[1];
+  llvm::StringRef name = a.name;
+  if (spec.role != Role::OptimizerState || spec.element != ElementKind::F32 || !a.data ||
+      !name.ends_with(kind) || !name.drop_back(kind.size()).ends_with("."))
+    return true;
+  const float *values = static_cast<const float *>(a.data);
+  int64_t n = elementCount(a.shape);
+  for (int64_t k = 0; k < n; ++k)
+    if (values[k] < 0) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", values[k]);
+      error = "optimizer state '" + a.name + "' holds " + value + " at flat index " +
+              std::to_string(k) + (spec.block ? " of this rank's block" : "") +
+              ": AdamW's second moment is a running mean of squares, never negative (a corrupt "
+              "or hand-edited checkpoint)";
+      return false;
+    }
+  return true;
 }
 
 /// Binds one argument; `missing` collects parameters the weights lack.
@@ -395,7 +423,8 @@ bool exec::bindArguments(const std::vector<TensorSpec> &args, const std::string 
   bound.clear();
   bound.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    if (!bindOne(args[i], i, entry, options, bound[i], missing, seeds, error))
+    if (!bindOne(args[i], i, entry, options, bound[i], missing, seeds, error) ||
+        !checkSecondMoment(args[i], bound[i], error))
       return false;
   seedOnThreads(bound, seeds, options);
   if (!missing.empty()) {

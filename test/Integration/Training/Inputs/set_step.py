@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Writes a copy of a checkpoint with its optimizer step replaced, as a save
-would have written it: both files, their manifest (metadata
-"pmlir.manifest") recording the new step's checksum.
+"""Writes a copy of a checkpoint with one value of its optimizer state
+replaced (the step, by default), as a save would have written it: both
+files, their manifest (metadata "pmlir.manifest") recording the changed
+tensor's new checksum.
 
-  set_step.py IN.safetensors OUT.safetensors STEP
+  set_step.py IN.safetensors OUT.safetensors VALUE [TENSOR [INDEX]]
 
-writes OUT.safetensors and OUT.optimizer.safetensors from IN's pair. STEP is
-any float Python reads ("-5", "inf", "2.5"); the tensors' bytes are copied
-but for the step's.
+writes OUT.safetensors and OUT.optimizer.safetensors from IN's pair, with
+element INDEX (default 0) of the F32 optimizer tensor TENSOR (default
+"step") set to VALUE, any float Python reads ("-5", "inf", "2.5"); the
+other bytes are copied.
 """
 import json
 import struct
@@ -34,16 +36,22 @@ def optimizer_path(path):
 
 
 def main():
-    source, target, step = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    source, target, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    name = sys.argv[4] if len(sys.argv) > 4 else "step"
+    index = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     params, params_data = read(source)
     state, state_data = read(optimizer_path(source))
-    entry = state["step"]
-    if entry["dtype"] != "F32" or entry["shape"] != []:
-        sys.exit(f"{source}: 'step' is {entry['dtype']} {entry['shape']}, not an F32 scalar")
+    entry = state[name]
+    count = 1
+    for d in entry["shape"]:
+        count *= d
+    if entry["dtype"] != "F32" or not 0 <= index < count:
+        sys.exit(f"{source}: '{name}' is {entry['dtype']} {entry['shape']}, "
+                 f"not F32 with an element {index}")
     begin, end = entry["data_offsets"]
-    state_data[begin:end] = struct.pack("<f", step)
+    state_data[begin + 4 * index:begin + 4 * index + 4] = struct.pack("<f", value)
     manifest = json.loads(state["__metadata__"]["pmlir.manifest"])
-    manifest["optimizer"]["step"] = f"{zlib.crc32(state_data[begin:end]):08x}"
+    manifest["optimizer"][name] = f"{zlib.crc32(state_data[begin:end]):08x}"
     for header in (params, state):
         header["__metadata__"]["pmlir.manifest"] = json.dumps(manifest)
     write(target, params, params_data)
