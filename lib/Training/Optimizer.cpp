@@ -98,22 +98,22 @@ Value sumOverMicrobatches(OpBuilder &b, Location loc, ArrayRef<Value> values) {
 }
 
 /// The sum of `squares` of gradients; in a pipelined program each stage
-/// sums those of the gradients it computes (a gradient of several stages,
-/// the first one's), and a stage sum adds the stages' sums.
-Value sumOfSquares(OpBuilder &b, Location loc, ArrayRef<Value> squares, ArrayRef<Value> grads,
+/// sums those of the gradients it computes (`stages`: a gradient of several
+/// stages, the first one's), and a stage sum adds the stages' sums.
+Value sumOfSquares(OpBuilder &b, Location loc, ArrayRef<Value> squares, ArrayRef<int64_t> stages,
                    bool pipelined) {
   if (!pipelined)
     return sum(b, loc, squares);
   std::map<int64_t, SmallVector<Value>> byStage;
-  for (auto [square, grad] : llvm::zip(squares, grads))
-    byStage[pipe::stageOf(grad).value_or(0)].push_back(square);
+  for (auto [square, stage] : llvm::zip(squares, stages))
+    byStage[stage].push_back(square);
   SmallVector<Value> partial;
-  SmallVector<int64_t> stages;
+  SmallVector<int64_t> summedStages;
   for (auto &[stage, terms] : byStage) {
     partial.push_back(sum(b, loc, terms));
-    stages.push_back(stage);
+    summedStages.push_back(stage);
   }
-  return pipe::StageSumOp::create(b, loc, squares.front().getType(), partial, stages);
+  return pipe::StageSumOp::create(b, loc, squares.front().getType(), partial, summedStages);
 }
 
 } // namespace
@@ -223,6 +223,20 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
   if (pipelined)
     loss = pipe::StageSumOp::create(b, loc, loss.getType(), ValueRange{loss},
                                     ArrayRef<int64_t>{pipe::stageOf(losses.front()).value_or(0)});
+  // The stage of each gradient, asked of the first microbatch's, made
+  // where its stage runs: the sum over microbatches is as long as they are
+  // many, too long to walk back through.
+  SmallVector<int64_t> gradStages;
+  if (pipelined)
+    for (auto [i, g] : llvm::enumerate(grads)) {
+      std::optional<int64_t> stage = pipe::stageOf(g.front());
+      if (!stage) {
+        step.erase();
+        return grad.emitOpError() << "computes the gradient of argument #" << params[i]
+                                  << " in no pipeline stage";
+      }
+      gradStages.push_back(*stage);
+    }
   SmallVector<Value> summed;
   for (ArrayRef<Value> g : grads)
     summed.push_back(sumOverMicrobatches(b, loc, g));
@@ -233,7 +247,7 @@ FailureOr<func::FuncOp> pmlir::training::buildTrainStep(func::FuncOp grad,
     Value s = SumSquaresOp::create(b, loc, scalar, g);
     squares.push_back(s);
   }
-  Value norm = SqrtOp::create(b, loc, scalar, sumOfSquares(b, loc, squares, summed, pipelined));
+  Value norm = SqrtOp::create(b, loc, scalar, sumOfSquares(b, loc, squares, gradStages, pipelined));
   if (k > 1)
     norm = ScaleOp::create(b, loc, scalar, norm, b.getF64FloatAttr(1.0 / k));
 
