@@ -30,5 +30,11 @@
 // NEGATIVE: error: pmlir-pipeline-report: backward-weight must be a finite cost of 0 or more, not -1.00
 // RUN: not pmlir-opt %s --pmlir-pipeline-report=transfer=nan -o /dev/null 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: error: pmlir-pipeline-report: transfer must be a finite cost of 0 or more, not nan
+// Finite costs whose step overflows a double are refused too, and no
+// report is written.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: not pmlir-opt %s --pmlir-pipeline-report="output=%t/report.json forward=1e308 transfer=1e308" -o %t/out.mlir 2>&1 | FileCheck %s --check-prefix=OVERFLOW
+// OVERFLOW: error: pmlir-pipeline-report: the simulated step's time overflows (its makespan is INF): the costs are too large to add up
+// RUN: not test -e %t/report.json
 pipe.schedule "1f1b" ranks 2 stages 2 microbatches 2
     [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]

@@ -56,6 +56,15 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
       op.emitOpError() << sim.deadlock;
       return signalPassFailure();
     }
+    // Finite costs can add up past a double: JSON has no infinity to
+    // write, and the report would be no number.
+    if (!std::isfinite(sim.makespan) || !std::isfinite(sim.bubble)) {
+      module.emitError() << "pmlir-pipeline-report: the simulated step's time overflows (its "
+                            "makespan is "
+                         << llvm::formatv("{0}", sim.makespan).str()
+                         << "): the costs are too large to add up";
+      return signalPassFailure();
+    }
     int64_t virtualStages = schedule.stages / schedule.ranks;
     llvm::json::Object report{
         {"schedule", pipe::stringifyScheduleKind(op.getKind())},
@@ -71,7 +80,8 @@ struct PipelineReportPass : public pmlir::impl::PipelineReportBase<PipelineRepor
     };
     if (pipe::isGenerated(op.getKind()))
       if (std::optional<double> formula = pipe::formulaBubble(
-              op.getKind(), schedule.ranks, virtualStages, schedule.microbatches, costs))
+              op.getKind(), schedule.ranks, virtualStages, schedule.microbatches, costs);
+          formula && std::isfinite(*formula))
         report["formula_bubble"] = *formula;
     llvm::json::Array busy, peak, timeline;
     for (double t : sim.busy)

@@ -67,3 +67,42 @@ pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "0B0"], ["1F0", "1Z
 // The generic form holds each action as a #pipe.action.
 // expected-error @+1 {{rank 0's action #pipe.action<0, F, -1> names a negative stage or microbatch}}
 "pipe.schedule"() <{actions = [[#pipe.action<0, F, -1>, #pipe.action<0, B, 0>]], kind = #pipe<schedule_kind csv>, microbatches = 1 : i64, ranks = 1 : i64, stages = 1 : i64}> : () -> ()
+
+// -----
+
+// A schedule's actions bound its stages and microbatches (each stage runs
+// each microbatch's forward), checked before anything is sized by them.
+// expected-error @+1 {{lists 1 actions, fewer than the forwards of its 9223372036854775807 stages times 1 microbatches}}
+pipe.schedule "csv" ranks 1 stages 9223372036854775807 microbatches 1 [["0F0"]]
+
+// -----
+
+// expected-error @+1 {{lists 2 actions, fewer than the forwards of its 2 stages times 2 microbatches}}
+pipe.schedule "csv" ranks 1 stages 2 microbatches 2 [["0F0", "1F0"]]
+
+// -----
+
+// A program cut into 2 stages has no stage 5.
+func.func @transfer_past_stages(%x: tensor<2xf32>) -> tensor<2xf32> attributes {pipe.stages = 2 : i64} {
+  // expected-error @+1 {{names stage 5 of a program of 2 stages (pipe.stages)}}
+  %t = pipe.transfer %x from 0 to 5 : tensor<2xf32>
+  return %t : tensor<2xf32>
+}
+
+// -----
+
+func.func @stage_sum_past_stages(%x: tensor<2xf32>) -> tensor<2xf32> attributes {pipe.stages = 2 : i64} {
+  // expected-error @+1 {{names stage 2 of a program of 2 stages (pipe.stages)}}
+  %s = pipe.stage_sum %x, %x stages [0, 2] : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}
+
+// -----
+
+func.func @fragment_past_stages(%x: tensor<2xf32>) -> tensor<2xf32> attributes {pipe.stages = 2 : i64} {
+  // expected-error @+1 {{names stage 3 of a program of 2 stages (pipe.stages)}}
+  %f = pipe.fragment stage 3 "F" : tensor<2xf32> {
+    pipe.yield %x : tensor<2xf32>
+  }
+  return %f : tensor<2xf32>
+}

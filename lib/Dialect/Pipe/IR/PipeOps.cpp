@@ -136,6 +136,20 @@ static LogicalResult verifyWorkKind(Operation *op, ActionKind kind) {
   return success();
 }
 
+/// Fails on `op` where it names a stage that its function, cut into
+/// stages (pipe.stages), does not have.
+static LogicalResult verifyStagesInRange(Operation *op, ArrayRef<int64_t> stages) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  auto count = func ? func->getAttrOfType<IntegerAttr>(kStagesAttr) : IntegerAttr();
+  if (!count)
+    return success();
+  for (int64_t s : stages)
+    if (s >= count.getInt())
+      return op->emitOpError() << "names stage " << s << " of a program of " << count.getInt()
+                               << " stages (" << kStagesAttr << ")";
+  return success();
+}
+
 LogicalResult WorkBeginOp::verify() { return verifyWorkKind(*this, getKind()); }
 LogicalResult WorkEndOp::verify() { return verifyWorkKind(*this, getKind()); }
 
@@ -146,13 +160,14 @@ LogicalResult FragmentOp::verify() {
   if (yield->getOperandTypes() != getResultTypes())
     return emitOpError() << "yields " << yield->getOperandTypes() << " but returns "
                          << getResultTypes();
-  return success();
+  return verifyStagesInRange(*this, {static_cast<int64_t>(getStage())});
 }
 
 LogicalResult TransferOp::verify() {
   if (getFrom() == getTo())
     return emitOpError() << "moves a value from stage " << getFrom() << " to itself";
-  return success();
+  return verifyStagesInRange(*this,
+                             {static_cast<int64_t>(getFrom()), static_cast<int64_t>(getTo())});
 }
 
 LogicalResult StageSumOp::verify() {
@@ -168,7 +183,7 @@ LogicalResult StageSumOp::verify() {
   for (int64_t s : getStages())
     if (s < 0)
       return emitOpError() << "names stage " << s;
-  return success();
+  return verifyStagesInRange(*this, getStages());
 }
 
 Schedule ScheduleOp::getSchedule() {
@@ -192,11 +207,20 @@ LogicalResult ScheduleOp::verify() {
   if (getStages() % getRanks() != 0)
     return emitOpError() << "puts " << getStages() << " stages on " << getRanks()
                          << " ranks, which do not divide them";
+  int64_t listed = 0;
   for (auto [r, list] : llvm::enumerate(getActions()))
-    for (Attribute a : cast<ArrayAttr>(list))
+    for (Attribute a : cast<ArrayAttr>(list)) {
       if (auto action = cast<ActionAttr>(a); action.getStage() < 0 || action.getMicrobatch() < 0)
         return emitOpError() << "rank " << r << "'s action " << a
                              << " names a negative stage or microbatch";
+      ++listed;
+    }
+  // Each stage runs each microbatch's forward: the actions listed bound the
+  // stages and microbatches, before anything is sized by them.
+  if (getStages() > listed || getMicrobatches() > listed ||
+      getStages() * getMicrobatches() > listed)
+    return emitOpError() << "lists " << listed << " actions, fewer than the forwards of its "
+                         << getStages() << " stages times " << getMicrobatches() << " microbatches";
   Schedule schedule = getSchedule();
   std::string error;
   if (!verifySchedule(schedule, error))
