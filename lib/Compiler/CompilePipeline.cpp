@@ -263,7 +263,12 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
     }
     if (int pp = mesh->axisIndex("pp"); pp >= 0)
       pipelineRanks = mesh->axisSizes()[pp];
-    else if (pipelined(o)) {
+    if (pipelineRanks > 1 && !pipelined(o) && runs(CompilePhase::Sharded)) {
+      error = "pmlir-compile-pipeline: mesh axis 'pp' splits the program into pipeline stages: "
+              "it needs pipeline-schedule";
+      return failure();
+    }
+    if (mesh->axisIndex("pp") < 0 && pipelined(o)) {
       error = "pmlir-compile-pipeline: pipeline-schedule needs a pp axis in the mesh";
       return failure();
     }

@@ -1249,6 +1249,11 @@ int exec::runModel(const RunOptions &o) {
   // Before the launch: every rank would refuse these alike.
   if (pipelined && (o.mesh.empty() || (mesh && mesh->axisIndex("pp") < 0)))
     return fail("--pipeline-schedule needs a pp axis in --mesh (e.g. --mesh pp=2,dp=2)");
+  // Without a schedule every pipeline rank would run the whole program.
+  if (!pipelined && mesh && mesh->axisIndex("pp") >= 0 &&
+      mesh->axisSizes()[mesh->axisIndex("pp")] > 1)
+    return fail("--mesh axis 'pp' splits the model into pipeline stages: it needs "
+                "--pipeline-schedule (e.g. --pipeline-schedule 1f1b --microbatches 4)");
   if (pipelined && o.gradAccum != 1)
     return fail("--pipeline-schedule splits the step into --microbatches; --grad-accum is not "
                 "used with it");
