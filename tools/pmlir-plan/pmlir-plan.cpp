@@ -93,7 +93,7 @@ llvm::cl::opt<int64_t> searchNodes(
     llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t>
     compile("compile", llvm::cl::desc("plans to compile as pmlir-run would (default: --top)"),
-            llvm::cl::init(-1), llvm::cl::cat(planOptions));
+            llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> entry("entry", llvm::cl::desc("the function to plan (default forward)"),
                                  llvm::cl::init("forward"), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> profile(
@@ -110,7 +110,7 @@ llvm::cl::opt<std::string> memoryCap(
     llvm::cl::cat(planOptions));
 llvm::cl::opt<int64_t> predictCount(
     "predict", llvm::cl::desc("with --profile: the plans to predict, best first (default: --top)"),
-    llvm::cl::init(-1), llvm::cl::cat(planOptions));
+    llvm::cl::init(0), llvm::cl::cat(planOptions));
 llvm::cl::opt<std::string> recomputeModes(
     "recompute",
     llvm::cl::desc("with --profile and --train: the recomputation modes each plan is predicted "
@@ -326,7 +326,8 @@ int planMain(int argc, char **argv) {
   if (searchNodes < -1)
     return fail("--search-nodes must be -1 (no limit) or at least 0, not " +
                 std::to_string(searchNodes));
-  if (compile < -1)
+  // A count not given is --top's.
+  if (compile.getNumOccurrences() && compile < 0)
     return fail("--compile must be at least 0, not " + std::to_string(compile));
   planning::PlannerOptions options;
   std::string error;
@@ -337,7 +338,7 @@ int planMain(int argc, char **argv) {
     return fail("--topology " + topologyFlag + ": " + *unknown);
   options.topology = *topology;
   options.topologySpec = topologyFlag;
-  options.compile = compile < 0 ? top : compile;
+  options.compile = compile.getNumOccurrences() ? compile : top;
   options.devices = devices;
   options.memoryBudget = topology->device.memoryBytes;
   planning::PredictOptions predicting;
@@ -356,7 +357,7 @@ int planMain(int argc, char **argv) {
         return fail(error);
       planDevice = rates->target;
     }
-    predicting.plans = predictCount < 0 ? top : predictCount;
+    predicting.plans = predictCount.getNumOccurrences() ? predictCount : top;
     if (predicting.plans < 1)
       return fail("--predict must be at least 1 plan, not " + std::to_string(predictCount));
     if (!memoryCap.empty()) {
@@ -367,7 +368,7 @@ int planMain(int argc, char **argv) {
       predicting.memoryCap = *bytes;
       options.memoryBudget = *bytes;
     }
-    if (!recomputeModes.empty()) {
+    if (recomputeModes.getNumOccurrences()) {
       if (!train)
         return fail("--recompute lists the modes a training step is predicted under: it needs "
                     "--train");
@@ -379,8 +380,9 @@ int planMain(int argc, char **argv) {
         if (!mode)
           return fail("--recompute: unknown mode '" + name.trim().str() +
                       "' (known: none, selective, full)");
-        if (!llvm::is_contained(predicting.recompute, *mode))
-          predicting.recompute.push_back(*mode);
+        if (llvm::is_contained(predicting.recompute, *mode))
+          return fail("--recompute names '" + name.trim().str() + "' twice");
+        predicting.recompute.push_back(*mode);
       }
     }
   }
