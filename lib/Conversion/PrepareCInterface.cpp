@@ -11,6 +11,7 @@
 
 #include "pmlir/Conversion/Passes.h"
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,6 +58,18 @@ struct PrepareCInterfacePass : public pmlir::impl::PrepareCInterfaceBase<Prepare
                          << " to call through the C interface (the entry option names it)";
       return signalPassFailure();
     }
+    // A pipelined program is lowered one pipeline rank at a time: the ops
+    // of its stages have no lowering of their own.
+    WalkResult staged = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (!isa<pmlir::pipe::PipeDialect>(op->getDialect()) || !op->getParentOfType<func::FuncOp>())
+        return WalkResult::advance();
+      op->emitOpError() << "belongs to a program still cut into pipeline stages: lower one "
+                           "pipeline rank of it first (pmlir-pipeline-lower, or "
+                           "pmlir-compile-pipeline's pipeline-rank)";
+      return WalkResult::interrupt();
+    });
+    if (staged.wasInterrupted())
+      return signalPassFailure();
     // What the results update is the caller's to overwrite.
     llvm::SmallBitVector updated(entryFunc.getNumArguments());
     for (unsigned i = 0; i < entryFunc.getNumResults(); ++i)

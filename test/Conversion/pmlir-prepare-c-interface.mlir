@@ -51,3 +51,16 @@ func.func @other(%x: tensor<4xf32> {tfm.name = "x"}) -> tensor<4xf32> {
 // A declaration is nothing to call either.
 // NO-FORWARD: error: pmlir-prepare-c-interface: no function @forward with a body to call through the C interface
 func.func private @forward(%x: tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+// A program still cut into pipeline stages is lowered one pipeline rank at
+// a time (the stages' ops have no lowering of their own).
+// NO-OTHER: error: pmlir-prepare-c-interface: no function @other
+// NO-FORWARD: error: 'pipe.fragment' op belongs to a program still cut into pipeline stages: lower one pipeline rank of it first (pmlir-pipeline-lower, or pmlir-compile-pipeline's pipeline-rank)
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stages = 2 : i64} {
+  %f = pipe.fragment stage 0 "F" : tensor<4xf32> {
+    pipe.yield %x : tensor<4xf32>
+  }
+  return %f : tensor<4xf32>
+}
