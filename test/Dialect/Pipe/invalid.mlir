@@ -106,3 +106,24 @@ func.func @fragment_past_stages(%x: tensor<2xf32>) -> tensor<2xf32> attributes {
   }
   return %f : tensor<2xf32>
 }
+
+// -----
+
+// expected-error @+1 {{stands outside a function's body or inside another fragment}}
+%f = pipe.fragment stage 0 "F" : tensor<2xf32> {
+  %c = arith.constant dense<1.0> : tensor<2xf32>
+  pipe.yield %c : tensor<2xf32>
+}
+
+// -----
+
+func.func @nested(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %f = pipe.fragment stage 0 "F" : tensor<2xf32> {
+    // expected-error @+1 {{stands outside a function's body or inside another fragment}}
+    %g = pipe.fragment stage 0 "F" : tensor<2xf32> {
+      pipe.yield %x : tensor<2xf32>
+    }
+    pipe.yield %g : tensor<2xf32>
+  }
+  return %f : tensor<2xf32>
+}

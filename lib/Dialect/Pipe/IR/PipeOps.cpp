@@ -156,6 +156,11 @@ LogicalResult WorkEndOp::verify() { return verifyWorkKind(*this, getKind()); }
 LogicalResult FragmentOp::verify() {
   if (failed(verifyWorkKind(*this, getKind())))
     return failure();
+  // A stage's work runs where a function's program runs it, once: not
+  // outside a function, nor as part of another fragment's work.
+  if (!(*this)->getParentOfType<FunctionOpInterface>() || (*this)->getParentOfType<FragmentOp>())
+    return emitOpError() << "stands outside a function's body or inside another fragment: a "
+                            "fragment is one stage's work in a function's program";
   Operation *yield = getBody().front().getTerminator();
   if (yield->getOperandTypes() != getResultTypes())
     return emitOpError() << "yields " << yield->getOperandTypes() << " but returns "
