@@ -263,7 +263,8 @@ LogicalResult buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptio
     }
     if (int pp = mesh->axisIndex("pp"); pp >= 0)
       pipelineRanks = mesh->axisSizes()[pp];
-    if (pipelineRanks > 1 && !pipelined(o) && runs(CompilePhase::Sharded)) {
+    if (pipelineRanks > 1 && !pipelined(o) &&
+        (runs(CompilePhase::Sharded) || runs(CompilePhase::Rank))) {
       error = "pmlir-compile-pipeline: mesh axis 'pp' splits the program into pipeline stages: "
               "it needs pipeline-schedule";
       return failure();

@@ -120,8 +120,13 @@ private:
   bool escapes(Value start) {
     if (auto known = escaping.find(start); known != escaping.end())
       return known->second;
-    auto leaves = [](Operation *user) {
-      return !isa<func::ReturnOp, bufferization::DeallocOp, memref::DeallocOp>(user) &&
+    // A return or a free passes the buffer nowhere: neither it nor what it
+    // makes (a free's ownership conditions) is followed.
+    auto passesOn = [](Operation *user) {
+      return !isa<func::ReturnOp, bufferization::DeallocOp, memref::DeallocOp>(user);
+    };
+    auto leaves = [&](Operation *user) {
+      return passesOn(user) &&
              (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface, BranchOpInterface>(
                   user) ||
               user->hasTrait<OpTrait::IsTerminator>());
@@ -134,7 +139,8 @@ private:
         bool escaped = false;
         for (Operation *user : v.getUsers()) {
           escaped = leaves(user) ||
-                    llvm::any_of(user->getResults(), [&](Value r) { return escaping.lookup(r); });
+                    (passesOn(user) &&
+                     llvm::any_of(user->getResults(), [&](Value r) { return escaping.lookup(r); }));
           if (escaped)
             break;
         }
@@ -147,7 +153,7 @@ private:
         continue;
       work.push_back({v, true});
       for (Operation *user : v.getUsers())
-        if (!leaves(user))
+        if (passesOn(user) && !leaves(user))
           for (Value r : user->getResults())
             if (!escaping.contains(r))
               work.push_back({r, false});
@@ -166,7 +172,9 @@ private:
     SmallVector<Value> work = {v};
     while (!work.empty()) {
       Operation *def = work.pop_back_val().getDefiningOp();
-      if (!def)
+      // A free's ownership conditions are made from no buffer that flows
+      // on (escapes() does not follow a buffer into them).
+      if (!def || isa<bufferization::DeallocOp>(def))
         continue;
       for (Value operand : def->getOperands())
         if (from.insert(operand).second)

@@ -64,3 +64,24 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stages =
   }
   return %f : tensor<4xf32>
 }
+
+// -----
+
+// A transfer between stages is refused too; a trace's work markers are
+// not (the runtime times them).
+// NO-OTHER: error: pmlir-prepare-c-interface: no function @other
+// NO-FORWARD: error: 'pipe.transfer' op belongs to a program still cut into pipeline stages
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %t = pipe.transfer %x from 0 to 1 : tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+
+// -----
+
+// NO-OTHER: error: pmlir-prepare-c-interface: no function @other
+// CHECK-LABEL: func.func @forward
+// CHECK: pipe.work_begin
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  pipe.work_begin stage 0 "F" microbatch 0
+  return %x : tensor<4xf32>
+}

@@ -225,3 +225,60 @@ func.func @shared(%x: memref<512x768xf32>, %y: memref<512x768xf32>, %micro: memr
   linalg.copy ins(%other : memref<4x4xf32>) outs(%other : memref<4x4xf32>)
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Small ops that differ only in a constant they read are not alike: two
+// serial bodies. One on a slice at a static offset that no other op is
+// like goes back where it was, with no cast left behind.
+// CHECK-LABEL: func.func @constants_differ
+// CHECK: call @constants_differ_serial0(%arg0, %arg1)
+// CHECK: call @constants_differ_serial1(%arg0, %arg1)
+// CHECK: call @constants_differ_serial0(%arg0, %arg1)
+// CHECK: call @constants_differ_serial1(%arg0, %arg1)
+// CHECK-NOT: memref.cast
+// CHECK: %[[SLICE:.*]] = memref.subview %arg2[8, 0]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[SLICE]] : memref<8x8xf32, strided<[8, 1], offset: 64>>)
+// CHECK: return
+// CHECK: func.func private @constants_differ_serial0
+// CHECK: arith.constant 2.0
+// CHECK: func.func private @constants_differ_serial1
+// CHECK: arith.constant 3.0
+func.func @constants_differ(%x: memref<8x8xf32>, %y: memref<8x8xf32>, %micro: memref<16x8xf32>) {
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x8xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x8xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %three : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x8xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x8xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %three : f32
+    linalg.yield %m : f32
+  }
+  %m1 = memref.subview %micro[8, 0] [8, 8] [1, 1] : memref<16x8xf32> to memref<8x8xf32, strided<[8, 1], offset: 64>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m1 : memref<8x8xf32, strided<[8, 1], offset: 64>>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  return
+}

@@ -164,12 +164,11 @@ def OutlineParallelLoops : Pass<"pmlir-outline-parallel-loops", "mlir::ModuleOp"
     inlined, so that a function repeating them (a training step, once per
     microbatch it accumulates) does not hold each loop again, which LLVM's
     loop passes take time quadratic in the function for. Ops in functions
-    already outlined are not looked at. Each
-    function the pass went through (not the bodies it made) gets
-    `passthrough = ["optsize"]`: what stays there runs on one thread and is
-    small (but for an op with no dimension to split), so LLVM compiles it
-    for size, without unrolled and interleaved vector loops, where the
-    bodies keep -O2.
+    already outlined are not looked at. Each function the pass went
+    through, and each serial body, gets `passthrough = ["optsize"]`: what
+    runs there runs on one thread and is small (but for an op with no
+    dimension to split), so LLVM compiles it for size, without unrolled and
+    interleaved vector loops, where the parallel bodies keep -O2.
 
     Before:
     ```mlir
