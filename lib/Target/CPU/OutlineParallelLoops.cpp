@@ -159,20 +159,8 @@ struct OutlineParallelLoopsPass
     Location loc = op.getLoc();
     OpBuilder b(op);
     SmallVector<Value> passed = passedValues(b, loc, captures.getArrayRef());
-    SmallVector<Type> params;
-    for (Value value : passed)
-      params.push_back(value.getType());
-    b.setInsertionPointAfter(last);
-    auto body = func::FuncOp::create(b, loc, "serial", b.getFunctionType(params, {}));
-    body.setPrivate();
-    Block *entry = body.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    IRMapping map;
-    for (auto [capture, argument] : llvm::zip(captures, entry->getArguments()))
-      map.map(capture, argument);
-    for (Operation *constant : constants)
-      b.clone(*constant, map);
-    b.clone(*op, map);
+    auto [body, clone] = bodyOf(op, "serial", {}, captures, constants, passed, last);
+    b.setInsertionPointAfter(clone);
     func::ReturnOp::create(b, loc);
 
     SerialBody &shared = serialBodies[bodyKey(body)];
@@ -237,6 +225,32 @@ struct OutlineParallelLoopsPass
         captures.insert(value);
     }
     return {std::move(captures), std::move(constants)};
+  }
+
+  /// A private function `name`, after `last`, of `leading` arguments and
+  /// then those `passed` for `captures`, holding the `constants` and `op`
+  /// cloned onto its arguments; and the clone of `op`.
+  static std::pair<func::FuncOp, Operation *> bodyOf(linalg::LinalgOp op, StringRef name,
+                                                     TypeRange leading,
+                                                     const llvm::SetVector<Value> &captures,
+                                                     ArrayRef<Operation *> constants,
+                                                     ArrayRef<Value> passed, Operation *last) {
+    SmallVector<Type> params(leading);
+    for (Value value : passed)
+      params.push_back(value.getType());
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(last);
+    auto body = func::FuncOp::create(b, op.getLoc(), name, b.getFunctionType(params, {}));
+    body.setPrivate();
+    Block *entry = body.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    IRMapping map;
+    for (auto [capture, argument] :
+         llvm::zip(captures, entry->getArguments().drop_front(leading.size())))
+      map.map(capture, argument);
+    for (Operation *constant : constants)
+      b.clone(*constant, map);
+    return {body, b.clone(*op, map)};
   }
 
   /// What a call passes for `captures`, at `b`: a slice at a static offset
@@ -310,27 +324,17 @@ struct OutlineParallelLoopsPass
     OpBuilder b(op);
     SmallVector<Value> passed = passedValues(b, loc, captures.getArrayRef());
     IndexType index = b.getIndexType();
-    SmallVector<Type> params{index, index};
-    for (Value value : passed)
-      params.push_back(value.getType());
-    FunctionType type = b.getFunctionType(params, {});
 
     // The body: the op on iterations [begin, end) of `dim`.
     std::string name;
     do
       name = (function.getSymName() + "_parallel" + Twine(outlined++)).str();
     while (symbols.lookup(name) || symbols.lookup(name + "_dispatch"));
-    b.setInsertionPointAfter(last);
-    auto body = func::FuncOp::create(b, loc, name, type);
-    body.setPrivate();
-    Block *entry = body.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    IRMapping map;
-    for (auto [capture, argument] : llvm::zip(captures, entry->getArguments().drop_front(2)))
-      map.map(capture, argument);
-    for (Operation *constant : constants)
-      b.clone(*constant, map);
-    auto whole = cast<TilingInterface>(b.clone(*op, map));
+    auto [body, clone] = bodyOf(op, name, {index, index}, captures, constants, passed, last);
+    FunctionType type = body.getFunctionType();
+    Block *entry = &body.getBody().front();
+    b.setInsertionPointAfter(clone);
+    auto whole = cast<TilingInterface>(clone);
     SmallVector<Range> domain = whole.getIterationDomain(b);
     SmallVector<OpFoldResult> offsets, sizes;
     for (const Range &range : domain) {
