@@ -64,9 +64,15 @@ pipe.schedule "csv" ranks 2 stages 2 microbatches 1 [["0F0", "0B0"], ["1F0", "1Z
 
 // -----
 
-// The generic form holds each action as a #pipe.action.
-// expected-error @+1 {{rank 0's action #pipe.action<0, F, -1> names a negative stage or microbatch}}
+// The generic form holds each action as a #pipe.action, which refuses a
+// negative stage or microbatch wherever it is written.
+// expected-error @+1 {{a pipeline action's stage and microbatch count from 0, got stage 0 and microbatch -1}}
 "pipe.schedule"() <{actions = [[#pipe.action<0, F, -1>, #pipe.action<0, B, 0>]], kind = #pipe<schedule_kind csv>, microbatches = 1 : i64, ranks = 1 : i64, stages = 1 : i64}> : () -> ()
+
+// -----
+
+// expected-error @+1 {{a pipeline action's stage and microbatch count from 0, got stage -2 and microbatch 0}}
+func.func private @f() attributes {pipe.last = #pipe.action<-2, W, 0>}
 
 // -----
 

@@ -107,6 +107,14 @@ static void printActionLists(OpAsmPrinter &printer, Operation *, ArrayAttr lists
 #define GET_OP_CLASSES
 #include "pmlir/Dialect/Pipe/IR/PipeOps.cpp.inc"
 
+LogicalResult ActionAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t stage,
+                                 ActionKind, int64_t microbatch) {
+  if (stage < 0 || microbatch < 0)
+    return emitError() << "a pipeline action's stage and microbatch count from 0, got stage "
+                       << stage << " and microbatch " << microbatch;
+  return success();
+}
+
 std::optional<int64_t> pmlir::pipe::stageOf(Value v) {
   Operation *def = v.getDefiningOp();
   for (int depth = 0; def && depth < 64; ++depth) {
@@ -213,13 +221,8 @@ LogicalResult ScheduleOp::verify() {
     return emitOpError() << "puts " << getStages() << " stages on " << getRanks()
                          << " ranks, which do not divide them";
   int64_t listed = 0;
-  for (auto [r, list] : llvm::enumerate(getActions()))
-    for (Attribute a : cast<ArrayAttr>(list)) {
-      if (auto action = cast<ActionAttr>(a); action.getStage() < 0 || action.getMicrobatch() < 0)
-        return emitOpError() << "rank " << r << "'s action " << a
-                             << " names a negative stage or microbatch";
-      ++listed;
-    }
+  for (Attribute list : getActions())
+    listed += cast<ArrayAttr>(list).size();
   // Each stage runs each microbatch's forward: the actions listed bound the
   // stages and microbatches, before anything is sized by them.
   if (getStages() > listed || getMicrobatches() > listed ||

@@ -63,6 +63,8 @@ def Pipe_ActionAttr : AttrDef<Pipe_Dialect, "Action"> {
   let parameters = (ins "int64_t":$stage, EnumParameter<Pipe_ActionKind>:$kind,
                     "int64_t":$microbatch);
   let assemblyFormat = "`<` $stage `,` $kind `,` $microbatch `>`";
+  // Stages and microbatches count from 0: a negative one names no work.
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The action as the schedules' plain C++ holds it.
     ::pmlir::pipe::Action getAction() const {
