@@ -197,6 +197,15 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
                     " that argument #" + std::to_string(index) + where + " stacks (" +
                     formatDims(shape) + "): give a batch of " +
                     std::to_string(shape[0] * shape[1]));
+  // A parameter stacked from a Hugging Face checkpoint's parts (one per
+  // expert) stops at the first part the set lacks: that part is named.
+  if (view && weights && isStackedName(view->name) && !weights->find(view->name) &&
+      !shape.empty() && view->shape.size() == shape.size() && view->shape[0] < shape[0])
+    return failWith("'" + stackedPartName(view->name, view->shape[0]) + "' is missing from " +
+                    weights->path() + ": the parameter '" + a.name + "' " + formatDims(shape) +
+                    " (argument #" + std::to_string(index) + where + ") stacks " +
+                    std::to_string(shape[0]) + " parts, 0 to " + std::to_string(shape[0] - 1) +
+                    " (--init-missing seeds whole parameters, not a part of one)");
   if (view && view->shape != shape && !stacked)
     return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
                     (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +

@@ -47,6 +47,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
@@ -220,8 +221,6 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
       inputFiles = {
           {"the model", o.model},
           {"--weights", o.weights},
-          {"--weights (its model.safetensors)",
-           o.weights.empty() ? std::string() : o.weights + "/model.safetensors"},
           {"--inputs", o.inputs},
           {"--resume", o.resume},
           {"--resume (its optimizer state)", o.resume.empty() || isCheckpointDirectory(o.resume)
@@ -231,6 +230,21 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
           {"--pipeline-csv", o.pipelineCsv},
           {"--topology", o.topology},
           {"--hostfile", o.hostfile}};
+  // Every file of the --weights set: its index and each shard the index
+  // names. A set that does not open is reported where it is read.
+  if (!o.weights.empty()) {
+    std::string ignored;
+    if (std::unique_ptr<SafeTensorsSet> set = SafeTensorsSet::open(o.weights, ignored)) {
+      if (!set->index().empty())
+        inputFiles.push_back({"--weights (its index)", set->index()});
+      for (const std::unique_ptr<SafeTensorsFile> &file : set->files())
+        inputFiles.push_back({"--weights (a file of it)", file->path()});
+    }
+  }
+  // A checkpoint directory --resume reads is pmlir-run's whole: a file
+  // written in it would be one its manifest does not list.
+  std::string resumeDirectory =
+      !o.resume.empty() && isCheckpointDirectory(o.resume) ? o.resume : std::string();
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--output", o.output},
         {"--grads", o.grads},
@@ -249,6 +263,13 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
     OutputTarget target;
     if (!resolveOutput(path, target, error)) {
       error = std::string(flag) + ": " + error;
+      return false;
+    }
+    llvm::StringRef parent = llvm::sys::path::parent_path(target.path);
+    if (!resumeDirectory.empty() &&
+        sameFile(parent.empty() ? "." : parent.str(), resumeDirectory)) {
+      error = std::string(flag) + " '" + path + "' is in --resume's checkpoint directory '" +
+              o.resume + "': pmlir-run does not write in its inputs";
       return false;
     }
     for (auto [other, otherPath] : inputFiles)
@@ -551,7 +572,8 @@ int Job::run() {
     huggingFaceConfig = huggingFaceConfigText(config);
   if (!o.exportHf.empty() && huggingFaceConfig.empty())
     return failAlike("--export-hf writes the model's Hugging Face config, and " + o.model +
-                     " has none (tfm.huggingface_config: pmlir-gen writes it)");
+                     " has none (tfm.huggingface_config, which pmlir-gen writes for every model "
+                     "one of transformers' classes holds)");
   // Before any step: a parameter transformers has no name for.
   if (!o.exportHf.empty())
     for (const std::string &name : modelParams) {

@@ -4,8 +4,9 @@
 //
 // Defaults are those of transformers' own config classes (GPT2Config,
 // LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig) for a field the file leaves
-// out. Fields that only shape training regularization (dropout) or the
-// numerics of transformers' own kernels (reorder_and_upcast_attn,
+// out, and a field a family's model does not read (attention_bias of a
+// Mistral) is read past as transformers reads past it. Fields that only shape training
+// regularization (dropout) or the numerics of transformers' own kernels (reorder_and_upcast_attn,
 // pretraining_tp) do not change the model and are read past; pmlir trains
 // without dropout.
 //
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -143,15 +145,45 @@ void readGpt2(ConfigReader &r, Gpt2Config &c) {
     r.refuse("add_cross_attention", "pmlir's GPT-2 is a decoder without cross attention");
 }
 
+/// What transformers' config class of a Llama-like family takes for a
+/// field the file leaves out, and which of LlamaConfig's options its model
+/// reads (MistralConfig and the others ignore attention_bias and mlp_bias:
+/// their projections never have biases, or always, as Qwen2's q, k and v).
+struct LlamaFamily {
+  /// num_key_value_heads when absent (0: num_attention_heads, as null is).
+  int64_t kvHeads;
+  int64_t maxPositions;
+  double rmsEps;
+  double ropeTheta;
+  /// sliding_window when absent (0: none).
+  int64_t slidingWindow;
+  bool readsProjectionBias;
+};
+
+LlamaFamily llamaFamily(const std::string &type) {
+  if (type == "mistral")
+    return {8, 131072, 1e-6, 10000.0, 4096, false};
+  if (type == "mixtral")
+    return {8, 131072, 1e-5, 1e6, 0, false};
+  if (type == "qwen2")
+    return {32, 32768, 1e-6, 10000.0, 4096, false};
+  return {0, 2048, 1e-6, 10000.0, 0, true};
+}
+
 void readLlama(ConfigReader &r, const std::string &file, const json &config,
                const std::string &type, LlamaConfig &c) {
+  LlamaFamily family = llamaFamily(type);
   c.layers = r.positive("num_hidden_layers");
   c.hidden = r.positive("hidden_size");
   c.heads = r.positive("num_attention_heads");
-  c.kvHeads = r.positive("num_key_value_heads", c.heads);
+  // Left out, the family's default; null, one per query head (transformers
+  // sets None to num_attention_heads).
+  c.kvHeads = r.positive(
+      "num_key_value_heads",
+      config.contains("num_key_value_heads") || family.kvHeads == 0 ? c.heads : family.kvHeads);
   c.ffn = r.positive("intermediate_size");
   c.vocab = r.positive("vocab_size");
-  c.rmsEps = r.number("rms_norm_eps", 1e-6);
+  c.rmsEps = r.number("rms_norm_eps", family.rmsEps);
   c.tieEmbeddings = r.flag("tie_word_embeddings", false);
   std::string act = r.text("hidden_act", "silu");
   if (act != "silu")
@@ -164,7 +196,7 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
                              .str());
   // The rotary embedding: rope_theta beside rope_scaling (transformers 4),
   // or rope_parameters (transformers 5).
-  c.ropeTheta = r.number("rope_theta", 10000.0);
+  c.ropeTheta = r.number("rope_theta", family.ropeTheta);
   if (!r.raw("rope_scaling").empty())
     r.refuse("rope_scaling", "pmlir's rotary embedding has no scaling (only its theta)");
   if (auto params = config.find("rope_parameters"); params != config.end() && !params->is_null()) {
@@ -179,14 +211,16 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
   if (type == "qwen2") {
     // Qwen2 adds biases to the query, key and value projections always.
     c.attentionBias = ProjectionBias::QueryKeyValue;
-  } else if (r.flag("attention_bias", false)) {
+  } else if (family.readsProjectionBias && r.flag("attention_bias", false)) {
     c.attentionBias = ProjectionBias::All;
   }
-  c.mlpBias = r.flag("mlp_bias", false);
+  c.mlpBias = family.readsProjectionBias && r.flag("mlp_bias", false);
   // A window no longer than the sequence changes which keys a query sees.
-  // transformers 5 names each layer's attention in layer_types.
+  // Qwen2 windows the layers from max_window_layers on; transformers 5
+  // names each layer's attention in layer_types.
   bool windowed = type == "mistral" || type == "mixtral" ||
-                  (type == "qwen2" && r.flag("use_sliding_window", false));
+                  (type == "qwen2" && r.flag("use_sliding_window", false) &&
+                   c.layers > r.positive("max_window_layers", 28));
   if (auto types = config.find("layer_types"); types != config.end() && !types->is_null()) {
     bool known = types->is_array();
     for (const json &t : known ? *types : json::array())
@@ -198,16 +232,20 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
       r.refuse("layer_types", "pmlir's layers have full_attention (or sliding_attention over a "
                               "window no shorter than --seq)");
   }
-  if (windowed && !r.raw("sliding_window").empty()) {
-    int64_t window = r.positive("sliding_window");
-    if (window < c.seq)
-      r.refuse("sliding_window",
-               llvm::formatv("shorter than --seq {0}, and pmlir's attention sees every earlier "
-                             "position",
-                             c.seq)
-                   .str());
-  }
-  c.maxPositions = r.positive("max_position_embeddings", 2048);
+  // Left out, the family's default window; null, none.
+  int64_t window = config.contains("sliding_window")
+                       ? (r.raw("sliding_window").empty() ? 0 : r.positive("sliding_window"))
+                       : family.slidingWindow;
+  if (windowed && window > 0 && window < c.seq)
+    r.fail(llvm::formatv("'sliding_window' is {0}{1}: shorter than --seq {2}, and pmlir's "
+                         "attention sees every earlier position",
+                         window,
+                         config.contains("sliding_window")
+                             ? ""
+                             : llvm::formatv(" (left out: {0}'s default)", type).str(),
+                         c.seq)
+               .str());
+  c.maxPositions = r.positive("max_position_embeddings", family.maxPositions);
   if (type == "mixtral") {
     c.experts = r.positive("num_local_experts", 8);
     c.topK = r.positive("num_experts_per_tok", 2);
@@ -215,9 +253,13 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
         r.raw("router_jitter_noise") != "0.0")
       r.refuse("router_jitter_noise", "pmlir's router adds no noise to its logits");
     // transformers adds the load-balancing loss to the loss only when the
-    // model returns its router logits.
-    if (r.flag("output_router_logits", false))
-      c.routerAuxLossCoef = r.nonNegative("router_aux_loss_coef", 0.001);
+    // model returns its router logits; a model without a loss has no term
+    // to weigh.
+    if (r.flag("output_router_logits", false)) {
+      double coef = r.nonNegative("router_aux_loss_coef", 0.001);
+      if (c.loss)
+        c.routerAuxLossCoef = coef;
+    }
   }
 }
 
@@ -287,6 +329,30 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
   }
   if (llvm::Error e = r.take())
     return std::move(e);
+  // The model's constraints, named by the fields that break them (the
+  // sequence and batch are pmlir-gen's flags still).
+  bool gpt2 = model.family == HuggingFaceModel::Family::Gpt2;
+  auto fieldOf = [&](llvm::StringRef flag) -> std::string {
+    static const std::map<std::string, std::pair<const char *, const char *>> fields = {
+        {"layers", {"n_layer", "num_hidden_layers"}},
+        {"hidden", {"n_embd", "hidden_size"}},
+        {"heads", {"n_head", "num_attention_heads"}},
+        {"kv-heads", {"", "num_key_value_heads"}},
+        {"ffn", {"n_inner", "intermediate_size"}},
+        {"vocab", {"vocab_size", "vocab_size"}},
+        {"max-positions", {"n_positions", "max_position_embeddings"}},
+        {"layer-norm-eps", {"layer_norm_epsilon", ""}},
+        {"rms-eps", {"", "rms_norm_eps"}},
+        {"rope-theta", {"", "rope_theta"}},
+        {"experts", {"", "num_local_experts"}},
+        {"top-k", {"", "num_experts_per_tok"}},
+        {"router-aux-loss-coef", {"", "router_aux_loss_coef"}}};
+    auto it = fields.find(flag.str());
+    const char *field = it == fields.end() ? "" : gpt2 ? it->second.first : it->second.second;
+    return *field ? "'" + std::string(field) + "'" : flagName(flag);
+  };
+  if (llvm::Error e = gpt2 ? validate(model.gpt2, fieldOf) : validate(model.llama, fieldOf))
+    return failWith(llvm::toString(std::move(e)));
   return model;
 }
 
@@ -330,8 +396,11 @@ std::string pmlir::huggingFaceConfig(const LlamaConfig &c) {
                  {"dtype", "float32"}})
         .dump(2);
   // Query, key and value biases alone are Qwen2's; Llama's attention_bias
-  // biases all four projections.
-  bool qwen2 = c.attentionBias == ProjectionBias::QueryKeyValue && !c.mlpBias;
+  // biases all four projections. Beside MLP biases, which Qwen2 lacks, no
+  // class of transformers has them.
+  if (c.attentionBias == ProjectionBias::QueryKeyValue && c.mlpBias)
+    return "";
+  bool qwen2 = c.attentionBias == ProjectionBias::QueryKeyValue;
   json config = {{"model_type", qwen2 ? "qwen2" : "llama"},
                  {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
                  {"num_hidden_layers", c.layers},

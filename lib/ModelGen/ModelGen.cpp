@@ -31,25 +31,46 @@ int64_t WeightSpec::numElements() const { return ShapedType::getNumElements(shap
 
 namespace {
 
-/// Collects the first broken constraint, phrased with pmlir-gen's flag names.
+/// Collects the first broken constraint, phrased with the names `name`
+/// gives each size (pmlir-gen's flags, or a config's fields).
 class FlagChecker {
 public:
+  explicit FlagChecker(SizeNamer name) : name(name) {}
+
   void positive(llvm::StringRef flag, int64_t value) {
     if (value <= 0)
-      fail(llvm::formatv("--{0} must be positive, got {1}", flag, value));
+      fail(llvm::formatv("{0} must be positive, got {1}", name(flag), value));
   }
   void positive(llvm::StringRef flag, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) {
       std::string text;
       llvm::raw_string_ostream(text) << llvm::format("%g", value);
-      fail(llvm::formatv("--{0} must be a positive finite number, got {1}", flag, text));
+      fail(llvm::formatv("{0} must be a positive finite number, got {1}", name(flag), text));
     }
   }
   void divides(llvm::StringRef divisorFlag, int64_t divisor,
                llvm::StringRef flag, int64_t value, llvm::StringRef why) {
     if (divisor > 0 && value > 0 && value % divisor != 0)
-      fail(llvm::formatv("--{0} {1} is not divisible by --{2} {3} ({4})", flag,
-                         value, divisorFlag, divisor, why));
+      fail(llvm::formatv("{0} {1} is not divisible by {2} {3} ({4})", name(flag), value,
+                         name(divisorFlag), divisor, why));
+  }
+  /// `flag` is at most `limit`.
+  void atMost(llvm::StringRef flag, int64_t value, int64_t limit, llvm::StringRef why) {
+    if (value > limit)
+      fail(llvm::formatv("{0} {1} exceeds {2} ({3})", name(flag), value, limit, why));
+  }
+  /// `flag` is no more than `boundFlag`.
+  void noMore(llvm::StringRef flag, int64_t value, llvm::StringRef boundFlag, int64_t bound,
+              llvm::StringRef why) {
+    if (value > 0 && bound > 0 && value > bound)
+      fail(llvm::formatv("{0} {1} exceeds {2} {3} ({4})", name(flag), value, name(boundFlag), bound,
+                         why));
+  }
+  /// `weight` of a sparse model's `what` is a finite number, at least 0,
+  /// and 0 in a dense one.
+  void sparseWeight(llvm::StringRef flag, double value, bool sparse, llvm::StringRef what) {
+    if (!(value >= 0) || std::isinf(value) || (!sparse && value != 0))
+      fail(llvm::formatv("{0} must be a non-negative {1}, got {2}", name(flag), what, value));
   }
   /// The tensor `what`, of the flags' sizes multiplied, within
   /// kMaxTensorElements elements: past it the program's byte counts (and a
@@ -61,7 +82,7 @@ public:
     for (auto [flag, size] : dims) {
       if (size <= 0)
         return; // refused as not positive
-      product += (product.empty() ? "--" : " x --") + flag.str() + " " + std::to_string(size);
+      product += (product.empty() ? "" : " x ") + name(flag) + " " + std::to_string(size);
       sizes.push_back(size);
     }
     if (!checkedProduct(sizes))
@@ -76,16 +97,24 @@ public:
       return llvm::Error::success();
     return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
   }
+  SizeNamer name;
 
 private:
   std::string error;
 };
 
+/// Why the layers are bounded.
+constexpr const char *kLayersBound =
+    "each layer is a block of the program, which would not fit in memory";
+
 } // namespace
 
-llvm::Error pmlir::validate(const Gpt2Config &c) {
-  FlagChecker check;
+std::string pmlir::flagName(llvm::StringRef flag) { return "--" + flag.str(); }
+
+llvm::Error pmlir::validate(const Gpt2Config &c, SizeNamer name) {
+  FlagChecker check(name);
   check.positive("layers", c.layers);
+  check.atMost("layers", c.layers, kMaxLayers, kLayersBound);
   check.positive("hidden", c.hidden);
   check.positive("heads", c.heads);
   check.positive("vocab", c.vocab);
@@ -94,13 +123,11 @@ llvm::Error pmlir::validate(const Gpt2Config &c) {
   check.positive("max-positions", c.maxPositions);
   check.positive("layer-norm-eps", c.layerNormEps);
   if (c.ffn < 0)
-    check.fail(llvm::formatv("--ffn must be positive, got {0}", c.ffn));
+    check.positive("ffn", c.ffn);
   check.divides("heads", c.heads, "hidden", c.hidden,
                 "each head gets hidden / heads channels");
-  if (c.seq > 0 && c.maxPositions > 0 && c.seq > c.maxPositions)
-    check.fail(llvm::formatv("--seq {0} exceeds --max-positions {1} (the rows "
-                             "of the position embedding wpe)",
-                             c.seq, c.maxPositions));
+  check.noMore("seq", c.seq, "max-positions", c.maxPositions,
+               "the rows of the position embedding wpe");
   check.fits("the token embedding wte", {{"vocab", c.vocab}, {"hidden", c.hidden}});
   check.fits("the position embedding wpe",
              {{"max-positions", c.maxPositions}, {"hidden", c.hidden}});
@@ -114,9 +141,10 @@ llvm::Error pmlir::validate(const Gpt2Config &c) {
   return check.take();
 }
 
-llvm::Error pmlir::validate(const LlamaConfig &c) {
-  FlagChecker check;
+llvm::Error pmlir::validate(const LlamaConfig &c, SizeNamer name) {
+  FlagChecker check(name);
   check.positive("layers", c.layers);
+  check.atMost("layers", c.layers, kMaxLayers, kLayersBound);
   check.positive("hidden", c.hidden);
   check.positive("heads", c.heads);
   check.positive("kv-heads", c.kvHeads);
@@ -129,44 +157,34 @@ llvm::Error pmlir::validate(const LlamaConfig &c) {
   check.divides("heads", c.heads, "hidden", c.hidden,
                 "each head gets hidden / heads channels");
   if (c.maxPositions < 0)
-    check.fail(llvm::formatv("--max-positions must be positive, got {0}", c.maxPositions));
-  if (c.maxPositions > 0 && c.seq > c.maxPositions)
-    check.fail(llvm::formatv("--seq {0} exceeds --max-positions {1} (max_position_embeddings, "
-                             "the positions the model was trained for)",
-                             c.seq, c.maxPositions));
+    check.positive("max-positions", c.maxPositions);
+  check.noMore("seq", c.seq, "max-positions", c.maxPositions,
+               "max_position_embeddings, the positions the model was trained for");
   check.divides("kv-heads", c.kvHeads, "heads", c.heads,
                 "grouped-query attention shares each key/value head among "
                 "heads / kv-heads query heads");
   if (c.experts < 0)
-    check.fail(llvm::formatv("--experts must be positive, got {0}", c.experts));
+    check.positive("experts", c.experts);
   if (c.experts > 0) {
     check.positive("top-k", c.topK);
-    if (c.topK > c.experts)
-      check.fail(llvm::formatv("--top-k {0} exceeds --experts {1} (each token goes to top-k "
-                               "distinct experts)",
-                               c.topK, c.experts));
+    check.noMore("top-k", c.topK, "experts", c.experts,
+                 "each token goes to top-k distinct experts");
     if (c.mlpBias)
-      check.fail("--mlp-bias: Mixtral's experts have no biases");
+      check.fail(name("mlp-bias") + ": Mixtral's experts have no biases");
   }
   if (c.sharedExperts < 0 || (c.experts == 0 && c.sharedExperts != 0))
-    check.fail(llvm::formatv("--shared-experts must be a non-negative count of a sparse model's "
-                             "always-on experts, got {0}",
-                             c.sharedExperts));
-  if (!(c.routerAuxLossCoef >= 0) || std::isinf(c.routerAuxLossCoef) ||
-      (c.experts == 0 && c.routerAuxLossCoef != 0))
-    check.fail(llvm::formatv("--router-aux-loss-coef must be a non-negative weight of a sparse "
-                             "model's load-balancing loss, got {0}",
-                             c.routerAuxLossCoef));
-  if (!(c.capacityFactor >= 0) || std::isinf(c.capacityFactor) ||
-      (c.experts == 0 && c.capacityFactor != 0))
-    check.fail(llvm::formatv("--capacity-factor must be a non-negative factor of a sparse "
-                             "model's expert capacity (0: dropless), got {0}",
-                             c.capacityFactor));
+    check.fail(llvm::formatv("{0} must be a non-negative count of a sparse model's "
+                             "always-on experts, got {1}",
+                             name("shared-experts"), c.sharedExperts));
+  check.sparseWeight("router-aux-loss-coef", c.routerAuxLossCoef, c.experts > 0,
+                     "weight of a sparse model's load-balancing loss");
+  check.sparseWeight("capacity-factor", c.capacityFactor, c.experts > 0,
+                     "factor of a sparse model's expert capacity (0: dropless)");
   if (c.hidden > 0 && c.heads > 0 && c.hidden % c.heads == 0 &&
       (c.hidden / c.heads) % 2 != 0)
-    check.fail(llvm::formatv("--hidden {0} / --heads {1} = {2} must be even "
+    check.fail(llvm::formatv("{0} {1} / {2} {3} = {4} must be even "
                              "(rotary embeddings rotate half of each head)",
-                             c.hidden, c.heads, c.hidden / c.heads));
+                             name("hidden"), c.hidden, name("heads"), c.heads, c.hidden / c.heads));
   check.fits("the token embedding", {{"vocab", c.vocab}, {"hidden", c.hidden}});
   check.fits("the MLP's weight", {{"hidden", c.hidden}, {"ffn", c.ffn}});
   check.fits("the shared experts' weight",
@@ -460,7 +478,11 @@ public:
   /// that keeps the model's Hugging Face `config`.
   /// With `auxLoss`, the loss is the cross entropy plus it.
   OwningOpRef<ModuleOp> finish(Value logits, const std::string &config, Value auxLoss = {}) {
-    (*module)->setAttr(tfm::kHuggingFaceConfigAttr, huggingFaceConfigAttr(b.getContext(), config));
+    // A model no class of transformers holds has none (--export-hf then
+    // refuses it by name).
+    if (!config.empty())
+      (*module)->setAttr(tfm::kHuggingFaceConfigAttr,
+                         huggingFaceConfigAttr(b.getContext(), config));
     Value result = logits;
     if (labels)
       result = tfm::CrossEntropyOp::create(b, loc("loss"), tensor({}), logits, labels,

@@ -522,6 +522,7 @@ std::unique_ptr<SafeTensorsSet> SafeTensorsSet::open(const std::string &path, st
     error = file + ": " + why;
     return nullptr;
   };
+  set->indexPath = file;
   std::optional<std::string> text = readText(file, kMaxIndexBytes, error);
   if (!text)
     return nullptr;

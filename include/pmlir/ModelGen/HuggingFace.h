@@ -42,7 +42,9 @@ llvm::Expected<HuggingFaceModel> readHuggingFaceConfig(const std::string &path, 
 /// The config.json transformers builds the same model from: model_type and
 /// architectures (GPT2LMHeadModel; LlamaForCausalLM, or Qwen2ForCausalLM
 /// for query, key and value biases alone) and every field the model
-/// depends on. The model builders keep it in tfm.huggingface_config.
+/// depends on. The model builders keep it in tfm.huggingface_config. Empty
+/// for a model no class of transformers holds (query, key and value biases
+/// beside MLP biases).
 std::string huggingFaceConfig(const Gpt2Config &config);
 std::string huggingFaceConfig(const LlamaConfig &config);
 

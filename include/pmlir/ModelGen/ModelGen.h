@@ -15,6 +15,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -99,10 +101,19 @@ struct WeightSpec {
   int64_t numElements() const;
 };
 
-/// An error naming the pmlir-gen flag at fault and the constraint it breaks,
-/// or success.
-llvm::Error validate(const Gpt2Config &config);
-llvm::Error validate(const LlamaConfig &config);
+/// The most layers a model may have: each is a block of the program, and
+/// past this many the program would not fit in memory.
+inline constexpr int64_t kMaxLayers = int64_t(1) << 16;
+
+/// How a message names a size given by pmlir-gen's flag `flag` ("heads").
+using SizeNamer = llvm::function_ref<std::string(llvm::StringRef flag)>;
+/// pmlir-gen's flag: "--heads".
+std::string flagName(llvm::StringRef flag);
+
+/// An error naming the size at fault (by `name`: pmlir-gen's flag, or a
+/// config's field) and the constraint it breaks, or success.
+llvm::Error validate(const Gpt2Config &config, SizeNamer name = flagName);
+llvm::Error validate(const LlamaConfig &config, SizeNamer name = flagName);
 
 /// The weights of @forward in argument order (after input_ids and labels).
 std::vector<WeightSpec> gpt2Weights(const Gpt2Config &config);

@@ -102,6 +102,8 @@ public:
 
   /// What the set was opened from.
   const std::string &path() const { return setPath; }
+  /// The index file read, or empty for one safetensors file.
+  const std::string &index() const { return indexPath; }
   /// The tensor named `name` and the file holding it, or null.
   const TensorView *find(std::string_view name, const SafeTensorsFile **file = nullptr) const;
   struct Entry {
@@ -128,6 +130,7 @@ private:
     const SafeTensorsFile *file;
   };
   std::string setPath;
+  std::string indexPath;
   std::vector<std::unique_ptr<SafeTensorsFile>> fileList;
   std::map<std::string, Entry, std::less<>> byName;
   mutable std::map<std::string, Stacked, std::less<>> stacked;
