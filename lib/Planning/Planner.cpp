@@ -386,7 +386,13 @@ struct Planner {
     costs.backward.resize(layers);
     costs.step.resize(layers);
     StageOf stageOf;
-    for (const auto &[op, cost] : plan.opCosts) {
+    // In program order: the sums are then the same on every run (the map's
+    // order is its pointers').
+    program.walk([&](Operation *op) {
+      auto it = plan.opCosts.find(op);
+      if (it == plan.opCosts.end())
+        return;
+      const sharding::autoshard::OpCost &cost = it->second;
       int64_t stage = std::max<int64_t>(0, stageOf(op));
       auto fragment = op->getParentOfType<pipe::FragmentOp>();
       if (!fragment)
@@ -395,7 +401,7 @@ struct Planner {
         costs.forward[stage].add(cost);
       else
         costs.backward[stage].add(cost);
-    }
+    });
     return costs;
   }
 

@@ -2,7 +2,8 @@
 // the weights fitting whole, fc1 stays whole (its block is cheaper computed
 // twice than its weight moved); under a budget that holds the weights only
 // split, the plan is Megatron's: fc1 column-parallel, fc2 row-parallel, and
-// the pending output reduce-scattered into column blocks.
+// the pending output reduce-scattered into row blocks (column blocks cost
+// the same).
 // The exhaustive search finds a plan of the same cost, CBC the same plan on
 // every run, and a budget no plan fits says the least one needs.
 
@@ -22,7 +23,7 @@
 // CHECK-SAME: tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []], priority = 1>}
 // CHECK-SAME: tensor<1024x4096xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]], priority = 1>}
 // CHECK-SAME: tensor<4096x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []], priority = 1>}
-// CHECK-SAME: -> (tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], ["tp"]]>})
+// CHECK-SAME: -> (tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}"tp"], []]>})
 // CHECK-NOT: tfm.sharding_constraint
 
 // One reduce_scatter of the [8, 1024] f32 output: 32 KiB, half of it sent.
@@ -52,6 +53,22 @@
 // PARTITION: shard.reduce_scatter
 // PARTITION-NOT: shard.all_reduce
 // PARTITION-NOT: shard.all_gather
+
+// Over a tp link so slow that any collective costs more than the whole
+// MLP computed on each device, the plan sends nothing: fc1 and the gelu,
+// which follows fc1 (s_follow), keeps fc1's sharding rather than take a
+// free slice of it that fc2 would have to gather again (before, three
+// collectives went over that link).
+// RUN: echo '{"name": "slow-tp", "devices_per_node": 8, "device": {"tflops": 100, "memory_gb": 80, "memory_gbps": 1000}, "intra_node": {"gbps": 100, "latency_us": 1}, "inter_node": {"gbps": 100, "latency_us": 1}, "axes": {"tp": {"gbps": 0.001, "latency_us": 1000000}}}' > %t.slow-tp.json
+// RUN: pmlir-opt %s --pmlir-auto-sharding="topology=%t.slow-tp.json report=%t.slow.json" | FileCheck %s --check-prefix=SLOW
+// RUN: FileCheck %s --input-file=%t.slow.json --check-prefix=SLOW-REPORT
+// SLOW-LABEL: func.func @mlp
+// SLOW-SAME: tensor<8x1024xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []], priority = 1>}
+// SLOW-SAME: tensor<1024x4096xf32> {tfm.sharding = #tfm.sharding<{{\[\[}}], []], priority = 1>}
+// fc2 may still split its columns: its output goes out in column blocks
+// without a collective.
+// SLOW-REPORT: "comm": {},
+// SLOW-REPORT: "comm_seconds": 0,
 
 // RUN: not pmlir-opt %s --pmlir-auto-sharding="topology=h100 memory-budget=8MiB" -o %t.none.mlir 2>&1 | FileCheck %s --check-prefix=TIGHT
 // RUN: not ls %t.none.mlir

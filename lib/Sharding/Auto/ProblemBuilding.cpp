@@ -63,8 +63,13 @@ void AutoSharder::Impl::buildVariables() {
                 classes[leaderClass].var >= 0;
     }
     if (follows) {
-      // Per strategy of the leader's variable, the cheapest block and
-      // reshard of this op.
+      // Per strategy of the leader's variable, the cheapest block of this
+      // op that reads its operand as the leader makes it (Alpa's s_follow
+      // keeps the leader's sharding); only where none does, the cheapest
+      // block and reshard. Picking by block and reshard alone would split
+      // a follower of a whole leader (a free slice, half the block), and
+      // what reads the follower would pay to gather it again: no plan
+      // would keep the program whole.
       const NodeClass &leader = classes[leaderClass];
       const Use &use = *soleUse[rep];
       int leaderNode = leader.members.front();
@@ -73,11 +78,17 @@ void AutoSharder::Impl::buildVariables() {
       for (size_t s = 0; s < count; ++s) {
         const Sharding &from = resultSharding(leaderNode, leaderResult, static_cast<int>(s));
         double best = kForbidden;
+        bool kept = false;
         for (auto [t, strategy] : llvm::enumerate(node.strategies)) {
-          double c =
-              price(typeOf(use), from, *strategy.operands[use.operand]).seconds + strategy.seconds;
-          if (c < best) {
+          bool keeps = *strategy.operands[use.operand] == from && strategy.seconds < kForbidden;
+          if (kept && !keeps)
+            continue;
+          double c = keeps ? strategy.seconds
+                           : price(typeOf(use), from, *strategy.operands[use.operand]).seconds +
+                                 strategy.seconds;
+          if ((keeps && !kept) || c < best) {
             best = c;
+            kept = keeps;
             chosen[s] = static_cast<int>(t);
           }
         }

@@ -21,8 +21,9 @@
 //   the layers are merged by their structure (colour refinement), so a
 //   96-layer model costs about one layer;
 // - cheap unary ops (no FLOPs) follow their operand (Alpa's s_follow): each
-//   of the operand's strategies fixes theirs, the one with the cheapest
-//   reshard and block.
+//   of the operand's strategies fixes theirs, the cheapest that reads the
+//   operand as it is made (only where none does, the cheapest reshard and
+//   block), so that a whole operand keeps its follower whole.
 // The result is a sharding per value; writeSeeds turns it into the seeds
 // that propagation completes to it.
 //
