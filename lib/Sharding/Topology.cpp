@@ -230,10 +230,24 @@ std::optional<Topology> Topology::load(const std::string &spec, std::string &err
 Link Topology::linkOf(const Mesh &mesh, int axis) const {
   if (auto it = axisLinks.find(mesh.axisNames()[axis]); it != axisLinks.end())
     return it->second;
-  // A group spans `stride * size` consecutive ranks; nodes hold
-  // `devicesPerNode` consecutive ranks each.
-  int64_t span = mesh.rankStride(axis) * mesh.axisSizes()[axis];
-  return span <= devicesPerNode ? intraNode : interNode;
+  // Nodes hold `devicesPerNode` consecutive ranks each. The axis runs
+  // over the link between nodes when any of its groups crosses one: a
+  // group that fits a node's count but straddles two nodes (tp = 3 on
+  // nodes of 8) waits for its slowest link.
+  std::vector<SubAxis> whole = {{axis, 1, mesh.axisSizes()[axis]}};
+  for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
+    if (mesh.indexInGroup(rank, whole) != 0)
+      continue;
+    if (!onOneNode(mesh.group(rank, whole)))
+      return interNode;
+  }
+  return intraNode;
+}
+
+bool Topology::onOneNode(const std::vector<int64_t> &members) const {
+  return llvm::all_of(members, [&](int64_t member) {
+    return member / devicesPerNode == members.front() / devicesPerNode;
+  });
 }
 
 Link Topology::linkOfGroup(const Mesh &mesh, const std::vector<SubAxis> &axes,
@@ -241,10 +255,7 @@ Link Topology::linkOfGroup(const Mesh &mesh, const std::vector<SubAxis> &axes,
   if (axes.size() == 1 && axes[0].size == mesh.axisSizes()[axes[0].index])
     if (auto it = axisLinks.find(mesh.axisNames()[axes[0].index]); it != axisLinks.end())
       return it->second;
-  for (int64_t member : members)
-    if (member / devicesPerNode != members.front() / devicesPerNode)
-      return interNode;
-  return intraNode;
+  return onOneNode(members) ? intraNode : interNode;
 }
 
 CostModel Topology::costModel(const Mesh &mesh) const {

@@ -393,6 +393,9 @@ int planMain(int argc, char **argv) {
                   "' is not a positive byte count up to 4 EiB (as 12GiB, 800MB or 1e9)");
     options.memoryBudget = *bytes;
   }
+  // Without --memory-cap, a prediction is held to the search's budget.
+  if (!profile.empty() && memoryCap.empty())
+    predicting.memoryCap = options.memoryBudget;
   options.train = train;
   options.microbatches = microbatches;
   options.maxTensorParallel = maxTp;
@@ -553,7 +556,10 @@ int planMain(int argc, char **argv) {
     if (!profile.empty()) {
       report["predicted"] = std::move(predictions);
       report["profile"] = profile.getValue();
-      report["memory_cap_bytes"] = predicting.memoryCap;
+      // JSON has no infinity: a cap of none is null.
+      report["memory_cap_bytes"] = std::isfinite(predicting.memoryCap)
+                                       ? llvm::json::Value(predicting.memoryCap)
+                                       : llvm::json::Value(nullptr);
     }
     std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(report))).str() + "\n";
     if (!writeOutputFile(jsonPath, text, error))

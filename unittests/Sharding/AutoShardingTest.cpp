@@ -156,6 +156,22 @@ TEST(TopologyTest, PlacesAxesOnLinksAndParsesJson) {
   EXPECT_DOUBLE_EQ(m.linkOf("dp").bytesPerSecond, 5e9);
   EXPECT_DOUBLE_EQ(m.linkOf("pp").bytesPerSecond, 1e9);
   EXPECT_DOUBLE_EQ(m.device().memoryBytes, 2e9);
+  // Groups that fit a node's count but straddle two nodes: on 3 devices a
+  // node, tp = 2's group {2, 3} crosses from node 0 to node 1, so tp runs
+  // over the link between nodes; tp = 3 on 3 a node does not.
+  std::optional<Topology> three = Topology::fromJson(
+      R"({"name": "three", "devices_per_node": 3,
+          "device": {"tflops": 1, "memory_gb": 2, "memory_gbps": 100},
+          "intra_node": {"gbps": 50, "latency_us": 1},
+          "inter_node": {"gbps": 5, "latency_us": 10}})",
+      error);
+  ASSERT_TRUE(three) << error;
+  std::optional<pmlir::Mesh> straddling = pmlir::Mesh::parse("dp=2,tp=2", "", error);
+  ASSERT_TRUE(straddling) << error;
+  EXPECT_DOUBLE_EQ(three->costModel(*straddling).linkOf("tp").bytesPerSecond, 5e9);
+  std::optional<pmlir::Mesh> aligned = pmlir::Mesh::parse("dp=2,tp=3", "", error);
+  ASSERT_TRUE(aligned) << error;
+  EXPECT_DOUBLE_EQ(three->costModel(*aligned).linkOf("tp").bytesPerSecond, 50e9);
   // One group's link (the step's simulation): its members on one node, or
   // not; a whole axis's pinned link; a group over two axes spanning nodes.
   auto whole = [&](const std::string &name) {
@@ -309,8 +325,23 @@ TEST_F(AutoShardingTest, IdenticalLayersShareVariables) {
   for (int i = 1; i < 4; ++i)
     EXPECT_EQ(describe(pa->shardings.lookup(func.getArgument(1 + i))),
               describe(pa->shardings.lookup(func.getArgument(1))));
-  // Sharing restricts nothing here: the layers' best plans are alike.
-  EXPECT_NEAR(pa->prediction.objective, pb->prediction.objective, 1e-12);
+  // Sharing can only restrict: here alternating shardings between layers
+  // beat any one sharding all layers share.
+  EXPECT_GE(pa->prediction.objective, pb->prediction.objective * (1 - 1e-12));
+  // Following restricts nothing here: the gelu keeps the matmul's
+  // sharding, and a plan with every op a variable costs the same, merged
+  // or not.
+  Options mergedExact, separateExact;
+  mergedExact.follow = separateExact.follow = false;
+  separateExact.mergeLayers = false;
+  AutoSharder ae(func, mesh, mergedExact), be(func, mesh, separateExact);
+  std::optional<Plan> pae = ae.solve(error), pbe = be.solve(error);
+  ASSERT_TRUE(pae && pbe) << error;
+  EXPECT_GT(ae.stats().variables, a.stats().variables);
+  EXPECT_NEAR(pa->prediction.objective, pae->prediction.objective,
+              1e-12 * pae->prediction.objective);
+  EXPECT_NEAR(pb->prediction.objective, pbe->prediction.objective,
+              1e-12 * pbe->prediction.objective);
 }
 
 } // namespace

@@ -65,6 +65,8 @@ struct Topology {
   /// every member is on one node, else the link between nodes.
   Link linkOfGroup(const Mesh &mesh, const std::vector<SubAxis> &axes,
                    const std::vector<int64_t> &members) const;
+  /// Whether the ranks `members` are all on one node.
+  bool onOneNode(const std::vector<int64_t> &members) const;
   /// The cost model of `mesh` placed on this topology: per axis its link,
   /// and this topology's device.
   CostModel costModel(const Mesh &mesh) const;
