@@ -25,6 +25,7 @@
 #include "pmlir/Conversion/StepWork.h"
 #include "pmlir/Runtime/Calibration.h"
 #include "pmlir/Runtime/CpuKernels.h"
+#include "pmlir/Support/Bytes.h"
 
 #include "mlir/Parser/Parser.h"
 
@@ -544,10 +545,8 @@ double Job::utilization(double stepSeconds, const planning::DeviceProfile &profi
 
 void Job::printStepPrediction(const StepPrediction &step) const {
   const planning::StepSimulation &sim = step.simulation;
-  auto time = [](double seconds) {
-    return seconds >= 1 ? llvm::formatv("{0:f3} s", seconds).str()
-                        : llvm::formatv("{0:f1} ms", seconds * 1e3).str();
-  };
+  // In s, ms or us: a step of microseconds does not print as 0.0 ms.
+  auto time = [](double seconds) { return formatSeconds(seconds); };
   const char *what = o.train ? "step" : !o.grads.empty() ? "gradient" : "forward";
   llvm::outs() << "predicted " << what << " time (nothing ran): " << time(sim.seconds);
   if (tokensPerStep > 0)

@@ -349,6 +349,12 @@ TEST(StepTime, BuiltInGpuProfiles) {
       "link_gbps": 1, "link_latency_us": 1, "target": "tpu"})",
                                        error));
   EXPECT_NE(error.find("'target' is cpu or gpu"), std::string::npos) << error;
+  // A name that is no string is refused, as a topology's is, not replaced.
+  EXPECT_FALSE(DeviceProfile::fromJson(R"({"gemm_gflops": 1, "loop_gbps": 1, "loop_gops": 1,
+      "link_gbps": 1, "link_latency_us": 1, "name": 5})",
+                                       error));
+  EXPECT_NE(error.find("the device profile's 'name' must be a string, not 5"), std::string::npos)
+      << error;
   EXPECT_FALSE(DeviceProfile::fromJson(R"({"gemm_gflops": 1, "loop_gbps": 1, "loop_gops": 1,
       "link_gbps": 1, "link_latency_us": 1, "peak_gflops": {"fp8": 2}})",
                                        error));

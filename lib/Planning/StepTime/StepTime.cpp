@@ -175,7 +175,11 @@ std::optional<DeviceProfile> DeviceProfile::fromJson(const std::string &text, st
   };
   DeviceProfile p;
   auto name = root.find("name");
-  p.name = name != root.end() && name->is_string() ? name->get<std::string>() : "custom";
+  if (name != root.end() && !name->is_string()) {
+    error = "the device profile's 'name' must be a string, not " + name->dump();
+    return std::nullopt;
+  }
+  p.name = name != root.end() ? name->get<std::string>() : "custom";
   if (auto target = root.find("target"); target != root.end()) {
     if (*target == "cpu") {
       p.target = CompileTarget::Cpu;
