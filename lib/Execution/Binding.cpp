@@ -180,6 +180,20 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
     if (weights && !view)
       view = findWeight(*weights, a.name, &from);
   }
+  // A parameter stacked from a Hugging Face checkpoint's parts (one per
+  // expert) whose part the set lacks: that part is named, and the
+  // parameter is not seeded whole over the parts given.
+  auto missingPart = [&](const std::string &stackedName, int64_t part) {
+    return failWith("'" + stackedPartName(stackedName, part) + "' is missing from " +
+                    weights->path() + ": the parameter '" + a.name + "' " + formatDims(shape) +
+                    " (argument #" + std::to_string(index) + where + ") stacks " +
+                    std::to_string(shape[0]) + " parts, 0 to " + std::to_string(shape[0] - 1) +
+                    " (--init-missing seeds whole parameters, not a part of one)");
+  };
+  // Part 0 missing, a later one given.
+  if (!view && weights && isParam && isStackedName(a.name) && !shape.empty() &&
+      weights->find(stackedPartName(a.name, 1)))
+    return missingPart(a.name, 0);
   if (!view && !isParam && !isState && !options.generatedInputs)
     return failWith(std::string(spec.role == Role::Label ? "label" : "input") + " '" + a.name +
                     "' (argument #" + std::to_string(index) + ", " + formatDims(shape) +
@@ -197,15 +211,10 @@ bool bindOne(const TensorSpec &spec, size_t index, const std::string &entry,
                     " that argument #" + std::to_string(index) + where + " stacks (" +
                     formatDims(shape) + "): give a batch of " +
                     std::to_string(shape[0] * shape[1]));
-  // A parameter stacked from a Hugging Face checkpoint's parts (one per
-  // expert) stops at the first part the set lacks: that part is named.
+  // The parts stop at the first one the set lacks.
   if (view && weights && isStackedName(view->name) && !weights->find(view->name) &&
       !shape.empty() && view->shape.size() == shape.size() && view->shape[0] < shape[0])
-    return failWith("'" + stackedPartName(view->name, view->shape[0]) + "' is missing from " +
-                    weights->path() + ": the parameter '" + a.name + "' " + formatDims(shape) +
-                    " (argument #" + std::to_string(index) + where + ") stacks " +
-                    std::to_string(shape[0]) + " parts, 0 to " + std::to_string(shape[0] - 1) +
-                    " (--init-missing seeds whole parameters, not a part of one)");
+    return missingPart(view->name, view->shape[0]);
   if (view && view->shape != shape && !stacked)
     return failWith("tensor '" + a.name + "' in " + from->path() + ": expected " +
                     (layout ? "global shape " : "shape ") + formatDims(shape) + " (argument #" +

@@ -545,8 +545,8 @@ double Job::utilization(double stepSeconds, const planning::DeviceProfile &profi
 
 void Job::printStepPrediction(const StepPrediction &step) const {
   const planning::StepSimulation &sim = step.simulation;
-  // In s, ms or us: a step of microseconds does not print as 0.0 ms.
-  auto time = [](double seconds) { return formatSeconds(seconds); };
+  // In s, ms or us, as the time's size needs.
+  auto time = formatSeconds;
   const char *what = o.train ? "step" : !o.grads.empty() ? "gradient" : "forward";
   llvm::outs() << "predicted " << what << " time (nothing ran): " << time(sim.seconds);
   if (tokensPerStep > 0)

@@ -245,6 +245,20 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
   // written in it would be one its manifest does not list.
   std::string resumeDirectory =
       !o.resume.empty() && isCheckpointDirectory(o.resume) ? o.resume : std::string();
+  auto inResumeDirectory = [&](llvm::StringRef path) {
+    llvm::StringRef parent = llvm::sys::path::parent_path(path.rtrim('/'));
+    return !resumeDirectory.empty() &&
+           sameFile(parent.empty() ? "." : parent.str(), resumeDirectory);
+  };
+  // The directories --save (a checkpoint directory) and --export-hf make.
+  for (auto [flag, directory] :
+       {std::pair<const char *, std::string>{"--save", saveFile.empty() ? o.save : ""},
+        {"--export-hf", o.exportHf}})
+    if (!directory.empty() && inResumeDirectory(directory)) {
+      error = std::string(flag) + " '" + directory + "' is in --resume's checkpoint directory '" +
+              o.resume + "': pmlir-run does not write in its inputs";
+      return false;
+    }
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--output", o.output},
         {"--grads", o.grads},
@@ -265,9 +279,7 @@ bool checkOutputs(const RunOptions &o, std::string &error) {
       error = std::string(flag) + ": " + error;
       return false;
     }
-    llvm::StringRef parent = llvm::sys::path::parent_path(target.path);
-    if (!resumeDirectory.empty() &&
-        sameFile(parent.empty() ? "." : parent.str(), resumeDirectory)) {
+    if (inResumeDirectory(target.path)) {
       error = std::string(flag) + " '" + path + "' is in --resume's checkpoint directory '" +
               o.resume + "': pmlir-run does not write in its inputs";
       return false;

@@ -3,12 +3,12 @@
 // Part of pmlir.
 //
 // Defaults are those of transformers' own config classes (GPT2Config,
-// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig) for a field the file leaves
-// out, and a field a family's model does not read (attention_bias of a
-// Mistral) is read past as transformers reads past it. Fields that only shape training
-// regularization (dropout) or the numerics of transformers' own kernels (reorder_and_upcast_attn,
-// pretraining_tp) do not change the model and are read past; pmlir trains
-// without dropout.
+// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig) for a field the
+// file leaves out, and a field a family's model does not read
+// (attention_bias of a Mistral) is read past as transformers reads past it.
+// Fields that only shape training regularization (dropout) or the numerics
+// of transformers' own kernels (reorder_and_upcast_attn, pretraining_tp)
+// do not change the model and are read past; pmlir trains without dropout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,7 +220,7 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
   // names each layer's attention in layer_types.
   bool windowed = type == "mistral" || type == "mixtral" ||
                   (type == "qwen2" && r.flag("use_sliding_window", false) &&
-                   c.layers > r.positive("max_window_layers", 28));
+                   c.layers > r.nonNegative("max_window_layers", 28));
   if (auto types = config.find("layer_types"); types != config.end() && !types->is_null()) {
     bool known = types->is_array();
     for (const json &t : known ? *types : json::array())
@@ -232,11 +232,13 @@ void readLlama(ConfigReader &r, const std::string &file, const json &config,
       r.refuse("layer_types", "pmlir's layers have full_attention (or sliding_attention over a "
                               "window no shorter than --seq)");
   }
-  // Left out, the family's default window; null, none.
-  int64_t window = config.contains("sliding_window")
-                       ? (r.raw("sliding_window").empty() ? 0 : r.positive("sliding_window"))
-                       : family.slidingWindow;
-  if (windowed && window > 0 && window < c.seq)
+  // Left out, the family's default window; null, none. Read only where a
+  // layer is windowed.
+  int64_t window = !windowed                            ? 0
+                   : !config.contains("sliding_window") ? family.slidingWindow
+                   : r.raw("sliding_window").empty()    ? 0
+                                                        : r.positive("sliding_window");
+  if (window > 0 && window < c.seq)
     r.fail(llvm::formatv("'sliding_window' is {0}{1}: shorter than --seq {2}, and pmlir's "
                          "attention sees every earlier position",
                          window,
@@ -351,8 +353,18 @@ llvm::Expected<HuggingFaceModel> pmlir::readHuggingFaceConfig(const std::string 
     const char *field = it == fields.end() ? "" : gpt2 ? it->second.first : it->second.second;
     return *field ? "'" + std::string(field) + "'" : flagName(flag);
   };
-  if (llvm::Error e = gpt2 ? validate(model.gpt2, fieldOf) : validate(model.llama, fieldOf))
-    return failWith(llvm::toString(std::move(e)));
+  if (llvm::Error e = gpt2 ? validate(model.gpt2, fieldOf) : validate(model.llama, fieldOf)) {
+    // A field the message names that the file leaves out has the family's
+    // default, which the user never wrote.
+    std::string message = llvm::toString(std::move(e));
+    for (const char *field : {"num_key_value_heads", "max_position_embeddings", "n_positions"})
+      if (message.find("'" + std::string(field) + "'") != std::string::npos &&
+          !config.contains(field))
+        message +=
+            llvm::formatv(" ('{0}' is left out of the file: {1}'s default)", field, model.modelType)
+                .str();
+    return failWith(message);
+  }
   return model;
 }
 

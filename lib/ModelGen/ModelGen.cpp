@@ -105,7 +105,7 @@ private:
 
 /// Why the layers are bounded.
 constexpr const char *kLayersBound =
-    "each layer is a block of the program, which would not fit in memory";
+    "pmlir-gen builds one tfm.layer a layer, and no model has so many";
 
 } // namespace
 
@@ -479,7 +479,7 @@ public:
   /// With `auxLoss`, the loss is the cross entropy plus it.
   OwningOpRef<ModuleOp> finish(Value logits, const std::string &config, Value auxLoss = {}) {
     // A model no class of transformers holds has none (--export-hf then
-    // refuses it by name).
+    // refuses it: the model has no Hugging Face config).
     if (!config.empty())
       (*module)->setAttr(tfm::kHuggingFaceConfigAttr,
                          huggingFaceConfigAttr(b.getContext(), config));

@@ -57,8 +57,8 @@
 // Over a tp link so slow that any collective costs more than the whole
 // MLP computed on each device, the plan sends nothing: fc1 and the gelu,
 // which follows fc1 (s_follow), keeps fc1's sharding rather than take a
-// free slice of it that fc2 would have to gather again (before, three
-// collectives went over that link).
+// free slice of it that fc2 would have to gather again (three
+// collectives over that link).
 // RUN: echo '{"name": "slow-tp", "devices_per_node": 8, "device": {"tflops": 100, "memory_gb": 80, "memory_gbps": 1000}, "intra_node": {"gbps": 100, "latency_us": 1}, "inter_node": {"gbps": 100, "latency_us": 1}, "axes": {"tp": {"gbps": 0.001, "latency_us": 1000000}}}' > %t.slow-tp.json
 // RUN: pmlir-opt %s --pmlir-auto-sharding="topology=%t.slow-tp.json report=%t.slow.json" | FileCheck %s --check-prefix=SLOW
 // RUN: FileCheck %s --input-file=%t.slow.json --check-prefix=SLOW-REPORT

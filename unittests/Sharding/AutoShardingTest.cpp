@@ -327,7 +327,7 @@ TEST_F(AutoShardingTest, IdenticalLayersShareVariables) {
               describe(pa->shardings.lookup(func.getArgument(1))));
   // Sharing can only restrict: here alternating shardings between layers
   // beat any one sharding all layers share.
-  EXPECT_GE(pa->prediction.objective, pb->prediction.objective * (1 - 1e-12));
+  EXPECT_GT(pa->prediction.objective, pb->prediction.objective * (1 + 1e-6));
   // Following restricts nothing here: the gelu keeps the matmul's
   // sharding, and a plan with every op a variable costs the same, merged
   // or not.

@@ -101,8 +101,8 @@ struct WeightSpec {
   int64_t numElements() const;
 };
 
-/// The most layers a model may have: each is a block of the program, and
-/// past this many the program would not fit in memory.
+/// The most layers a model may have: far above any model's, so that a
+/// corrupt count (1e9) is refused rather than built until memory runs out.
 inline constexpr int64_t kMaxLayers = int64_t(1) << 16;
 
 /// How a message names a size given by pmlir-gen's flag `flag` ("heads").
