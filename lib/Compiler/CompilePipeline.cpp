@@ -83,6 +83,8 @@ void fillShardingOptions(const CompilePipelineOptions &o, ShardingPipelineOption
     sharding.topology = o.topology;
   if (o.memoryBudget.hasValue())
     sharding.memoryBudget = o.memoryBudget;
+  if (o.autoShardingReport.hasValue())
+    sharding.autoShardingReport = o.autoShardingReport;
   sharding.zero = o.zero;
   sharding.sequenceParallel = o.sequenceParallel;
   sharding.contextAttention = o.contextAttention;

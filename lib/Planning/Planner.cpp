@@ -30,7 +30,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <chrono>
 #include <cmath>
@@ -194,6 +198,23 @@ void settleStep(Plan &plan) {
   plan.overlappedSeconds = -unhidden > 1e-9 * plan.stepSeconds ? -unhidden : 0;
 }
 
+/// The peak memory a device the auto-sharding report at `path` predicts
+/// for @`function`.
+std::optional<double> predictedPeakBytes(llvm::StringRef path, llvm::StringRef function) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text = llvm::MemoryBuffer::getFile(path);
+  if (!text)
+    return std::nullopt;
+  llvm::Expected<llvm::json::Value> report = llvm::json::parse((*text)->getBuffer());
+  if (!report) {
+    llvm::consumeError(report.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *root = report->getAsObject();
+  const llvm::json::Object *functions = root ? root->getObject("functions") : nullptr;
+  const llvm::json::Object *entry = functions ? functions->getObject(function) : nullptr;
+  return entry ? entry->getNumber("peak_memory_bytes") : std::nullopt;
+}
+
 /// The mesh of a plan's layout, and its attribute.
 std::optional<std::pair<pmlir::Mesh, MeshAttr>> meshOf(MLIRContext *context, const Plan &plan,
                                                        std::string &error) {
@@ -243,6 +264,15 @@ struct Planner {
     phases.topology = options.topologySpec;
     if (std::isfinite(options.memoryBudget))
       phases.memoryBudget = std::to_string(static_cast<int64_t>(options.memoryBudget));
+    // The auto-sharder's prediction of the program compiled: its memory is
+    // what the command's budget holds it to.
+    llvm::SmallString<128> report;
+    if (llvm::sys::fs::createTemporaryFile("pmlir-plan-auto-sharding", "json", report)) {
+      why = "cannot create a temporary file for the auto-sharding report";
+      return failure();
+    }
+    llvm::scope_exit removeReport([&] { llvm::sys::fs::remove(report); });
+    phases.autoShardingReport = report.str().str();
     std::string diagnostics;
     ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
       if (d.getSeverity() == DiagnosticSeverity::Error)
@@ -265,6 +295,12 @@ struct Planner {
     OwningOpRef<ModuleOp> copy = source.clone();
     if (failed(runPhases(CompilePhase::Global, CompilePhase::Sharded, *copy)))
       return failure();
+    std::optional<double> peakBytes = predictedPeakBytes(report, compiledEntryName(phases));
+    if (!peakBytes) {
+      why = "the auto-sharding report holds no peak memory of @" + compiledEntryName(phases);
+      return failure();
+    }
+    phases.autoShardingReport = "";
     sharding::CostModel model = options.topology.costModel(*mesh);
     std::vector<CommPerAxes> realised(plan.pp);
     for (int64_t r = 0; r < plan.pp; ++r) {
@@ -292,6 +328,8 @@ struct Planner {
       plan.rankSeconds[r] += commSecondsOf(realised[r]) - commSecondsOf(plan.rankComm[r]);
     plan.estimatedRankComm = std::move(plan.rankComm);
     plan.rankComm = std::move(realised);
+    plan.estimatedMemoryBytes = plan.memoryBytes;
+    plan.memoryBytes = *peakBytes;
     plan.compiled = true;
     settleStep(plan);
     return success();

@@ -180,28 +180,37 @@ llvm::json::Object planJson(const planning::Plan &plan) {
   llvm::json::Array split;
   for (int64_t s : plan.splitPoints)
     split.push_back(s);
-  return llvm::json::Object{{"mesh", plan.meshSpec()},
-                            {"pp", plan.pp},
-                            {"dp", plan.dp},
-                            {"tp", plan.tp},
-                            {"virtual_stages", plan.virtualStages},
-                            {"schedule", plan.scheduleName()},
-                            {"microbatches", plan.microbatches},
-                            {"split_points", std::move(split)},
-                            {"fits", plan.fits},
-                            {"note", plan.note},
-                            {"step_seconds", plan.stepSeconds},
-                            {"compute_seconds", plan.computeSeconds},
-                            {"bubble_seconds", plan.bubbleSeconds},
-                            {"overlapped_seconds", plan.overlappedSeconds},
-                            {"comm", commJson(plan.comm())},
-                            {"comm_per_pipeline_rank", std::move(ranks)},
-                            {"compiled", plan.compiled},
-                            {"estimated_comm_per_pipeline_rank", std::move(estimated)},
-                            {"memory_bytes", plan.memoryBytes},
-                            {"variables", plan.stats.variables},
-                            {"solve_seconds", plan.stats.solveSeconds},
-                            {"command", runCommand(plan)}};
+  return llvm::json::Object{
+      {"mesh", plan.meshSpec()},
+      {"pp", plan.pp},
+      {"dp", plan.dp},
+      {"tp", plan.tp},
+      {"virtual_stages", plan.virtualStages},
+      {"schedule", plan.scheduleName()},
+      {"microbatches", plan.microbatches},
+      {"split_points", std::move(split)},
+      {"fits", plan.fits},
+      {"note", plan.note},
+      {"step_seconds", plan.stepSeconds},
+      {"compute_seconds", plan.computeSeconds},
+      {"bubble_seconds", plan.bubbleSeconds},
+      {"overlapped_seconds", plan.overlappedSeconds},
+      {"comm", commJson(plan.comm())},
+      {"comm_per_pipeline_rank", std::move(ranks)},
+      {"compiled", plan.compiled},
+      {"estimated_comm_per_pipeline_rank", std::move(estimated)},
+      {"memory_bytes", plan.memoryBytes},
+      {"estimated_memory_bytes", plan.compiled ? llvm::json::Value(plan.estimatedMemoryBytes)
+                                               : llvm::json::Value(plan.memoryBytes)},
+      {"variables", plan.stats.variables},
+      {"solve_seconds", plan.stats.solveSeconds},
+      {"command", runCommand(plan)}};
+}
+
+/// A plan's memory a device: "~" marks the search's estimate of a plan not
+/// compiled.
+std::string memoryText(const planning::Plan &plan) {
+  return (plan.compiled ? "" : "~") + formatBytes(plan.memoryBytes);
 }
 
 /// Why the search's best plan beat its runner-up: the step's parts that
@@ -481,6 +490,7 @@ int planMain(int argc, char **argv) {
                                 "#", "mesh", "schedule", "v", "step", "compute", "comm", "bubble",
                                 "memory", "comm by axis, comm bytes a device");
   int64_t shown = 0;
+  bool estimatedShown = false;
   for (const planning::Plan &plan : result->plans) {
     if (shown == top)
       break;
@@ -494,9 +504,12 @@ int planMain(int argc, char **argv) {
         "{0,3} {1,-16} {2,-17} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11}  {9}; {10}{11}\n", shown,
         plan.meshSpec(), plan.scheduleName(), plan.virtualStages, formatSeconds(plan.stepSeconds),
         formatSeconds(plan.computeSeconds), formatSeconds(plan.commSeconds()),
-        formatSeconds(plan.bubbleSeconds), formatBytes(plan.memoryBytes), commText(plan.comm()),
+        formatSeconds(plan.bubbleSeconds), memoryText(plan), commText(plan.comm()),
         formatBytes(commBytes(plan.comm())), plan.fits ? "" : " (does not fit: " + plan.note + ")");
+    estimatedShown |= !plan.compiled;
   }
+  if (estimatedShown)
+    llvm::outs() << "~ memory: the search's estimate of a plan not compiled (--compile)\n";
   if (!result->plans.empty() && result->plans.front().fits) {
     const planning::Plan &best = result->plans.front();
     llvm::outs() << "\nbest: " << best.meshSpec() << ", " << best.scheduleName() << "\n";
@@ -516,8 +529,9 @@ int planMain(int argc, char **argv) {
                                     best.pp * best.virtualStages, best.virtualStages, split,
                                     best.microbatches);
     }
-    llvm::outs() << llvm::formatv("  memory {0} a device of {1}\n", formatBytes(best.memoryBytes),
-                                  formatBytes(options.memoryBudget));
+    llvm::outs() << llvm::formatv("  memory {0} a device of {1}{2}\n",
+                                  formatBytes(best.memoryBytes), formatBytes(options.memoryBudget),
+                                  best.compiled ? "" : " (estimated: the plan was not compiled)");
     if (result->plans.size() > 1 && result->plans[1].fits && !result->plans[1].rankComm.empty())
       llvm::outs() << "  over the runner-up, " << result->plans[1].meshSpec() << " "
                    << result->plans[1].scheduleName() << ": "

@@ -131,6 +131,10 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
                                llvm::cl::init("cpu")};
   Option<std::string> memoryBudget{*this, "memory-budget",
                                    llvm::cl::desc("recipe=auto: bytes a device may hold")};
+  Option<std::string> autoShardingReport{
+      *this, "auto-sharding-report",
+      llvm::cl::desc("recipe=auto: write the plan's prediction (time, collectives, peak memory "
+                     "a device) to this JSON file")};
   Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage of a training step (0 to 3)"),
                        llvm::cl::init(0)};
   Option<bool> sequenceParallel{*this, "sequence-parallel",

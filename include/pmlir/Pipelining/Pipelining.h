@@ -13,6 +13,8 @@
 #ifndef PMLIR_PIPELINING_PIPELINING_H
 #define PMLIR_PIPELINING_PIPELINING_H
 
+#include "pmlir/Pipelining/Schedule.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -81,6 +83,19 @@ mlir::LogicalResult splitBackwardFragments(mlir::func::FuncOp func);
 /// trace.
 mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank, llvm::StringRef axis,
                                         bool markWork = false);
+
+/// Per pipeline rank of `schedule`, the ops of `func` (cut into stages,
+/// repeated per microbatch, with the schedule's fragments) that the rank
+/// runs, nested ones included, in the order it runs them: its fragments
+/// in its schedule's order, each transfer sent after its fragment and
+/// received before its first reader, the ops of the arguments alone
+/// before their first reader on each rank that reads them, every other
+/// op on each rank whose values it reads as soon as the last of them is
+/// made, and the return last. This is the order lowerToPipelineRank
+/// builds each rank's program in, read on the global program: what a rank
+/// holds at once (pmlir-auto-sharding's memory) follows it.
+std::vector<std::vector<mlir::Operation *>> rankTimelines(mlir::func::FuncOp func,
+                                                          const pipe::Schedule &schedule);
 
 } // namespace pmlir::pipeline
 

@@ -127,8 +127,14 @@ struct Plan {
   /// intra-op plan priced before.
   bool compiled = false;
   std::vector<CommPerAxes> estimatedRankComm;
-  /// The bytes the heaviest pipeline rank's devices hold.
+  /// The bytes the heaviest pipeline rank's devices hold. Compiled: what
+  /// the auto-sharder predicts for the program the command compiles (each
+  /// pipeline rank in its schedule's order), whose budget the command is
+  /// held to; else the search's estimate, from the one-stage-a-layer step
+  /// scaled by the schedule's memory shares.
   double memoryBytes = 0;
+  /// Compiled: the search's estimate of memoryBytes.
+  double estimatedMemoryBytes = 0;
   bool fits = true;
   /// Why it does not fit.
   std::string note;

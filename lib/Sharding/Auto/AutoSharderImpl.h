@@ -224,8 +224,13 @@ struct AutoSharder::Impl {
   void buildEdges();
 
   /// Memory: the arguments, and the values live at the program's heaviest
-  /// points (by their whole bytes).
+  /// points (by their whole bytes); of a program on several ranks
+  /// (options.rankTimelines), each rank's.
   void buildMemory();
+  /// The memory points of `timeline`: the heaviest of the values it makes
+  /// and reads (its return at the end), with the arguments it holds: all
+  /// of a single program's, those its ops read on rank `rank`.
+  void addMemoryPoints(llvm::ArrayRef<Operation *> timeline, std::optional<int64_t> rank);
 
   void build();
 

@@ -13,9 +13,12 @@
 
 #include "pmlir/Support/Bytes.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Debug.h"
 
+#include <numeric>
 #include <set>
 
 #define DEBUG_TYPE "pmlir-auto-sharding"
@@ -122,43 +125,79 @@ void AutoSharder::Impl::buildEdges() {
 }
 
 /// Memory: the arguments, and the values live at the program's heaviest
-/// points (by their whole bytes).
+/// points (by their whole bytes); of a program on several ranks, each
+/// rank's.
 void AutoSharder::Impl::buildMemory() {
+  problem.memoryBudget = options.memoryBudget;
   if (options.memoryPoints <= 0)
     return;
-  int64_t end = static_cast<int64_t>(order.size());
-  // Per value produced by an op, its last use.
-  llvm::MapVector<Value, int64_t> lastUse;
-  for (Operation *op : order) {
+  if (options.rankTimelines.empty()) {
+    addMemoryPoints(order, std::nullopt);
+    return;
+  }
+  for (auto [r, timeline] : llvm::enumerate(options.rankTimelines))
+    addMemoryPoints(timeline, static_cast<int64_t>(r));
+}
+
+void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
+                                        std::optional<int64_t> rank) {
+  DenseMap<Operation *, int64_t> at;
+  for (auto [i, op] : llvm::enumerate(timeline))
+    at[op] = static_cast<int64_t>(i);
+  const int64_t end = static_cast<int64_t>(timeline.size());
+  Operation *ret = func.getFunctionBody().back().getTerminator();
+  // Per value made here, where it is made and last read: the return reads
+  // its values at the end. A value made on another rank is not held here
+  // (what a rank receives is the transfer's result, made here).
+  llvm::MapVector<Value, std::pair<int64_t, int64_t>> span;
+  // The arguments held: every one of a single program; a rank's, those its
+  // ops read.
+  llvm::SetVector<Value> held;
+  if (!rank)
+    for (BlockArgument arg : func.getArguments())
+      held.insert(arg);
+  for (auto [i, op] : llvm::enumerate(timeline)) {
+    // A layer's yield hands its values on; their readers keep them.
     if (op->hasTrait<mlir::OpTrait::IsTerminator>() && isa_and_nonnull<LayerOp>(op->getParentOp()))
       continue;
-    int64_t at =
-        op->hasTrait<mlir::OpTrait::ReturnLike>() && op->getParentOp() == func.getOperation()
-            ? end
-            : position.lookup(op);
+    int64_t readAt = op == ret ? end : static_cast<int64_t>(i);
     for (Value v : op->getOperands()) {
       Value c = pmlir::tfm::yieldedValue(v);
-      if (isa<OpResult>(c) && producer.count(c))
-        lastUse[c] = std::max(lastUse.lookup(c), at);
+      if (auto arg = dyn_cast<BlockArgument>(c);
+          arg && arg.getOwner() == &func.getFunctionBody().front()) {
+        held.insert(arg);
+        continue;
+      }
+      if (!isa<OpResult>(c) || !producer.count(c))
+        continue;
+      auto made = at.find(c.getDefiningOp());
+      if (made == at.end())
+        continue;
+      auto &[def, last] = span.try_emplace(c, made->second, made->second).first->second;
+      last = std::max(last, readAt);
     }
   }
-  std::vector<double> live(end + 1, 0.0);
-  for (auto [v, last] : lastUse) {
-    int64_t def = position.lookup(v.getDefiningOp());
+  // The bytes live at each point, whole.
+  std::vector<double> live(end + 2, 0.0);
+  for (auto &[v, s] : span) {
     auto type = cast<RankedTensorType>(v.getType());
     double bytes = static_cast<double>(type.getNumElements() * elementBytes(type.getElementType()));
-    for (int64_t p = def; p <= last && p <= end; ++p)
-      live[p] += bytes;
+    live[s.first] += bytes;
+    live[std::min(s.second, end) + 1] -= bytes;
   }
+  for (int64_t p = 1; p <= end; ++p)
+    live[p] += live[p - 1];
+  live.resize(end + 1);
   std::vector<int64_t> points(live.size());
   std::iota(points.begin(), points.end(), 0);
   llvm::stable_sort(points, [&](int64_t a, int64_t b) { return live[a] > live[b]; });
   points.resize(std::min<size_t>(points.size(), options.memoryPoints));
   for (int64_t p : points) {
     Problem::MemoryPoint point;
-    point.where = p < end ? "at '" + order[p]->getName().getStringRef().str() + "' (position " +
-                                std::to_string(p) + ")"
-                          : "at the return";
+    point.where = (rank ? "on rank " + std::to_string(*rank) + " " : std::string()) +
+                  (p < end ? "at '" + timeline[p]->getName().getStringRef().str() + "' (position " +
+                                 std::to_string(p) + ")"
+                           : "at the return");
     // Per variable, the bytes of each strategy: of the arguments and of
     // the values, whole, and as the device's share of them.
     std::map<int, std::vector<double>> terms, argumentTerms, valueTerms;
@@ -174,17 +213,15 @@ void AutoSharder::Impl::buildMemory() {
         bytes[s] += share * b;
       }
     };
-    for (auto [n, node] : llvm::enumerate(nodes))
-      if (node.isArgument())
-        add(argumentTerms, static_cast<int>(n), 0, cast<RankedTensorType>(node.arg.getType()),
+    for (Value arg : held)
+      if (auto it = producer.find(arg); it != producer.end())
+        add(argumentTerms, it->second.first, 0, cast<RankedTensorType>(arg.getType()),
             options.argumentShare);
-    for (auto [v, last] : lastUse) {
-      int64_t def = position.lookup(v.getDefiningOp());
-      if (def <= p && p <= last) {
+    for (auto &[v, s] : span)
+      if (s.first <= p && p <= s.second) {
         auto [n, r] = producer.lookup(v);
         add(valueTerms, n, r, cast<RankedTensorType>(v.getType()), options.valueShare);
       }
-    }
     auto termsOf = [](std::map<int, std::vector<double>> &part) {
       std::vector<std::pair<int, std::vector<double>>> out;
       for (auto &[var, bytes] : part)
@@ -195,5 +232,4 @@ void AutoSharder::Impl::buildMemory() {
     memoryParts.push_back({termsOf(argumentTerms), termsOf(valueTerms)});
     problem.memory.push_back(std::move(point));
   }
-  problem.memoryBudget = options.memoryBudget;
 }

@@ -13,6 +13,7 @@
 #include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Dialect/Tfm/IR/ShardingRules.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Pipelining/Pipelining.h"
 #include "pmlir/Sharding/Auto/AutoSharding.h"
 #include "pmlir/Sharding/Topology.h"
 #include "pmlir/Support/Bytes.h"
@@ -95,18 +96,15 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       if (func.isExternal())
         continue;
       // A pipelined function's ranks run different stages: none of its
-      // values is split over the pipeline axis, and a rank holds its
-      // stages' share of the state and the activations in flight.
+      // values is split over the pipeline axis, and each rank holds what
+      // its stages read and make, in the order its schedule runs them.
       autoshard::Options funcOptions = *options;
       if (func->hasAttr(pmlir::pipe::kStagesAttr)) {
         funcOptions.excludedAxes.push_back(pipelineAxis);
         auto schedules = module.getOps<pmlir::pipe::ScheduleOp>();
-        if (!schedules.empty()) {
-          pmlir::pipe::MemoryShares shares =
-              pmlir::pipe::memoryShares((*schedules.begin()).getSchedule());
-          funcOptions.argumentShare = shares.state;
-          funcOptions.valueShare = shares.activations;
-        }
+        if (!schedules.empty())
+          funcOptions.rankTimelines =
+              pmlir::pipeline::rankTimelines(func, (*schedules.begin()).getSchedule());
       }
       autoshard::AutoSharder sharder(func, mesh, funcOptions);
       std::string error;

@@ -24,7 +24,8 @@ pmlir::unusableShardingPipelineOption(const ShardingPipelineOptions &options) {
     for (auto [given, name] :
          {std::pair<bool, const char *>{options.topology.hasValue(), "topology"},
           {options.memoryBudget.hasValue(), "memory-budget"},
-          {options.rankOrder.hasValue(), "rank-order"}})
+          {options.rankOrder.hasValue(), "rank-order"},
+          {options.autoShardingReport.hasValue(), "auto-sharding-report"}})
       if (given)
         return std::string(name) + " is for recipe=auto";
   return std::nullopt;
@@ -45,6 +46,7 @@ void pmlir::buildShardingPipeline(OpPassManager &pm, const ShardingPipelineOptio
     autoOptions.topology = options.topology;
     autoOptions.memoryBudget = options.memoryBudget;
     autoOptions.rankOrder = options.rankOrder;
+    autoOptions.report = options.autoShardingReport;
     pm.addPass(createAutoSharding(autoOptions));
   }
   if (options.zero > 0)

@@ -61,10 +61,17 @@ struct Options {
   /// How many of the heaviest program points bound memory.
   int memoryPoints = 3;
   /// The share of the arguments' and of the live values' bytes one device
-  /// holds: a pipeline rank holds about its stages' share of the
+  /// holds: of a program that stands for a pipeline (one stage a layer,
+  /// one microbatch), a rank holds about its stages' share of the
   /// parameters and optimizer state, and of the activations the share its
   /// in-flight microbatches keep (pipe::memoryShares).
   double argumentShare = 1, valueShare = 1;
+  /// Where the function runs on several ranks that hold different values
+  /// (a pipelined program's): per rank, the ops it runs in the order it
+  /// runs them (pipeline::rankTimelines). Memory is then bounded on each
+  /// rank: the arguments its ops read and the values live in its order,
+  /// whole (the shares above stay 1). Empty: one program, in its order.
+  std::vector<std::vector<mlir::Operation *>> rankTimelines;
   /// Mesh axes no value is sharded over (a pipelined program's stage
   /// axis).
   std::vector<std::string> excludedAxes;

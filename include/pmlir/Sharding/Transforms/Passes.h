@@ -63,6 +63,10 @@ struct ShardingPipelineOptions : public mlir::PassPipelineOptions<ShardingPipeli
   Option<std::string> rankOrder{
       *this, "rank-order",
       llvm::cl::desc("recipe=auto: the mesh's rank order, fastest axis first")};
+  Option<std::string> autoShardingReport{
+      *this, "auto-sharding-report",
+      llvm::cl::desc("recipe=auto: write the plan's prediction (time, collectives, peak memory "
+                     "a device) to this JSON file")};
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("ZeRO stage of a training step (0: none, 1 to 3)"),
                        llvm::cl::init(0)};

@@ -184,7 +184,11 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     added for the norm), so that the problem does not grow with the
     layers; cheap unary ops follow their operand. A
     function cut into pipeline stages (`pipe.stages`) is never sharded over
-    `pipeline-axis`: its ranks run different stages.
+    `pipeline-axis`: its ranks run different stages. With the module's
+    `pipe.schedule`, the budget bounds each pipeline rank: the arguments
+    its stages read and the values live in the order its schedule runs
+    them (its microbatches in flight, a running gradient sum adding each
+    term as it is made), as `pmlir-pipeline-lower` builds its program.
 
     The pass writes seeds only: a `tfm.sharding` on every tensor argument,
     a `tfm.sharding_constraint` at every operand an op reads in another

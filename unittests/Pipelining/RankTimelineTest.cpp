@@ -1,0 +1,119 @@
+//===- RankTimelineTest.cpp - The order each pipeline rank runs ops in ----===//
+//
+// Part of pmlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
+#include "pmlir/Dialect/Tfm/IR/Tfm.h"
+#include "pmlir/Pipelining/Pipelining.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace pmlir;
+
+namespace {
+
+// Two stages, two microbatches, written microbatch by microbatch as the
+// pipeline passes write them; each top-level op is named by its location.
+constexpr const char *kProgram = R"mlir(
+func.func @step(%w: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stages = 2 : i64} {
+  %one = tfm.fill 1.000000e+00 : tensor<4xf32> loc("one")
+  %f00 = pipe.fragment stage 0 "F" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %w, %one : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0F0")
+  %s00 = pipe.transfer %f00 from 0 to 1 : tensor<4xf32> loc("act0")
+  %f10 = pipe.fragment stage 1 "F" microbatch 0 : tensor<4xf32> {
+    %y = tfm.gelu %s00 tanh : tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1F0")
+  %b10 = pipe.fragment stage 1 "B" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %f10, %s00 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1B0")
+  %g00 = pipe.transfer %b10 from 1 to 0 : tensor<4xf32> loc("grad0")
+  %b00 = pipe.fragment stage 0 "B" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %g00, %f00 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0B0")
+  %f01 = pipe.fragment stage 0 "F" microbatch 1 : tensor<4xf32> {
+    %y = tfm.add %w, %one : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0F1")
+  %s01 = pipe.transfer %f01 from 0 to 1 : tensor<4xf32> loc("act1")
+  %f11 = pipe.fragment stage 1 "F" microbatch 1 : tensor<4xf32> {
+    %y = tfm.gelu %s01 tanh : tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1F1")
+  %b11 = pipe.fragment stage 1 "B" microbatch 1 : tensor<4xf32> {
+    %y = tfm.add %f11, %s01 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1B1")
+  %g01 = pipe.transfer %b11 from 1 to 0 : tensor<4xf32> loc("grad1")
+  %b01 = pipe.fragment stage 0 "B" microbatch 1 : tensor<4xf32> {
+    %y = tfm.add %g01, %f01 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0B1")
+  %sum = tfm.add %b00, %b01 : tensor<4xf32>, tensor<4xf32> loc("sum")
+  return %sum : tensor<4xf32> loc("return")
+}
+)mlir";
+
+/// The names of the top-level ops of a timeline, in order.
+std::vector<std::string> topLevelNames(func::FuncOp func, ArrayRef<Operation *> timeline) {
+  std::vector<std::string> names;
+  for (Operation *op : timeline)
+    if (op->getParentOp() == func.getOperation())
+      names.push_back(cast<NameLoc>(op->getLoc()).getName().str());
+  return names;
+}
+
+TEST(RankTimelineTest, EachRankRunsItsScheduleInOrder) {
+  MLIRContext context;
+  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kProgram, &context);
+  ASSERT_TRUE(module);
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  std::string error;
+  std::optional<pipe::Schedule> schedule =
+      pipe::buildSchedule(pipe::ScheduleKind::OneFOneB, 2, 1, 2, error);
+  ASSERT_TRUE(schedule) << error;
+  schedule->placeStages();
+  std::vector<std::vector<Operation *>> timelines = pipeline::rankTimelines(func, *schedule);
+  ASSERT_EQ(timelines.size(), 2u);
+  // Rank 0 runs 0F0 0F1 0B0 0B1: both forwards before the first backward,
+  // so both microbatches' activations are held at once (the order of the
+  // program would hold one). The fill of the arguments alone runs before
+  // its first reader, each activation is sent after its fragment, each
+  // gradient received before the backward that reads it, and the running
+  // sum after its last term.
+  EXPECT_EQ(topLevelNames(func, timelines[0]),
+            (std::vector<std::string>{"one", "0F0", "act0", "0F1", "act1", "grad0", "0B0", "grad1",
+                                      "0B1", "sum", "return"}));
+  // Rank 1 runs 1F0 1B0 1F1 1B1.
+  EXPECT_EQ(topLevelNames(func, timelines[1]),
+            (std::vector<std::string>{"act0", "1F0", "1B0", "grad0", "act1", "1F1", "1B1", "grad1",
+                                      "return"}));
+  // A fragment's ops run with it, in their order: each rank runs its four
+  // fragments' add or gelu and yield.
+  for (const std::vector<Operation *> &timeline : timelines) {
+    int64_t nested = 0;
+    for (auto [i, op] : llvm::enumerate(timeline)) {
+      if (!isa<pipe::FragmentOp>(op->getParentOp()))
+        continue;
+      ++nested;
+      Operation *before = timeline[i - 1];
+      EXPECT_TRUE(before == op->getParentOp() || before->getParentOp() == op->getParentOp())
+          << "a fragment's op does not run with its fragment";
+    }
+    EXPECT_EQ(nested, 8);
+  }
+}
+
+} // namespace
