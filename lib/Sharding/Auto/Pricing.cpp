@@ -156,6 +156,7 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
   if (!rank)
     for (BlockArgument arg : func.getArguments())
       held.insert(arg);
+  DenseMap<Value, int64_t> argumentLastRead;
   for (auto [i, op] : llvm::enumerate(timeline)) {
     // A layer's yield hands its values on; their readers keep them.
     if (op->hasTrait<mlir::OpTrait::IsTerminator>() && isa_and_nonnull<LayerOp>(op->getParentOp()))
@@ -166,6 +167,7 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
       if (auto arg = dyn_cast<BlockArgument>(c);
           arg && arg.getOwner() == &func.getFunctionBody().front()) {
         held.insert(arg);
+        argumentLastRead[arg] = std::max(argumentLastRead.lookup(arg), readAt);
         continue;
       }
       if (!isa<OpResult>(c) || !producer.count(c))
@@ -177,9 +179,26 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
       last = std::max(last, readAt);
     }
   }
+  // A training step's new parameters and optimizer state are written into
+  // their arguments' buffers (pmlir-update-arguments-in-place): once its
+  // argument's last reader has run, an update holds no bytes of its own.
+  DenseSet<Value> inPlace;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto updates = func.getResultAttrOfType<IntegerAttr>(i, kUpdatesAttr);
+    if (!updates || updates.getInt() < 0 ||
+        updates.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+      continue;
+    Value update = pmlir::tfm::yieldedValue(ret->getOperand(i));
+    auto made = span.find(update);
+    auto read = argumentLastRead.find(func.getArgument(updates.getInt()));
+    if (made != span.end() && read != argumentLastRead.end() && read->second <= made->second.first)
+      inPlace.insert(update);
+  }
   // The bytes live at each point, whole.
   std::vector<double> live(end + 2, 0.0);
   for (auto &[v, s] : span) {
+    if (inPlace.contains(v))
+      continue;
     auto type = cast<RankedTensorType>(v.getType());
     double bytes = static_cast<double>(type.getNumElements() * elementBytes(type.getElementType()));
     live[s.first] += bytes;
@@ -218,7 +237,7 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
         add(argumentTerms, it->second.first, 0, cast<RankedTensorType>(arg.getType()),
             options.argumentShare);
     for (auto &[v, s] : span)
-      if (s.first <= p && p <= s.second) {
+      if (s.first <= p && p <= s.second && !inPlace.contains(v)) {
         auto [n, r] = producer.lookup(v);
         add(valueTerms, n, r, cast<RankedTensorType>(v.getType()), options.valueShare);
       }

@@ -176,7 +176,9 @@ def AutoSharding : Pass<"pmlir-auto-sharding", "mlir::ModuleOp"> {
     reshard planner on the topology's links (an axis within a node on the
     node's link, others across); a training step's updated parameters
     reshard to their parameters' shardings. The live bytes at the
-    program's heaviest points stay under the memory budget. CBC solves the
+    program's heaviest points stay under the memory budget; an update
+    made after its argument's last reader holds no bytes of its own (the
+    compiled step writes it into the argument's buffer). CBC solves the
     one-hot integer program (within `time-limit` seconds); identical layers
     share their variables, as do a step's microbatches, the optimizer's
     updates of identical layers and the links of a running sum (a
