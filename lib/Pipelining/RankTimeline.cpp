@@ -6,12 +6,15 @@
 // fragments microbatch by microbatch; each rank runs its own in its
 // schedule's order, and what it holds at once follows that order, not the
 // program's. Each top-level op is given a time on each rank that runs it:
-// a fragment its action's index in the rank's list; an op that reads what
-// ranks hold runs on each of them as soon as the last of it is made (so a
+// a fragment its action's index in the rank's list (the schedule's SEND
+// and RECV actions among them); a transfer is sent on its producer's rank
+// at its SEND action, else right after its fragment, and received on its
+// consumer's at the RECV action of the first fragment there that reads it,
+// else just before that fragment; a stage sum runs on every rank after the
+// schedule's actions; any other op that reads what ranks hold runs on each
+// rank that holds all of it, as soon as the last of it is made (so a
 // running sum of gradients adds each term as it is made, as
-// lowerToPipelineRank builds it); a transfer is sent on its producer's
-// rank right after its fragment and received on its consumer's just before
-// the first fragment there that reads it; the ops of the arguments alone
+// lowerToPipelineRank builds it); the ops of the arguments alone
 // (microbatch slices, positions) run on each rank that reads them, just
 // before the first reader; the return ends every rank. Ops nested in a
 // top-level op run at its time, in program order.
@@ -29,31 +32,62 @@
 using namespace mlir;
 using namespace pmlir;
 
-std::vector<std::vector<Operation *>>
+FailureOr<std::vector<std::vector<Operation *>>>
 pmlir::pipeline::rankTimelines(func::FuncOp func, const pipe::Schedule &schedule) {
   Block &body = func.getBody().front();
-  // Each compute action's rank and index in the rank's list.
-  std::map<std::tuple<int64_t, pipe::ActionKind, int64_t>, std::pair<int64_t, double>> actionAt;
+  // Each action's index in its rank's list, the transfers the schedule
+  // places (SEND, RECV) among them.
+  using Key = std::tuple<int64_t, pipe::ActionKind, int64_t>;
+  std::map<Key, std::pair<int64_t, double>> actionAt;
   double end = 0;
-  for (auto [r, actions] : llvm::enumerate(schedule.actions)) {
+  for (auto [r, actions] : llvm::enumerate(schedule.withTransfers().actions)) {
     double index = 0;
     for (const pipe::Action &a : actions)
-      if (pipe::isCompute(a.kind))
-        actionAt[{a.stage, a.kind, a.microbatch}] = {static_cast<int64_t>(r), index++};
+      actionAt[{a.stage, a.kind, a.microbatch}] = {static_cast<int64_t>(r), index++};
     end = std::max(end, index);
   }
+  // The time of a fragment's SEND or RECV action of `kind` on `rank`, if
+  // the schedule has one.
+  auto transferAction = [&](pipe::FragmentOp fragment, pipe::ActionKind forward,
+                            pipe::ActionKind backward, int64_t rank) -> std::optional<double> {
+    pipe::ActionKind kind = fragment.getKind() == pipe::ActionKind::Forward ? forward : backward;
+    auto it = actionAt.find({fragment.getStage(), kind, fragment.getMicrobatch().value_or(0)});
+    if (it == actionAt.end() || it->second.first != rank)
+      return std::nullopt;
+    return it->second.second;
+  };
   // Per top-level op, the time it runs at on each rank that runs it.
   using Placement = std::map<int64_t, double>;
   DenseMap<Operation *, Placement> placed;
   for (auto fragment : body.getOps<pipe::FragmentOp>()) {
-    auto it = actionAt.find(
-        {fragment.getStage(), fragment.getKind(), fragment.getMicrobatch().value_or(0)});
-    // A fragment no rank runs holds nothing anywhere.
-    if (it != actionAt.end())
-      placed[fragment] = {{it->second.first, it->second.second}};
+    int64_t microbatch = fragment.getMicrobatch().value_or(0);
+    auto it = actionAt.find({fragment.getStage(), fragment.getKind(), microbatch});
+    if (it == actionAt.end() || !pipe::isCompute(fragment.getKind()))
+      return fragment.emitOpError()
+             << "is stage " << fragment.getStage() << "'s "
+             << pipe::stringifyActionKind(fragment.getKind()) << " of microbatch " << microbatch
+             << ", which no action of the pipeline schedule runs";
+    placed[fragment] = {{it->second.first, it->second.second}};
   }
   auto topLevel = [&](Operation *op) { return body.findAncestorOpInBlock(*op); };
   Operation *ret = body.getTerminator();
+  // The fragments that read `op`'s results, through ops outside fragments
+  // (reshards), as lowerToPipelineRank receives a transfer for them.
+  auto fragmentReaders = [&](Operation *op) {
+    SmallVector<pipe::FragmentOp> readers;
+    SmallVector<Operation *> work(op->getUsers());
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *user = topLevel(work.pop_back_val());
+      if (!user || !seen.insert(user).second)
+        continue;
+      if (auto fragment = dyn_cast<pipe::FragmentOp>(user))
+        readers.push_back(fragment);
+      else
+        work.append(user->user_begin(), user->user_end());
+    }
+    return readers;
+  };
   // Forward: what reads a rank's values runs there once they are made.
   for (Operation &op : body) {
     if (&op == ret || isa<pipe::FragmentOp>(op))
@@ -61,32 +95,64 @@ pmlir::pipeline::rankTimelines(func::FuncOp func, const pipe::Schedule &schedule
     if (auto transfer = dyn_cast<pipe::TransferOp>(op)) {
       Operation *def = transfer.getInput().getDefiningOp();
       int64_t from = schedule.rankOf(transfer.getFrom()), to = schedule.rankOf(transfer.getTo());
-      auto sent = def ? placed.find(def) : placed.end();
-      if (sent == placed.end() || !sent->second.count(from))
+      auto made = def ? placed.find(def) : placed.end();
+      if (made == placed.end() || !made->second.count(from))
         continue;
-      Placement p = {{from, sent->second.at(from)}};
+      // Sent at the schedule's SEND of its fragment, else right after it.
+      double sent = made->second.at(from);
+      if (auto fragment = dyn_cast<pipe::FragmentOp>(def))
+        sent = transferAction(fragment, pipe::ActionKind::SendForward,
+                              pipe::ActionKind::SendBackward, from)
+                   .value_or(sent);
+      Placement p = {{from, sent}};
       if (to != from) {
+        // Received at the schedule's RECV of its first reader there, else
+        // just before that reader.
         double received = end - 0.5;
-        for (Operation *user : transfer->getUsers())
-          if (Operation *reader = topLevel(user); isa_and_nonnull<pipe::FragmentOp>(reader))
-            if (auto at = placed.find(reader); at != placed.end() && at->second.count(to))
-              received = std::min(received, at->second.at(to) - 0.5);
+        for (pipe::FragmentOp reader : fragmentReaders(&op))
+          if (auto at = placed.find(reader); at != placed.end() && at->second.count(to))
+            received = std::min(received, transferAction(reader, pipe::ActionKind::RecvForward,
+                                                         pipe::ActionKind::RecvBackward, to)
+                                              .value_or(at->second.at(to) - 0.5));
         p[to] = received;
       }
       placed[&op] = std::move(p);
       continue;
     }
-    Placement p;
+    // A stage sum is summed over the pipeline on every rank, after the
+    // schedule's actions.
+    if (isa<pipe::StageSumOp>(op)) {
+      Placement p;
+      for (int64_t r = 0; r < schedule.ranks; ++r)
+        p[r] = end;
+      placed[&op] = std::move(p);
+      continue;
+    }
+    // Any other op runs on the ranks that hold everything it reads (a
+    // transfer's result is held where it is received).
+    std::optional<Placement> p;
     for (Value v : valuesReadBy(&op)) {
       Operation *def = v.getDefiningOp();
       auto it = def ? placed.find(def) : placed.end();
       if (it == placed.end())
         continue;
-      for (auto [rank, time] : it->second)
-        p[rank] = p.count(rank) ? std::max(p[rank], time) : time;
+      Placement heldAt = it->second;
+      if (auto transfer = dyn_cast<pipe::TransferOp>(def)) {
+        int64_t to = schedule.rankOf(transfer.getTo());
+        heldAt = {{to, it->second.at(to)}};
+      }
+      if (!p) {
+        p = std::move(heldAt);
+        continue;
+      }
+      Placement both;
+      for (auto [rank, time] : *p)
+        if (auto there = heldAt.find(rank); there != heldAt.end())
+          both[rank] = std::max(time, there->second);
+      p = std::move(both);
     }
-    if (!p.empty())
-      placed[&op] = std::move(p);
+    if (p && !p->empty())
+      placed[&op] = std::move(*p);
   }
   // Backward: the ops of the arguments alone run where they are read.
   for (Operation &op : llvm::reverse(body)) {

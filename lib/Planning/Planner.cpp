@@ -199,20 +199,29 @@ void settleStep(Plan &plan) {
 }
 
 /// The peak memory a device the auto-sharding report at `path` predicts
-/// for @`function`.
-std::optional<double> predictedPeakBytes(llvm::StringRef path, llvm::StringRef function) {
+/// for @`function`; nullopt, with why in `error`, where the report cannot
+/// be read or holds none.
+std::optional<double> predictedPeakBytes(llvm::StringRef path, llvm::StringRef function,
+                                         std::string &error) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text = llvm::MemoryBuffer::getFile(path);
-  if (!text)
+  if (!text) {
+    error = "cannot read the auto-sharding report " + path.str() + ": " + text.getError().message();
     return std::nullopt;
+  }
   llvm::Expected<llvm::json::Value> report = llvm::json::parse((*text)->getBuffer());
   if (!report) {
-    llvm::consumeError(report.takeError());
+    error = "the auto-sharding report " + path.str() +
+            " is no JSON: " + llvm::toString(report.takeError());
     return std::nullopt;
   }
   const llvm::json::Object *root = report->getAsObject();
   const llvm::json::Object *functions = root ? root->getObject("functions") : nullptr;
   const llvm::json::Object *entry = functions ? functions->getObject(function) : nullptr;
-  return entry ? entry->getNumber("peak_memory_bytes") : std::nullopt;
+  std::optional<double> peak = entry ? entry->getNumber("peak_memory_bytes") : std::nullopt;
+  if (!peak)
+    error = "the auto-sharding report " + path.str() + " holds no peak_memory_bytes of @" +
+            function.str();
+  return peak;
 }
 
 /// The mesh of a plan's layout, and its attribute.
@@ -267,8 +276,9 @@ struct Planner {
     // The auto-sharder's prediction of the program compiled: its memory is
     // what the command's budget holds it to.
     llvm::SmallString<128> report;
-    if (llvm::sys::fs::createTemporaryFile("pmlir-plan-auto-sharding", "json", report)) {
-      why = "cannot create a temporary file for the auto-sharding report";
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("pmlir-plan-auto-sharding", "json", report)) {
+      why = "cannot create a temporary file for the auto-sharding report: " + ec.message();
       return failure();
     }
     llvm::scope_exit removeReport([&] { llvm::sys::fs::remove(report); });
@@ -295,11 +305,11 @@ struct Planner {
     OwningOpRef<ModuleOp> copy = source.clone();
     if (failed(runPhases(CompilePhase::Global, CompilePhase::Sharded, *copy)))
       return failure();
-    std::optional<double> peakBytes = predictedPeakBytes(report, compiledEntryName(phases));
-    if (!peakBytes) {
-      why = "the auto-sharding report holds no peak memory of @" + compiledEntryName(phases);
+    std::optional<double> peakBytes = predictedPeakBytes(report, compiledEntryName(phases), why);
+    if (!peakBytes)
       return failure();
-    }
+    // The report is read and its file goes on return: the phases below
+    // (cutting out the pipeline ranks) are not to name it.
     phases.autoShardingReport = "";
     sharding::CostModel model = options.topology.costModel(*mesh);
     std::vector<CommPerAxes> realised(plan.pp);

@@ -119,6 +119,13 @@
 // EXPERTS-PARTITION: tfm.moe_all_to_all_back
 // EXPERTS-PARTITION-NOT: shard.all_gather
 
+// A training step's update made where its argument is last read takes no
+// bytes of its own (bufferization writes it into the argument's buffer); one
+// made before a later read of its argument does.
+// RUN: pmlir-opt %S/Inputs/auto-sharding-in-place.mlir --pmlir-auto-sharding="report=%t.in-place.json" -o %t.in-place.mlir
+// RUN: %python -c "import json; f = json.load(open('%t.in-place.json'))['functions']; print('in place', f['in_place']['peak_memory_bytes'], 'read after', f['read_after']['peak_memory_bytes'])" | FileCheck %s --check-prefix=IN-PLACE
+// IN-PLACE: in place 524288 read after 1048576
+
 // A function's name may hold any bytes; the report, JSON, holds UTF-8 text:
 // what is not UTF-8 becomes U+FFFD.
 // RUN: sed 's/@mlp/@"ml\\FFp"/' %s | pmlir-opt --pmlir-auto-sharding="topology=h100 memory-budget=20MiB report=-" -o %t.bytes.mlir | FileCheck %s --check-prefix=BYTES

@@ -85,7 +85,9 @@ TEST(RankTimelineTest, EachRankRunsItsScheduleInOrder) {
       pipe::buildSchedule(pipe::ScheduleKind::OneFOneB, 2, 1, 2, error);
   ASSERT_TRUE(schedule) << error;
   schedule->placeStages();
-  std::vector<std::vector<Operation *>> timelines = pipeline::rankTimelines(func, *schedule);
+  auto ranks = pipeline::rankTimelines(func, *schedule);
+  ASSERT_TRUE(succeeded(ranks));
+  std::vector<std::vector<Operation *>> &timelines = *ranks;
   ASSERT_EQ(timelines.size(), 2u);
   // Rank 0 runs 0F0 0F1 0B0 0B1: both forwards before the first backward,
   // so both microbatches' activations are held at once (the order of the
@@ -114,6 +116,92 @@ TEST(RankTimelineTest, EachRankRunsItsScheduleInOrder) {
     }
     EXPECT_EQ(nested, 8);
   }
+}
+
+// One microbatch on two stages, with what lowerToPipelineRank builds around
+// the fragments: an op outside the fragments between a transfer and its
+// reader (a reshard), and a clipped update: each stage's gradient scaled by
+// a norm summed over the stages (pipe.stage_sum).
+constexpr const char *kClippedProgram = R"mlir(
+func.func @step(%w0: tensor<4xf32>, %w1: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {pipe.stages = 2 : i64} {
+  %f0 = pipe.fragment stage 0 "F" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %w0, %w0 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0F0")
+  %s = pipe.transfer %f0 from 0 to 1 : tensor<4xf32> loc("act0")
+  %r = tfm.gelu %s tanh : tensor<4xf32> loc("reshard")
+  %f1 = pipe.fragment stage 1 "F" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %r, %w1 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1F0")
+  %b1 = pipe.fragment stage 1 "B" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %f1, %w1 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("1B0")
+  %g = pipe.transfer %b1 from 1 to 0 : tensor<4xf32> loc("grad0")
+  %b0 = pipe.fragment stage 0 "B" microbatch 0 : tensor<4xf32> {
+    %y = tfm.add %g, %f0 : tensor<4xf32>, tensor<4xf32>
+    pipe.yield %y : tensor<4xf32>
+  } loc("0B0")
+  %q0 = tfm.mul %b0, %b0 : tensor<4xf32>, tensor<4xf32> loc("square0")
+  %q1 = tfm.mul %b1, %b1 : tensor<4xf32>, tensor<4xf32> loc("square1")
+  %norm = pipe.stage_sum %q0, %q1 stages [0, 1] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("norm")
+  %u0 = tfm.mul %b0, %norm : tensor<4xf32>, tensor<4xf32> loc("update0")
+  %u1 = tfm.mul %b1, %norm : tensor<4xf32>, tensor<4xf32> loc("update1")
+  return %u0, %u1 : tensor<4xf32>, tensor<4xf32> loc("return")
+}
+)mlir";
+
+TEST(RankTimelineTest, StageSumsRunEverywhereAndWhatReadsAStageStaysOnIt) {
+  MLIRContext context;
+  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kClippedProgram, &context);
+  ASSERT_TRUE(module);
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  std::string error;
+  std::optional<pipe::Schedule> schedule =
+      pipe::buildSchedule(pipe::ScheduleKind::OneFOneB, 2, 1, 1, error);
+  ASSERT_TRUE(schedule) << error;
+  schedule->placeStages();
+  auto ranks = pipeline::rankTimelines(func, *schedule);
+  ASSERT_TRUE(succeeded(ranks));
+  // Each rank squares its own stage's gradient, sums the norm with the
+  // other rank after its actions and updates only its own stage (an
+  // update that read the norm alone would have run on both ranks, each
+  // holding both stages' state). The reshard between the activation's
+  // transfer and its reader is received before it, on rank 1 alone.
+  EXPECT_EQ(topLevelNames(func, (*ranks)[0]),
+            (std::vector<std::string>{"0F0", "act0", "grad0", "0B0", "square0", "norm", "update0",
+                                      "return"}));
+  EXPECT_EQ(topLevelNames(func, (*ranks)[1]),
+            (std::vector<std::string>{"act0", "reshard", "1F0", "1B0", "square1", "grad0", "norm",
+                                      "update1", "return"}));
+}
+
+TEST(RankTimelineTest, AFragmentNoActionRunsIsRefused) {
+  MLIRContext context;
+  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kClippedProgram, &context);
+  ASSERT_TRUE(module);
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  std::string error;
+  // GPipe without backward actions: a forward-only schedule.
+  std::optional<pipe::Schedule> schedule =
+      pipe::buildSchedule(pipe::ScheduleKind::GPipe, 2, 1, 1, error);
+  ASSERT_TRUE(schedule) << error;
+  schedule->placeStages();
+  for (auto &actions : schedule->actions)
+    llvm::erase_if(actions,
+                   [](const pipe::Action &a) { return a.kind != pipe::ActionKind::Forward; });
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    diagnostic = d.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(pipeline::rankTimelines(func, *schedule)));
+  EXPECT_EQ(diagnostic, "'pipe.fragment' op is stage 1's B of microbatch 0, which no action of the "
+                        "pipeline schedule runs");
 }
 
 } // namespace

@@ -87,15 +87,18 @@ mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank, l
 /// Per pipeline rank of `schedule`, the ops of `func` (cut into stages,
 /// repeated per microbatch, with the schedule's fragments) that the rank
 /// runs, nested ones included, in the order it runs them: its fragments
-/// in its schedule's order, each transfer sent after its fragment and
-/// received before its first reader, the ops of the arguments alone
-/// before their first reader on each rank that reads them, every other
-/// op on each rank whose values it reads as soon as the last of them is
-/// made, and the return last. This is the order lowerToPipelineRank
-/// builds each rank's program in, read on the global program: what a rank
-/// holds at once (pmlir-auto-sharding's memory) follows it.
-std::vector<std::vector<mlir::Operation *>> rankTimelines(mlir::func::FuncOp func,
-                                                          const pipe::Schedule &schedule);
+/// in its schedule's order, each transfer sent at the schedule's SEND (else
+/// after its fragment) and received at its reader's RECV (else before its
+/// first reader), the stage sums after the schedule's actions on every
+/// rank, the ops of the arguments alone before their first reader on each
+/// rank that reads them, every other op on each rank that holds all it
+/// reads as soon as the last of it is made, and the return last. This is
+/// the order lowerToPipelineRank builds each rank's program in, read on
+/// the global program: what a rank holds at once (pmlir-auto-sharding's
+/// memory) follows it. Fails, naming the fragment, where a fragment is no
+/// action of the schedule.
+mlir::FailureOr<std::vector<std::vector<mlir::Operation *>>>
+rankTimelines(mlir::func::FuncOp func, const pipe::Schedule &schedule);
 
 } // namespace pmlir::pipeline
 

@@ -144,11 +144,14 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
   DenseMap<Operation *, int64_t> at;
   for (auto [i, op] : llvm::enumerate(timeline))
     at[op] = static_cast<int64_t>(i);
-  const int64_t end = static_cast<int64_t>(timeline.size());
   Operation *ret = func.getFunctionBody().back().getTerminator();
-  // Per value made here, where it is made and last read: the return reads
-  // its values at the end. A value made on another rank is not held here
-  // (what a rank receives is the transfer's result, made here).
+  // The last point: the return's, which reads its values there (a rank's
+  // timeline holds it; a single program's order ends before it).
+  const int64_t end =
+      static_cast<int64_t>(timeline.size()) - (!timeline.empty() && timeline.back() == ret ? 1 : 0);
+  // Per value made here, where it is made and last read. A value made on
+  // another rank is not held here (what a rank receives is the transfer's
+  // result, made here).
   llvm::MapVector<Value, std::pair<int64_t, int64_t>> span;
   // The arguments held: every one of a single program; a rank's, those its
   // ops read.
@@ -158,8 +161,10 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
       held.insert(arg);
   DenseMap<Value, int64_t> argumentLastRead;
   for (auto [i, op] : llvm::enumerate(timeline)) {
-    // A layer's yield hands its values on; their readers keep them.
-    if (op->hasTrait<mlir::OpTrait::IsTerminator>() && isa_and_nonnull<LayerOp>(op->getParentOp()))
+    // The yield of an inline body (a layer, a fragment) hands its values
+    // on; their readers keep them.
+    if (op->hasTrait<mlir::OpTrait::IsTerminator>() && op->getParentOp() &&
+        op->getParentOp()->hasTrait<pmlir::tfm::OpTrait::InlineBody>())
       continue;
     int64_t readAt = op == ret ? end : static_cast<int64_t>(i);
     for (Value v : op->getOperands()) {
@@ -184,9 +189,9 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
   // argument's last reader has run, an update holds no bytes of its own.
   DenseSet<Value> inPlace;
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    // The dialect verifies that tfm.updates names an argument.
     auto updates = func.getResultAttrOfType<IntegerAttr>(i, kUpdatesAttr);
-    if (!updates || updates.getInt() < 0 ||
-        updates.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+    if (!updates)
       continue;
     Value update = pmlir::tfm::yieldedValue(ret->getOperand(i));
     auto made = span.find(update);
@@ -235,11 +240,11 @@ void AutoSharder::Impl::addMemoryPoints(ArrayRef<Operation *> timeline,
     for (Value arg : held)
       if (auto it = producer.find(arg); it != producer.end())
         add(argumentTerms, it->second.first, 0, cast<RankedTensorType>(arg.getType()),
-            options.argumentShare);
+            rank ? 1.0 : options.argumentShare);
     for (auto &[v, s] : span)
       if (s.first <= p && p <= s.second && !inPlace.contains(v)) {
         auto [n, r] = producer.lookup(v);
-        add(valueTerms, n, r, cast<RankedTensorType>(v.getType()), options.valueShare);
+        add(valueTerms, n, r, cast<RankedTensorType>(v.getType()), rank ? 1.0 : options.valueShare);
       }
     auto termsOf = [](std::map<int, std::vector<double>> &part) {
       std::vector<std::pair<int, std::vector<double>>> out;

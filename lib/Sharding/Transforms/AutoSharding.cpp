@@ -102,9 +102,12 @@ struct AutoShardingPass : public pmlir::impl::AutoShardingBase<AutoShardingPass>
       if (func->hasAttr(pmlir::pipe::kStagesAttr)) {
         funcOptions.excludedAxes.push_back(pipelineAxis);
         auto schedules = module.getOps<pmlir::pipe::ScheduleOp>();
-        if (!schedules.empty())
-          funcOptions.rankTimelines =
-              pmlir::pipeline::rankTimelines(func, (*schedules.begin()).getSchedule());
+        if (!schedules.empty()) {
+          auto timelines = pmlir::pipeline::rankTimelines(func, (*schedules.begin()).getSchedule());
+          if (failed(timelines))
+            return signalPassFailure();
+          funcOptions.rankTimelines = std::move(*timelines);
+        }
       }
       autoshard::AutoSharder sharder(func, mesh, funcOptions);
       std::string error;

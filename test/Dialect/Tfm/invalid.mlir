@@ -569,6 +569,27 @@ func.func @role_not_a_string(%x: tensor<4xf32> {tfm.role = 1}) {
 
 // -----
 
+// expected-error @+1 {{result #0: tfm.updates names argument #2, but the function has 2 arguments}}
+func.func @updates_no_argument(%w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32> {tfm.updates = 2 : i64}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{result #1: tfm.sharded_like names argument #-1, but the function has 1 argument}}
+func.func @sharded_like_negative(%w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32> {tfm.sharded_like = -1 : i64}) {
+  return %w, %w : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{result #0: tfm.updates must be an integer attribute on a function's result, got "w"}}
+func.func @updates_not_an_index(%w: tensor<4xf32>) -> (tensor<4xf32> {tfm.updates = "w"}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
 func.func @attention_block_lse_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>) {
   // expected-error @+1 {{result 'lse' shape: expected [1, 4, 8] ([B, Hq, S]), got [1, 4, 16]}}
   %o, %lse = tfm.attention_block %q, %k, %k scale = 2.5e-01

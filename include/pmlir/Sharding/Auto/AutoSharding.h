@@ -70,7 +70,7 @@ struct Options {
   /// (a pipelined program's): per rank, the ops it runs in the order it
   /// runs them (pipeline::rankTimelines). Memory is then bounded on each
   /// rank: the arguments its ops read and the values live in its order,
-  /// whole (the shares above stay 1). Empty: one program, in its order.
+  /// whole (the shares above are not applied). Empty: one program, in its order.
   std::vector<std::vector<mlir::Operation *>> rankTimelines;
   /// Mesh axes no value is sharded over (a pipelined program's stage
   /// axis).

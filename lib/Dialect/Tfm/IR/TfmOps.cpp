@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -118,6 +119,27 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned regio
                              << llvm::join(names, ", ") << " (#tfm<role " << names.front()
                              << "> or \"" << names.front() << "\"), got " << attr.getValue();
   }
+  return success();
+}
+
+LogicalResult TfmDialect::verifyRegionResultAttribute(Operation *op, unsigned region,
+                                                      unsigned index, NamedAttribute attr) {
+  if (attr.getName() != kUpdatesAttr && attr.getName() != kShardedLikeAttr)
+    return success();
+  // Both name an argument of the function: its readers index the
+  // arguments with them.
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  auto argument = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!function || !argument)
+    return op->emitOpError() << "result #" << index << ": " << attr.getName().getValue()
+                             << " must be an integer attribute on a function's result, got "
+                             << attr.getValue();
+  int64_t arguments = static_cast<int64_t>(function.getNumArguments());
+  if (argument.getInt() < 0 || argument.getInt() >= arguments)
+    return op->emitOpError() << "result #" << index << ": " << attr.getName().getValue()
+                             << " names argument #" << argument.getInt()
+                             << ", but the function has " << arguments
+                             << (arguments == 1 ? " argument" : " arguments");
   return success();
 }
 

@@ -14,6 +14,7 @@ def Tfm_Dialect : Dialect {
   let cppNamespace = "::pmlir::tfm";
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
   }];
