@@ -255,24 +255,8 @@ LogicalResult RankBuilder::run() {
   for (auto transfer : body.getOps<pipe::TransferOp>()) {
     if (pipe::FragmentOp from = producer(transfer.getInput()))
       outOf[from].push_back(transfer);
-    for (Operation *user : transfer->getUsers()) {
-      Operation *top = body.findAncestorOpInBlock(*user);
-      // Through ops outside fragments (reshards) to the fragment.
-      SmallVector<Operation *> work = {top};
-      DenseSet<Operation *> seen;
-      while (!work.empty()) {
-        Operation *op = work.pop_back_val();
-        if (!op || !seen.insert(op).second)
-          continue;
-        if (isa<pipe::FragmentOp>(op)) {
-          if (!llvm::is_contained(into[op], transfer))
-            into[op].push_back(transfer);
-          continue;
-        }
-        for (Operation *u : op->getUsers())
-          work.push_back(body.findAncestorOpInBlock(*u));
-      }
-    }
+    for (pipe::FragmentOp reader : pipeline::fragmentsReading(transfer))
+      into[reader].push_back(transfer);
   }
 
   b.setInsertionPointToStart(&body);
@@ -448,6 +432,23 @@ void accumulateEarly(func::FuncOp func) {
 }
 
 } // namespace
+
+SmallVector<pipe::FragmentOp> pmlir::pipeline::fragmentsReading(Operation *op) {
+  Block *body = op->getBlock();
+  SmallVector<pipe::FragmentOp> readers;
+  SmallVector<Operation *> work(op->getUsers());
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Operation *user = body->findAncestorOpInBlock(*work.pop_back_val());
+    if (!user || !seen.insert(user).second)
+      continue;
+    if (auto fragment = dyn_cast<pipe::FragmentOp>(user))
+      readers.push_back(fragment);
+    else
+      work.append(user->user_begin(), user->user_end());
+  }
+  return readers;
+}
 
 LogicalResult pmlir::pipeline::lowerToPipelineRank(func::FuncOp func, int64_t rank, StringRef axis,
                                                    bool markWork) {

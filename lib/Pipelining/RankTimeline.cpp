@@ -71,23 +71,6 @@ pmlir::pipeline::rankTimelines(func::FuncOp func, const pipe::Schedule &schedule
   }
   auto topLevel = [&](Operation *op) { return body.findAncestorOpInBlock(*op); };
   Operation *ret = body.getTerminator();
-  // The fragments that read `op`'s results, through ops outside fragments
-  // (reshards), as lowerToPipelineRank receives a transfer for them.
-  auto fragmentReaders = [&](Operation *op) {
-    SmallVector<pipe::FragmentOp> readers;
-    SmallVector<Operation *> work(op->getUsers());
-    DenseSet<Operation *> seen;
-    while (!work.empty()) {
-      Operation *user = topLevel(work.pop_back_val());
-      if (!user || !seen.insert(user).second)
-        continue;
-      if (auto fragment = dyn_cast<pipe::FragmentOp>(user))
-        readers.push_back(fragment);
-      else
-        work.append(user->user_begin(), user->user_end());
-    }
-    return readers;
-  };
   // Forward: what reads a rank's values runs there once they are made.
   for (Operation &op : body) {
     if (&op == ret || isa<pipe::FragmentOp>(op))
@@ -109,7 +92,7 @@ pmlir::pipeline::rankTimelines(func::FuncOp func, const pipe::Schedule &schedule
         // Received at the schedule's RECV of its first reader there, else
         // just before that reader.
         double received = end - 0.5;
-        for (pipe::FragmentOp reader : fragmentReaders(&op))
+        for (pipe::FragmentOp reader : fragmentsReading(&op))
           if (auto at = placed.find(reader); at != placed.end() && at->second.count(to))
             received = std::min(received, transferAction(reader, pipe::ActionKind::RecvForward,
                                                          pipe::ActionKind::RecvBackward, to)

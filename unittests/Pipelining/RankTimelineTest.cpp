@@ -74,18 +74,31 @@ std::vector<std::string> topLevelNames(func::FuncOp func, ArrayRef<Operation *> 
   return names;
 }
 
-TEST(RankTimelineTest, EachRankRunsItsScheduleInOrder) {
+/// A parsed program and the schedule its ranks run, placed.
+struct Pipelined {
   MLIRContext context;
-  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kProgram, &context);
-  ASSERT_TRUE(module);
-  auto func = cast<func::FuncOp>(module->getBody()->front());
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  std::optional<pipe::Schedule> schedule;
   std::string error;
-  std::optional<pipe::Schedule> schedule =
-      pipe::buildSchedule(pipe::ScheduleKind::OneFOneB, 2, 1, 2, error);
-  ASSERT_TRUE(schedule) << error;
-  schedule->placeStages();
-  auto ranks = pipeline::rankTimelines(func, *schedule);
+
+  Pipelined(const char *program, pipe::ScheduleKind kind, int64_t microbatches) {
+    context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
+    module = parseSourceString<ModuleOp>(program, &context);
+    if (module)
+      func = cast<func::FuncOp>(module->getBody()->front());
+    schedule = pipe::buildSchedule(kind, 2, 1, microbatches, error);
+    if (schedule)
+      schedule->placeStages();
+  }
+  bool ready() const { return func && schedule; }
+};
+
+TEST(RankTimelineTest, EachRankRunsItsScheduleInOrder) {
+  Pipelined p(kProgram, pipe::ScheduleKind::OneFOneB, 2);
+  ASSERT_TRUE(p.ready()) << p.error;
+  func::FuncOp func = p.func;
+  auto ranks = pipeline::rankTimelines(func, *p.schedule);
   ASSERT_TRUE(succeeded(ranks));
   std::vector<std::vector<Operation *>> &timelines = *ranks;
   ASSERT_EQ(timelines.size(), 2u);
@@ -154,17 +167,10 @@ func.func @step(%w0: tensor<4xf32>, %w1: tensor<4xf32>) -> (tensor<4xf32>, tenso
 )mlir";
 
 TEST(RankTimelineTest, StageSumsRunEverywhereAndWhatReadsAStageStaysOnIt) {
-  MLIRContext context;
-  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kClippedProgram, &context);
-  ASSERT_TRUE(module);
-  auto func = cast<func::FuncOp>(module->getBody()->front());
-  std::string error;
-  std::optional<pipe::Schedule> schedule =
-      pipe::buildSchedule(pipe::ScheduleKind::OneFOneB, 2, 1, 1, error);
-  ASSERT_TRUE(schedule) << error;
-  schedule->placeStages();
-  auto ranks = pipeline::rankTimelines(func, *schedule);
+  Pipelined p(kClippedProgram, pipe::ScheduleKind::OneFOneB, 1);
+  ASSERT_TRUE(p.ready()) << p.error;
+  func::FuncOp func = p.func;
+  auto ranks = pipeline::rankTimelines(func, *p.schedule);
   ASSERT_TRUE(succeeded(ranks));
   // Each rank squares its own stage's gradient, sums the norm with the
   // other rank after its actions and updates only its own stage (an
@@ -180,26 +186,18 @@ TEST(RankTimelineTest, StageSumsRunEverywhereAndWhatReadsAStageStaysOnIt) {
 }
 
 TEST(RankTimelineTest, AFragmentNoActionRunsIsRefused) {
-  MLIRContext context;
-  context.loadDialect<tfm::TfmDialect, pipe::PipeDialect, func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kClippedProgram, &context);
-  ASSERT_TRUE(module);
-  auto func = cast<func::FuncOp>(module->getBody()->front());
-  std::string error;
   // GPipe without backward actions: a forward-only schedule.
-  std::optional<pipe::Schedule> schedule =
-      pipe::buildSchedule(pipe::ScheduleKind::GPipe, 2, 1, 1, error);
-  ASSERT_TRUE(schedule) << error;
-  schedule->placeStages();
-  for (auto &actions : schedule->actions)
+  Pipelined p(kClippedProgram, pipe::ScheduleKind::GPipe, 1);
+  ASSERT_TRUE(p.ready()) << p.error;
+  for (auto &actions : p.schedule->actions)
     llvm::erase_if(actions,
                    [](const pipe::Action &a) { return a.kind != pipe::ActionKind::Forward; });
   std::string diagnostic;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+  ScopedDiagnosticHandler handler(&p.context, [&](Diagnostic &d) {
     diagnostic = d.str();
     return success();
   });
-  EXPECT_TRUE(failed(pipeline::rankTimelines(func, *schedule)));
+  EXPECT_TRUE(failed(pipeline::rankTimelines(p.func, *p.schedule)));
   EXPECT_EQ(diagnostic, "'pipe.fragment' op is stage 1's B of microbatch 0, which no action of the "
                         "pipeline schedule runs");
 }

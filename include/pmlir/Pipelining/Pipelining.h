@@ -13,6 +13,7 @@
 #ifndef PMLIR_PIPELINING_PIPELINING_H
 #define PMLIR_PIPELINING_PIPELINING_H
 
+#include "pmlir/Dialect/Pipe/IR/Pipe.h"
 #include "pmlir/Pipelining/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -83,6 +84,11 @@ mlir::LogicalResult splitBackwardFragments(mlir::func::FuncOp func);
 /// trace.
 mlir::LogicalResult lowerToPipelineRank(mlir::func::FuncOp func, int64_t rank, llvm::StringRef axis,
                                         bool markWork = false);
+
+/// The fragments that read `op`'s results (`op` top-level in a pipelined
+/// function), directly or through ops outside fragments (reshards): where
+/// a transfer's value is received for.
+llvm::SmallVector<pipe::FragmentOp> fragmentsReading(mlir::Operation *op);
 
 /// Per pipeline rank of `schedule`, the ops of `func` (cut into stages,
 /// repeated per microbatch, with the schedule's fragments) that the rank
