@@ -125,6 +125,11 @@ void run(dnnl::engine &engine, const Shape &s, bool matmul, const Part &part, lo
 } // namespace
 
 int main() {
+  if (!bf16GemmRuns()) {
+    std::printf("oneDNN's bf16 GEMM does not run on this CPU (no AVX-512 BF16): nothing to "
+                "compare.\n");
+    return 0;
+  }
   omp_set_num_threads(1);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   std::printf("| GEMM | M x N x K | output elements | GEMM API | matmul primitive | matmul, "
