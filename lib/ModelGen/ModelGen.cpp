@@ -159,7 +159,7 @@ llvm::Error pmlir::validate(const LlamaConfig &c, SizeNamer name) {
   if (c.maxPositions < 0)
     check.positive("max-positions", c.maxPositions);
   check.noMore("seq", c.seq, "max-positions", c.maxPositions,
-               "max_position_embeddings, the positions the model was trained for");
+               "the positions the model was trained for");
   check.divides("kv-heads", c.kvHeads, "heads", c.heads,
                 "grouped-query attention shares each key/value head among "
                 "heads / kv-heads query heads");
