@@ -133,7 +133,9 @@ torch.version.cuda, "GPU", torch.cuda.is_available())' 2>&1 | tail -n1)"
     sort -u -k1,1
 } 2>&1 | tee "$out/environment.log"
 elves=("$bin"/* "$pkg/build/unittests/"* "$pkg/llvm/bin/"{FileCheck,not,count})
-missing=$(ldd "${elves[@]}" 2>&1 | grep 'not found' | sort -u)
+# A library not found, or found and not loadable (cut short, another
+# machine's): ldd says the first beside its name, the second as an error.
+missing=$(ldd "${elves[@]}" 2>&1 | grep -E 'not found|error while loading shared libraries' | sort -u)
 # cuBLASLt is loaded only when a GPU run starts, so ldd does not see it:
 # a CUDA library linked nowhere in cuda-lib/ must be in ld.so's cache.
 while IFS= read -r soname; do
@@ -142,7 +144,7 @@ while IFS= read -r soname; do
   fi
 done <"$pkg/CUDA_LIBS"
 if [ -n "$missing" ]; then
-  say "FAILED: libraries not found:"
+  say "FAILED: libraries not found or not loadable:"
   echo "$missing"
   exit 1
 fi

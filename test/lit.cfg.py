@@ -129,6 +129,10 @@ config.environment["PMLIR_RT_SPIN_US"] = "100"
 # not the user's (~/.cache/pmlir).
 config.environment["PMLIR_PROFILE_CACHE"] = os.path.join(
     config.test_exec_root, "pmlir-profile-cache.json")
+# The same for the compiled objects pmlir-run keeps: a program the suite
+# compiled once (in another test, or on another rank) is loaded, not
+# compiled again.
+config.environment["PMLIR_OBJECT_CACHE"] = os.path.join(config.test_exec_root, "object-cache")
 config.substitutions.append(
     ("%collectives_check",
      os.path.join(config.pmlir_binary_dir, "unittests", "pmlir-rt-collectives-check")))

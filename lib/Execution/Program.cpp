@@ -6,6 +6,9 @@
 
 #include "pmlir/Execution/Program.h"
 
+#include "pmlir/Execution/HostJit.h"
+#include "pmlir/Execution/ObjectCache.h"
+
 #include "pmlir/Conversion/RoundedArguments.h"
 #include "pmlir/Dialect/Tfm/IR/Tfm.h"
 #include "pmlir/Runtime/CpuKernels.h"
@@ -13,12 +16,10 @@
 #include "pmlir/Runtime/GpuRuntime.h"
 #include "pmlir/Runtime/Runtime.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Transforms/IPO/Internalize.h"
 
 #include <chrono>
 #include <cstring>
@@ -198,20 +199,8 @@ bool exec::describeEntry(func::FuncOp entry, EntrySignature &signature, std::str
   return true;
 }
 
-void exec::internalizeAllBut(llvm::Module &module, StringRef entry) {
-  llvm::internalizeModule(module,
-                          [&](const llvm::GlobalValue &value) { return value.getName() == entry; });
-  // At -O2 GlobalDCE would erase them; at -O0 nothing else does.
-  bool erased = true;
-  while (erased) {
-    erased = false;
-    for (llvm::Function &function : llvm::make_early_inc_range(module))
-      if (function.hasLocalLinkage() && function.use_empty()) {
-        function.eraseFromParent();
-        erased = true;
-      }
-  }
-}
+bool JitProgram::objectFromCache() const { return jit->fromCache(); }
+const std::string &JitProgram::objectCacheWarning() const { return jit->cacheWarning(); }
 
 JitProgram::~JitProgram() {
   releaseResults();
@@ -259,47 +248,32 @@ std::unique_ptr<JitProgram> JitProgram::create(ModuleOp lowered, const EntrySign
     program->resultAt.push_back(program->resultWords.size());
     llvm::append_range(program->resultWords, descriptor.words);
   }
-  // Optimize for this host: without its target machine LLVM's cost model
-  // sees no vector registers and leaves every loop scalar.
-  auto hostMachine = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!hostMachine) {
-    error = "no target for this host: " + llvm::toString(hostMachine.takeError());
-    return nullptr;
-  }
-  auto targetMachine = hostMachine->createTargetMachine();
-  if (!targetMachine) {
-    error = "no target for this host: " + llvm::toString(targetMachine.takeError());
-    return nullptr;
-  }
-  ExecutionEngineOptions options;
-  auto optimize = makeOptimizingTransformer(compile.optLevel, 0, targetMachine->get());
-  std::string packedEntry = "_mlir_" + program->symbol;
-  auto transformer = [&](llvm::Module *module) -> llvm::Error {
-    internalizeAllBut(*module, packedEntry);
-    return optimize(module);
-  };
-  options.transformer = transformer;
   auto start = std::chrono::steady_clock::now();
-  auto created = ExecutionEngine::create(lowered, options);
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> module = translateModuleToLLVMIR(lowered, *context);
+  if (!module) {
+    error = "JIT compilation failed: the module does not translate to LLVM IR";
+    return nullptr;
+  }
+  std::vector<std::pair<const char *, void *>> symbols;
+  for (const pmlir_rt_symbol *table :
+       {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols(), pmlir_rt_gpu_symbols()})
+    for (const pmlir_rt_symbol *s = table; s->name; ++s)
+      symbols.emplace_back(s->name, s->address);
+  HostJit::Options options;
+  options.optLevel = compile.optLevel;
+  options.keepCompiled = compile.keepObject;
+  std::optional<ObjectCache> cache;
+  if (std::optional<std::string> directory = ObjectCache::defaultDirectory())
+    cache.emplace(*directory);
+  options.cache = cache ? &*cache : nullptr;
+  auto created =
+      HostJit::create(std::move(module), std::move(context), program->symbol, symbols, options);
   if (!created) {
     error = "JIT compilation failed: " + llvm::toString(created.takeError());
     return nullptr;
   }
-  program->engine = std::move(*created);
-  program->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    for (const pmlir_rt_symbol *table :
-         {pmlir_rt_cpu_kernel_symbols(), pmlir_rt_collective_symbols(), pmlir_rt_gpu_symbols()})
-      for (const pmlir_rt_symbol *s = table; s->name; ++s)
-        map[interner(s->name)] = {llvm::orc::ExecutorAddr::fromPtr(s->address),
-                                  llvm::JITSymbolFlags::Exported};
-    return map;
-  });
-  // Compile now, not inside the first run (a training step's first timing).
-  if (auto entry = program->engine->lookupPacked(program->symbol); !entry) {
-    error = "JIT compilation failed: " + llvm::toString(entry.takeError());
-    return nullptr;
-  }
+  program->jit = std::move(*created);
   program->seconds.llvm =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return program;
@@ -414,10 +388,7 @@ void JitProgram::toHost(std::vector<BoundArgument> &args, llvm::ArrayRef<size_t>
 
 bool JitProgram::run(std::string &error) {
   releaseResults();
-  if (llvm::Error err = engine->invokePacked(symbol, packed)) {
-    error = llvm::toString(std::move(err));
-    return false;
-  }
+  jit->packedEntry()(packed.data());
   if (!device)
     return true;
   // The run is over when the stream is done; its results come to the host

@@ -461,9 +461,13 @@ std::unique_ptr<JitProgram> Job::compile(ModuleOp module, const EntrySignature &
   CompileOptions compile;
   compile.optLevel = o.jitOptLevel;
   compile.device = o.device == CompileTarget::Gpu;
+  compile.keepObject = !o.predict;
   std::unique_ptr<JitProgram> program = JitProgram::create(module, signature, compile, error);
-  if (program)
-    program->seconds.lowering = lowering;
+  if (!program)
+    return nullptr;
+  program->seconds.lowering = lowering;
+  if (!program->objectCacheWarning().empty())
+    warn(program->objectCacheWarning());
   return program;
 }
 
@@ -901,8 +905,9 @@ int Job::run() {
     llvm::outs() << "hosts: " << hosts << "\n";
   }
   if (o.verbose && rank == 0) {
-    llvm::outs() << llvm::formatv("compile: @{0}, lowering {1:F2} s, LLVM {2:F2} s\n",
-                                  signature.name, program->seconds.lowering, program->seconds.llvm);
+    llvm::outs() << llvm::formatv("compile: @{0}, lowering {1:F2} s, LLVM {2:F2} s{3}\n",
+                                  signature.name, program->seconds.lowering, program->seconds.llvm,
+                                  program->objectFromCache() ? " (its object from the cache)" : "");
   }
   if (o.verbose && rank == 0 && o.device == CompileTarget::Cpu) {
     llvm::outs() << "gemm: " << rt::gemmPath() << "\n";

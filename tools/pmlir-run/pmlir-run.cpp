@@ -17,7 +17,7 @@
 // weight gets a deterministic seeded init; with it, a weight the file lacks
 // is an error unless --init-missing asks for the seeded init. A missing
 // input is an error. The program is compiled by pmlir-compile-pipeline and
-// JIT-compiled by MLIR's ExecutionEngine.
+// JIT-compiled (pmlir::exec::HostJit), or its object loaded from the cache.
 // f32 tensors in the files are used in place from the memory mapping.
 //
 // A thin front end: the flags (pmlir::exec::RunFlags, each bound to its

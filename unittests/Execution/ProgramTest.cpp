@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pmlir/Execution/Program.h"
+#include "pmlir/Execution/HostJit.h"
 
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"
@@ -70,7 +70,7 @@ TEST(InternalizeAllBut, KeepsTheEntryAndWhatItReaches) {
   std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(kProgram, diagnostic, context);
   ASSERT_TRUE(module) << diagnostic.getMessage().str();
 
-  internalizeAllBut(*module, "_mlir__mlir_ciface_step");
+  internalizeAllBut(*module, {"_mlir__mlir_ciface_step"});
 
   llvm::Function *entry = module->getFunction("_mlir__mlir_ciface_step");
   ASSERT_TRUE(entry);

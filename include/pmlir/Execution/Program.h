@@ -4,8 +4,9 @@
 //
 // What pmlir-run JIT-compiles: the entry function's signature as binding
 // needs it (describeEntry), and the LLVM-dialect module that the CPU
-// pipeline made of it, compiled for this host by MLIR's ExecutionEngine
-// with the runtime's entry points bound by name (JitProgram).
+// pipeline made of it, compiled for this host (HostJit, its object kept in
+// the ObjectCache) with the runtime's entry points bound by name
+// (JitProgram).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +23,9 @@
 #include <string>
 #include <vector>
 
-namespace llvm {
-class Module;
-} // namespace llvm
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
+namespace pmlir::exec {
+class HostJit;
+} // namespace pmlir::exec
 
 namespace pmlir::exec {
 
@@ -59,15 +57,13 @@ struct CompileOptions {
   /// device when bound (and stay there), its results copied back when
   /// read; the runtime's GPU side must be initialized.
   bool device = false;
+  /// Whether an object compiled here is kept in the ObjectCache (one found
+  /// there is loaded either way). --predict keeps none: a process that
+  /// compiled holds LLVM's freed memory and one that loaded does not, so
+  /// the prediction sees the process of the run that follows it only if
+  /// it leaves the cache as it found it.
+  bool keepObject = true;
 };
-
-/// Makes every definition of `module` but `entry` internal and erases the
-/// functions nothing then uses. MLIR's ExecutionEngine gives every
-/// external function a wrapper that unpacks an argument array (for
-/// invokePacked), though a program calls only its entry's: a GPT-2 small
-/// training step had 182, the largest of 2537 arguments, each a basic block
-/// of loads and stack stores whose code generation is quadratic in its size.
-void internalizeAllBut(llvm::Module &module, llvm::StringRef entry);
 
 /// The entry of a module lowered to the LLVM dialect (by
 /// pmlir-cpu-pipeline or pmlir-gpu-pipeline), JIT-compiled for this host.
@@ -75,8 +71,9 @@ class JitProgram {
 public:
   ~JitProgram();
   /// Compiles `lowered`, whose entry has `signature`, for this host's CPU
-  /// with LLVM's -O`options.optLevel` pipeline. Returns null with a message
-  /// in `error`.
+  /// with LLVM's -O`options.optLevel` pipeline, or loads the object the
+  /// ObjectCache (its default directory) keeps for it. Returns null with a
+  /// message in `error`.
   static std::unique_ptr<JitProgram> create(mlir::ModuleOp lowered, const EntrySignature &signature,
                                             const CompileOptions &options, std::string &error);
   /// Passes `args` (bound for the signature's arguments) to every run: the
@@ -107,15 +104,20 @@ public:
   void releaseResults();
 
   /// Seconds spent compiling: `llvm` by create (the translation to LLVM
-  /// IR, its optimization and code generation), `lowering` by whoever ran
-  /// the pass pipeline that made the LLVM-dialect module.
+  /// IR, its optimization and code generation or the cached object's
+  /// load), `lowering` by whoever ran the pass pipeline that made the
+  /// LLVM-dialect module.
   struct CompileSeconds {
     double lowering = 0, llvm = 0;
   } seconds;
+  /// Whether the object came from the ObjectCache, and what went wrong
+  /// with the cache if anything did (the program compiled anyway).
+  bool objectFromCache() const;
+  const std::string &objectCacheWarning() const;
 
 private:
   JitProgram() = default;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<HostJit> jit;
   std::string symbol;
   /// The C interface returns one result as its descriptor and several as a
   /// struct of descriptors: both are the descriptors' words in a row.
