@@ -40,12 +40,7 @@ std::string digestOf(llvm::StringRef bytes) {
 
 } // namespace
 
-std::optional<std::string> ObjectCache::defaultDirectory() {
-  if (const char *set = std::getenv(kObjectCacheEnv); set && *set) {
-    if (llvm::StringRef(set) == "off")
-      return std::nullopt;
-    return std::string(set);
-  }
+std::optional<std::string> pmlir::exec::userCacheDirectory() {
   llvm::SmallString<256> path;
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     path = xdg;
@@ -53,8 +48,20 @@ std::optional<std::string> ObjectCache::defaultDirectory() {
     llvm::sys::path::append(path, home, ".cache");
   else
     return std::nullopt;
-  llvm::sys::path::append(path, "pmlir", "objects");
+  llvm::sys::path::append(path, "pmlir");
   return std::string(path);
+}
+
+std::optional<std::string> ObjectCache::defaultDirectory() {
+  if (const char *set = std::getenv(kObjectCacheEnv); set && *set) {
+    if (llvm::StringRef(set) == "off")
+      return std::nullopt;
+    return std::string(set);
+  }
+  std::optional<std::string> user = userCacheDirectory();
+  if (!user)
+    return std::nullopt;
+  return *user + "/objects";
 }
 
 std::string ObjectCache::fileOf(llvm::StringRef key) const {

@@ -23,6 +23,7 @@
 #include "Job.h"
 
 #include "pmlir/Conversion/StepWork.h"
+#include "pmlir/Execution/ObjectCache.h"
 #include "pmlir/Runtime/Calibration.h"
 #include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Support/Bytes.h"
@@ -53,15 +54,8 @@ namespace {
 std::string cachePath() {
   if (const char *file = getenv("PMLIR_PROFILE_CACHE"))
     return file;
-  llvm::SmallString<256> path;
-  if (const char *xdg = getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    path = xdg;
-  else if (const char *home = getenv("HOME"); home && *home)
-    llvm::sys::path::append(path, home, ".cache");
-  else
-    return "";
-  llvm::sys::path::append(path, "pmlir", "cpu-profile.json");
-  return std::string(path);
+  std::optional<std::string> user = userCacheDirectory();
+  return user ? *user + "/cpu-profile.json" : "";
 }
 
 std::string gemmKey(const StepWork::Gemm &gemm) {

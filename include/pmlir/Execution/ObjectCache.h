@@ -31,10 +31,15 @@ namespace pmlir::exec {
 /// The environment variable that places the cache: a directory, or "off".
 inline constexpr const char *kObjectCacheEnv = "PMLIR_OBJECT_CACHE";
 
+/// pmlir's directory in the user's cache, where what it keeps between runs
+/// goes (the objects, the CPU profile's measurements): $XDG_CACHE_HOME/pmlir,
+/// else $HOME/.cache/pmlir; nullopt where neither is set.
+std::optional<std::string> userCacheDirectory();
+
 class ObjectCache {
 public:
-  /// $PMLIR_OBJECT_CACHE ("off": none), else $XDG_CACHE_HOME/pmlir/objects,
-  /// else $HOME/.cache/pmlir/objects; nullopt where there is none.
+  /// $PMLIR_OBJECT_CACHE ("off": none), else userCacheDirectory()'s
+  /// objects/; nullopt where there is none.
   static std::optional<std::string> defaultDirectory();
 
   explicit ObjectCache(std::string directory) : directory(std::move(directory)) {}
