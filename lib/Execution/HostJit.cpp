@@ -179,10 +179,14 @@ HostJit::~HostJit() {
     fini();
 }
 
-llvm::Expected<std::unique_ptr<HostJit>> HostJit::create(std::unique_ptr<llvm::Module> module,
-                                                         std::unique_ptr<llvm::LLVMContext> context,
+llvm::Expected<std::unique_ptr<HostJit>> HostJit::create(std::unique_ptr<llvm::Module> given,
+                                                         std::unique_ptr<llvm::LLVMContext> owner,
                                                          llvm::StringRef entryName, Symbols symbols,
                                                          const Options &options) {
+  // The module before its context, on every return (parameters are
+  // destroyed in an order the language leaves open).
+  std::unique_ptr<llvm::LLVMContext> context = std::move(owner);
+  std::unique_ptr<llvm::Module> module = std::move(given);
   std::unique_ptr<HostJit> jit(new HostJit());
   // Optimize for this host: without its target machine LLVM's cost model
   // sees no vector registers and leaves every loop scalar.
