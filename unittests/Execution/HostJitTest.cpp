@@ -95,6 +95,12 @@ protected:
     return result;
   }
 
+  static HostJit::Options keptIn(const ObjectCache &cache) {
+    HostJit::Options options;
+    options.cache = &cache;
+    return options;
+  }
+
   std::vector<std::string> cachedObjects(llvm::StringRef directory) {
     std::vector<std::string> files;
     std::error_code ec;
@@ -128,8 +134,7 @@ TEST_F(HostJitTest, AnEntryTheModuleLacksIsAnError) {
 
 TEST_F(HostJitTest, AKeptObjectIsLoadedNotCompiled) {
   ObjectCache cache((scratch + "/objects").str());
-  HostJit::Options options;
-  options.cache = &cache;
+  HostJit::Options options = keptIn(cache);
   bool fromCache = true;
   std::string warning;
   EXPECT_EQ(compileAndRun(options, &fromCache, &warning), 6.0f);
@@ -153,8 +158,7 @@ TEST_F(HostJitTest, AKeptObjectIsLoadedNotCompiled) {
 
 TEST_F(HostJitTest, AnObjectNotToKeepIsLoadedButNotKept) {
   ObjectCache cache((scratch + "/objects").str());
-  HostJit::Options options;
-  options.cache = &cache;
+  HostJit::Options options = keptIn(cache);
   options.keepCompiled = false;
   bool fromCache = true;
   EXPECT_EQ(compileAndRun(options, &fromCache), 6.0f);
@@ -170,8 +174,7 @@ TEST_F(HostJitTest, AnObjectNotToKeepIsLoadedButNotKept) {
 
 TEST_F(HostJitTest, AChangedObjectIsCompiledAgain) {
   ObjectCache cache((scratch + "/objects").str());
-  HostJit::Options options;
-  options.cache = &cache;
+  HostJit::Options options = keptIn(cache);
   EXPECT_EQ(compileAndRun(options), 6.0f);
   std::vector<std::string> files = cachedObjects(cache.path());
   ASSERT_EQ(files.size(), 1u);
@@ -201,8 +204,7 @@ TEST_F(HostJitTest, ACacheThatCannotBeMadeIsSaidAndTheProgramRuns) {
   std::string file = (scratch + "/file").str();
   std::ofstream(file) << "x";
   ObjectCache cache(file + "/objects");
-  HostJit::Options options;
-  options.cache = &cache;
+  HostJit::Options options = keptIn(cache);
   bool fromCache = true;
   std::string warning;
   EXPECT_EQ(compileAndRun(options, &fromCache, &warning), 6.0f);
