@@ -149,13 +149,6 @@ objectLayer(llvm::orc::ExecutionSession &session) {
   return layer;
 }
 
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return builder.takeError();
-  return builder->createTargetMachine();
-}
-
 } // namespace
 
 void pmlir::exec::internalizeAllBut(llvm::Module &module, llvm::ArrayRef<llvm::StringRef> kept) {
@@ -189,8 +182,12 @@ llvm::Expected<std::unique_ptr<HostJit>> HostJit::create(std::unique_ptr<llvm::M
   std::unique_ptr<llvm::Module> module = std::move(given);
   std::unique_ptr<HostJit> jit(new HostJit());
   // Optimize for this host: without its target machine LLVM's cost model
-  // sees no vector registers and leaves every loop scalar.
-  auto machine = hostMachine();
+  // sees no vector registers and leaves every loop scalar. One description
+  // of the host makes that machine and the JIT's.
+  auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!host)
+    return fail("no target for this host: " + llvm::toString(host.takeError()));
+  auto machine = host->createTargetMachine();
   if (!machine)
     return fail("no target for this host: " + llvm::toString(machine.takeError()));
   module->setDataLayout((*machine)->createDataLayout());
@@ -228,11 +225,8 @@ llvm::Expected<std::unique_ptr<HostJit>> HostJit::create(std::unique_ptr<llvm::M
   module.reset();
   context.reset();
 
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return detached(builder.takeError());
   auto created = llvm::orc::LLJITBuilder()
-                     .setJITTargetMachineBuilder(std::move(*builder))
+                     .setJITTargetMachineBuilder(std::move(*host))
                      .setDataLayout(layout)
                      .setObjectLinkingLayerCreator(objectLayer)
                      .create();

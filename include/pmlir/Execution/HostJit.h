@@ -28,7 +28,6 @@
 namespace llvm {
 class LLVMContext;
 class Module;
-class JITEventListener;
 namespace orc {
 class LLJIT;
 } // namespace orc
