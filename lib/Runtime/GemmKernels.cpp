@@ -17,8 +17,11 @@
 #include <atomic>
 #include <cassert>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -29,6 +32,7 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #endif
 
 using namespace pmlir::rt;
@@ -133,6 +137,7 @@ struct OneDnn {
 };
 constexpr const char *kOneDnnLibrary = "libdnnl.so.2";
 constexpr const char *kWidenedEnv = "PMLIR_TEST_BF16_GEMM_WIDENED";
+constexpr const char *kOneDnnBf16Env = "PMLIR_TEST_BF16_GEMM_ONEDNN";
 constexpr const char *kOpenBlasF32Env = "PMLIR_TEST_F32_GEMM_OPENBLAS";
 constexpr const char *kUnpackedEnv = "PMLIR_TEST_BF16_WEIGHTS_UNPACKED";
 constexpr const char *kPerGemmEnv = "PMLIR_TEST_BF16_BATCH_PER_GEMM";
@@ -580,11 +585,91 @@ void pmlir::rt::chooseGemmKernels(char **argv) {
   unsetenv(kChoseEnv);
 }
 
+#if defined(__x86_64__)
+namespace {
+/// The chains of a rate measurement, enough to cover the instructions'
+/// latency on both of their ports, and the iterations of one run (about
+/// 0.05 ms of FMAs, 0.2 ms of dot products at half their rate).
+constexpr int kRateChains = 12;
+constexpr int kRateIterations = 20000;
+
+/// Twelve chains of f32 FMAs; their sum keeps them from being removed.
+__attribute__((target("avx512f"), noinline)) float fmaChains() {
+  __m512 acc[kRateChains];
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int c = 0; c < kRateChains; ++c)
+    acc[c] = _mm512_set1_ps(float(c));
+  // Fully unrolled: the chains live in registers.
+  for (int i = 0; i < kRateIterations; ++i)
+#pragma GCC unroll 12
+    for (int c = 0; c < kRateChains; ++c)
+      acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  float sum = 0;
+  for (int c = 0; c < kRateChains; ++c)
+    sum += _mm512_reduce_add_ps(acc[c]);
+  return sum;
+}
+
+/// Twelve chains of bf16 dot products (1 x 2^-24 per product).
+__attribute__((target("avx512f,avx512bf16"), noinline)) float dotChains() {
+  __m512 acc[kRateChains];
+  __m512bh one, tiny;
+  const __m512i oneBits = _mm512_set1_epi16(0x3f80), tinyBits = _mm512_set1_epi16(0x3380);
+  std::memcpy(&one, &oneBits, sizeof(one));
+  std::memcpy(&tiny, &tinyBits, sizeof(tiny));
+  for (int c = 0; c < kRateChains; ++c)
+    acc[c] = _mm512_set1_ps(float(c));
+  for (int i = 0; i < kRateIterations; ++i)
+#pragma GCC unroll 12
+    for (int c = 0; c < kRateChains; ++c)
+      acc[c] = _mm512_dpbf16_ps(acc[c], one, tiny);
+  float sum = 0;
+  for (int c = 0; c < kRateChains; ++c)
+    sum += _mm512_reduce_add_ps(acc[c]);
+  return sum;
+}
+
+/// Seconds `chains` takes, the best of three runs (a run the OS or a
+/// neighbour interrupts only takes longer).
+double bestSeconds(float (*chains)()) {
+  volatile float sink = 0;
+  double best = 1e30;
+  for (int run = 0; run < 3; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    sink = sink + chains();
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count());
+  }
+  return best;
+}
+} // namespace
+#endif
+
+const Bf16DotRates &pmlir::rt::bf16DotRates() {
+  static const Bf16DotRates rates = [] {
+    Bf16DotRates measured;
+#if defined(__x86_64__)
+    if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
+      return measured;
+    // A first run brings the core to its clock for 512-bit work.
+    (void)fmaChains();
+    double instructions = double(kRateChains) * kRateIterations;
+    measured.f32Gflops = instructions * 32 / bestSeconds(fmaChains) * 1e-9;
+    measured.bf16Gflops = instructions * 64 / bestSeconds(dotChains) * 1e-9;
+#endif
+    return measured;
+  }();
+  return rates;
+}
+
 Bf16Gemm pmlir::rt::bf16Gemm() {
   static const Bf16Gemm chosen = [] {
     if (cpuSimdLevel() < SimdLevel::Avx512Bf16 || std::getenv(kWidenedEnv) || !oneDnn().gemm)
       return Bf16Gemm::Widened;
-    return Bf16Gemm::OneDnn;
+    if (cpuHasAmx() || std::getenv(kOneDnnBf16Env) || std::getenv(kMatmulWithoutAmxEnv))
+      return Bf16Gemm::OneDnn;
+    const Bf16DotRates &rates = bf16DotRates();
+    return rates.bf16Gflops >= rates.f32Gflops ? Bf16Gemm::OneDnn : Bf16Gemm::Widened;
   }();
   return chosen;
 }
@@ -959,18 +1044,29 @@ std::string pmlir::rt::gemmPath() {
   std::string bf16;
   if (bf16Gemm() == Bf16Gemm::OneDnn) {
     bf16 = oneDnnName() + " on AVX-512 BF16";
+    if (std::getenv(kOneDnnBf16Env) && !cpuHasAmx())
+      bf16 += std::string(" (") + kOneDnnBf16Env + ")";
     if (matmulUsable())
       bf16 += std::string(" (its matmul primitive for outputs of 2^24 elements or more or a "
                           "dimension of 2^15 or more, and for a program's bf16 weights, ") +
               (std::getenv(kUnpackedEnv) ? std::string("not packed: ") + kUnpackedEnv
                                          : "packed into its layout once") +
               (cpuHasAmx() ? "" : std::string("; ") + kMatmulWithoutAmxEnv) + ")";
-  } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16)
+  } else if (cpuSimdLevel() < SimdLevel::Avx512Bf16) {
     bf16 = "widened to f32 (this CPU has no AVX-512 BF16)";
-  else if (std::getenv(kWidenedEnv))
+  } else if (std::getenv(kWidenedEnv)) {
     bf16 = std::string("widened to f32 (") + kWidenedEnv + ")";
-  else
+  } else if (!oneDnn().gemm) {
     bf16 = std::string("widened to f32 (oneDNN's ") + kOneDnnLibrary + " did not load)";
+  } else {
+    const Bf16DotRates &rates = bf16DotRates();
+    char measured[160];
+    std::snprintf(measured, sizeof(measured),
+                  "widened to f32 (this CPU's bf16 dot products run at %.0f GFLOP/s a core "
+                  "against %.0f for its f32 FMAs, and it has no AMX)",
+                  rates.bf16Gflops, rates.f32Gflops);
+    bf16 = measured;
+  }
   return f32 + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
          "; bf16 operands: " + bf16;
 }

@@ -98,6 +98,34 @@ TEST(GemmKernels, Names) {
   EXPECT_STREQ(simdLevelName(SimdLevel::Sse), "SSE");
 }
 
+// The rates bf16Gemm chooses by: measured where the CPU has AVX-512 BF16,
+// within what one core of any CPU runs (a 512-bit instruction each 10 ns
+// at least; two FMA units at 5 GHz are 320 GFLOP/s, the dot products 640),
+// zero elsewhere; and the choice follows them where no variable or AMX
+// decides it.
+TEST(GemmKernels, Bf16DotRates) {
+  const Bf16DotRates &rates = bf16DotRates();
+  if (cpuSimdLevel() < SimdLevel::Avx512Bf16) {
+    EXPECT_EQ(rates.f32Gflops, 0.0);
+    EXPECT_EQ(rates.bf16Gflops, 0.0);
+    EXPECT_EQ(bf16Gemm(), Bf16Gemm::Widened);
+    return;
+  }
+  EXPECT_GT(rates.f32Gflops, 3.2);
+  EXPECT_LT(rates.f32Gflops, 1000.0);
+  EXPECT_GT(rates.bf16Gflops, 3.2);
+  EXPECT_LT(rates.bf16Gflops, 1000.0);
+  for (const char *variable : {"PMLIR_TEST_BF16_GEMM_WIDENED", "PMLIR_TEST_BF16_GEMM_ONEDNN",
+                               "PMLIR_TEST_BF16_MATMUL_WITHOUT_AMX"})
+    if (std::getenv(variable))
+      GTEST_SKIP() << variable << " decides the bf16 GEMM";
+  if (!oneDnnLoads())
+    GTEST_SKIP() << "libdnnl.so.2 does not load here";
+  bool oneDnn = cpuHasAmx() || rates.bf16Gflops >= rates.f32Gflops;
+  EXPECT_EQ(bf16Gemm(), oneDnn ? Bf16Gemm::OneDnn : Bf16Gemm::Widened)
+      << rates.bf16Gflops << " bf16 against " << rates.f32Gflops << " f32 GFLOP/s";
+}
+
 // oneDNN's SGEMM split in parts over the runtime's threads, against sums
 // in double: every transpose, C's rows or columns split (m > n or not),
 // extents off the 16-element grain, rows longer than the matrices (the

@@ -18,8 +18,9 @@
 // Intel Xeon with AMX (two 512-bit FMA units a core, where OpenBLAS 0.3.21
 // reaches two thirds of the peak) and an AMD EPYC of Zen 4 (one 512-bit
 // FMA a cycle; docs/performance.md). GEMMs on bf16 operands run on oneDNN's
-// bf16 GEMM (vdpbf16ps, f32 sums) where the CPU has AVX-512 BF16;
-// elsewhere their operands are widened to f32 for OpenBLAS. oneDNN's GEMMs
+// bf16 GEMM (vdpbf16ps or AMX, f32 sums) where the CPU has AVX-512 BF16 and
+// runs it faster than the f32 GEMM (bf16Gemm); elsewhere their operands are
+// widened to f32 for the f32 GEMM. oneDNN's GEMMs
 // run on the runtime's threads, not on oneDNN's OpenMP threads. oneDNN
 // (libdnnl.so.2, 40 MB) is loaded at its first use, not linked: an f32 run
 // on another CPU never maps it (unless --verbose asks which bf16 path this
@@ -73,16 +74,36 @@ void chooseGemmKernels(char **argv);
 
 /// How this process multiplies bf16 operands.
 enum class Bf16Gemm {
-  /// Widened to f32 and multiplied by OpenBLAS.
+  /// Widened to f32 and multiplied by the f32 GEMM (f32Gemm()).
   Widened,
   /// oneDNN's bf16 GEMM, on the CPU's AVX-512 BF16 instructions.
   OneDnn,
 };
 
+/// One core's rates, in GFLOP/s, of 512-bit f32 FMAs (vfmadd231ps, 32
+/// FLOPs) and bf16 dot products (vdpbf16ps, 64 FLOPs: two products and
+/// their sums a lane), each measured on twelve independent chains for
+/// about a tenth of a millisecond, the best of three. A CPU with AVX-512
+/// BF16 need not run the dot products faster: an AMD EPYC of Zen 4 runs
+/// them at twice its FMAs' FLOPs, an Intel Xeon of Emerald Rapids (whose
+/// AMX the hypervisor hid) at half.
+struct Bf16DotRates {
+  double bf16Gflops = 0, f32Gflops = 0;
+};
+/// This CPU's, measured at the first call (about a millisecond); zero on
+/// a CPU without AVX-512 BF16.
+const Bf16DotRates &bf16DotRates();
+
 /// The bf16 GEMM for this process: oneDNN's where the CPU has AVX-512 BF16
-/// and libdnnl.so.2 loads, unless the environment variable
-/// PMLIR_TEST_BF16_GEMM_WIDENED is set (benchmarks and tests measure the
-/// widened path with it). The first call loads oneDNN where it may be used.
+/// and libdnnl.so.2 loads, and either AMX (oneDNN's bf16 kernels then run
+/// on its tiles) or bf16 dot products at least as fast as its f32 FMAs
+/// (bf16DotRates): elsewhere oneDNN's bf16 kernels run at the dot
+/// products' rate, slower than the f32 GEMM on the widened operands. The
+/// environment variable PMLIR_TEST_BF16_GEMM_WIDENED asks for the widened
+/// path and PMLIR_TEST_BF16_GEMM_ONEDNN (or
+/// PMLIR_TEST_BF16_MATMUL_WITHOUT_AMX) for oneDNN's on any CPU with AVX-512
+/// BF16 (benchmarks and tests compare the two with them). The first call
+/// loads oneDNN where it may be used.
 Bf16Gemm bf16Gemm();
 
 /// Whether oneDnnBf16Gemm runs an m x n x k GEMM on oneDNN's matmul
