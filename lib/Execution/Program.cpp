@@ -353,7 +353,7 @@ void JitProgram::round(const std::vector<BoundArgument> &args, size_t k) {
   pmlir_rt_round_to_bf16(static_cast<const float *>(a.data), rounded[k].data(), n);
   if (!device) {
     // Read unchanged by every run until it is made again, unless the runs
-    // update it: the GEMMs may keep it packed.
+    // update it: the GEMMs may keep it packed, or widened.
     if (!formUpdated[k])
       pmlir::rt::keepBf16GemmOperand(rounded[k].data(), n);
     return;

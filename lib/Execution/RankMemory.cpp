@@ -279,22 +279,37 @@ int Job::predict(ModuleOp module, func::FuncOp entry, bool pipelined) {
   if (onGpu ? failed(lower(module, signature.name, rank == 0, error))
             : !(program = compile(module, signature, rank == 0, error)))
     return failHere(error);
-  // The bf16 forms of weights the caller makes once and keeps, and on a
-  // CPU whose GEMMs read them packed, a packed copy of each the program
-  // does not update (a program that reads a weight both ways, a --grads
-  // backward's, makes two; a training step updates its forms). A forward
+  // The bf16 forms of weights the caller makes once and keeps, and of each
+  // the program does not update (a training step updates its forms), on a
+  // CPU whose GEMMs read them packed a packed copy (a program that reads a
+  // weight both ways, a --grads backward's, makes two), on one whose GEMMs
+  // widen them their f32 copy. A forward
   // frees each f32 weight it reads only in bf16 once its form is made
   // (JitProgram::bind): on the host its parameters peak at the larger of
   // the f32 weights (while binding) and what stays bound after; a device
   // never receives those f32 weights.
-  const bool packs = !onGpu && rt::packsKeptBf16Operands();
+  // Bytes of a kept form and its copy, per bf16 element. An f32 program's
+  // process does not ask (nor load what the bf16 GEMMs would).
+  const std::vector<int64_t> rounded = roundedArguments(module);
+  int64_t keptBytes = 2;
+  if (!onGpu && !rounded.empty())
+    switch (rt::keptBf16Operands()) {
+    case rt::KeptBf16Operands::None:
+      break;
+    case rt::KeptBf16Operands::Packed:
+      keptBytes += 2;
+      break;
+    case rt::KeptBf16Operands::Widened:
+      keptBytes += 4;
+      break;
+    }
   int64_t forms = 0, freedAtBind = 0;
   auto f32Bytes = [&](int64_t i) {
     return elementCount(signature.arguments[i].shape) * int64_t(sizeof(float));
   };
-  for (int64_t i : roundedArguments(module))
+  for (int64_t i : rounded)
     if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())
-      forms += (packs && !signature.arguments[i].updated ? 2 : 1) * f32Bytes(i) / 2;
+      forms += (signature.arguments[i].updated ? 2 : keptBytes) * f32Bytes(i) / 4;
   if (!o.train)
     for (int64_t i : bf16OnlyArguments(module))
       if (i >= 0 && static_cast<size_t>(i) < signature.arguments.size())

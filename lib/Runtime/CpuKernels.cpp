@@ -220,13 +220,19 @@ template <typename From, typename To> void convert(const From *from, To *to, int
 }
 
 /// A row-major f32 copy of `m` (bf16 bits or f32) and the descriptor of it;
-/// uninitialized where not copied (a GEMM's result it overwrites).
+/// uninitialized where not copied (a GEMM's result it overwrites). Where
+/// `m` lies inside a bf16 operand kept widened (a program's weight), the
+/// descriptor views that operand's f32 copy instead, with `m`'s strides,
+/// and nothing is copied.
 template <int Rank> struct WideCopy {
   std::unique_ptr<float[]> data;
   StridedMemRefType<float, Rank> view;
   int64_t count = 1;
 
   template <typename T> explicit WideCopy(const StridedMemRefType<T, Rank> *m, bool copy) {
+    if constexpr (std::is_same_v<T, uint16_t>)
+      if (copy && viewKept(m))
+        return;
     for (int d = Rank - 1; d >= 0; --d) {
       view.sizes[d] = m->sizes[d];
       view.strides[d] = count;
@@ -244,6 +250,28 @@ template <int Rank> struct WideCopy {
         else
           data[flat] = pmlir::rt::bf16ToFloat(m->data[offset]);
       });
+  }
+
+  /// Views the widened copy of the kept operand `m` lies in, if any.
+  bool viewKept(const StridedMemRefType<uint16_t, Rank> *m) {
+    int64_t span = 1;
+    for (int d = 0; d < Rank; ++d) {
+      if (m->sizes[d] <= 0 || m->strides[d] < 0)
+        return false;
+      span += (m->sizes[d] - 1) * m->strides[d];
+    }
+    const float *widened = pmlir::rt::widenedBf16GemmOperand(m->data + m->offset, span);
+    if (!widened)
+      return false;
+    for (int d = 0; d < Rank; ++d) {
+      view.sizes[d] = m->sizes[d];
+      view.strides[d] = m->strides[d];
+    }
+    // Read only: the GEMM takes its operands' descriptors unconst.
+    view.basePtr = view.data = const_cast<float *>(widened);
+    view.offset = 0;
+    count = 0;
+    return true;
   }
 };
 
@@ -472,5 +500,9 @@ extern "C" void pmlir_rt_set_num_threads(int n) {
 }
 
 extern "C" void pmlir_rt_round_to_bf16(const float *from, uint16_t *to, int64_t count) {
+  convert(from, to, count);
+}
+
+extern "C" void pmlir_rt_widen_bf16(const uint16_t *from, float *to, int64_t count) {
   convert(from, to, count);
 }

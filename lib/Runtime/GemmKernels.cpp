@@ -7,6 +7,7 @@
 #include "pmlir/Runtime/GemmKernels.h"
 #include "HalfFloat.h"
 #include "LoadedSymbol.h"
+#include "pmlir/Runtime/CpuKernels.h"
 #include "pmlir/Runtime/Runtime.h"
 
 #include <cblas.h>
@@ -24,7 +25,9 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <unistd.h>
 #include <utility>
@@ -259,18 +262,20 @@ struct PackedOperand {
 };
 
 /// The operands keepBf16GemmOperand kept, by their first element, with the
-/// packed copies GEMMs made of them: one per sub-matrix a GEMM read (the
-/// parts of a split GEMM read slices).
+/// packed copies GEMMs made of them (one per sub-matrix a GEMM read: the
+/// parts of a split GEMM read slices) or their f32 copy.
 struct KeptOperands {
   struct Operand {
     int64_t elements;
     std::vector<PackedOperand> packed;
+    std::unique_ptr<float[]> widened;
   };
   std::mutex mutex;
   std::map<const uint16_t *, Operand> operands;
 
   /// The operand holding elements [b, b + span), or null; under `mutex`.
-  Operand *holding(const uint16_t *b, int64_t span) {
+  /// Its first element in `start` where found and asked for.
+  Operand *holding(const uint16_t *b, int64_t span, const uint16_t **start = nullptr) {
     auto after = operands.upper_bound(b);
     if (after == operands.begin())
       return nullptr;
@@ -278,7 +283,11 @@ struct KeptOperands {
     auto end = [](const uint16_t *p, int64_t elements) {
       return reinterpret_cast<uintptr_t>(p) + uintptr_t(elements) * sizeof(uint16_t);
     };
-    return end(b, span) <= end(first, operand.elements) ? &operand : nullptr;
+    if (end(b, span) > end(first, operand.elements))
+      return nullptr;
+    if (start)
+      *start = first;
+    return &operand;
   }
   bool holds(const uint16_t *b, int64_t span) {
     std::lock_guard lock(mutex);
@@ -939,17 +948,44 @@ BatchedGemm pmlir::rt::oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch
   return batchedGemm(batchRank, batch, m, n, k, a, aStrides, b, bStrides, c, cStrides);
 }
 
-bool pmlir::rt::packsKeptBf16Operands() {
-  return matmulUsable() && bf16Gemm() == Bf16Gemm::OneDnn && !std::getenv(kUnpackedEnv);
+KeptBf16Operands pmlir::rt::keptBf16Operands() {
+  if (std::getenv(kUnpackedEnv))
+    return KeptBf16Operands::None;
+  if (bf16Gemm() == Bf16Gemm::Widened)
+    return KeptBf16Operands::Widened;
+  return matmulUsable() ? KeptBf16Operands::Packed : KeptBf16Operands::None;
 }
 
 void pmlir::rt::keepBf16GemmOperand(const uint16_t *data, int64_t elements) {
-  if (!data || elements <= 0 || !packsKeptBf16Operands())
+  if (!data || elements <= 0)
+    return;
+  KeptBf16Operands keeps = keptBf16Operands();
+  if (keeps == KeptBf16Operands::None)
     return;
   forgetBf16GemmOperand(data);
+  KeptOperands::Operand operand{elements, {}, nullptr};
+  if (keeps == KeptBf16Operands::Widened) {
+    // Without the memory for it, the GEMMs widen what they read per call.
+    operand.widened.reset(new (std::nothrow) float[static_cast<size_t>(elements)]);
+    if (!operand.widened)
+      return;
+    pmlir_rt_widen_bf16(data, operand.widened.get(), elements);
+  }
   KeptOperands &kept = keptOperands();
   std::lock_guard lock(kept.mutex);
-  kept.operands[data] = {elements, {}};
+  kept.operands[data] = std::move(operand);
+}
+
+const float *pmlir::rt::widenedBf16GemmOperand(const uint16_t *first, int64_t span) {
+  if (!first || span <= 0)
+    return nullptr;
+  KeptOperands &kept = keptOperands();
+  std::lock_guard lock(kept.mutex);
+  const uint16_t *start = nullptr;
+  KeptOperands::Operand *operand = kept.holding(first, span, &start);
+  if (!operand || !operand->widened)
+    return nullptr;
+  return operand->widened.get() + (first - start);
 }
 
 void pmlir::rt::forgetBf16GemmOperand(const uint16_t *data) {
@@ -969,7 +1005,7 @@ int64_t pmlir::rt::keptBf16GemmCopies() {
   std::lock_guard lock(kept.mutex);
   int64_t copies = 0;
   for (const auto &[data, operand] : kept.operands)
-    copies += static_cast<int64_t>(operand.packed.size());
+    copies += static_cast<int64_t>(operand.packed.size()) + (operand.widened ? 1 : 0);
   return copies;
 }
 
@@ -1067,6 +1103,11 @@ std::string pmlir::rt::gemmPath() {
                   rates.bf16Gflops, rates.f32Gflops);
     bf16 = measured;
   }
+  if (bf16Gemm() == Bf16Gemm::Widened)
+    bf16 += std::getenv(kUnpackedEnv) ? std::string(", a program's bf16 weights widened in every "
+                                                    "GEMM (") +
+                                            kUnpackedEnv + ")"
+                                      : ", a program's bf16 weights widened once";
   return f32 + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
          "; bf16 operands: " + bf16;
 }

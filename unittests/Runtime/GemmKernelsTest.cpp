@@ -378,6 +378,38 @@ TEST(GemmKernels, OneDnnBf16KeptOperand) {
   setGemmThreads(1);
 }
 
+// Where bf16 GEMMs widen their operands, a kept operand is widened once,
+// over the runtime's threads: a span inside it reads the f32 value of each
+// bf16 one (every bit pattern, NaN and infinities included) from that copy,
+// a span reaching past it reads none, and forgetting it frees the copy.
+TEST(GemmKernels, WidenedKeptOperand) {
+  if (keptBf16Operands() != KeptBf16Operands::Widened)
+    GTEST_SKIP() << "bf16 GEMMs do not widen kept operands on this CPU";
+  constexpr int64_t elements = 70000, past = 100;
+  std::vector<uint16_t> stored(elements + past);
+  for (size_t i = 0; i < stored.size(); ++i)
+    stored[i] = static_cast<uint16_t>(i * 40503u);
+  const uint16_t *kept = stored.data();
+  pmlir_rt_set_parallel_threads(2);
+  EXPECT_EQ(widenedBf16GemmOperand(kept, 1), nullptr);
+  keepBf16GemmOperand(kept, elements);
+  EXPECT_EQ(keptBf16GemmCopies(), 1);
+  const float *widened = widenedBf16GemmOperand(kept, elements);
+  ASSERT_NE(widened, nullptr);
+  for (int64_t i = 0; i < elements; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &widened[i], sizeof(bits));
+    ASSERT_EQ(bits, uint32_t(kept[i]) << 16) << "element " << i;
+  }
+  EXPECT_EQ(widenedBf16GemmOperand(kept + 300, elements - 300), widened + 300);
+  EXPECT_EQ(widenedBf16GemmOperand(kept + 300, elements - 299), nullptr);
+  EXPECT_EQ(widenedBf16GemmOperand(kept + elements, 1), nullptr);
+  forgetBf16GemmOperand(kept);
+  EXPECT_EQ(keptBf16GemmCopies(), 0);
+  EXPECT_EQ(widenedBf16GemmOperand(kept, 1), nullptr);
+  pmlir_rt_set_parallel_threads(1);
+}
+
 // A batch of bf16 GEMMs (attention's heads: batch 2 x 3, odd rows,
 // columns and sums) on the matmul primitive in one call a part: every
 // transpose, each operand stored as heads split out of a hidden dimension

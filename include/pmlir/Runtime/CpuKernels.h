@@ -34,6 +34,11 @@ void pmlir_rt_set_num_threads(int n);
  * forms of arguments a caller makes (pmlir/Conversion/RoundedArguments.h). */
 void pmlir_rt_round_to_bf16(const float *from, uint16_t *to, int64_t count);
 
+/* Widens `count` bf16 values (their bits) to f32 over the runtime's
+ * threads: the f32 copies of kept GEMM operands (pmlir::rt::
+ * keepBf16GemmOperand). */
+void pmlir_rt_widen_bf16(const uint16_t *from, float *to, int64_t count);
+
 #ifdef __cplusplus
 }
 #endif

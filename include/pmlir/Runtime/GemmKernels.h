@@ -161,26 +161,50 @@ BatchedGemm oneDnnBf16BatchedGemm(int batchRank, const int64_t *batch, int64_t m
 
 /// Keeps `elements` bf16 values at `data` as an operand GEMMs will read
 /// unchanged again and again (a program's bf16 weights, which
-/// JitProgram::bind makes once). Where oneDnnBf16UsesMatmul's primitive is
-/// used, a GEMM whose B lies inside a kept operand runs on it, with that B
-/// reordered into the primitive's blocked layout at its first GEMM and the
-/// copy read by every later one: oneDNN's GEMM API and the primitive on a
-/// plain B pack it again in every call, which at a forward's few rows
-/// takes as long as a large part of the products (docs/performance.md).
-/// The copies take about the operand's bytes again. Nothing is kept where
-/// the environment variable PMLIR_TEST_BF16_WEIGHTS_UNPACKED is set
-/// (benchmarks and tests compare with it).
+/// JitProgram::bind makes once), as keptBf16Operands() says:
+/// - Packed: where oneDnnBf16UsesMatmul's primitive is used, a GEMM whose
+///   B lies inside a kept operand runs on it, with that B reordered into
+///   the primitive's blocked layout at its first GEMM and the copy read by
+///   every later one: oneDNN's GEMM API and the primitive on a plain B pack
+///   it again in every call, which at a forward's few rows takes as long as
+///   a large part of the products (docs/performance.md). The copies take
+///   about the operand's bytes again.
+/// - Widened: the operand is widened to f32 here, once, and a widened GEMM
+///   reading an operand inside it reads that copy instead of widening its
+///   own in every call (at a forward of one 128-token sequence, the
+///   widenings took as long as the f32 forward's GEMMs). The copy takes
+///   twice the operand's bytes; where they cannot be had nothing is kept
+///   and GEMMs widen as before.
+/// Nothing is kept where the environment variable
+/// PMLIR_TEST_BF16_WEIGHTS_UNPACKED is set (benchmarks and tests compare
+/// with it).
 void keepBf16GemmOperand(const uint16_t *data, int64_t elements);
-/// Forgets the operand kept at `data`, and frees its packed copies: before
-/// it is written or freed, while no GEMM runs. No effect where nothing is
-/// kept there.
+/// Forgets the operand kept at `data`, and frees its packed or widened
+/// copies: before it is written or freed, while no GEMM runs. No effect
+/// where nothing is kept there.
 void forgetBf16GemmOperand(const uint16_t *data);
-/// The packed copies the kept operands hold now (tests count them).
+/// The packed or widened copies the kept operands hold now (tests count
+/// them).
 int64_t keptBf16GemmCopies();
-/// Whether keepBf16GemmOperand keeps anything here: bf16 GEMMs on oneDNN
-/// with its matmul primitive (a CPU with AMX), and
-/// PMLIR_TEST_BF16_WEIGHTS_UNPACKED not set. Loads oneDNN on such a CPU.
-bool packsKeptBf16Operands();
+/// The f32 copy of the `span` elements from `first` where they lie inside
+/// an operand keepBf16GemmOperand widened, else null. Valid until that
+/// operand is forgotten.
+const float *widenedBf16GemmOperand(const uint16_t *first, int64_t span);
+
+/// What keepBf16GemmOperand makes of the operands it keeps on this CPU.
+enum class KeptBf16Operands {
+  /// Nothing: oneDNN's bf16 GEMM without its matmul primitive (no AMX), or
+  /// PMLIR_TEST_BF16_WEIGHTS_UNPACKED set.
+  None,
+  /// Copies in the matmul primitive's layout, made at the first GEMM that
+  /// reads each (bf16Gemm() is OneDnn with AMX): about the operand's bytes.
+  Packed,
+  /// One f32 copy each, made when kept (bf16Gemm() is Widened): twice the
+  /// operand's bytes.
+  Widened,
+};
+/// Loads oneDNN where the bf16 GEMM may use it.
+KeptBf16Operands keptBf16Operands();
 
 /// How this process multiplies f32 operands.
 enum class F32Gemm {
