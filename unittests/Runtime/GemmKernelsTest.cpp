@@ -9,7 +9,9 @@
 #include "pmlir/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -376,6 +378,45 @@ TEST(GemmKernels, OneDnnBf16KeptOperand) {
   }
   pmlir_rt_set_parallel_threads(1);
   setGemmThreads(1);
+}
+
+// oneDNN's GEMM scratch (64 KiB or more, allocated in every call) takes
+// pages outside the heap, kept for the next call of its size: a first GEMM
+// that needs one maps it, the same GEMM again maps nothing, and the heap
+// does not grow for it. Allocations of the same size by anyone else stay
+// glibc's.
+TEST(GemmKernels, OneDnnScratchOutsideHeap) {
+  if (oneDnnScratchBlocks() < 0)
+    GTEST_SKIP() << "built with AddressSanitizer: the scratch stays in the heap";
+  if (!oneDnnLoads())
+    GTEST_SKIP() << "libdnnl.so.2 does not load here";
+  pmlir_rt_set_parallel_threads(1);
+  setGemmThreads(1);
+  // GPT-2 small's FC1 at 256 rows: oneDNN packs panels of A and B.
+  const int64_t m = 256, n = 3072, k = 768;
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  auto multiply = [&] {
+    ASSERT_TRUE(oneDnnF32Gemm(false, false, m, n, k, a.data(), k, b.data(), n, c.data(), n, false));
+    ASSERT_EQ(c[0], 0.125f * k);
+    ASSERT_EQ(c[m * n - 1], 0.125f * k);
+  };
+  int64_t before = oneDnnScratchBlocks();
+  multiply();
+  int64_t first = oneDnnScratchBlocks();
+  EXPECT_GE(first, before);
+  EXPECT_GE(first, 1) << "no scratch of oneDNN's was mapped";
+  size_t heap = mallinfo2().arena;
+  for (int i = 0; i < 3; ++i)
+    multiply();
+  EXPECT_EQ(oneDnnScratchBlocks(), first) << "the kept scratch was not reused";
+  EXPECT_EQ(mallinfo2().arena, heap) << "the heap grew in GEMMs that reuse their scratch";
+  void *mine = nullptr;
+  ASSERT_EQ(posix_memalign(&mine, 64, size_t(1) << 20), 0);
+  EXPECT_EQ(oneDnnScratchBlocks(), first) << "an allocation not oneDNN's was mapped";
+  std::memset(mine, 1, size_t(1) << 20);
+  free(mine);
+  void *misaligned = nullptr;
+  EXPECT_EQ(posix_memalign(&misaligned, 3, 64), EINVAL);
 }
 
 // Where bf16 GEMMs widen their operands, a kept operand is widened once,

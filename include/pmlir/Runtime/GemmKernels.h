@@ -206,6 +206,13 @@ enum class KeptBf16Operands {
 /// Loads oneDNN where the bf16 GEMM may use it.
 KeptBf16Operands keptBf16Operands();
 
+/// The blocks of pages oneDNN's GEMM scratch has taken in this process
+/// (OneDnnScratch.cpp: each allocation of 64 KiB or more oneDNN makes gets
+/// pages of its own, kept for its next, outside the heap the program's
+/// buffers reuse); -1 in a build with AddressSanitizer, where the scratch
+/// stays in the heap.
+int64_t oneDnnScratchBlocks();
+
 /// How this process multiplies f32 operands.
 enum class F32Gemm {
   /// OpenBLAS's SGEMM (the kernels chooseGemmKernels asked for), on
